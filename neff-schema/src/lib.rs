@@ -1,0 +1,22 @@
+//! The NEFF data model, with no I/O.
+//!
+//! * [`header`]: the 1024-byte `neff_header_t` codec (a lossless byte view with
+//!   typed accessors, plus a plain [`HeaderFields`] record for JSON).
+//! * [`uuid`]: the header UUID, including the content-derived v4 UUID.
+//! * [`arch`]: the runtime's `al_hal_tpb_arch_type` (SUNDA 2, CAYMAN 3, MARIANA 4).
+//! * [`features`]: the feature-bit mask constants the loader's trapdoor uses.
+//! * [`hex`]: the small hex codec shared by the other modules.
+//!
+//! Every fact here comes from `shared/spec/neff-format.md`; section numbers in the
+//! doc comments point into it.
+#![deny(missing_docs)]
+
+pub mod arch;
+pub mod features;
+pub mod header;
+pub mod hex;
+pub mod uuid;
+
+pub use arch::Arch;
+pub use header::{HeaderFields, NeffHeader, PkgVersion, HEADER_LEN};
+pub use uuid::Uuid;
