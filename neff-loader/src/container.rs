@@ -1,0 +1,522 @@
+//! Tier 1: the container gates G1–G12 (`neff_get_header_from_buffer`,
+//! `neff_parse`; spec §5.1) and the tar walk of spec §3.4.
+
+use std::collections::BTreeMap;
+use std::io::{self, BufReader, Cursor, Read, Seek, SeekFrom};
+
+use neff_schema::features::unsupported_bits;
+use neff_schema::{NeffHeader, PkgVersion, HEADER_LEN};
+use serde::Serialize;
+
+use crate::digest::{source_error, Digester, HashingReader, SourceError};
+use crate::gate::{Gate, Rejection};
+use crate::gzip_reader::{looks_like_gzip, GzipReader};
+use crate::profile::RuntimeProfile;
+use crate::tar_reader::{escape_name, EntryKind, TarError, TarReader};
+
+/// Members whose names end with this suffix are skipped by the runtime's walk.
+pub const WAVEGRAPH_SUFFIX: &[u8] = b"wavegraph-bin.json";
+
+/// How much decompressed data after the tar end marker is read to check the
+/// gzip trailer. libarchive stops at the marker; this only feeds a warning.
+const TAIL_CHECK_LIMIT: u64 = 1 << 20;
+
+/// Memory limits for what the walk keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest member whose bytes are kept in memory (manifests are small).
+    pub keep_member_max: u64,
+    /// Total bytes of member data kept in memory.
+    pub keep_total_max: u64,
+    /// Total bytes the member index may use (names and bookkeeping). The
+    /// runtime mallocs every member; past this budget the walk reports G12's
+    /// allocation failure instead of growing without bound.
+    pub index_max: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            keep_member_max: 16 << 20,
+            keep_total_max: 64 << 20,
+            index_max: 128 << 20,
+        }
+    }
+}
+
+/// How the payload was stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Compression {
+    /// A raw tar.
+    None,
+    /// gzip (detected from the bytes, as libarchive does).
+    Gzip,
+}
+
+/// A member as the runtime stores it in `neff_t::files`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredMember {
+    /// Size in bytes (0 for links and devices).
+    pub size: u64,
+    /// The entry kind.
+    pub kind: EntryKind,
+    /// Offset of its tar header in the (decompressed) tar stream.
+    pub header_offset: u64,
+    /// Its bytes, when small enough to be kept (see [`Limits`]).
+    pub data: Option<Vec<u8>>,
+}
+
+/// Why an entry of the tar walk is not in the member map.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryFate {
+    /// Stored in the member map.
+    Stored,
+    /// A directory: skipped.
+    Directory,
+    /// Name ends in `wavegraph-bin.json`: skipped.
+    Wavegraph,
+    /// A later entry with the same name replaced it.
+    Replaced,
+}
+
+/// One entry of the tar walk, for the member table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EntryRecord {
+    /// The name as in the archive (escaped where not UTF-8).
+    pub name: String,
+    /// The key the runtime stores it under (`./` stripped), escaped.
+    pub key: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Entry kind.
+    #[serde(rename = "type")]
+    pub kind: EntryKind,
+    /// Offset of its header in the tar stream.
+    pub header_offset: u64,
+    /// What the walk did with it.
+    pub fate: EntryFate,
+}
+
+/// What Tier 1 read: the header and the member map.
+#[derive(Debug, Clone, Default)]
+pub struct Container {
+    /// The 1024-byte header.
+    pub header: NeffHeader,
+    /// Size of the whole file.
+    pub file_size: u64,
+    /// How the payload is stored, once known.
+    pub compression: Option<Compression>,
+    /// `neff_t::files`: stored name → member.
+    pub members: BTreeMap<Vec<u8>, StoredMember>,
+    /// Every tar entry in archive order.
+    pub entries: Vec<EntryRecord>,
+    /// Length of the decompressed tar stream up to its end marker.
+    pub tar_size: u64,
+}
+
+/// The outcome of Tier 1.
+pub struct Tier1 {
+    /// What was read (absent only when even the header could not be read).
+    pub container: Option<Container>,
+    /// The first failing gate, if any.
+    pub rejection: Option<Rejection>,
+    /// Warnings, in the order found.
+    pub warnings: Vec<String>,
+}
+
+/// Runs G1–G12 on a NEFF source. `None` is a NULL buffer (G1).
+/// Returns `Err` only for I/O failures of the source itself.
+pub fn run<R: Read + Seek>(
+    source: Option<R>,
+    profile: &RuntimeProfile,
+    limits: &Limits,
+) -> io::Result<Tier1> {
+    let mut warnings = Vec::new();
+    let reject = |rejection: Rejection, container: Option<Container>, warnings: Vec<String>| {
+        Ok(Tier1 {
+            container,
+            rejection: Some(rejection),
+            warnings,
+        })
+    };
+    let Some(mut source) = source else {
+        return reject(
+            Rejection::new(Gate::G1, "Invalid NEFF buffer"),
+            None,
+            warnings,
+        );
+    };
+    let file_size = source.seek(SeekFrom::End(0))?;
+    if file_size <= 0x3FF {
+        return reject(
+            Rejection::new(
+                Gate::G2,
+                format!("Invalid number of NEFF bytes received {file_size:x}"),
+            )
+            .detail(format!(
+                "the file is {file_size} bytes; the 1024-byte header alone needs more"
+            )),
+            None,
+            warnings,
+        );
+    }
+    source.seek(SeekFrom::Start(0))?;
+    let mut raw = [0u8; HEADER_LEN];
+    source.read_exact(&mut raw)?;
+    let header = NeffHeader::from_bytes(raw);
+    let mut container = Container {
+        header: header.clone(),
+        file_size,
+        ..Container::default()
+    };
+    if let Some(r) = header_gates(&header, file_size, profile, &mut warnings) {
+        return reject(r, Some(container), warnings);
+    }
+    let data_size = header.data_size();
+    let end = HEADER_LEN as u64 + data_size;
+    if file_size > end {
+        warnings.push(format!(
+            "{} bytes after the payload (file offset {end:#x} to {file_size:#x}) are ignored",
+            file_size - end
+        ));
+    }
+
+    let pkg = PkgVersion::from_value(header.pkg_version());
+    let mut digester = match (profile.verify_hash, pkg) {
+        (true, Some(PkgVersion::Sha256Tar)) => Digester::Sha256(Default::default()),
+        (true, Some(PkgVersion::Md5Gzip)) => Digester::Md5(Default::default()),
+        _ => Digester::Off,
+    };
+    source.seek(SeekFrom::Start(HEADER_LEN as u64))?;
+    let mut payload = (&mut source).take(data_size);
+    let walked = walk(
+        HashingReader::new(&mut payload, &mut digester),
+        limits,
+        &mut container,
+        &mut warnings,
+    );
+    let walk_rejection = match walked {
+        Ok(()) => None,
+        Err(WalkError::Source(e)) => return Err(e),
+        Err(WalkError::Gate(r)) => Some(r),
+    };
+    // Hash whatever the walk did not read: the digest covers all data_size bytes.
+    io::copy(&mut payload, &mut DigestWriter(&mut digester))?;
+    let name = if pkg == Some(PkgVersion::Sha256Tar) {
+        "SHA256"
+    } else {
+        "MD5"
+    };
+    if let Some((false, expected, computed)) = digester.matches(&header.hash()) {
+        let r = Rejection::new(Gate::G9, format!("{name} mismatch!")).detail(format!(
+            "header hash at +0x0AC is {expected}, the {data_size}-byte payload at file offset 0x400 hashes to {computed}"
+        ));
+        return reject(r, Some(container), warnings);
+    }
+    Ok(Tier1 {
+        container: Some(container),
+        rejection: walk_rejection,
+        warnings,
+    })
+}
+
+/// G3–G8: the checks on header fields alone, in the runtime's order.
+fn header_gates(
+    header: &NeffHeader,
+    file_size: u64,
+    profile: &RuntimeProfile,
+    warnings: &mut Vec<String>,
+) -> Option<Rejection> {
+    let header_size = header.header_size();
+    if header_size >= file_size {
+        return Some(
+            Rejection::new(
+                Gate::G3,
+                format!("Invalid NEFF file size hdr sz: {header_size:x}, file sz: {file_size:x}"),
+            )
+            .detail("header_size (+0x008) must be smaller than the file"),
+        );
+    }
+    if header_size != HEADER_LEN as u64 {
+        warnings.push(format!(
+            "header_size (+0x008) is {header_size:#x}, not 0x400: the runtime reads the payload at 0x400 anyway, but other tools trust this field"
+        ));
+    }
+    let (major, minor) = (header.major(), header.minor());
+    if major > 2 {
+        return Some(
+            Rejection::new(
+                Gate::G4,
+                format!("NEFF version: {major}.{minor} is not supported, accepted version range: 0.x-2.x"),
+            )
+            .detail("neff_version_major (+0x018) must be at most 2"),
+        );
+    }
+    let unsupported = unsupported_bits(header.feature_bits(), profile.supported_features);
+    if major == 2 && unsupported != 0 {
+        return Some(
+            Rejection::new(
+                Gate::G5,
+                format!(
+                    "This NEFF (version: 2.{minor}, features: {unsupported:#x}) has been compiled by a newer version of Neuron compiler. Features supported by this Neuron Runtime: {:#x}. Please update the aws-neuronx-runtime-lib package to the latest version.",
+                    profile.supported_features
+                ),
+            )
+            .detail(format!(
+                "feature_bits (+0x220) = {:#x} has bits the runtime does not support",
+                header.feature_bits()
+            )),
+        );
+    }
+    let data_size = header.data_size();
+    let room = file_size - HEADER_LEN as u64;
+    if data_size > room {
+        return Some(
+            Rejection::new(
+                Gate::G6,
+                format!("Invalid NEFF data size({data_size:x} vs {room:x})"),
+            )
+            .detail(format!(
+                "data_size (+0x010) is {data_size} bytes but only {room} follow the header"
+            )),
+        );
+    }
+    let pkg = header.pkg_version();
+    let Some(pkg) = PkgVersion::from_value(pkg) else {
+        return Some(
+            Rejection::new(Gate::G7, format!("Unsupported NEFF packager: {pkg}"))
+                .detail("pkg_version (+0x000) must be 1 (tar + SHA-256) or 2 (gzip tar + MD5)"),
+        );
+    };
+    if profile.verify_hash && data_size == 0 {
+        let (line, func) = match pkg {
+            PkgVersion::Sha256Tar => (0x34, "void sha256(const uint8_t*, size_t, uint8_t*)"),
+            PkgVersion::Md5Gzip => (0x40, "void md5(const uint8_t*, size_t, uint8_t*)"),
+        };
+        return Some(
+            Rejection::new(
+                Gate::G8,
+                format!("/opt/workspace/KaenaRuntime/kelf/neff.cpp:{line}: {func}: Assertion `len > 0' failed."),
+            )
+            .detail("data_size is 0 with hash verification on: the runtime asserts and the process aborts"),
+        );
+    }
+    None
+}
+
+struct DigestWriter<'a>(&'a mut Digester);
+
+impl io::Write for DigestWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+enum WalkError {
+    Source(io::Error),
+    Gate(Rejection),
+}
+
+/// Maps a tar error to its gate; source I/O errors pass through.
+fn classify(e: TarError, gate: Gate, message: impl FnOnce(&str) -> String) -> WalkError {
+    if let TarError::Io(io) = &e {
+        if let Some(SourceError(inner)) = source_error(io) {
+            return WalkError::Source(io::Error::new(inner.kind(), inner.to_string()));
+        }
+    }
+    WalkError::Gate(Rejection::new(gate, message(&e.libarchive_text())).detail(e.to_string()))
+}
+
+/// The walk of spec §3.4 over the stored payload bytes.
+fn walk<R: Read>(
+    payload: R,
+    limits: &Limits,
+    container: &mut Container,
+    warnings: &mut Vec<String>,
+) -> Result<(), WalkError> {
+    let mut payload = payload;
+    let mut prefix = [0u8; 4];
+    let got = read_prefix(&mut payload, &mut prefix).map_err(|e| {
+        classify(TarError::Io(e), Gate::G10, |t| {
+            format!("Failed to open NEFF {t}")
+        })
+    })?;
+    let prefix = &prefix[..got];
+    let gzip = looks_like_gzip(prefix);
+    container.compression = Some(if gzip {
+        Compression::Gzip
+    } else {
+        Compression::None
+    });
+    let chained = Cursor::new(prefix.to_vec()).chain(payload);
+    let stream: Box<dyn Read + '_> = if gzip {
+        Box::new(GzipReader::new(BufReader::with_capacity(
+            64 * 1024,
+            chained,
+        )))
+    } else {
+        Box::new(chained)
+    };
+    let mut tar = TarReader::new(stream);
+    let mut index_used: u64 = 0;
+    let mut kept_total: u64 = 0;
+    loop {
+        let entry = match tar.next_entry() {
+            Ok(Some(entry)) => entry,
+            Ok(None) if tar.offset() == 0 => {
+                return Err(WalkError::Gate(
+                    Rejection::new(Gate::G10, "Failed to open NEFF Unrecognized archive format")
+                        .detail("the payload holds no tar data at all"),
+                ))
+            }
+            Ok(None) => break,
+            Err(e) => {
+                // libarchive bids on the first 512-byte block: a failure there
+                // is an open failure, later ones are header read failures.
+                let opening = tar.offset() <= 512
+                    && matches!(
+                        e,
+                        TarError::Io(_)
+                            | TarError::TruncatedHeader { .. }
+                            | TarError::BadChecksum { .. }
+                    );
+                return Err(if opening {
+                    classify(e, Gate::G10, |t| format!("Failed to open NEFF {t}"))
+                } else {
+                    classify(e, Gate::G11, |t| {
+                        format!("failure while reading NEFF metadata {t}")
+                    })
+                });
+            }
+        };
+        let shown = escape_name(&entry.name);
+        let key: &[u8] = entry.name.strip_prefix(b"./").unwrap_or(&entry.name);
+        let mut record = EntryRecord {
+            name: shown.clone(),
+            key: escape_name(key),
+            size: entry.size.max(0) as u64,
+            kind: entry.kind,
+            header_offset: entry.header_offset,
+            fate: EntryFate::Stored,
+        };
+        index_used += 2 * entry.name.len() as u64 + 160;
+        if entry.kind == EntryKind::Directory {
+            record.fate = EntryFate::Directory;
+        } else if key.ends_with(WAVEGRAPH_SUFFIX) {
+            record.fate = EntryFate::Wavegraph;
+            warnings.push(format!(
+                "member {shown} skipped: the runtime never stores members whose names end in wavegraph-bin.json"
+            ));
+        } else if entry.size < 0 {
+            return Err(WalkError::Gate(
+                Rejection::new(
+                    Gate::G12,
+                    format!(
+                        "invalid files size({}) for {shown} - negative size",
+                        entry.size
+                    ),
+                )
+                .detail(format!(
+                    "base-256 size field of the header at tar offset {} is negative",
+                    entry.header_offset
+                )),
+            ));
+        } else {
+            let size = entry.size as u64;
+            if index_used > limits.index_max {
+                return Err(WalkError::Gate(
+                    Rejection::new(
+                        Gate::G12,
+                        format!("fail to allocate memory({size}) for file {shown}"),
+                    )
+                    .detail(format!(
+                        "the member index passed this verifier's {} MiB budget at tar offset {}",
+                        limits.index_max >> 20,
+                        entry.header_offset
+                    )),
+                ));
+            }
+            let keep = size <= limits.keep_member_max && kept_total + size <= limits.keep_total_max;
+            let data = if keep {
+                let mut buf = Vec::with_capacity(size as usize);
+                tar.copy_data(&mut buf).map_err(|e| {
+                    classify(e, Gate::G12, |t| {
+                        format!("(open NEFF) failed to read {shown}: {t}")
+                    })
+                })?;
+                kept_total += size;
+                Some(buf)
+            } else {
+                tar.skip_data().map_err(|e| {
+                    classify(e, Gate::G12, |t| {
+                        format!("(open NEFF) failed to read {shown}: {t}")
+                    })
+                })?;
+                None
+            };
+            let stored = StoredMember {
+                size,
+                kind: entry.kind,
+                header_offset: entry.header_offset,
+                data,
+            };
+            if let Some(old) = container.members.insert(key.to_vec(), stored) {
+                kept_total -= old.data.map_or(0, |d| d.len() as u64);
+                warnings.push(format!(
+                    "duplicate member {}: the entry at tar offset {} replaces the one at tar offset {}",
+                    escape_name(key),
+                    entry.header_offset,
+                    old.header_offset
+                ));
+                if let Some(prev) = container
+                    .entries
+                    .iter_mut()
+                    .rev()
+                    .find(|r| r.fate == EntryFate::Stored && r.key == record.key)
+                {
+                    prev.fate = EntryFate::Replaced;
+                }
+            }
+        }
+        container.entries.push(record);
+    }
+    container.tar_size = tar.offset();
+    // libarchive stops at the end marker; look a little further only to warn
+    // about a damaged gzip trailer.
+    let mut rest = tar.into_inner().take(TAIL_CHECK_LIMIT);
+    match io::copy(&mut rest, &mut io::sink()) {
+        Ok(n) if n == TAIL_CHECK_LIMIT => warnings.push(format!(
+            "more than {} KiB of data after the tar end marker was not inspected",
+            TAIL_CHECK_LIMIT >> 10
+        )),
+        Ok(_) => {}
+        Err(e) => {
+            if let Some(SourceError(inner)) = source_error(&e) {
+                return Err(WalkError::Source(io::Error::new(
+                    inner.kind(),
+                    inner.to_string(),
+                )));
+            }
+            warnings.push(format!("after the tar end marker: {e}"));
+        }
+    }
+    Ok(())
+}
+
+fn read_prefix<R: Read>(r: &mut R, buf: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match r.read(&mut buf[filled..])? {
+            0 => break,
+            n => filled += n,
+        }
+    }
+    Ok(filled)
+}

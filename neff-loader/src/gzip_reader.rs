@@ -1,0 +1,263 @@
+//! A gzip reader that behaves like libarchive's gzip filter (spec §3.2):
+//! it parses the RFC-1952 framing itself, inflates raw deflate, checks each
+//! member's CRC-32 and ISIZE, follows concatenated members, and ends quietly at
+//! bytes that do not start another member.
+
+use std::io::{self, BufRead, Read};
+
+use flate2::{Crc, Decompress, FlushDecompress, Status};
+
+/// True when `prefix` starts like a gzip member libarchive would bid on:
+/// `1f 8b`, CM 8, and no reserved flag bits.
+pub fn looks_like_gzip(prefix: &[u8]) -> bool {
+    prefix.len() >= 4
+        && prefix[0] == 0x1f
+        && prefix[1] == 0x8b
+        && prefix[2] == 8
+        && prefix[3] & 0xE0 == 0
+}
+
+/// Inflates a gzip stream (one or more members).
+pub struct GzipReader<R> {
+    inner: R,
+    inflate: Decompress,
+    crc: Crc,
+    state: State,
+    members: u64,
+    compressed_offset: u64,
+}
+
+#[derive(PartialEq, Eq)]
+enum State {
+    Header,
+    Body,
+    Done,
+}
+
+fn invalid(msg: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, msg)
+}
+
+impl<R: BufRead> GzipReader<R> {
+    /// Reads gzip data from `inner`. The first member's header is checked on the
+    /// first read; errors there mean the data is not gzip.
+    pub fn new(inner: R) -> Self {
+        GzipReader {
+            inner,
+            inflate: Decompress::new(false),
+            crc: Crc::new(),
+            state: State::Header,
+            members: 0,
+            compressed_offset: 0,
+        }
+    }
+
+    /// How many complete members have been read.
+    pub fn members(&self) -> u64 {
+        self.members
+    }
+
+    fn read_byte(&mut self) -> io::Result<Option<u8>> {
+        let mut b = [0u8; 1];
+        match self.inner.read(&mut b)? {
+            0 => Ok(None),
+            _ => {
+                self.compressed_offset += 1;
+                Ok(Some(b[0]))
+            }
+        }
+    }
+
+    fn need_byte(&mut self, what: &str) -> io::Result<u8> {
+        self.read_byte()?.ok_or_else(|| {
+            invalid(format!(
+                "truncated gzip input: stream ends in the {what} at compressed offset {}",
+                self.compressed_offset
+            ))
+        })
+    }
+
+    /// Parses a member header. Returns false when the bytes do not start a
+    /// member (only allowed after the first one, where libarchive stops).
+    fn read_header(&mut self) -> io::Result<bool> {
+        let start = self.compressed_offset;
+        let first = self.members == 0;
+        let mut fixed = [0u8; 10];
+        for (i, slot) in fixed.iter_mut().enumerate() {
+            match self.read_byte()? {
+                Some(b) => *slot = b,
+                None if !first && i == 0 => return Ok(false),
+                None if !first => return Ok(false),
+                None => {
+                    return Err(invalid(format!(
+                        "truncated gzip input: {i} of 10 header bytes at compressed offset {start}"
+                    )))
+                }
+            }
+        }
+        if !looks_like_gzip(&fixed[..4]) {
+            if !first {
+                return Ok(false);
+            }
+            return Err(invalid(format!(
+                "not a gzip member at compressed offset {start}: starts {:02x} {:02x} {:02x} {:02x}",
+                fixed[0], fixed[1], fixed[2], fixed[3]
+            )));
+        }
+        let flags = fixed[3];
+        if flags & 0x04 != 0 {
+            let lo = self.need_byte("FEXTRA length")?;
+            let hi = self.need_byte("FEXTRA length")?;
+            for _ in 0..u16::from_le_bytes([lo, hi]) {
+                self.need_byte("FEXTRA field")?;
+            }
+        }
+        for (bit, what) in [(0x08, "file name"), (0x10, "comment")] {
+            if flags & bit != 0 {
+                while self.need_byte(what)? != 0 {}
+            }
+        }
+        if flags & 0x02 != 0 {
+            self.need_byte("header CRC")?;
+            self.need_byte("header CRC")?;
+        }
+        Ok(true)
+    }
+
+    fn read_trailer(&mut self) -> io::Result<()> {
+        let mut t = [0u8; 8];
+        for slot in t.iter_mut() {
+            *slot = self.need_byte("gzip trailer")?;
+        }
+        let crc = u32::from_le_bytes([t[0], t[1], t[2], t[3]]);
+        let isize = u32::from_le_bytes([t[4], t[5], t[6], t[7]]);
+        if crc != self.crc.sum() || isize != self.crc.amount() {
+            return Err(invalid(format!(
+                "gzip decompression failed: trailer at compressed offset {} says CRC32 {crc:08x} ISIZE {isize}, data has CRC32 {:08x} ISIZE {}",
+                self.compressed_offset - 8,
+                self.crc.sum(),
+                self.crc.amount()
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl<R: BufRead> Read for GzipReader<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if out.is_empty() {
+            return Ok(0);
+        }
+        loop {
+            match self.state {
+                State::Done => return Ok(0),
+                State::Header => {
+                    if self.read_header()? {
+                        self.inflate.reset(false);
+                        self.crc.reset();
+                        self.state = State::Body;
+                    } else {
+                        self.state = State::Done;
+                    }
+                }
+                State::Body => {
+                    let input = self.inner.fill_buf()?;
+                    let at_eof = input.is_empty();
+                    let (in_before, out_before) =
+                        (self.inflate.total_in(), self.inflate.total_out());
+                    let status = self
+                        .inflate
+                        .decompress(input, out, FlushDecompress::None)
+                        .map_err(|e| {
+                            invalid(format!(
+                                "gzip decompression failed at compressed offset {}: {e}",
+                                self.compressed_offset
+                            ))
+                        })?;
+                    let consumed = (self.inflate.total_in() - in_before) as usize;
+                    let produced = (self.inflate.total_out() - out_before) as usize;
+                    self.inner.consume(consumed);
+                    self.compressed_offset += consumed as u64;
+                    self.crc.update(&out[..produced]);
+                    if status == Status::StreamEnd {
+                        self.read_trailer()?;
+                        self.members += 1;
+                        self.state = State::Header;
+                    } else if produced == 0 && consumed == 0 {
+                        let why = if at_eof {
+                            "truncated gzip input: deflate stream ends early"
+                        } else {
+                            "gzip decompression failed: inflate made no progress"
+                        };
+                        return Err(invalid(format!(
+                            "{why} at compressed offset {}",
+                            self.compressed_offset
+                        )));
+                    }
+                    if produced > 0 {
+                        return Ok(produced);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flate2::write::GzEncoder;
+    use flate2::Compression;
+    use std::io::Write;
+
+    fn gz(data: &[u8]) -> Vec<u8> {
+        let mut e = GzEncoder::new(Vec::new(), Compression::new(6));
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
+
+    fn inflate(data: &[u8]) -> io::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        GzipReader::new(data).read_to_end(&mut out)?;
+        Ok(out)
+    }
+
+    #[test]
+    fn reads_members_and_ignores_trailing_garbage() {
+        let mut data = gz(b"hello ");
+        data.extend(gz(b"world"));
+        data.extend_from_slice(b"garbage after the last member");
+        assert_eq!(inflate(&data).unwrap(), b"hello world");
+    }
+
+    #[test]
+    fn reads_optional_header_fields() {
+        let mut e = flate2::GzBuilder::new()
+            .filename("f.tar")
+            .comment("c")
+            .extra(vec![1, 2, 3])
+            .write(Vec::new(), Compression::fast());
+        e.write_all(b"payload").unwrap();
+        assert_eq!(inflate(&e.finish().unwrap()).unwrap(), b"payload");
+    }
+
+    #[test]
+    fn detects_corruption_and_truncation() {
+        let data = gz(&vec![7u8; 10000]);
+        let err = inflate(&data[..data.len() - 4]).unwrap_err().to_string();
+        assert!(err.contains("truncated gzip input"), "{err}");
+        let err = inflate(&data[..data.len() / 2]).unwrap_err().to_string();
+        assert!(err.contains("truncated gzip input"), "{err}");
+        let mut bad_crc = data.clone();
+        let n = bad_crc.len();
+        bad_crc[n - 8] ^= 1;
+        let err = inflate(&bad_crc).unwrap_err().to_string();
+        assert!(err.contains("CRC32"), "{err}");
+        let err = inflate(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\xff\xff\xff")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("gzip decompression failed"), "{err}");
+        assert!(!looks_like_gzip(b"\x1f\x8b\x08\xe0"));
+        assert!(looks_like_gzip(b"\x1f\x8b\x08\x00"));
+    }
+}

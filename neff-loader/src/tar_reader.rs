@@ -1,0 +1,749 @@
+//! A streaming tar reader for the dialects the runtime's libarchive accepts:
+//! ustar, GNU (base-256 numbers, `L`/`K` long names) and pax (`x`/`g`).
+//!
+//! It reads one 512-byte block at a time, never holds a member's data, and
+//! bounds every special header it must buffer. Errors say what is wrong and at
+//! which offset of the tar stream.
+
+use std::io::{self, Read, Write};
+
+/// Size of a tar block.
+pub const BLOCK: usize = 512;
+
+/// Largest `L`/`K`/`x`/`g` special header this reader buffers. libarchive
+/// refuses long-name headers above 1 MiB ("Special header too large").
+pub const MAX_SPECIAL_HEADER: u64 = 1 << 20;
+
+/// What kind of file a tar entry describes, after libarchive's interpretation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryKind {
+    /// A regular file (`'0'`, `'\0'`, `'7'`, unknown type flags, hard links with data).
+    File,
+    /// A directory (`'5'`, or a regular entry whose name ends in `/`).
+    Directory,
+    /// A symbolic link (`'2'`); its size is forced to 0.
+    Symlink,
+    /// A hard link (`'1'`) with no data.
+    Hardlink,
+    /// A character or block device or a FIFO (`'3'`, `'4'`, `'6'`); size forced to 0.
+    Special,
+}
+
+impl EntryKind {
+    /// A short lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            EntryKind::File => "file",
+            EntryKind::Directory => "directory",
+            EntryKind::Symlink => "symlink",
+            EntryKind::Hardlink => "hardlink",
+            EntryKind::Special => "special",
+        }
+    }
+}
+
+/// The tar dialect a header announced with its magic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// POSIX ustar (`"ustar\0"` + `"00"`): the prefix field extends the name.
+    Ustar,
+    /// GNU (`"ustar "` + `" \0"`).
+    Gnu,
+    /// No magic: pre-POSIX v7 tar.
+    V7,
+}
+
+/// One entry, with every special header before it already applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The path name as raw bytes (long names and pax `path` applied).
+    pub name: Vec<u8>,
+    /// The link target for symlinks and hard links.
+    pub link_name: Vec<u8>,
+    /// What kind of entry this is.
+    pub kind: EntryKind,
+    /// Size in bytes. Negative only for a corrupt base-256 field.
+    pub size: i64,
+    /// The raw type flag byte.
+    pub type_flag: u8,
+    /// Offset of this entry's own header block in the tar stream.
+    pub header_offset: u64,
+    /// The dialect of this entry's header.
+    pub dialect: Dialect,
+}
+
+/// Why the tar stream could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum TarError {
+    /// The stream below failed (I/O, or gzip decompression).
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    /// The stream ended inside a header block.
+    #[error("Truncated tar archive: {got} of 512 header bytes at tar offset {offset}")]
+    TruncatedHeader {
+        /// Offset of the incomplete block.
+        offset: u64,
+        /// How many bytes of it were present.
+        got: usize,
+    },
+    /// A header's checksum does not match its bytes.
+    #[error("Damaged tar archive: header checksum at tar offset {offset} is {stored:?}, the block sums to {computed:o}")]
+    BadChecksum {
+        /// Offset of the header.
+        offset: u64,
+        /// The checksum field as stored.
+        stored: String,
+        /// The unsigned byte sum.
+        computed: u64,
+    },
+    /// A numeric field holds something that is not a number.
+    #[error("Damaged tar archive: {field} field at tar offset {offset} is not a number: {raw:?}")]
+    BadNumber {
+        /// The field's name.
+        field: &'static str,
+        /// Offset of the header.
+        offset: u64,
+        /// The field's bytes.
+        raw: String,
+    },
+    /// An `L`/`K`/`x`/`g` header is larger than this reader buffers.
+    #[error("Special header too large: {kind:?} header of {size} bytes at tar offset {offset} (limit {MAX_SPECIAL_HEADER})")]
+    SpecialTooLarge {
+        /// The type flag.
+        kind: char,
+        /// Its declared size.
+        size: i64,
+        /// Offset of the header.
+        offset: u64,
+    },
+    /// A pax extended header does not parse.
+    #[error("Damaged tar archive: invalid pax extended header at tar offset {offset}: {why}")]
+    BadPax {
+        /// Offset of the `x` header.
+        offset: u64,
+        /// What is wrong.
+        why: String,
+    },
+    /// Special headers without an entry after them.
+    #[error(
+        "Truncated tar archive: {kind:?} header at tar offset {offset} is not followed by an entry"
+    )]
+    DanglingSpecial {
+        /// The type flag.
+        kind: char,
+        /// Offset of the special header.
+        offset: u64,
+    },
+    /// The stream ended inside the zero padding after a member's data.
+    #[error("Truncated tar archive: padding at tar offset {offset} is incomplete")]
+    TruncatedPadding {
+        /// Offset of the padding.
+        offset: u64,
+    },
+    /// The stream ended inside a member's data.
+    #[error(
+        "truncated data for {name}: {got} of {size} bytes present (data at tar offset {offset})"
+    )]
+    TruncatedData {
+        /// The member name (escaped).
+        name: String,
+        /// Declared size.
+        size: u64,
+        /// Bytes present.
+        got: u64,
+        /// Offset of the data.
+        offset: u64,
+    },
+}
+
+impl TarError {
+    /// The short text libarchive would give for this failure (what the
+    /// runtime's `%s` prints); the `Display` text adds where and why.
+    pub fn libarchive_text(&self) -> String {
+        match self {
+            TarError::Io(e) => {
+                let text = e.to_string();
+                text.split(':')
+                    .next()
+                    .unwrap_or_default()
+                    .trim()
+                    .to_string()
+            }
+            TarError::TruncatedHeader { .. }
+            | TarError::TruncatedPadding { .. }
+            | TarError::DanglingSpecial { .. } => "Truncated tar archive".into(),
+            TarError::BadChecksum { .. } | TarError::BadNumber { .. } | TarError::BadPax { .. } => {
+                "Damaged tar archive".into()
+            }
+            TarError::SpecialTooLarge { .. } => "Special header too large".into(),
+            TarError::TruncatedData { .. } => "Truncated tar archive".into(),
+        }
+    }
+}
+
+/// Reads a tar stream entry by entry.
+pub struct TarReader<R> {
+    inner: R,
+    offset: u64,
+    /// Bytes of the current entry's data (plus padding) not yet consumed.
+    pending_data: u64,
+    pending_pad: u64,
+    current: Option<Entry>,
+    done: bool,
+}
+
+impl<R: Read> TarReader<R> {
+    /// Reads tar data from `inner`.
+    pub fn new(inner: R) -> Self {
+        TarReader {
+            inner,
+            offset: 0,
+            pending_data: 0,
+            pending_pad: 0,
+            current: None,
+            done: false,
+        }
+    }
+
+    /// Offset in the tar stream of the next unread byte.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// The underlying reader.
+    pub fn into_inner(self) -> R {
+        self.inner
+    }
+
+    /// Advances to the next entry, skipping any unread data of the current one.
+    /// Returns `None` at the end-of-archive marker (one or two zero blocks) or
+    /// when the stream ends cleanly on a block boundary, as libarchive does.
+    pub fn next_entry(&mut self) -> Result<Option<Entry>, TarError> {
+        self.skip_data()?;
+        self.current = None;
+        if self.done {
+            return Ok(None);
+        }
+        let mut long_name: Option<Vec<u8>> = None;
+        let mut long_link: Option<Vec<u8>> = None;
+        let mut pax = PaxOverrides::default();
+        let mut pending_special: Option<(char, u64)> = None;
+        loop {
+            let header_offset = self.offset;
+            let Some(block) = self.read_header_block()? else {
+                if let Some((kind, offset)) = pending_special {
+                    return Err(TarError::DanglingSpecial { kind, offset });
+                }
+                self.done = true;
+                return Ok(None);
+            };
+            if block.iter().all(|&b| b == 0) {
+                if let Some((kind, offset)) = pending_special {
+                    return Err(TarError::DanglingSpecial { kind, offset });
+                }
+                // libarchive also consumes a second zero block when present;
+                // either way this is the end of the archive.
+                self.done = true;
+                return Ok(None);
+            }
+            verify_checksum(&block, header_offset)?;
+            let type_flag = block[156];
+            let size = parse_number(&block[124..136], "size", header_offset)?;
+            match type_flag {
+                b'L' | b'K' | b'x' | b'g' => {
+                    let kind = type_flag as char;
+                    if !(0..=MAX_SPECIAL_HEADER as i64).contains(&size) {
+                        return Err(TarError::SpecialTooLarge {
+                            kind,
+                            size,
+                            offset: header_offset,
+                        });
+                    }
+                    let body = self.read_body(size as u64, header_offset)?;
+                    pending_special = Some((kind, header_offset));
+                    match type_flag {
+                        b'L' => long_name = Some(trim_nul(&body).to_vec()),
+                        b'K' => long_link = Some(trim_nul(&body).to_vec()),
+                        b'x' => pax.apply(&body, header_offset)?,
+                        _ => {} // 'g': global pax headers carry nothing the loader reads.
+                    }
+                }
+                _ => {
+                    let entry =
+                        self.make_entry(&block, header_offset, size, long_name, long_link, pax)?;
+                    return Ok(Some(entry));
+                }
+            }
+        }
+    }
+
+    fn make_entry(
+        &mut self,
+        block: &[u8; BLOCK],
+        header_offset: u64,
+        header_size: i64,
+        long_name: Option<Vec<u8>>,
+        long_link: Option<Vec<u8>>,
+        pax: PaxOverrides,
+    ) -> Result<Entry, TarError> {
+        let dialect = match (&block[257..263], &block[263..265]) {
+            (b"ustar\0", _) => Dialect::Ustar,
+            (b"ustar ", _) => Dialect::Gnu,
+            _ => Dialect::V7,
+        };
+        let mut name = trim_nul(&block[0..100]).to_vec();
+        if dialect == Dialect::Ustar {
+            let prefix = trim_nul(&block[345..500]);
+            if !prefix.is_empty() {
+                let mut joined = prefix.to_vec();
+                joined.push(b'/');
+                joined.extend_from_slice(&name);
+                name = joined;
+            }
+        }
+        if let Some(long) = long_name {
+            name = long;
+        }
+        if let Some(path) = pax.path {
+            name = path;
+        }
+        let mut link_name = trim_nul(&block[157..257]).to_vec();
+        if let Some(long) = long_link {
+            link_name = long;
+        }
+        if let Some(link) = pax.linkpath {
+            link_name = link;
+        }
+        let mut size = pax.size.unwrap_or(header_size);
+        let type_flag = block[156];
+        let kind = match type_flag {
+            b'5' | b'D' => EntryKind::Directory,
+            b'2' => EntryKind::Symlink,
+            b'1' if size > 0 => EntryKind::File,
+            b'1' => EntryKind::Hardlink,
+            b'3' | b'4' | b'6' => EntryKind::Special,
+            _ if name.last() == Some(&b'/') => EntryKind::Directory,
+            _ => EntryKind::File,
+        };
+        // libarchive ignores the size of links, devices, FIFOs and directories
+        // and consumes no data for them.
+        if matches!(
+            kind,
+            EntryKind::Symlink | EntryKind::Special | EntryKind::Directory
+        ) {
+            size = 0;
+        }
+        if size > 0 {
+            let size = size as u64;
+            self.pending_data = size;
+            self.pending_pad = padding(size);
+        }
+        let entry = Entry {
+            name,
+            link_name,
+            kind,
+            size,
+            type_flag,
+            header_offset,
+            dialect,
+        };
+        self.current = Some(entry.clone());
+        Ok(entry)
+    }
+
+    /// Copies the current entry's data to `sink`, then consumes its padding.
+    /// Returns the number of bytes copied.
+    pub fn copy_data<W: Write + ?Sized>(&mut self, sink: &mut W) -> Result<u64, TarError> {
+        let size = self.pending_data;
+        let data_offset = self.offset;
+        let mut buf = vec![0u8; 64 * 1024];
+        while self.pending_data > 0 {
+            let want = buf
+                .len()
+                .min(usize::try_from(self.pending_data).unwrap_or(usize::MAX));
+            let got = read_full(&mut self.inner, &mut buf[..want])?;
+            self.offset += got as u64;
+            self.pending_data -= got as u64;
+            sink.write_all(&buf[..got])?;
+            if got < want {
+                let name = self
+                    .current
+                    .as_ref()
+                    .map(|e| escape_name(&e.name))
+                    .unwrap_or_default();
+                return Err(TarError::TruncatedData {
+                    name,
+                    size,
+                    got: size - self.pending_data,
+                    offset: data_offset,
+                });
+            }
+        }
+        self.skip_padding()?;
+        Ok(size)
+    }
+
+    /// Skips the rest of the current entry's data and padding.
+    pub fn skip_data(&mut self) -> Result<u64, TarError> {
+        self.copy_data(&mut io::sink())
+    }
+
+    fn skip_padding(&mut self) -> Result<(), TarError> {
+        if self.pending_pad > 0 {
+            let mut pad = [0u8; BLOCK];
+            let want = self.pending_pad as usize;
+            let got = read_full(&mut self.inner, &mut pad[..want])?;
+            self.offset += got as u64;
+            self.pending_pad = 0;
+            if got < want {
+                return Err(TarError::TruncatedPadding {
+                    offset: self.offset - got as u64,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn read_header_block(&mut self) -> Result<Option<[u8; BLOCK]>, TarError> {
+        let mut block = [0u8; BLOCK];
+        let got = read_full(&mut self.inner, &mut block)?;
+        let offset = self.offset;
+        self.offset += got as u64;
+        match got {
+            0 => Ok(None),
+            BLOCK => Ok(Some(block)),
+            got => Err(TarError::TruncatedHeader { offset, got }),
+        }
+    }
+
+    fn read_body(&mut self, size: u64, header_offset: u64) -> Result<Vec<u8>, TarError> {
+        let mut body = Vec::with_capacity(size as usize);
+        self.pending_data = size;
+        self.pending_pad = padding(size);
+        let data_offset = self.offset;
+        let mut limited = (&mut self.inner).take(size);
+        let got = limited.read_to_end(&mut body)? as u64;
+        self.offset += got;
+        self.pending_data = 0;
+        if got < size {
+            return Err(TarError::TruncatedData {
+                name: format!("special header at tar offset {header_offset}"),
+                size,
+                got,
+                offset: data_offset,
+            });
+        }
+        self.skip_padding()?;
+        Ok(body)
+    }
+}
+
+/// Pax `x` records the loader honours.
+#[derive(Default)]
+struct PaxOverrides {
+    path: Option<Vec<u8>>,
+    linkpath: Option<Vec<u8>>,
+    size: Option<i64>,
+}
+
+impl PaxOverrides {
+    /// Parses `"<len> <key>=<value>\n"` records.
+    fn apply(&mut self, body: &[u8], offset: u64) -> Result<(), TarError> {
+        let bad = |why: String| TarError::BadPax { offset, why };
+        let mut rest = body;
+        while !rest.is_empty() && rest[0] != 0 {
+            let space = rest
+                .iter()
+                .position(|&b| b == b' ')
+                .ok_or_else(|| bad("record without a length".into()))?;
+            let len: usize = std::str::from_utf8(&rest[..space])
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .ok_or_else(|| bad("record length is not a number".into()))?;
+            if len <= space + 1 || len > rest.len() || rest[len - 1] != b'\n' {
+                return Err(bad(format!("record length {len} does not fit the header")));
+            }
+            let record = &rest[space + 1..len - 1];
+            let eq = record
+                .iter()
+                .position(|&b| b == b'=')
+                .ok_or_else(|| bad("record without '='".into()))?;
+            let (key, value) = (&record[..eq], &record[eq + 1..]);
+            match key {
+                b"path" => self.path = Some(value.to_vec()),
+                b"linkpath" => self.linkpath = Some(value.to_vec()),
+                b"size" => {
+                    let size = std::str::from_utf8(value)
+                        .ok()
+                        .and_then(|s| s.parse::<i64>().ok())
+                        .ok_or_else(|| {
+                            bad(format!("size {:?} is not a number", escape_name(value)))
+                        })?;
+                    self.size = Some(size);
+                }
+                _ => {}
+            }
+            rest = &rest[len..];
+        }
+        Ok(())
+    }
+}
+
+/// Bytes of zero padding after `size` bytes of data.
+pub fn padding(size: u64) -> u64 {
+    (BLOCK as u64 - size % BLOCK as u64) % BLOCK as u64
+}
+
+fn trim_nul(bytes: &[u8]) -> &[u8] {
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    &bytes[..end]
+}
+
+/// Reads until `buf` is full or the stream ends; returns the count.
+fn read_full<R: Read + ?Sized>(r: &mut R, buf: &mut [u8]) -> io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match r.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}
+
+/// Checks the header checksum. Like libarchive, both the unsigned and the
+/// signed byte sums are accepted.
+fn verify_checksum(block: &[u8; BLOCK], offset: u64) -> Result<(), TarError> {
+    let field = &block[148..156];
+    let stored = parse_octal(field);
+    let (mut unsigned, mut signed) = (0u64, 0i64);
+    for (i, &b) in block.iter().enumerate() {
+        let b = if (148..156).contains(&i) { b' ' } else { b };
+        unsigned += u64::from(b);
+        signed += i64::from(b as i8);
+    }
+    match stored {
+        Some(v) if v == unsigned as i64 || v == signed => Ok(()),
+        _ => Err(TarError::BadChecksum {
+            offset,
+            stored: escape_name(trim_nul(field)),
+            computed: unsigned,
+        }),
+    }
+}
+
+/// Parses an octal field: optional leading spaces, digits, then NUL or space.
+fn parse_octal(field: &[u8]) -> Option<i64> {
+    let mut value: i64 = 0;
+    let mut digits = 0;
+    let mut iter = field.iter().skip_while(|&&b| b == b' ');
+    for &b in iter.by_ref() {
+        match b {
+            b'0'..=b'7' => {
+                value = value.checked_mul(8)?.checked_add(i64::from(b - b'0'))?;
+                digits += 1;
+            }
+            b' ' | 0 => break,
+            _ => return None,
+        }
+    }
+    (digits > 0 || field.iter().all(|&b| b == 0 || b == b' ')).then_some(value)
+}
+
+/// Parses a numeric field: octal, or GNU base-256 when the top bit is set
+/// (0x80 positive, 0xFF negative, two's complement).
+fn parse_number(field: &[u8], name: &'static str, offset: u64) -> Result<i64, TarError> {
+    let bad = || TarError::BadNumber {
+        field: name,
+        offset,
+        raw: escape_name(field),
+    };
+    match field.first() {
+        Some(&first) if first & 0x80 != 0 => {
+            let negative = first & 0x40 != 0;
+            let mut value: i128 = if negative { -1 } else { 0 };
+            let bytes = std::iter::once(first & 0x7F | if negative { 0x80 } else { 0 })
+                .chain(field[1..].iter().copied());
+            for b in bytes {
+                value = (value << 8) | i128::from(b);
+            }
+            i64::try_from(value).map_err(|_| bad())
+        }
+        _ => parse_octal(field).ok_or_else(bad),
+    }
+}
+
+/// Renders a byte name for messages: UTF-8 as is, other bytes as `\xNN`.
+pub fn escape_name(name: &[u8]) -> String {
+    let mut out = String::new();
+    for chunk in name.utf8_chunks() {
+        for ch in chunk.valid().chars() {
+            if ch.is_control() {
+                out.extend(ch.escape_default());
+            } else {
+                out.push(ch);
+            }
+        }
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(name: &str, type_flag: u8, size_field: &[u8], magic: &[u8; 8]) -> [u8; BLOCK] {
+        let mut h = [0u8; BLOCK];
+        h[..name.len()].copy_from_slice(name.as_bytes());
+        h[100..108].copy_from_slice(b"0000644\0");
+        h[124..124 + size_field.len()].copy_from_slice(size_field);
+        h[156] = type_flag;
+        h[257..265].copy_from_slice(magic);
+        h[148..156].copy_from_slice(b"        ");
+        let sum: u32 = h.iter().map(|&b| u32::from(b)).sum();
+        h[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+        h
+    }
+
+    const GNU: &[u8; 8] = b"ustar  \0";
+
+    fn archive(parts: &[&[u8]]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for p in parts {
+            out.extend_from_slice(p);
+            out.resize(out.len() + padding(p.len() as u64) as usize, 0);
+        }
+        out
+    }
+
+    fn entries(data: &[u8]) -> Result<Vec<(Entry, Vec<u8>)>, TarError> {
+        let mut r = TarReader::new(data);
+        let mut out = Vec::new();
+        while let Some(e) = r.next_entry()? {
+            let mut body = Vec::new();
+            r.copy_data(&mut body)?;
+            out.push((e, body));
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn reads_gnu_long_names_and_base256_sizes() {
+        let long = "d/".repeat(80) + "file.json";
+        let mut size = [0u8; 12];
+        size[0] = 0x80;
+        size[11] = 3;
+        let data = archive(&[
+            &header("././@LongLink", b'L', b"00000000253\0", GNU),
+            format!("{long}\0").as_bytes(),
+            &header(&long[..100], b'0', &size, GNU),
+            b"abc",
+        ]);
+        let got = entries(&data).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].0.name, long.as_bytes());
+        assert_eq!(got[0].0.dialect, Dialect::Gnu);
+        assert_eq!(got[0].1, b"abc");
+    }
+
+    #[test]
+    fn reads_pax_path_and_size_and_ustar_prefix() {
+        let rec = "31 path=pax/very/long/name.bin\n10 size=1\n";
+        assert_eq!(rec.len(), 41);
+        let mut ustar = header("name.bin", b'0', b"00000000002\0", b"ustar\x0000");
+        ustar[345..348].copy_from_slice(b"pre");
+        ustar[148..156].copy_from_slice(b"        ");
+        let sum: u32 = ustar.iter().map(|&b| u32::from(b)).sum();
+        ustar[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+        let data = archive(&[
+            &header("g", b'g', b"00000000000\0", b"ustar\x0000"),
+            &header("x", b'x', b"00000000051\0", b"ustar\x0000"),
+            rec.as_bytes(),
+            &header("short", b'0', b"00000000005\0", b"ustar\x0000"),
+            b"z",
+            &ustar,
+            b"hi",
+        ]);
+        let got = entries(&data).unwrap();
+        assert_eq!(got[0].0.name, b"pax/very/long/name.bin");
+        assert_eq!(got[0].1, b"z");
+        assert_eq!(got[1].0.name, b"pre/name.bin");
+        assert_eq!(got[1].1, b"hi");
+    }
+
+    #[test]
+    fn link_and_device_sizes_are_ignored() {
+        let data = archive(&[
+            &header("link", b'2', b"00000000005\0", GNU),
+            &header("fifo", b'6', b"00000000005\0", GNU),
+            &header("dir/", b'0', b"00000000000\0", GNU),
+            &header("f", b'0', b"00000000001\0", GNU),
+            b"q",
+        ]);
+        let got = entries(&data).unwrap();
+        let kinds: Vec<_> = got.iter().map(|(e, _)| (e.kind, e.size)).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                (EntryKind::Symlink, 0),
+                (EntryKind::Special, 0),
+                (EntryKind::Directory, 0),
+                (EntryKind::File, 1)
+            ]
+        );
+    }
+
+    #[test]
+    fn negative_base256_size_is_reported_as_negative() {
+        let mut size = [0xFFu8; 12];
+        size[11] = 0xFE;
+        let data = archive(&[&header("neg", b'0', &size, GNU)]);
+        let mut r = TarReader::new(&data[..]);
+        assert_eq!(r.next_entry().unwrap().unwrap().size, -2);
+    }
+
+    #[test]
+    fn damaged_and_truncated_headers_say_where() {
+        let mut h = header("a", b'0', b"00000000000\0", GNU);
+        let good = archive(&[&h]);
+        h[0] = b'b';
+        let err = entries(&archive(&[&good, &h])).unwrap_err().to_string();
+        assert!(
+            err.contains("Damaged tar archive") && err.contains("offset 512"),
+            "{err}"
+        );
+        let err = entries(&good[..300]).unwrap_err().to_string();
+        assert!(err.contains("Truncated tar archive: 300 of 512"), "{err}");
+        let data = archive(&[&header("f", b'0', b"00000000010\0", GNU), b"abc"]);
+        let err = entries(&data[..515]).unwrap_err().to_string();
+        assert!(err.contains("truncated data for f: 3 of 8"), "{err}");
+        let err = entries(&archive(&[&header("x", b'L', b"77777777777\0", GNU)]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("Special header too large"), "{err}");
+    }
+
+    #[test]
+    fn end_markers() {
+        let data = archive(&[&header("a", b'0', b"00000000000\0", GNU), &[0u8; 512]]);
+        assert_eq!(entries(&data).unwrap().len(), 1);
+        // Clean end at a block boundary without markers.
+        assert_eq!(entries(&data[..512]).unwrap().len(), 1);
+        assert_eq!(entries(&[]).unwrap().len(), 0);
+    }
+
+    #[test]
+    fn numbers() {
+        assert_eq!(parse_octal(b"  0644 \0"), Some(0o644));
+        assert_eq!(parse_octal(b"\0\0\0"), Some(0));
+        assert_eq!(parse_octal(b"12x"), None);
+        assert!(parse_number(b"9", "size", 0).is_err());
+        assert_eq!(escape_name(b"a\xffb\n"), "a\\xffb\\n");
+    }
+}
