@@ -1,1 +1,25 @@
+//! Writes NEFF files: a deterministic streaming packager (tar → gzip → hash)
+//! whose every output is read back through `neff-loader` before it is handed
+//! over.
+//!
+//! ```no_run
+//! use neff_writer::{Packager, PackOptions};
+//! let mut p = Packager::new();
+//! p.add_bytes("neff.json", b"{}".to_vec())?;
+//! p.add_file("sg00/weights.bin", "weights.bin")?;
+//! let outcome = p.write_to_path("model.neff".as_ref(), &PackOptions::default())?;
+//! println!("{}", outcome.header.uuid);
+//! # Ok::<(), neff_writer::PackError>(())
+//! ```
+#![deny(missing_docs)]
 
+pub mod gzip_writer;
+pub mod hashing_writer;
+pub mod header_options;
+pub mod member;
+pub mod packager;
+pub mod tar_writer;
+
+pub use header_options::{HeaderPatch, UuidChoice, DEFAULT_BUILD_VERSION};
+pub use member::{MemberName, MemberSource};
+pub use packager::{PackError, PackOptions, PackOutcome, Packager};

@@ -1,0 +1,68 @@
+//! A writer that hashes and counts the payload on its way to the file, so no
+//! second pass over the data is needed.
+
+use std::io::{self, Write};
+
+use md5::{Digest, Md5};
+use neff_schema::PkgVersion;
+use sha2::Sha256;
+
+/// Hashes what passes through: MD5 for pkg 2 and SHA-256 for pkg 1 (the
+/// header digest), plus SHA-256 for pkg 2 when the UUID is derived from content.
+pub struct HashingWriter<W> {
+    inner: W,
+    md5: Option<Md5>,
+    sha256: Option<Sha256>,
+    count: u64,
+}
+
+/// What a [`HashingWriter`] saw.
+pub struct Digests {
+    /// Bytes written.
+    pub count: u64,
+    /// MD5, when computed.
+    pub md5: Option<[u8; 16]>,
+    /// SHA-256, when computed.
+    pub sha256: Option<[u8; 32]>,
+}
+
+impl<W: Write> HashingWriter<W> {
+    /// Hashes for `pkg`; `want_sha256` adds SHA-256 for a content-derived UUID.
+    pub fn new(inner: W, pkg: PkgVersion, want_sha256: bool) -> Self {
+        HashingWriter {
+            inner,
+            md5: (pkg == PkgVersion::Md5Gzip).then(Md5::new),
+            sha256: (pkg == PkgVersion::Sha256Tar || want_sha256).then(Sha256::new),
+            count: 0,
+        }
+    }
+
+    /// Flushes and returns the inner writer and the digests.
+    pub fn finish(mut self) -> io::Result<(W, Digests)> {
+        self.inner.flush()?;
+        let digests = Digests {
+            count: self.count,
+            md5: self.md5.map(|h| h.finalize().into()),
+            sha256: self.sha256.map(|h| h.finalize().into()),
+        };
+        Ok((self.inner, digests))
+    }
+}
+
+impl<W: Write> Write for HashingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        if let Some(h) = &mut self.md5 {
+            h.update(&buf[..n]);
+        }
+        if let Some(h) = &mut self.sha256 {
+            h.update(&buf[..n]);
+        }
+        self.count += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}

@@ -1,0 +1,147 @@
+//! Header defaults and overrides for the packager.
+
+use neff_schema::header::{Blob, Text, BUILD_VERSION_LEN, NAME_LEN, PAD_LEN, TPB_PER_NODE_LEN};
+use neff_schema::{HeaderFields, NeffHeader, PkgVersion, Uuid, HEADER_LEN};
+use serde::{Deserialize, Serialize};
+
+/// The default `neff_build_version`: this tool's name and version, in the
+/// producer's `"<version>%<origin>"` shape, e.g. `"0.1.0%neff-rs"`.
+pub const DEFAULT_BUILD_VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "%neff-rs");
+
+/// How the header UUID is chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UuidChoice {
+    /// Derived from the payload: its SHA-256 with the v4 bits set. Builds stay
+    /// reproducible and different payloads get different UUIDs.
+    #[default]
+    FromContent,
+    /// This exact UUID.
+    Explicit(Uuid),
+    /// A fresh random v4 UUID (the build is then not reproducible).
+    Random,
+}
+
+/// Header fields to set after the packager has filled in its own. Every field
+/// is optional; what is set here wins, including `data_size` and `hash` (for
+/// deliberately invalid fixtures). JSON uses [`HeaderFields`]' encodings.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(missing_docs)]
+pub struct HeaderPatch {
+    pub pkg_version: Option<u64>,
+    pub header_size: Option<u64>,
+    pub data_size: Option<u64>,
+    pub neff_version_major: Option<u64>,
+    pub neff_version_minor: Option<u64>,
+    pub build_version: Option<Text<BUILD_VERSION_LEN>>,
+    pub unused_0: Option<u32>,
+    pub hash: Option<Blob<32>>,
+    pub uuid: Option<Uuid>,
+    pub name: Option<Text<NAME_LEN>>,
+    pub requested_tpb_count: Option<u32>,
+    pub tpb_per_node: Option<Blob<TPB_PER_NODE_LEN>>,
+    pub feature_bits: Option<u64>,
+    pub vnc_size: Option<u32>,
+    pub pad: Option<Blob<PAD_LEN>>,
+}
+
+impl HeaderPatch {
+    /// A patch that sets every field of `fields` (for reproducing a header).
+    pub fn from_fields(f: &HeaderFields) -> HeaderPatch {
+        HeaderPatch {
+            pkg_version: Some(f.pkg_version),
+            header_size: Some(f.header_size),
+            data_size: Some(f.data_size),
+            neff_version_major: Some(f.neff_version_major),
+            neff_version_minor: Some(f.neff_version_minor),
+            build_version: Some(f.build_version),
+            unused_0: Some(f.unused_0),
+            hash: Some(f.hash),
+            uuid: Some(f.uuid),
+            name: Some(f.name),
+            requested_tpb_count: Some(f.requested_tpb_count),
+            tpb_per_node: Some(f.tpb_per_node),
+            feature_bits: Some(f.feature_bits),
+            vnc_size: Some(f.vnc_size),
+            pad: Some(f.pad),
+        }
+    }
+
+    /// Applies the set fields to `h`.
+    pub fn apply(&self, h: &mut HeaderFields) {
+        macro_rules! set {
+            ($($field:ident),*) => {$(
+                if let Some(v) = &self.$field {
+                    h.$field = v.clone();
+                }
+            )*};
+        }
+        set!(
+            pkg_version,
+            header_size,
+            data_size,
+            neff_version_major,
+            neff_version_minor,
+            build_version,
+            unused_0,
+            hash,
+            uuid,
+            name,
+            requested_tpb_count,
+            tpb_per_node,
+            feature_bits,
+            vnc_size,
+            pad
+        );
+    }
+}
+
+/// The header a build starts from, before payload-derived fields are filled
+/// in: header_size 0x400, major 2, minor 0, unused_0 1, requested_tpb_count 1,
+/// vnc_size 1, build_version [`DEFAULT_BUILD_VERSION`], everything else zero.
+pub fn default_fields(pkg: PkgVersion) -> HeaderFields {
+    let mut h = NeffHeader::default().fields();
+    h.pkg_version = pkg.value();
+    h.header_size = HEADER_LEN as u64;
+    h.neff_version_major = 2;
+    h.neff_version_minor = 0;
+    h.unused_0 = 1;
+    h.requested_tpb_count = 1;
+    h.vnc_size = 1;
+    h.build_version = Text::new(DEFAULT_BUILD_VERSION).unwrap_or_default();
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults() {
+        let h = default_fields(PkgVersion::Md5Gzip);
+        let raw = NeffHeader::from_fields(&h);
+        assert_eq!(raw.pkg_version(), 2);
+        assert_eq!(raw.header_size(), 0x400);
+        assert_eq!(raw.major(), 2);
+        assert_eq!(raw.unused_0(), 1);
+        assert_eq!(raw.requested_tpb_count(), 1);
+        assert_eq!(raw.vnc_size(), 1);
+        assert_eq!(h.build_version.as_clean_str(), Some(DEFAULT_BUILD_VERSION));
+        assert!(DEFAULT_BUILD_VERSION.ends_with("%neff-rs"));
+    }
+
+    #[test]
+    fn patch_from_json_overrides_only_what_it_names() {
+        let patch: HeaderPatch = serde_json::from_str(
+            r#"{"name": "m", "feature_bits": 4, "uuid": "561826fb-125f-4bb8-991c-29e085c8949a"}"#,
+        )
+        .unwrap();
+        let mut h = default_fields(PkgVersion::Md5Gzip);
+        patch.apply(&mut h);
+        assert_eq!(h.name.as_clean_str(), Some("m"));
+        assert_eq!(h.feature_bits, 4);
+        assert_eq!(h.uuid.to_string(), "561826fb-125f-4bb8-991c-29e085c8949a");
+        assert_eq!(h.neff_version_major, 2);
+        assert!(serde_json::from_str::<HeaderPatch>(r#"{"nmae": "m"}"#).is_err());
+    }
+}

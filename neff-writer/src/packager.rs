@@ -1,0 +1,425 @@
+//! The deterministic streaming packager: members → tar → gzip → hash → file.
+//!
+//! Output is written once, front to back: a placeholder header, then the
+//! payload, hashed while it is written; the real header is patched in at the
+//! end. Before the output is handed over it is read back through
+//! `neff-loader`, and a NEFF its gates refuse is an error unless
+//! [`PackOptions::allow_invalid`] is set.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use neff_loader::{load_reader, Limits, Report, RuntimeProfile};
+use neff_schema::{HeaderFields, NeffHeader, PkgVersion, Uuid, HEADER_LEN};
+
+use crate::gzip_writer::GzipWriter;
+use crate::hashing_writer::{Digests, HashingWriter};
+use crate::header_options::{default_fields, HeaderPatch, UuidChoice};
+use crate::member::{BadName, MemberName, MemberSource};
+use crate::tar_writer::TarWriter;
+
+/// How to package.
+#[derive(Debug, Clone)]
+pub struct PackOptions {
+    /// 2 (gzip + MD5, the default) or 1 (raw tar + SHA-256).
+    pub pkg_version: PkgVersion,
+    /// gzip level 1–9 (default 1, as the modern compiler uses).
+    pub level: u32,
+    /// How the UUID is chosen (a UUID in `header` wins over this).
+    pub uuid: UuidChoice,
+    /// Header fields to set over the defaults and the computed fields.
+    pub header: HeaderPatch,
+    /// Hand over a NEFF even when the loader's gates refuse it.
+    pub allow_invalid: bool,
+    /// The runtime the read-back check simulates.
+    pub profile: RuntimeProfile,
+}
+
+impl Default for PackOptions {
+    fn default() -> Self {
+        PackOptions {
+            pkg_version: PkgVersion::Md5Gzip,
+            level: 1,
+            uuid: UuidChoice::FromContent,
+            header: HeaderPatch::default(),
+            allow_invalid: false,
+            profile: RuntimeProfile::default(),
+        }
+    }
+}
+
+/// Why a build failed. A failed build never leaves a partial output behind.
+#[derive(Debug, thiserror::Error)]
+pub enum PackError {
+    /// Reading a member or writing the output failed.
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    /// A member name is not acceptable.
+    #[error(transparent)]
+    BadName(#[from] BadName),
+    /// Two members collide, or a member is also a folder.
+    #[error("{0}")]
+    Conflict(String),
+    /// An option is out of range.
+    #[error("{0}")]
+    BadOption(String),
+    /// The loader's gates refuse the result (pass `allow_invalid` to keep it).
+    #[error("the built NEFF is refused by the loader: {}", .0.summary())]
+    Rejected(Box<Report>),
+}
+
+/// What a build produced.
+#[derive(Debug, Clone)]
+pub struct PackOutcome {
+    /// The header written.
+    pub header: HeaderFields,
+    /// The loader's verdict on the output.
+    pub report: Report,
+    /// Length of the tar stream.
+    pub tar_size: u64,
+    /// Number of file members.
+    pub files: usize,
+    /// Number of directory entries.
+    pub directories: usize,
+}
+
+enum Entry {
+    Dir,
+    File(MemberSource),
+}
+
+/// Collects members and writes them as a NEFF.
+#[derive(Default)]
+pub struct Packager {
+    files: BTreeMap<MemberName, MemberSource>,
+    dirs: BTreeSet<MemberName>,
+}
+
+impl Packager {
+    /// An empty package.
+    pub fn new() -> Self {
+        Packager::default()
+    }
+
+    /// Adds a member. Fails on an invalid or duplicate name.
+    pub fn add(&mut self, name: &str, source: MemberSource) -> Result<&mut Self, PackError> {
+        let name = MemberName::new(name)?;
+        if self.files.contains_key(&name) {
+            return Err(PackError::Conflict(format!("member {name} is added twice")));
+        }
+        self.files.insert(name, source);
+        Ok(self)
+    }
+
+    /// Adds a member from bytes in memory.
+    pub fn add_bytes(
+        &mut self,
+        name: &str,
+        bytes: impl Into<Vec<u8>>,
+    ) -> Result<&mut Self, PackError> {
+        self.add(name, MemberSource::Bytes(bytes.into()))
+    }
+
+    /// Adds a member streamed from a file when the archive is written.
+    pub fn add_file(
+        &mut self,
+        name: &str,
+        path: impl Into<PathBuf>,
+    ) -> Result<&mut Self, PackError> {
+        self.add(name, MemberSource::file(path)?)
+    }
+
+    /// Adds a member streamed from a reader that yields exactly `len` bytes.
+    pub fn add_reader(
+        &mut self,
+        name: &str,
+        reader: impl Read + Send + 'static,
+        len: u64,
+    ) -> Result<&mut Self, PackError> {
+        self.add(
+            name,
+            MemberSource::Reader {
+                reader: Box::new(reader),
+                len,
+            },
+        )
+    }
+
+    /// Adds an (empty) directory entry. Parents of members get one anyway.
+    pub fn add_dir(&mut self, name: &str) -> Result<&mut Self, PackError> {
+        self.dirs.insert(MemberName::new(name)?);
+        Ok(self)
+    }
+
+    /// A package holding a directory tree as it is: every regular file and
+    /// folder below `root`. Symlinks and special files are refused.
+    pub fn from_dir(root: &Path) -> Result<Packager, PackError> {
+        let mut packager = Packager::new();
+        let meta = std::fs::metadata(root)
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", root.display())))?;
+        if !meta.is_dir() {
+            return Err(PackError::BadOption(format!(
+                "{} is not a directory",
+                root.display()
+            )));
+        }
+        packager.add_tree(root, root)?;
+        Ok(packager)
+    }
+
+    fn add_tree(&mut self, root: &Path, dir: &Path) -> Result<(), PackError> {
+        let context =
+            |e: io::Error, p: &Path| io::Error::new(e.kind(), format!("{}: {e}", p.display()));
+        for item in std::fs::read_dir(dir).map_err(|e| context(e, dir))? {
+            let item = item.map_err(|e| context(e, dir))?;
+            let path = item.path();
+            let file_type = item.file_type().map_err(|e| context(e, &path))?;
+            let rel = path.strip_prefix(root).map_err(|_| {
+                PackError::Conflict(format!("{} is outside {}", path.display(), root.display()))
+            })?;
+            let name = rel
+                .components()
+                .map(|c| c.as_os_str().to_str())
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| {
+                    PackError::BadOption(format!("{}: file name is not UTF-8", path.display()))
+                })?
+                .join("/");
+            if file_type.is_dir() {
+                self.add_dir(&name)?;
+                self.add_tree(root, &path)?;
+            } else if file_type.is_file() {
+                self.add_file(&name, &path)?;
+            } else if file_type.is_symlink() {
+                return Err(PackError::BadOption(format!(
+                    "{}: symlinks are not packed (copy the file it points to instead)",
+                    path.display()
+                )));
+            } else {
+                return Err(PackError::BadOption(format!(
+                    "{}: only regular files and folders can be packed",
+                    path.display()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The tar entries in byte-sorted path order, with a directory entry for
+    /// every parent folder.
+    fn entries(self) -> Result<Vec<(String, Entry)>, PackError> {
+        let mut dirs: BTreeSet<String> = self.dirs.iter().map(|d| d.to_string()).collect();
+        for name in self.files.keys() {
+            dirs.extend(name.parents().map(str::to_string));
+        }
+        if let Some(clash) = dirs
+            .iter()
+            .find(|d| MemberName::new(d).is_ok_and(|d| self.files.contains_key(&d)))
+        {
+            return Err(PackError::Conflict(format!(
+                "{clash} is both a member and a folder of other members"
+            )));
+        }
+        let mut all: BTreeMap<String, Entry> = dirs
+            .into_iter()
+            .map(|d| (format!("{d}/"), Entry::Dir))
+            .collect();
+        for (name, source) in self.files {
+            all.insert(name.to_string(), Entry::File(source));
+        }
+        Ok(all.into_iter().collect())
+    }
+
+    /// Builds the NEFF at `path` atomically: a temp file beside it is
+    /// written, fsynced, checked and renamed into place. On any failure the
+    /// destination is untouched and the temp file is removed.
+    pub fn write_to_path(
+        self,
+        path: &Path,
+        options: &PackOptions,
+    ) -> Result<PackOutcome, PackError> {
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let file_name = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
+            PackError::BadOption(format!("{} is not a file path", path.display()))
+        })?;
+        let mut tmp = tempfile::Builder::new()
+            .prefix(&format!(".{file_name}."))
+            .suffix(".tmp")
+            .tempfile_in(dir)
+            .map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("cannot create a temp file in {}: {e}", dir.display()),
+                )
+            })?;
+        let outcome = self.write_file(tmp.as_file_mut(), options)?;
+        tmp.as_file().sync_all()?;
+        tmp.persist(path).map_err(|e| {
+            io::Error::new(
+                e.error.kind(),
+                format!(
+                    "cannot rename the temp file to {}: {}",
+                    path.display(),
+                    e.error
+                ),
+            )
+        })?;
+        if let Ok(d) = File::open(dir) {
+            // Make the rename durable; not every platform can sync a directory.
+            let _ = d.sync_all();
+        }
+        Ok(outcome)
+    }
+
+    /// Builds the NEFF into any writer (stdout, a pipe). The header can only be
+    /// written once the payload is hashed, so the NEFF is spooled to an
+    /// anonymous temp file first and copied out after the check.
+    pub fn write_to<W: Write>(
+        self,
+        out: &mut W,
+        options: &PackOptions,
+    ) -> Result<PackOutcome, PackError> {
+        let mut spool = tempfile::tempfile()?;
+        let outcome = self.write_file(&mut spool, options)?;
+        spool.seek(SeekFrom::Start(0))?;
+        io::copy(&mut spool, out)?;
+        out.flush()?;
+        Ok(outcome)
+    }
+
+    /// Builds the NEFF into a seekable file from its current start, then reads
+    /// it back through the loader.
+    pub fn write_file(
+        self,
+        file: &mut File,
+        options: &PackOptions,
+    ) -> Result<PackOutcome, PackError> {
+        if !(1..=9).contains(&options.level) {
+            return Err(PackError::BadOption(format!(
+                "compression level {} is out of range: use 1 to 9",
+                options.level
+            )));
+        }
+        let pkg = options.pkg_version;
+        let uuid_from_content =
+            options.header.uuid.is_none() && options.uuid == UuidChoice::FromContent;
+        let entries = self.entries()?;
+        let files = entries
+            .iter()
+            .filter(|(_, e)| matches!(e, Entry::File(_)))
+            .count();
+        let directories = entries.len() - files;
+
+        file.set_len(0)?;
+        file.seek(SeekFrom::Start(0))?;
+        file.write_all(&[0u8; HEADER_LEN])?;
+        let sink = HashingWriter::new(
+            BufWriter::with_capacity(1 << 20, &mut *file),
+            pkg,
+            uuid_from_content,
+        );
+        let (tar_size, digests) = match pkg {
+            PkgVersion::Md5Gzip => {
+                let mut tar = TarWriter::new(GzipWriter::new(sink, options.level)?);
+                write_entries(&mut tar, entries)?;
+                let (gzip, tar_size) = tar.finish()?;
+                let (buf, digests) = gzip.finish()?.finish()?;
+                buf.into_inner().map_err(|e| e.into_error())?;
+                (tar_size, digests)
+            }
+            PkgVersion::Sha256Tar => {
+                let mut tar = TarWriter::new(sink);
+                write_entries(&mut tar, entries)?;
+                let (sink, tar_size) = tar.finish()?;
+                let (buf, digests) = sink.finish()?;
+                buf.into_inner().map_err(|e| e.into_error())?;
+                (tar_size, digests)
+            }
+        };
+        let header = assemble_header(pkg, &digests, options);
+        file.seek(SeekFrom::Start(0))?;
+        file.write_all(NeffHeader::from_fields(&header).as_bytes())?;
+        file.flush()?;
+
+        file.seek(SeekFrom::Start(0))?;
+        let loaded = load_reader(
+            Some(BufReader::new(&mut *file)),
+            &options.profile,
+            &Limits::default(),
+        )?;
+        if !loaded.report.accepted && !options.allow_invalid {
+            return Err(PackError::Rejected(Box::new(loaded.report)));
+        }
+        Ok(PackOutcome {
+            header,
+            report: loaded.report,
+            tar_size,
+            files,
+            directories,
+        })
+    }
+}
+
+fn write_entries<W: Write>(
+    tar: &mut TarWriter<W>,
+    entries: Vec<(String, Entry)>,
+) -> Result<(), PackError> {
+    for (name, entry) in entries {
+        match entry {
+            Entry::Dir => tar.append_dir(name.trim_end_matches('/'))?,
+            Entry::File(source) => {
+                let what = source.describe();
+                let len = source.len();
+                let mut reader = source.open()?;
+                tar.append_file(&name, len, &mut reader, &what)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Fills in the header: defaults, then the payload-derived fields, then the
+/// caller's patch.
+fn assemble_header(pkg: PkgVersion, digests: &Digests, options: &PackOptions) -> HeaderFields {
+    let mut h = default_fields(pkg);
+    h.data_size = digests.count;
+    match (digests.md5, digests.sha256) {
+        (Some(md5), _) if pkg == PkgVersion::Md5Gzip => {
+            h.hash.0[..16].copy_from_slice(&md5);
+            h.hash.0[16..].copy_from_slice(&[b'0'; 16]);
+        }
+        (_, Some(sha)) => h.hash.0 = sha,
+        _ => {}
+    }
+    h.uuid = match options.uuid {
+        UuidChoice::Explicit(u) => u,
+        UuidChoice::Random => random_uuid(),
+        UuidChoice::FromContent => digests
+            .sha256
+            .map(|d| Uuid::from_sha256(&d))
+            .unwrap_or_default(),
+    };
+    options.header.apply(&mut h);
+    h
+}
+
+/// A random v4 UUID from the standard library's per-process random keys.
+fn random_uuid() -> Uuid {
+    use std::collections::hash_map::RandomState;
+    use std::hash::{BuildHasher, Hasher};
+    let mut bytes = [0u8; 16];
+    for (i, half) in bytes.chunks_mut(8).enumerate() {
+        let mut h = RandomState::new().build_hasher();
+        h.write_usize(i);
+        if let Ok(t) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+            h.write_u128(t.as_nanos());
+        }
+        half.copy_from_slice(&h.finish().to_le_bytes());
+    }
+    Uuid::v4_from_bytes(bytes)
+}
