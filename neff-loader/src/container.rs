@@ -341,29 +341,12 @@ fn walk<R: Read>(
     container: &mut Container,
     warnings: &mut Vec<String>,
 ) -> Result<(), WalkError> {
-    let mut payload = payload;
-    let mut prefix = [0u8; 4];
-    let got = read_prefix(&mut payload, &mut prefix).map_err(|e| {
+    let (compression, stream) = payload_stream(payload).map_err(|e| {
         classify(TarError::Io(e), Gate::G10, |t| {
             format!("Failed to open NEFF {t}")
         })
     })?;
-    let prefix = &prefix[..got];
-    let gzip = looks_like_gzip(prefix);
-    container.compression = Some(if gzip {
-        Compression::Gzip
-    } else {
-        Compression::None
-    });
-    let chained = Cursor::new(prefix.to_vec()).chain(payload);
-    let stream: Box<dyn Read + '_> = if gzip {
-        Box::new(GzipReader::new(BufReader::with_capacity(
-            64 * 1024,
-            chained,
-        )))
-    } else {
-        Box::new(chained)
-    };
+    container.compression = Some(compression);
     let mut tar = TarReader::new(stream);
     let mut index_used: u64 = 0;
     let mut kept_total: u64 = 0;
@@ -508,6 +491,29 @@ fn walk<R: Read>(
         }
     }
     Ok(())
+}
+
+/// The tar stream inside stored payload bytes: gzip is detected from the
+/// bytes (libarchive's bidder), whatever `pkg_version` says (spec §3.1, §9 C22).
+pub fn payload_stream<'a, R: Read + 'a>(
+    mut payload: R,
+) -> io::Result<(Compression, Box<dyn Read + 'a>)> {
+    let mut prefix = [0u8; 4];
+    let got = read_prefix(&mut payload, &mut prefix)?;
+    let prefix = prefix[..got].to_vec();
+    let gzip = looks_like_gzip(&prefix);
+    let chained = Cursor::new(prefix).chain(payload);
+    Ok(if gzip {
+        (
+            Compression::Gzip,
+            Box::new(GzipReader::new(BufReader::with_capacity(
+                64 * 1024,
+                chained,
+            ))),
+        )
+    } else {
+        (Compression::None, Box::new(chained))
+    })
 }
 
 fn read_prefix<R: Read>(r: &mut R, buf: &mut [u8]) -> io::Result<usize> {

@@ -15,6 +15,7 @@
 
 pub mod container;
 pub mod digest;
+pub mod extract;
 pub mod gate;
 pub mod gzip_reader;
 pub mod profile;

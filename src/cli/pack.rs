@@ -1,0 +1,181 @@
+//! `neff pack`: a directory tree → a NEFF.
+
+use std::io;
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use neff::schema::header::Text;
+use neff::schema::{PkgVersion, Uuid};
+use neff::writer::{HeaderPatch, PackError, PackOptions, Packager, UuidChoice};
+
+use super::{parse_mask, print_json, EXIT_OK, EXIT_REJECTED};
+
+/// Pack a directory tree into a NEFF, as it is (like `neuron-packager create`).
+///
+/// Members are written in byte-sorted path order with a directory entry for every
+/// folder, in deterministic GNU tar framing (mtime 0, uid/gid 0, owner nobody), then
+/// gzip-compressed (pkg 2) or left raw (pkg 1) and hashed. The same tree and flags
+/// always give the same bytes. The output is written to a temp file beside OUT,
+/// read back through the loader's gates, and only then renamed into place.
+#[derive(Args, Debug)]
+pub struct PackArgs {
+    /// The directory to pack.
+    dir: PathBuf,
+    /// Output file; `-` writes to stdout (the NEFF is spooled to a temp file
+    /// first, because the header is only known once the payload is hashed).
+    #[arg(short, long, value_name = "OUT.neff")]
+    output: PathBuf,
+    /// Packaging: 2 = gzip tar + MD5 (what current compilers emit), 1 = raw tar + SHA-256.
+    #[arg(long, value_enum, default_value = "2")]
+    pkg_version: PkgArg,
+    /// gzip compression level, 1 (fastest, the compiler's choice) to 9.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=9))]
+    level: u32,
+    /// Model name stored in the header (at most 255 bytes).
+    #[arg(long)]
+    name: Option<String>,
+    /// Header UUID: an explicit UUID, or `random`. Default: derived from the payload's
+    /// SHA-256, so builds are reproducible and different contents never share one.
+    #[arg(long, value_name = "UUID|random")]
+    uuid: Option<String>,
+    /// feature_bits mask (decimal, 0x hex or 0b binary).
+    #[arg(long, value_name = "MASK", value_parser = parse_mask)]
+    feature_bits: Option<u64>,
+    /// neff_version_major (default 2).
+    #[arg(long)]
+    major: Option<u64>,
+    /// neff_version_minor (default 0).
+    #[arg(long)]
+    minor: Option<u64>,
+    /// neff_build_version string (default names this tool and its version).
+    #[arg(long)]
+    build_version: Option<String>,
+    /// vnc_size (default 1).
+    #[arg(long)]
+    vnc_size: Option<u32>,
+    /// requested_tpb_count (default 1).
+    #[arg(long)]
+    requested_tpb_count: Option<u32>,
+    /// Header fields as JSON (the shape `neff inspect --json` prints under
+    /// "header"; every key optional), e.g. from `neff unpack --header-out`. The
+    /// flags above win over it. A pkg_version here selects the packaging.
+    #[arg(long, value_name = "HEADER.json")]
+    header: Option<PathBuf>,
+    /// Write the NEFF even when the loader's gates refuse it (for negative fixtures).
+    #[arg(long)]
+    allow_invalid: bool,
+    /// Print the header and the loader's verdict as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Print nothing on success.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum PkgArg {
+    #[value(name = "1")]
+    One,
+    #[value(name = "2")]
+    Two,
+}
+
+pub fn run(args: PackArgs) -> Result<u8, Box<dyn std::error::Error>> {
+    let mut patch = match &args.header {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            serde_json::from_str::<HeaderPatch>(&text)
+                .map_err(|e| format!("{}: invalid header JSON: {e}", path.display()))?
+        }
+        None => HeaderPatch::default(),
+    };
+    let mut pkg = match args.pkg_version {
+        PkgArg::One => PkgVersion::Sha256Tar,
+        PkgArg::Two => PkgVersion::Md5Gzip,
+    };
+    if let Some(value) = patch.pkg_version.take() {
+        pkg = PkgVersion::from_value(value)
+            .ok_or_else(|| format!("header pkg_version {value} is not 1 or 2"))?;
+    }
+    let text_flag = |flag: &str, value: &str| format!("--{flag} {value:?}: ");
+    if let Some(name) = &args.name {
+        patch.name = Some(Text::new(name).map_err(|e| format!("{}{e}", text_flag("name", name)))?);
+    }
+    if let Some(v) = &args.build_version {
+        patch.build_version =
+            Some(Text::new(v).map_err(|e| format!("{}{e}", text_flag("build-version", v)))?);
+    }
+    let mut uuid = UuidChoice::FromContent;
+    match args.uuid.as_deref() {
+        Some("random") => {
+            uuid = UuidChoice::Random;
+            patch.uuid = None;
+        }
+        Some(text) => {
+            let parsed: Uuid = text.parse().map_err(|e| format!("--uuid: {e}"))?;
+            patch.uuid = Some(parsed);
+        }
+        None => {}
+    }
+    patch.feature_bits = args.feature_bits.or(patch.feature_bits);
+    patch.neff_version_major = args.major.or(patch.neff_version_major);
+    patch.neff_version_minor = args.minor.or(patch.neff_version_minor);
+    patch.vnc_size = args.vnc_size.or(patch.vnc_size);
+    patch.requested_tpb_count = args.requested_tpb_count.or(patch.requested_tpb_count);
+
+    let options = PackOptions {
+        pkg_version: pkg,
+        level: args.level,
+        uuid,
+        header: patch,
+        allow_invalid: args.allow_invalid,
+        ..PackOptions::default()
+    };
+    let packager = Packager::from_dir(&args.dir)?;
+    let to_stdout = args.output.as_os_str() == "-";
+    let result = if to_stdout {
+        packager.write_to(&mut io::stdout().lock(), &options)
+    } else {
+        packager.write_to_path(&args.output, &options)
+    };
+    let outcome = match result {
+        Ok(outcome) => outcome,
+        Err(PackError::Rejected(report)) => {
+            eprintln!(
+                "neff: {}: not written: the loader refuses it",
+                args.output.display()
+            );
+            eprintln!("  {}", report.summary());
+            if let Some(detail) = &report.detail {
+                eprintln!("  detail: {detail}");
+            }
+            eprintln!("  (pass --allow-invalid to write it anyway)");
+            return Ok(EXIT_REJECTED);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if args.json && !to_stdout {
+        print_json(&serde_json::json!({
+            "file": args.output.display().to_string(),
+            "header": outcome.header,
+            "tar_size": outcome.tar_size,
+            "files": outcome.files,
+            "directories": outcome.directories,
+            "verdict": outcome.report,
+        }))?;
+    } else if !args.quiet {
+        let h = &outcome.header;
+        eprintln!(
+            "wrote {}: {} bytes, {} files, {} folders, pkg {}, uuid {}",
+            args.output.display(),
+            1024 + h.data_size,
+            outcome.files,
+            outcome.directories,
+            h.pkg_version,
+            h.uuid
+        );
+        eprintln!("  {}", outcome.report.summary());
+    }
+    Ok(EXIT_OK)
+}
