@@ -17,10 +17,14 @@ pub const EXIT_REJECTED: u8 = 1;
 pub const EXIT_ERROR: u8 = 2;
 
 /// Write NEFF files and check them against the Neuron runtime loader's gates.
-///
-/// Exit status: 0 success or accepted, 1 refused by a loader gate, 2 usage or I/O error.
 #[derive(Parser, Debug)]
-#[command(name = "neff", version, about, long_about = None, max_term_width = 100)]
+#[command(
+    name = "neff",
+    version,
+    about,
+    long_about = None,
+    after_help = "Exit status: 0 success or accepted, 1 refused by a loader gate, 2 usage or I/O error.\nRun `neff <COMMAND> --help` for each command's flags."
+)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -1,0 +1,461 @@
+//! The `neff` command line: exit codes, JSON output, unpack containment, the
+//! unpack → pack round trip, and `--help` pinned by golden files.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::*;
+
+fn neff(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_neff"))
+        .args(args)
+        .output()
+        .expect("run neff")
+}
+
+fn code(out: &Output) -> i32 {
+    out.status.code().expect("exit code")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn example() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/allreduce")
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Every file under `root`, relative path → bytes.
+fn tree(root: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                out.push((rel, fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn pack_then_verify_the_example() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("allreduce.neff");
+    let r = neff(&["pack", s(&example()), "-o", s(&out), "--name", "allreduce"]);
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    assert!(stderr(&r).contains("wrote"), "{}", stderr(&r));
+    let r = neff(&["verify", s(&out)]);
+    assert_eq!(code(&r), 0);
+    assert!(stdout(&r).contains("ACCEPTED on cayman"), "{}", stdout(&r));
+    // Packing twice gives identical bytes.
+    let again = dir.path().join("again.neff");
+    assert_eq!(
+        code(&neff(&[
+            "pack",
+            s(&example()),
+            "-o",
+            s(&again),
+            "--name",
+            "allreduce"
+        ])),
+        0
+    );
+    assert_eq!(fs::read(&out).unwrap(), fs::read(&again).unwrap());
+    // And so does stdout.
+    let piped = neff(&[
+        "pack",
+        s(&example()),
+        "-o",
+        "-",
+        "--name",
+        "allreduce",
+        "-q",
+    ]);
+    assert_eq!(code(&piped), 0);
+    assert_eq!(piped.stdout, fs::read(&out).unwrap());
+}
+
+#[test]
+fn verify_json_is_one_object_with_the_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.neff");
+    let mut n = valid_neff();
+    n[0xAC] ^= 1;
+    fs::write(&bad, &n).unwrap();
+    let r = neff(&["verify", s(&bad), "--json"]);
+    assert_eq!(code(&r), 1);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&r)).expect("exactly one JSON object");
+    assert_eq!(v["file"], s(&bad));
+    assert_eq!(v["accepted"], false);
+    assert_eq!(v["status"], 2);
+    assert_eq!(v["status_name"], "NRT_INVALID");
+    assert_eq!(v["gate"], "G9");
+    assert_eq!(v["message"], "MD5 mismatch!");
+    assert!(v["error_cause"].is_null());
+    assert!(v["warnings"].is_array());
+    assert_eq!(v["instance_arch"], "cayman");
+    assert_eq!(v["profile"]["verify_hash"], true);
+    assert_eq!(v["tiers_run"], serde_json::json!(["container"]));
+    assert_eq!(
+        v["tiers_not_implemented"],
+        serde_json::json!(["manifests", "sections", "staging"])
+    );
+
+    let r = neff(&[
+        "verify",
+        s(&bad),
+        "--json",
+        "--no-verify-hash",
+        "--instance-arch",
+        "all",
+    ]);
+    assert_eq!(code(&r), 0, "{}", stdout(&r));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&r)).unwrap();
+    assert_eq!(v["instance_arch"], "all");
+    assert_eq!(v["accepted"], true);
+    assert_eq!(v["by_arch"]["sunda"]["profile"]["instance_arch"], "sunda");
+    assert_eq!(v["by_arch"]["mariana"]["profile"]["verify_hash"], false);
+
+    let r = neff(&["verify", s(&bad), "--json", "--supported-features", "0x1"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&r)).unwrap();
+    assert_eq!(v["profile"]["supported_features"], "0x1");
+}
+
+#[test]
+fn exit_codes_for_usage_and_io_errors() {
+    let r = neff(&["verify", "/nonexistent/file.neff"]);
+    assert_eq!(code(&r), 2);
+    assert!(
+        stderr(&r).contains("/nonexistent/file.neff"),
+        "{}",
+        stderr(&r)
+    );
+    assert_eq!(code(&neff(&["verify"])), 2);
+    assert_eq!(code(&neff(&["frobnicate"])), 2);
+    assert_eq!(
+        code(&neff(&["pack", "/nonexistent", "-o", "/tmp/x.neff"])),
+        2
+    );
+    let r = neff(&["pack", s(&example()), "-o", "/tmp/x.neff", "--uuid", "nope"]);
+    assert_eq!(code(&r), 2);
+    assert!(stderr(&r).contains("invalid UUID"), "{}", stderr(&r));
+    let r = neff(&["pack", s(&example()), "-o", "/tmp/x.neff", "--level", "10"]);
+    assert_eq!(code(&r), 2);
+}
+
+#[test]
+fn pack_refuses_an_invalid_result_unless_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("m.neff");
+    let r = neff(&["pack", s(&example()), "-o", s(&out), "--major", "3"]);
+    assert_eq!(code(&r), 1);
+    assert!(stderr(&r).contains("G4"), "{}", stderr(&r));
+    assert!(!out.exists());
+    let r = neff(&[
+        "pack",
+        s(&example()),
+        "-o",
+        s(&out),
+        "--major",
+        "3",
+        "--allow-invalid",
+        "--json",
+    ]);
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&r)).unwrap();
+    assert_eq!(v["verdict"]["gate"], "G4");
+    assert_eq!(code(&neff(&["verify", s(&out)])), 1);
+}
+
+#[test]
+fn pack_flags_reach_the_header() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("m.neff");
+    let r = neff(&[
+        "pack",
+        s(&example()),
+        "-o",
+        s(&out),
+        "--pkg-version",
+        "1",
+        "--level",
+        "9",
+        "--name",
+        "m",
+        "--uuid",
+        "561826fb-125f-4bb8-991c-29e085c8949a",
+        "--feature-bits",
+        "0x404",
+        "--major",
+        "1",
+        "--minor",
+        "5",
+        "--build-version",
+        "b1",
+        "--vnc-size",
+        "2",
+        "--requested-tpb-count",
+        "3",
+    ]);
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    let r = neff(&["inspect", s(&out), "--json"]);
+    assert_eq!(code(&r), 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&r)).unwrap();
+    let h = &v["header"];
+    assert_eq!(h["pkg_version"], 1);
+    assert_eq!(h["name"], "m");
+    assert_eq!(h["uuid"], "561826fb-125f-4bb8-991c-29e085c8949a");
+    assert_eq!(h["feature_bits"], 0x404);
+    assert_eq!(
+        (
+            h["neff_version_major"].as_u64(),
+            h["neff_version_minor"].as_u64()
+        ),
+        (Some(1), Some(5))
+    );
+    assert_eq!(h["build_version"], "b1");
+    assert_eq!(
+        (h["vnc_size"].as_u64(), h["requested_tpb_count"].as_u64()),
+        (Some(2), Some(3))
+    );
+    assert_eq!(v["compression"], "none");
+    assert_eq!(v["members"][0]["name"], "kelf-a.json");
+    assert_eq!(v["members"][2]["type"], "directory");
+}
+
+#[test]
+fn inspect_shows_header_and_members() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("m.neff");
+    assert_eq!(
+        code(&neff(&[
+            "pack",
+            s(&example()),
+            "-o",
+            s(&out),
+            "--name",
+            "x"
+        ])),
+        0
+    );
+    let r = neff(&["inspect", s(&out)]);
+    assert_eq!(code(&r), 0);
+    let text = stdout(&r);
+    for needle in [
+        "pkg_version:         2",
+        "header_size:         0x400",
+        "name:                \"x\"",
+        "feature_bits:        0x0",
+        "sg00/pe.bin",
+        "directory",
+        "verdict: ACCEPTED",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in\n{text}");
+    }
+    let hash_line = text.lines().find(|l| l.contains("hash:")).unwrap();
+    assert!(
+        hash_line
+            .trim_end()
+            .ends_with("30303030303030303030303030303030"),
+        "{hash_line}"
+    );
+}
+
+#[test]
+fn unpack_then_pack_gives_identical_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    // Defaults.
+    let a = dir.path().join("a.neff");
+    assert_eq!(code(&neff(&["pack", s(&example()), "-o", s(&a)])), 0);
+    let tree_dir = dir.path().join("tree");
+    let r = neff(&["unpack", s(&a), "-o", s(&tree_dir)]);
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    assert_eq!(tree(&tree_dir), tree(&example()), "members are byte-exact");
+    let b = dir.path().join("b.neff");
+    assert_eq!(code(&neff(&["pack", s(&tree_dir), "-o", s(&b)])), 0);
+    assert_eq!(fs::read(&a).unwrap(), fs::read(&b).unwrap());
+
+    // Non-default header fields travel through --header-out / --header.
+    let c = dir.path().join("c.neff");
+    let r = neff(&[
+        "pack",
+        s(&example()),
+        "-o",
+        s(&c),
+        "--name",
+        "net",
+        "--pkg-version",
+        "1",
+        "--feature-bits",
+        "4",
+        "--uuid",
+        "random",
+    ]);
+    assert_eq!(code(&r), 0);
+    let tree2 = dir.path().join("tree2");
+    let header = dir.path().join("header.json");
+    assert_eq!(
+        code(&neff(&[
+            "unpack",
+            s(&c),
+            "-o",
+            s(&tree2),
+            "--header-out",
+            s(&header)
+        ])),
+        0
+    );
+    let d = dir.path().join("d.neff");
+    assert_eq!(
+        code(&neff(&[
+            "pack",
+            s(&tree2),
+            "-o",
+            s(&d),
+            "--header",
+            s(&header)
+        ])),
+        0
+    );
+    assert_eq!(fs::read(&c).unwrap(), fs::read(&d).unwrap());
+}
+
+#[test]
+fn unpack_refuses_a_non_empty_directory_without_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.neff");
+    fs::write(&a, valid_neff()).unwrap();
+    let dest = dir.path().join("dest");
+    fs::create_dir(&dest).unwrap();
+    fs::write(dest.join("keep.txt"), b"mine").unwrap();
+    let r = neff(&["unpack", s(&a), "-o", s(&dest)]);
+    assert_eq!(code(&r), 2);
+    assert!(stderr(&r).contains("--force"), "{}", stderr(&r));
+    assert!(!dest.join("neff.json").exists());
+    assert_eq!(
+        code(&neff(&["unpack", s(&a), "-o", s(&dest), "--force"])),
+        0
+    );
+    assert_eq!(fs::read(dest.join("sg00/def.json")).unwrap(), b"{}");
+    assert_eq!(fs::read(dest.join("keep.txt")).unwrap(), b"mine");
+}
+
+#[test]
+fn unpack_stays_contained() {
+    let evil: Vec<(&str, Vec<u8>)> = vec![
+        ("dotdot", finish_tar(entry(b"../evil.txt", b'0', b"x"))),
+        (
+            "nested dotdot",
+            finish_tar(entry(b"a/../../evil.txt", b'0', b"x")),
+        ),
+        (
+            "absolute",
+            finish_tar(entry(b"/tmp/neff-evil-abs.txt", b'0', b"x")),
+        ),
+        ("symlink", finish_tar(link(b"ln", b'2', b"/etc/passwd"))),
+        ("hardlink", finish_tar(link(b"hl", b'1', b"/etc/passwd"))),
+        ("device", finish_tar(link(b"dev", b'3', b""))),
+    ];
+    for (what, tar) in evil {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("evil.neff");
+        let mut tar_with_good_first = entry(b"neff.json", b'0', b"{}");
+        tar_with_good_first.extend_from_slice(&tar);
+        fs::write(&file, neff_with_payload(2, &gzip(&tar_with_good_first))).unwrap();
+        let dest = dir.path().join("out");
+        let r = neff(&["unpack", s(&file), "-o", s(&dest)]);
+        assert_eq!(code(&r), 2, "{what}: {}", stderr(&r));
+        assert!(
+            stderr(&r).contains("refusing to unpack"),
+            "{what}: {}",
+            stderr(&r)
+        );
+        assert!(!dir.path().join("evil.txt").exists(), "{what}");
+        assert!(!Path::new("/tmp/neff-evil-abs.txt").exists(), "{what}");
+        assert!(
+            !dest.join("neff.json").exists(),
+            "{what}: nothing is written before the check"
+        );
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn unpack_never_writes_through_a_symlink_in_the_destination() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = dir.path().join("outside");
+    fs::create_dir(&outside).unwrap();
+    let dest = dir.path().join("dest");
+    fs::create_dir(&dest).unwrap();
+    std::os::unix::fs::symlink(&outside, dest.join("sg00")).unwrap();
+    let file = dir.path().join("m.neff");
+    fs::write(&file, valid_neff()).unwrap();
+    let r = neff(&["unpack", s(&file), "-o", s(&dest), "--force"]);
+    assert_eq!(code(&r), 2, "{}", stderr(&r));
+    assert!(stderr(&r).contains("symlink"), "{}", stderr(&r));
+    assert_eq!(fs::read_dir(&outside).unwrap().count(), 0);
+}
+
+/// A tar entry with data, padded.
+fn entry(name: &[u8], type_flag: u8, data: &[u8]) -> Vec<u8> {
+    let mut out = tar_header(name, type_flag, &size_field(data.len() as u64)).to_vec();
+    push_padded(&mut out, data);
+    out
+}
+
+/// A link or device entry.
+fn link(name: &[u8], type_flag: u8, target: &[u8]) -> Vec<u8> {
+    let mut h = tar_header(name, type_flag, &size_field(0));
+    h[157..157 + target.len()].copy_from_slice(target);
+    fix_checksum(&mut h);
+    h.to_vec()
+}
+
+#[test]
+fn help_output_matches_the_golden_files() {
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    let update = std::env::var_os("NEFF_UPDATE_GOLDEN").is_some();
+    for cmd in ["", "pack", "unpack", "inspect", "verify"] {
+        let mut args: Vec<&str> = cmd.split_whitespace().collect();
+        args.push("--help");
+        let r = neff(&args);
+        assert_eq!(code(&r), 0);
+        let name = if cmd.is_empty() {
+            "help.txt".to_string()
+        } else {
+            format!("help-{cmd}.txt")
+        };
+        let path = golden.join(name);
+        if update {
+            fs::create_dir_all(&golden).unwrap();
+            fs::write(&path, &r.stdout).unwrap();
+        }
+        let expected = fs::read_to_string(&path).unwrap_or_else(|_| {
+            panic!("{} missing: run with NEFF_UPDATE_GOLDEN=1", path.display())
+        });
+        assert_eq!(
+            stdout(&r),
+            expected,
+            "{} changed: review, then NEFF_UPDATE_GOLDEN=1",
+            path.display()
+        );
+    }
+}
