@@ -459,3 +459,31 @@ fn help_output_matches_the_golden_files() {
         );
     }
 }
+
+#[test]
+fn unpack_accepts_a_dot_slash_root_and_checks_everything_first() {
+    let dir = tempfile::tempdir().unwrap();
+    // The shape `tar -C dir -czf x .` produces.
+    let mut tar = tar_header(b"./", b'5', &size_field(0)).to_vec();
+    tar.extend_from_slice(&tar_header(b"./a/", b'5', &size_field(0)));
+    tar.extend(entry(b"./a/b.bin", b'0', b"hello"));
+    let file = dir.path().join("dot.neff");
+    fs::write(&file, neff_with_payload(2, &gzip(&finish_tar(tar)))).unwrap();
+    let dest = dir.path().join("out");
+    let r = neff(&["unpack", s(&file), "-o", s(&dest)]);
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    assert_eq!(fs::read(dest.join("a/b.bin")).unwrap(), b"hello");
+
+    // A file entry naming the destination itself is refused before anything is written.
+    let mut tar = entry(b"a.bin", b'0', b"hello");
+    tar.extend(entry(b".", b'0', b""));
+    let file = dir.path().join("bad.neff");
+    fs::write(&file, neff_with_payload(2, &gzip(&finish_tar(tar)))).unwrap();
+    let dest = dir.path().join("out2");
+    let r = neff(&["unpack", s(&file), "-o", s(&dest)]);
+    assert_eq!(code(&r), 2, "{}", stderr(&r));
+    assert!(
+        !dest.join("a.bin").exists(),
+        "nothing is written before the check"
+    );
+}

@@ -13,24 +13,35 @@ fn a_payload_inflating_to_gibibytes_streams_without_being_held() {
     // A 2 GiB member of zeros compresses to about 10 MiB at level 1.
     const SIZE: u64 = 2 << 30;
     let mut gz = GzipWriter::new(Vec::new(), 1).unwrap();
-    gz.write_all(&tar_header(b"sg00/huge.bin", b'0', &size_field(SIZE))).unwrap();
+    gz.write_all(&tar_header(b"sg00/huge.bin", b'0', &size_field(SIZE)))
+        .unwrap();
     let zeros = vec![0u8; 1 << 20];
     for _ in 0..SIZE >> 20 {
         gz.write_all(&zeros).unwrap();
     }
-    gz.write_all(&tar_header(b"neff.json", b'0', &size_field(2))).unwrap();
+    gz.write_all(&tar_header(b"neff.json", b'0', &size_field(2)))
+        .unwrap();
     let mut tail = b"{}".to_vec();
     tail.resize(512 + 1024, 0);
     gz.write_all(&tail).unwrap();
     let payload = gz.finish().unwrap();
     assert!(payload.len() < 16 << 20, "{} bytes", payload.len());
-    let loaded = load_buffer(Some(&neff_with_payload(2, &payload)), &RuntimeProfile::default());
+    let loaded = load_buffer(
+        Some(&neff_with_payload(2, &payload)),
+        &RuntimeProfile::default(),
+    );
     assert!(loaded.report.accepted, "{:?}", loaded.report);
     let c = loaded.container.unwrap();
     let huge = &c.members[&b"sg00/huge.bin".to_vec()];
     assert_eq!(huge.size, SIZE);
-    assert!(huge.data.is_none(), "a 2 GiB member must not be held in memory");
-    assert_eq!(c.members[&b"neff.json".to_vec()].data.as_deref(), Some(&b"{}"[..]));
+    assert!(
+        huge.data.is_none(),
+        "a 2 GiB member must not be held in memory"
+    );
+    assert_eq!(
+        c.members[&b"neff.json".to_vec()].data.as_deref(),
+        Some(&b"{}"[..])
+    );
 }
 
 #[test]
@@ -43,24 +54,48 @@ fn absurd_declared_sizes_are_refused_cleanly() {
     // header_size u64::MAX.
     let mut n = valid_neff();
     set_u64(&mut n, 0x08, u64::MAX);
-    assert_eq!(load_buffer(Some(&n), &RuntimeProfile::default()).report.gate.as_deref(), Some("G3"));
+    assert_eq!(
+        load_buffer(Some(&n), &RuntimeProfile::default())
+            .report
+            .gate
+            .as_deref(),
+        Some("G3")
+    );
     // A member claiming 64 GiB (largest octal size) with 10 bytes behind it.
     let mut tar = tar_header(b"big.bin", b'0', b"77777777777\0").to_vec();
     tar.extend_from_slice(&[0u8; 10]);
-    let r = load_buffer(Some(&neff_with_payload(1, &tar)), &RuntimeProfile::default()).report;
+    let r = load_buffer(
+        Some(&neff_with_payload(1, &tar)),
+        &RuntimeProfile::default(),
+    )
+    .report;
     assert_eq!(r.gate.as_deref(), Some("G12"), "{r:?}");
     // A base-256 size of 2^62.
     let mut size = [0u8; 12];
     size[0] = 0x80;
     size[4] = 0x40;
     let tar = finish_tar(tar_header(b"huge.bin", b'0', &size).to_vec());
-    let r = load_buffer(Some(&neff_with_payload(2, &gzip(&tar))), &RuntimeProfile::default()).report;
+    let r = load_buffer(
+        Some(&neff_with_payload(2, &gzip(&tar))),
+        &RuntimeProfile::default(),
+    )
+    .report;
     assert_eq!(r.gate.as_deref(), Some("G12"), "{r:?}");
     // A GNU long-name record larger than 1 MiB.
     let tar = finish_tar(tar_header(b"././@LongLink", b'L', &size_field((1 << 20) + 1)).to_vec());
-    let r = load_buffer(Some(&neff_with_payload(2, &gzip(&tar))), &RuntimeProfile::default()).report;
+    let r = load_buffer(
+        Some(&neff_with_payload(2, &gzip(&tar))),
+        &RuntimeProfile::default(),
+    )
+    .report;
     assert_eq!(r.gate.as_deref(), Some("G11"), "{r:?}");
-    assert!(r.message.as_deref().unwrap_or_default().contains("Special header too large"), "{r:?}");
+    assert!(
+        r.message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("Special header too large"),
+        "{r:?}"
+    );
 }
 
 #[test]
@@ -70,10 +105,13 @@ fn long_and_non_utf8_names_are_read() {
     push_padded(&mut tar, format!("{long}\0").as_bytes());
     tar.extend_from_slice(&tar_header(&long.as_bytes()[..100], b'0', &size_field(0)));
     tar.extend_from_slice(&tar_header(b"bad\xffname", b'0', &size_field(0)));
-    let loaded = load_buffer(Some(&neff_with_payload(2, &gzip(&finish_tar(tar)))), &RuntimeProfile::default());
+    let loaded = load_buffer(
+        Some(&neff_with_payload(2, &gzip(&finish_tar(tar)))),
+        &RuntimeProfile::default(),
+    );
     assert!(loaded.report.accepted, "{:?}", loaded.report);
     let c = loaded.container.unwrap();
     assert!(c.members.contains_key(long.as_bytes()));
-    assert!(c.members.contains_key(&b"bad\xffname".to_vec()));
+    assert!(c.members.contains_key(&b"bad\xffname"[..]));
     assert!(c.entries.iter().any(|e| e.name == "bad\\xffname"));
 }

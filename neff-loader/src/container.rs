@@ -86,6 +86,9 @@ pub enum EntryFate {
 pub struct EntryRecord {
     /// The name as in the archive (escaped where not UTF-8).
     pub name: String,
+    /// The name's raw bytes.
+    #[serde(skip)]
+    pub raw_name: Vec<u8>,
     /// The key the runtime stores it under (`./` stripped), escaped.
     pub key: String,
     /// Size in bytes.
@@ -383,6 +386,7 @@ fn walk<R: Read>(
         let key: &[u8] = entry.name.strip_prefix(b"./").unwrap_or(&entry.name);
         let mut record = EntryRecord {
             name: shown.clone(),
+            raw_name: entry.name.clone(),
             key: escape_name(key),
             size: entry.size.max(0) as u64,
             kind: entry.kind,

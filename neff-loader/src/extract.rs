@@ -60,6 +60,7 @@ pub fn extract(
     };
     for entry in &container.entries {
         check_entry(&entry.name, entry.kind)?;
+        target_path(dest, &entry.raw_name, entry.kind)?;
     }
     match fs::read_dir(dest) {
         Ok(mut items) => {
@@ -88,7 +89,9 @@ pub fn extract(
     {
         let shown = escape_name(&entry.name);
         check_entry(&shown, entry.kind)?;
-        let target = contained_path(dest, &entry.name)?;
+        let Some(target) = target_path(dest, &entry.name, entry.kind)? else {
+            continue; // "./" or "." names the destination itself.
+        };
         if entry.kind == EntryKind::Directory {
             create_dirs(dest, &target)?;
             summary.directories += 1;
@@ -135,8 +138,10 @@ fn check_entry(name: &str, kind: EntryKind) -> Result<(), ExtractError> {
     Ok(())
 }
 
-/// `dest` joined with the entry's normal components.
-fn contained_path(dest: &Path, name: &[u8]) -> Result<PathBuf, ExtractError> {
+/// Where an entry goes: `dest` joined with the name's normal components.
+/// `None` for a directory entry naming `dest` itself (`./`), which needs no
+/// work; a file naming `dest` itself is refused.
+fn target_path(dest: &Path, name: &[u8], kind: EntryKind) -> Result<Option<PathBuf>, ExtractError> {
     let mut path = dest.to_path_buf();
     for component in name.split(|&b| b == b'/') {
         match component {
@@ -151,12 +156,15 @@ fn contained_path(dest: &Path, name: &[u8]) -> Result<PathBuf, ExtractError> {
         }
     }
     if path == dest {
+        if kind == EntryKind::Directory {
+            return Ok(None);
+        }
         return Err(ExtractError::Unsafe(format!(
             "entry {:?} names no file",
             escape_name(name)
         )));
     }
-    Ok(path)
+    Ok(Some(path))
 }
 
 #[cfg(unix)]

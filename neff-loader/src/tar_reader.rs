@@ -191,6 +191,8 @@ pub struct TarReader<R> {
     pending_pad: u64,
     current: Option<Entry>,
     done: bool,
+    /// Copy buffer, reused across entries.
+    buf: Vec<u8>,
 }
 
 impl<R: Read> TarReader<R> {
@@ -203,6 +205,7 @@ impl<R: Read> TarReader<R> {
             pending_pad: 0,
             current: None,
             done: false,
+            buf: Vec::new(),
         }
     }
 
@@ -357,7 +360,10 @@ impl<R: Read> TarReader<R> {
     pub fn copy_data<W: Write + ?Sized>(&mut self, sink: &mut W) -> Result<u64, TarError> {
         let size = self.pending_data;
         let data_offset = self.offset;
-        let mut buf = vec![0u8; 64 * 1024];
+        if self.buf.is_empty() && size > 0 {
+            self.buf = vec![0u8; 64 * 1024];
+        }
+        let buf = &mut self.buf;
         while self.pending_data > 0 {
             let want = buf
                 .len()

@@ -568,7 +568,8 @@ mod tests {
     #[test]
     fn field_offsets_and_widths_match_the_spec() {
         // Each setter touches exactly its own bytes.
-        let cases: Vec<(usize, usize, Box<dyn Fn(&mut NeffHeader)>)> = vec![
+        type Setter = Box<dyn Fn(&mut NeffHeader)>;
+        let cases: Vec<(usize, usize, Setter)> = vec![
             (0x000, 8, Box::new(|h| h.set_pkg_version(u64::MAX))),
             (0x008, 8, Box::new(|h| h.set_header_size(u64::MAX))),
             (0x010, 8, Box::new(|h| h.set_data_size(u64::MAX))),

@@ -23,12 +23,18 @@ pub const TYPE_LONG_NAME: u8 = b'L';
 pub struct TarWriter<W> {
     inner: W,
     written: u64,
+    /// Copy buffer, reused across members.
+    buf: Vec<u8>,
 }
 
 impl<W: Write> TarWriter<W> {
     /// Writes an archive into `inner`.
     pub fn new(inner: W) -> Self {
-        TarWriter { inner, written: 0 }
+        TarWriter {
+            inner,
+            written: 0,
+            buf: Vec::new(),
+        }
     }
 
     /// Bytes of tar written so far.
@@ -75,7 +81,24 @@ impl<W: Write> TarWriter<W> {
         what: &str,
     ) -> io::Result<()> {
         self.put_headers(name, TYPE_FILE, size)?;
-        let mut buf = vec![0u8; 256 * 1024];
+        let mut buf = std::mem::take(&mut self.buf);
+        if buf.is_empty() && size > 0 {
+            buf = vec![0u8; 256 * 1024];
+        }
+        let result = self.copy_exact(name, size, data, what, &mut buf);
+        self.buf = buf;
+        result?;
+        self.pad(size)
+    }
+
+    fn copy_exact(
+        &mut self,
+        name: &str,
+        size: u64,
+        data: &mut dyn Read,
+        what: &str,
+        buf: &mut [u8],
+    ) -> io::Result<()> {
         let mut left = size;
         while left > 0 {
             let want = buf.len().min(usize::try_from(left).unwrap_or(usize::MAX));
@@ -108,7 +131,7 @@ impl<W: Write> TarWriter<W> {
                 format!("member {name}: {what} holds more than the {size} bytes declared (did it change while packing?)"),
             ));
         }
-        self.pad(size)
+        Ok(())
     }
 
     /// Writes the two zero end blocks and pads to a 10240-byte record; returns

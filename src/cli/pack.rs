@@ -1,6 +1,6 @@
 //! `neff pack`: a directory tree → a NEFF.
 
-use std::io;
+use std::io::{self, IsTerminal};
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
@@ -132,8 +132,11 @@ pub fn run(args: PackArgs) -> Result<u8, Box<dyn std::error::Error>> {
         allow_invalid: args.allow_invalid,
         ..PackOptions::default()
     };
-    let packager = Packager::from_dir(&args.dir)?;
     let to_stdout = args.output.as_os_str() == "-";
+    if to_stdout && io::stdout().is_terminal() {
+        return Err("refusing to write a binary NEFF to a terminal: redirect stdout or give -o FILE".into());
+    }
+    let packager = Packager::from_dir(&args.dir)?;
     let result = if to_stdout {
         packager.write_to(&mut io::stdout().lock(), &options)
     } else {
