@@ -134,7 +134,9 @@ pub fn run(args: PackArgs) -> Result<u8, Box<dyn std::error::Error>> {
     };
     let to_stdout = args.output.as_os_str() == "-";
     if to_stdout && io::stdout().is_terminal() {
-        return Err("refusing to write a binary NEFF to a terminal: redirect stdout or give -o FILE".into());
+        return Err(
+            "refusing to write a binary NEFF to a terminal: redirect stdout or give -o FILE".into(),
+        );
     }
     let packager = Packager::from_dir(&args.dir)?;
     let result = if to_stdout {
