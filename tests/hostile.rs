@@ -115,3 +115,81 @@ fn long_and_non_utf8_names_are_read() {
     assert!(c.members.contains_key(&b"bad\xffname"[..]));
     assert!(c.entries.iter().any(|e| e.name == "bad\\xffname"));
 }
+
+fn many_members(names: impl Iterator<Item = String>) -> Vec<u8> {
+    let mut tar = Vec::new();
+    for name in names {
+        tar.extend_from_slice(&tar_header(name.as_bytes(), b'0', &size_field(0)));
+    }
+    neff_with_payload(2, &gzip(&finish_tar(tar)))
+}
+
+fn load_with(bytes: &[u8], limits: &neff::loader::Limits) -> neff::loader::Loaded {
+    neff::loader::load_reader(
+        Some(std::io::Cursor::new(bytes)),
+        &RuntimeProfile::default(),
+        limits,
+    )
+    .unwrap()
+}
+
+#[test]
+fn the_member_map_has_a_memory_budget() {
+    let n = many_members((0..200).map(|i| format!("member-{i:04}")));
+    let limits = neff::loader::Limits {
+        index_max: 100 * 140,
+        ..Default::default()
+    };
+    let r = load_with(&n, &limits).report;
+    assert_eq!(r.gate.as_deref(), Some("G12"), "{r:?}");
+    assert!(
+        r.message
+            .as_deref()
+            .unwrap_or_default()
+            .starts_with("fail to allocate memory(0) for file member-"),
+        "{r:?}"
+    );
+    assert!(load_with(&n, &Default::default()).report.accepted);
+}
+
+#[test]
+fn the_entry_table_and_warnings_are_capped_but_the_walk_goes_on() {
+    let n = many_members((0..300).map(|i| format!("d{i:03}/x.wavegraph-bin.json")));
+    let limits = neff::loader::Limits {
+        table_max: 50 * 200,
+        warnings_max: 20,
+        ..Default::default()
+    };
+    let loaded = load_with(&n, &limits);
+    assert!(loaded.report.accepted, "{:?}", loaded.report);
+    let w = &loaded.report.warnings;
+    assert_eq!(w.len(), 21, "{w:?}");
+    assert!(w[20].contains("more warnings"), "{w:?}");
+    let entries = loaded.container.unwrap().entries;
+    assert!(
+        entries.len() < 300 && !entries.is_empty(),
+        "{}",
+        entries.len()
+    );
+}
+
+#[test]
+fn messages_cut_very_long_names_short() {
+    let long = "n".repeat(5000);
+    let mut tar = tar_header(b"././@LongLink", b'L', &size_field(long.len() as u64 + 1)).to_vec();
+    push_padded(&mut tar, format!("{long}\0").as_bytes());
+    let mut size = [0xFFu8; 12];
+    size[11] = 0xFE;
+    tar.extend_from_slice(&tar_header(b"x", b'0', &size));
+    let r = load_buffer(
+        Some(&neff_with_payload(2, &gzip(&finish_tar(tar)))),
+        &RuntimeProfile::default(),
+    )
+    .report;
+    assert_eq!(r.gate.as_deref(), Some("G12"));
+    let message = r.message.unwrap();
+    assert!(
+        message.len() < 400 && message.contains("(5000 bytes)"),
+        "{message}"
+    );
+}

@@ -12,7 +12,7 @@ use crate::digest::{source_error, Digester, HashingReader, SourceError};
 use crate::gate::{Gate, Rejection};
 use crate::gzip_reader::{looks_like_gzip, GzipReader};
 use crate::profile::RuntimeProfile;
-use crate::tar_reader::{escape_name, EntryKind, TarError, TarReader};
+use crate::tar_reader::{display_name, escape_name, EntryKind, TarError, TarReader};
 
 /// Members whose names end with this suffix are skipped by the runtime's walk.
 pub const WAVEGRAPH_SUFFIX: &[u8] = b"wavegraph-bin.json";
@@ -28,10 +28,15 @@ pub struct Limits {
     pub keep_member_max: u64,
     /// Total bytes of member data kept in memory.
     pub keep_total_max: u64,
-    /// Total bytes the member index may use (names and bookkeeping). The
-    /// runtime mallocs every member; past this budget the walk reports G12's
-    /// allocation failure instead of growing without bound.
+    /// Bytes the member map (`neff_t::files`: names and bookkeeping) may use.
+    /// The runtime mallocs every member; past this budget the walk reports
+    /// G12's allocation failure instead of growing without bound.
     pub index_max: u64,
+    /// Bytes the entry table shown by `inspect` may use; past it the table is
+    /// cut short (with a warning) while the walk goes on.
+    pub table_max: u64,
+    /// Warnings kept; further ones are counted in a final warning.
+    pub warnings_max: usize,
 }
 
 impl Default for Limits {
@@ -39,7 +44,9 @@ impl Default for Limits {
         Limits {
             keep_member_max: 16 << 20,
             keep_total_max: 64 << 20,
-            index_max: 128 << 20,
+            index_max: 64 << 20,
+            table_max: 64 << 20,
+            warnings_max: 100,
         }
     }
 }
@@ -352,7 +359,17 @@ fn walk<R: Read>(
     container.compression = Some(compression);
     let mut tar = TarReader::new(stream);
     let mut index_used: u64 = 0;
+    let mut table_used: u64 = 0;
+    let mut table_cut = false;
     let mut kept_total: u64 = 0;
+    let mut dropped_warnings = 0usize;
+    let mut warn = |warnings: &mut Vec<String>, text: String| {
+        if warnings.len() < limits.warnings_max {
+            warnings.push(text);
+        } else {
+            dropped_warnings += 1;
+        }
+    };
     loop {
         let entry = match tar.next_entry() {
             Ok(Some(entry)) => entry,
@@ -382,10 +399,10 @@ fn walk<R: Read>(
                 });
             }
         };
-        let shown = escape_name(&entry.name);
+        let shown = display_name(&entry.name);
         let key: &[u8] = entry.name.strip_prefix(b"./").unwrap_or(&entry.name);
         let mut record = EntryRecord {
-            name: shown.clone(),
+            name: escape_name(&entry.name),
             raw_name: entry.name.clone(),
             key: escape_name(key),
             size: entry.size.max(0) as u64,
@@ -393,12 +410,11 @@ fn walk<R: Read>(
             header_offset: entry.header_offset,
             fate: EntryFate::Stored,
         };
-        index_used += 2 * entry.name.len() as u64 + 160;
         if entry.kind == EntryKind::Directory {
             record.fate = EntryFate::Directory;
         } else if key.ends_with(WAVEGRAPH_SUFFIX) {
             record.fate = EntryFate::Wavegraph;
-            warnings.push(format!(
+            warn(warnings, format!(
                 "member {shown} skipped: the runtime never stores members whose names end in wavegraph-bin.json"
             ));
         } else if entry.size < 0 {
@@ -417,6 +433,7 @@ fn walk<R: Read>(
             ));
         } else {
             let size = entry.size as u64;
+            index_used += key.len() as u64 + 128;
             if index_used > limits.index_max {
                 return Err(WalkError::Gate(
                     Rejection::new(
@@ -456,23 +473,37 @@ fn walk<R: Read>(
             };
             if let Some(old) = container.members.insert(key.to_vec(), stored) {
                 kept_total -= old.data.map_or(0, |d| d.len() as u64);
-                warnings.push(format!(
+                index_used -= key.len() as u64 + 128;
+                warn(warnings, format!(
                     "duplicate member {}: the entry at tar offset {} replaces the one at tar offset {}",
-                    escape_name(key),
+                    display_name(key),
                     entry.header_offset,
                     old.header_offset
                 ));
-                if let Some(prev) = container
+                // Entries are in header-offset order: find the replaced one.
+                if let Ok(i) = container
                     .entries
-                    .iter_mut()
-                    .rev()
-                    .find(|r| r.fate == EntryFate::Stored && r.key == record.key)
+                    .binary_search_by_key(&old.header_offset, |r| r.header_offset)
                 {
-                    prev.fate = EntryFate::Replaced;
+                    container.entries[i].fate = EntryFate::Replaced;
                 }
             }
         }
-        container.entries.push(record);
+        // Name bytes are held up to three times (raw, escaped name, escaped key).
+        table_used += 3 * 4 * entry.name.len() as u64 + 96;
+        if table_used <= limits.table_max {
+            container.entries.push(record);
+        } else if !table_cut {
+            table_cut = true;
+            warn(warnings, format!(
+                "the member table is cut short at tar offset {}: it passed this verifier's {} MiB budget (the walk and the gates go on)",
+                entry.header_offset,
+                limits.table_max >> 20
+            ));
+        }
+    }
+    if dropped_warnings > 0 {
+        warnings.push(format!("… and {dropped_warnings} more warnings"));
     }
     container.tar_size = tar.offset();
     // libarchive stops at the end marker; look a little further only to warn

@@ -376,7 +376,7 @@ impl<R: Read> TarReader<R> {
                 let name = self
                     .current
                     .as_ref()
-                    .map(|e| escape_name(&e.name))
+                    .map(|e| display_name(&e.name))
                     .unwrap_or_default();
                 return Err(TarError::TruncatedData {
                     name,
@@ -580,6 +580,20 @@ fn parse_number(field: &[u8], name: &'static str, offset: u64) -> Result<i64, Ta
         }
         _ => parse_octal(field).ok_or_else(bad),
     }
+}
+
+/// Longest name rendering [`display_name`] gives before cutting it short.
+const DISPLAY_MAX: usize = 256;
+
+/// [`escape_name`], cut short (with the full length noted) past 256 characters,
+/// for log lines and warnings.
+pub fn display_name(name: &[u8]) -> String {
+    let full = escape_name(name);
+    if full.chars().count() <= DISPLAY_MAX {
+        return full;
+    }
+    let cut: String = full.chars().take(DISPLAY_MAX).collect();
+    format!("{cut}…({} bytes)", name.len())
 }
 
 /// Renders a byte name for messages: UTF-8 as is, other bytes as `\xNN`.
