@@ -311,9 +311,9 @@ fn the_walk_matches_neff_parse() {
     ));
     push_padded(&mut tar, b"abc");
     tar.extend_from_slice(&tar_header(b"sg00/empty.bin", b'0', &size_field(0)));
-    tar.extend_from_slice(&tar_header(b"dup", b'0', &size_field(1)));
+    tar.extend_from_slice(&tar_header(b"dup.json", b'0', &size_field(1)));
     push_padded(&mut tar, b"1");
-    tar.extend_from_slice(&tar_header(b"dup", b'0', &size_field(2)));
+    tar.extend_from_slice(&tar_header(b"dup.json", b'0', &size_field(2)));
     push_padded(&mut tar, b"22");
     tar.extend_from_slice(&tar_header(b"link", b'2', &size_field(0)));
     let n = neff_with_payload(2, &gzip(&finish_tar(tar)));
@@ -323,16 +323,22 @@ fn the_walk_matches_neff_parse() {
     let keys: Vec<&[u8]> = c.members.keys().map(|k| k.as_slice()).collect();
     assert_eq!(
         keys,
-        vec![&b"dup"[..], b"link", b"neff.json", b"sg00/empty.bin"]
+        vec![&b"dup.json"[..], b"link", b"neff.json", b"sg00/empty.bin"]
     );
     assert_eq!(
-        c.members[&b"dup".to_vec()].data.as_deref(),
+        c.members[&b"dup.json"[..]].data.as_deref(),
         Some(&b"22"[..])
     );
-    assert_eq!(c.members[&b"sg00/empty.bin".to_vec()].size, 0);
+    assert_eq!(c.members[&b"sg00/empty.bin"[..]].size, 0);
+    // Only manifests are held in memory.
+    assert_eq!(
+        c.members[&b"neff.json"[..]].data.as_deref(),
+        Some(&b"{}"[..])
+    );
+    assert!(c.members[&b"sg00/empty.bin"[..]].data.is_none());
     let w = &loaded.report.warnings;
     assert!(
-        w.iter().any(|w| w.contains("duplicate member dup")),
+        w.iter().any(|w| w.contains("duplicate member dup.json")),
         "{w:?}"
     );
     assert!(w.iter().any(|w| w.contains("wavegraph-bin.json")), "{w:?}");

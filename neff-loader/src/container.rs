@@ -24,7 +24,8 @@ const TAIL_CHECK_LIMIT: u64 = 1 << 20;
 /// Memory limits for what the walk keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Largest member whose bytes are kept in memory (manifests are small).
+    /// Largest member whose bytes are kept in memory. Only manifests (names
+    /// ending in `.json`) are kept: they are what later gates parse.
     pub keep_member_max: u64,
     /// Total bytes of member data kept in memory.
     pub keep_total_max: u64,
@@ -447,7 +448,9 @@ fn walk<R: Read>(
                     )),
                 ));
             }
-            let keep = size <= limits.keep_member_max && kept_total + size <= limits.keep_total_max;
+            let keep = key.ends_with(b".json")
+                && size <= limits.keep_member_max
+                && kept_total + size <= limits.keep_total_max;
             let data = if keep {
                 let mut buf = Vec::with_capacity(size as usize);
                 tar.copy_data(&mut buf).map_err(|e| {
