@@ -53,7 +53,7 @@ impl Default for Limits {
 }
 
 /// How the payload was stored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Compression {
     /// A raw tar.
@@ -76,7 +76,7 @@ pub struct StoredMember {
 }
 
 /// Why an entry of the tar walk is not in the member map.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EntryFate {
     /// Stored in the member map.
@@ -90,7 +90,7 @@ pub enum EntryFate {
 }
 
 /// One entry of the tar walk, for the member table.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct EntryRecord {
     /// The name as in the archive (escaped where not UTF-8).
     pub name: String,

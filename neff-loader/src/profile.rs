@@ -8,10 +8,9 @@ use serde::Serialize;
 pub const UCODE_ABI_2_31: &str = "1.21.1.0";
 
 /// What the simulated runtime is and how it was configured for the load.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct RuntimeProfile {
     /// The live instance's NeuronCore architecture (`al_hal_tpb_get_arch_type()`).
-    #[serde(serialize_with = "serialize_arch")]
     pub instance_arch: Arch,
     /// `NEURON_RT_ALLOW_LEGACY_NEFF=1`: relaxes the arch check and the Cayman
     /// state-buffer reservation check, and nothing else.
@@ -20,6 +19,7 @@ pub struct RuntimeProfile {
     pub verify_hash: bool,
     /// Feature bits the runtime understands; others trip the trapdoor (G5).
     #[serde(serialize_with = "serialize_hex")]
+    #[schemars(with = "String")]
     pub supported_features: u64,
     /// The runtime's GPSIMD ucode ABI version.
     pub ucode_abi: String,
@@ -46,10 +46,6 @@ impl RuntimeProfile {
             ..RuntimeProfile::default()
         }
     }
-}
-
-fn serialize_arch<S: serde::Serializer>(arch: &Arch, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(arch.name())
 }
 
 fn serialize_hex<S: serde::Serializer>(value: &u64, s: S) -> Result<S::Ok, S::Error> {

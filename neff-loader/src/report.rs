@@ -12,7 +12,7 @@ pub const TIERS: [&str; 4] = ["container", "manifests", "sections", "staging"];
 pub const TIERS_IMPLEMENTED: [&str; 1] = ["container"];
 
 /// What a load under one [`RuntimeProfile`] concluded.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Report {
     /// The file checked, when there was one.
     pub file: Option<String>,

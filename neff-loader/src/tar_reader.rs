@@ -15,7 +15,7 @@ pub const BLOCK: usize = 512;
 pub const MAX_SPECIAL_HEADER: u64 = 1 << 20;
 
 /// What kind of file a tar entry describes, after libarchive's interpretation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EntryKind {
     /// A regular file (`'0'`, `'\0'`, `'7'`, unknown type flags, hard links with data).

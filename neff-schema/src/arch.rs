@@ -84,3 +84,30 @@ mod tests {
         assert_eq!(Arch::from_ordinal(5), None);
     }
 }
+
+impl serde::Serialize for Arch {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Arch {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = <String as serde::Deserialize>::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl schemars::JsonSchema for Arch {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Arch".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "NeuronCore architecture: sunda (v2), cayman (v3) or mariana (v4).",
+            "type": "string",
+            "enum": ["sunda", "cayman", "mariana"]
+        })
+    }
+}

@@ -15,8 +15,10 @@ pub mod arch;
 pub mod features;
 pub mod header;
 pub mod hex;
+pub mod target;
 pub mod uuid;
 
 pub use arch::Arch;
 pub use header::{HeaderFields, NeffHeader, PkgVersion, HEADER_LEN};
+pub use target::Target;
 pub use uuid::Uuid;
