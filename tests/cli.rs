@@ -111,28 +111,36 @@ fn verify_json_is_one_object_with_the_verdict() {
     assert_eq!(v["message"], "MD5 mismatch!");
     assert!(v["error_cause"].is_null());
     assert!(v["warnings"].is_array());
-    assert_eq!(v["instance_arch"], "cayman");
+    assert_eq!(
+        v["instance_arch"], "all",
+        "--instance-arch all is the default"
+    );
     assert_eq!(v["profile"]["verify_hash"], true);
     assert_eq!(v["tiers_run"], serde_json::json!(["container"]));
-    assert_eq!(
-        v["tiers_not_implemented"],
-        serde_json::json!(["manifests", "sections", "staging"])
-    );
+    assert_eq!(v["tiers_not_implemented"], serde_json::json!([]));
+    assert_eq!(v["per_arch"]["sunda"]["gate"], "G9");
 
-    let r = neff(&[
-        "verify",
-        s(&bad),
-        "--json",
-        "--no-verify-hash",
-        "--instance-arch",
-        "all",
-    ]);
+    let r = neff(&["verify", s(&bad), "--json", "--no-verify-hash"]);
     assert_eq!(code(&r), 0, "{}", stdout(&r));
     let v: serde_json::Value = serde_json::from_str(&stdout(&r)).unwrap();
     assert_eq!(v["instance_arch"], "all");
     assert_eq!(v["accepted"], true);
-    assert_eq!(v["by_arch"]["sunda"]["profile"]["instance_arch"], "sunda");
-    assert_eq!(v["by_arch"]["mariana"]["profile"]["verify_hash"], false);
+    assert_eq!(v["target"], "*");
+    assert_eq!(
+        v["targeted_arches"],
+        serde_json::json!(["sunda", "cayman", "mariana"])
+    );
+    assert_eq!(v["per_arch"]["sunda"]["profile"]["instance_arch"], "sunda");
+    assert_eq!(v["per_arch"]["mariana"]["profile"]["verify_hash"], false);
+    assert_eq!(
+        v["tiers_run"],
+        serde_json::json!(["container", "manifests", "sections", "staging"])
+    );
+
+    let r = neff(&["verify", s(&bad), "--json", "--instance-arch", "cayman"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&r)).unwrap();
+    assert_eq!(v["instance_arch"], "cayman");
+    assert!(v.get("per_arch").is_none());
 
     let r = neff(&["verify", s(&bad), "--json", "--supported-features", "0x1"]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&r)).unwrap();
@@ -354,7 +362,10 @@ fn unpack_refuses_a_non_empty_directory_without_force() {
         code(&neff(&["unpack", s(&a), "-o", s(&dest), "--force"])),
         0
     );
-    assert_eq!(fs::read(dest.join("sg00/def.json")).unwrap(), b"{}");
+    assert_eq!(
+        fs::read(dest.join("sg00/def.json")).unwrap(),
+        DEF_JSON.as_bytes()
+    );
     assert_eq!(fs::read(dest.join("keep.txt")).unwrap(), b"mine");
 }
 

@@ -280,7 +280,7 @@ fn edge_cases_that_must_pass() {
     set_u64(&mut n, 0x20, u64::MAX);
     assert!(verify(&n).accepted);
     // gzip under pkg 1 and raw tar under pkg 2: gzip is detected from the bytes.
-    let tar = tar_of(&[("neff.json", b"{}")]);
+    let tar = model_tar(&[]);
     assert!(verify(&neff_with_payload(1, &gzip(&tar))).accepted);
     assert!(verify(&neff_with_payload(2, &tar)).accepted);
     // Trailing bytes after the payload: a warning.
@@ -294,14 +294,16 @@ fn edge_cases_that_must_pass() {
                 .any(|w| w.contains("7 bytes after the payload")),
         "{r:?}"
     );
-    // An empty archive (only end blocks) opens fine.
-    assert!(verify(&neff_with_payload(2, &gzip(&[0u8; 10240]))).accepted);
+    // An empty archive (only end blocks) opens fine: the container tier passes
+    // and the manifest tier then misses neff.json.
+    let r = verify(&neff_with_payload(2, &gzip(&[0u8; 10240])));
+    assert_eq!(r.gate.as_deref(), Some("G13"), "{r:?}");
 }
 
 #[test]
 fn the_walk_matches_neff_parse() {
-    let mut tar = Vec::new();
-    tar.extend_from_slice(&tar_header(b"./neff.json", b'0', &size_field(2)));
+    let mut tar = model_entries(&[]);
+    tar.extend_from_slice(&tar_header(b"./extra.json", b'0', &size_field(2)));
     push_padded(&mut tar, b"{}");
     tar.extend_from_slice(&tar_header(b"sg00/", b'5', &size_field(0)));
     tar.extend_from_slice(&tar_header(
@@ -320,11 +322,22 @@ fn the_walk_matches_neff_parse() {
     let loaded = load_buffer(Some(&n), &RuntimeProfile::default());
     assert!(loaded.report.accepted, "{:?}", loaded.report);
     let c = loaded.container.unwrap();
-    let keys: Vec<&[u8]> = c.members.keys().map(|k| k.as_slice()).collect();
-    assert_eq!(
-        keys,
-        vec![&b"dup.json"[..], b"link", b"neff.json", b"sg00/empty.bin"]
+    for key in [&b"dup.json"[..], b"link", b"extra.json", b"sg00/empty.bin"] {
+        assert!(
+            c.members.contains_key(key),
+            "{}",
+            String::from_utf8_lossy(key)
+        );
+    }
+    assert!(
+        !c.members.contains_key(&b"./extra.json"[..]),
+        "./ is stripped"
     );
+    assert!(
+        !c.members.contains_key(&b"sg00/"[..]),
+        "directories are skipped"
+    );
+    assert!(!c.members.contains_key(&b"sg00/wavegraph-bin.json"[..]));
     assert_eq!(
         c.members[&b"dup.json"[..]].data.as_deref(),
         Some(&b"22"[..])
@@ -332,7 +345,7 @@ fn the_walk_matches_neff_parse() {
     assert_eq!(c.members[&b"sg00/empty.bin"[..]].size, 0);
     // Only manifests are held in memory.
     assert_eq!(
-        c.members[&b"neff.json"[..]].data.as_deref(),
+        c.members[&b"extra.json"[..]].data.as_deref(),
         Some(&b"{}"[..])
     );
     assert!(c.members[&b"sg00/empty.bin"[..]].data.is_none());

@@ -20,6 +20,8 @@ use std::process::{Command, Output};
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
+mod common;
+
 /// Size of the NEFF header; the payload starts right after it.
 const HEADER_LEN: usize = 1024;
 
@@ -155,13 +157,16 @@ fn binary_data(len: usize) -> Vec<u8> {
 /// more than 100 bytes and a few KiB of binary data. `a-b.bin` sorts before
 /// the folder `a/` in byte order ('-' < '/').
 fn sample_tree() -> Tree {
-    let files: Vec<(&str, Vec<u8>)> = vec![
+    // A minimal model that passes every gate, so `neff pack` writes it.
+    let model = common::model_files(&[]);
+    let mut files: Vec<(&str, Vec<u8>)> = vec![
         ("a-b.bin", b"sorts before a/".to_vec()),
         ("a/def.json", br#"{"name": "interop"}"#.to_vec()),
         ("a/nested/deeper/weights.bin", binary_data(5000)),
         ("empty.txt", Vec::new()),
         (LONG_PATH, binary_data(700)),
     ];
+    files.extend(model.iter().map(|(n, d)| (n.as_str(), d.clone())));
     assert!(LONG_PATH.len() > 100);
     let mut tree = Tree::new();
     for (name, data) in files {

@@ -73,7 +73,12 @@ pub struct StoredMember {
     pub header_offset: u64,
     /// Its bytes, when small enough to be kept (see [`Limits`]).
     pub data: Option<Vec<u8>>,
+    /// Its first bytes (up to [`PREFIX_LEN`]), always kept: enough for magic checks.
+    pub prefix: Vec<u8>,
 }
+
+/// How many leading bytes of every member are kept.
+pub const PREFIX_LEN: usize = 16;
 
 /// Why an entry of the tar walk is not in the member map.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -140,7 +145,7 @@ pub struct Tier1 {
 /// Runs G1–G12 on a NEFF source. `None` is a NULL buffer (G1).
 /// Returns `Err` only for I/O failures of the source itself.
 pub fn run<R: Read + Seek>(
-    source: Option<R>,
+    source: Option<&mut R>,
     profile: &RuntimeProfile,
     limits: &Limits,
 ) -> io::Result<Tier1> {
@@ -152,7 +157,7 @@ pub fn run<R: Read + Seek>(
             warnings,
         })
     };
-    let Some(mut source) = source else {
+    let Some(source) = source else {
         return reject(
             Rejection::new(Gate::G1, "Invalid NEFF buffer"),
             None,
@@ -201,7 +206,7 @@ pub fn run<R: Read + Seek>(
         _ => Digester::Off,
     };
     source.seek(SeekFrom::Start(HEADER_LEN as u64))?;
-    let mut payload = (&mut source).take(data_size);
+    let mut payload = (&mut *source).take(data_size);
     let walked = walk(
         HashingReader::new(&mut payload, &mut digester),
         limits,
@@ -315,6 +320,27 @@ fn header_gates(
         );
     }
     None
+}
+
+/// Receives a member's data: keeps its first bytes, and all of it when asked.
+struct KeepSink {
+    data: Option<Vec<u8>>,
+    prefix: Vec<u8>,
+}
+
+impl io::Write for KeepSink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let room = PREFIX_LEN - self.prefix.len();
+        self.prefix.extend_from_slice(&buf[..room.min(buf.len())]);
+        if let Some(data) = &mut self.data {
+            data.extend_from_slice(buf);
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 struct DigestWriter<'a>(&'a mut Digester);
@@ -451,28 +477,24 @@ fn walk<R: Read>(
             let keep = key.ends_with(b".json")
                 && size <= limits.keep_member_max
                 && kept_total + size <= limits.keep_total_max;
-            let data = if keep {
-                let mut buf = Vec::with_capacity(size as usize);
-                tar.copy_data(&mut buf).map_err(|e| {
-                    classify(e, Gate::G12, |t| {
-                        format!("(open NEFF) failed to read {shown}: {t}")
-                    })
-                })?;
-                kept_total += size;
-                Some(buf)
-            } else {
-                tar.skip_data().map_err(|e| {
-                    classify(e, Gate::G12, |t| {
-                        format!("(open NEFF) failed to read {shown}: {t}")
-                    })
-                })?;
-                None
+            let mut sink = KeepSink {
+                data: keep.then(|| Vec::with_capacity(size as usize)),
+                prefix: Vec::with_capacity(PREFIX_LEN),
             };
+            tar.copy_data(&mut sink).map_err(|e| {
+                classify(e, Gate::G12, |t| {
+                    format!("(open NEFF) failed to read {shown}: {t}")
+                })
+            })?;
+            if keep {
+                kept_total += size;
+            }
             let stored = StoredMember {
                 size,
                 kind: entry.kind,
                 header_offset: entry.header_offset,
-                data,
+                data: sink.data,
+                prefix: sink.prefix,
             };
             if let Some(old) = container.members.insert(key.to_vec(), stored) {
                 kept_total -= old.data.map_or(0, |d| d.len() as u64);
@@ -529,6 +551,42 @@ fn walk<R: Read>(
         }
     }
     Ok(())
+}
+
+/// Reads one stored member's bytes again from the source, for a manifest too
+/// large to have been kept by the first walk. Follows the walk's rules (the
+/// last entry of a name wins). `Ok(None)` when absent; an error when it is
+/// larger than `max` bytes or cannot be read.
+pub fn fetch_member<R: Read + Seek + ?Sized>(
+    source: &mut R,
+    data_size: u64,
+    key: &[u8],
+    max: u64,
+) -> io::Result<Option<Vec<u8>>> {
+    source.seek(SeekFrom::Start(HEADER_LEN as u64))?;
+    let (_, stream) = payload_stream(BufReader::new(&mut *source).take(data_size))?;
+    let mut tar = TarReader::new(stream);
+    let mut found = None;
+    while let Some(entry) = tar.next_entry().map_err(io::Error::other)? {
+        let name = entry.name.strip_prefix(b"./").unwrap_or(&entry.name);
+        if entry.kind == EntryKind::Directory || name != key {
+            continue;
+        }
+        let size = entry.size.max(0) as u64;
+        if size > max {
+            return Err(io::Error::new(
+                io::ErrorKind::OutOfMemory,
+                format!(
+                    "member {} is {size} bytes, more than this verifier parses ({max})",
+                    display_name(key)
+                ),
+            ));
+        }
+        let mut data = Vec::with_capacity(size as usize);
+        tar.copy_data(&mut data).map_err(io::Error::other)?;
+        found = Some(data);
+    }
+    Ok(found)
 }
 
 /// The tar stream inside stored payload bytes: gzip is detected from the

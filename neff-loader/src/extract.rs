@@ -9,7 +9,7 @@ use neff_schema::HEADER_LEN;
 use crate::container::{payload_stream, Container, Limits};
 use crate::profile::RuntimeProfile;
 use crate::tar_reader::{escape_name, EntryKind, TarReader};
-use crate::{load_reader, Report};
+use crate::Report;
 
 /// Why unpacking stopped. Nothing is written unless every entry is safe.
 #[derive(Debug, thiserror::Error)]
@@ -40,7 +40,7 @@ pub struct ExtractSummary {
 }
 
 /// Unpacks every entry of the NEFF at `neff` into `dest`. The archive is
-/// checked first (container gates, names and entry types); entries whose
+/// checked first (the container gates G1–G12 only, names and entry types); entries whose
 /// names are absolute or have `..` components, and link or device entries,
 /// refuse the whole unpack before anything is written. `dest` must be empty
 /// or absent unless `force` is set; nothing is ever written through a
@@ -53,10 +53,16 @@ pub fn extract(
 ) -> Result<(ExtractSummary, Container), ExtractError> {
     let mut file = File::open(neff)
         .map_err(|e| io::Error::new(e.kind(), format!("cannot open {}: {e}", neff.display())))?;
-    let loaded = load_reader(Some(BufReader::new(&mut file)), profile, &Limits::default())?;
-    let container = match (loaded.rejection, loaded.container) {
+    // Only the container tier matters for unpacking: any readable archive unpacks.
+    let mut reader = BufReader::new(&mut file);
+    let tier1 = crate::container::run(Some(&mut reader), profile, &Limits::default())?;
+    drop(reader);
+    let container = match (tier1.rejection, tier1.container) {
         (None, Some(c)) => c,
-        _ => return Err(ExtractError::Rejected(Box::new(loaded.report))),
+        (rejection, _) => {
+            let report = Report::new(profile, rejection.as_ref(), tier1.warnings, &["container"]);
+            return Err(ExtractError::Rejected(Box::new(report)));
+        }
     };
     for entry in &container.entries {
         check_entry(&entry.name, entry.kind)?;

@@ -39,63 +39,81 @@ impl NrtStatus {
     }
 }
 
-/// A loader acceptance gate, numbered as in spec §5.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-pub enum Gate {
-    /// Buffer non-NULL.
-    G1,
-    /// At least 1024 bytes.
-    G2,
-    /// `header_size < file_size`.
-    G3,
-    /// `neff_version_major <= 2`.
-    G4,
-    /// Feature trapdoor when major == 2.
-    G5,
-    /// `file_size - 1024 >= data_size`.
-    G6,
-    /// `pkg_version` is 1 or 2.
-    G7,
-    /// `data_size > 0` when verifying (an assert).
-    G8,
-    /// Digest matches when verifying.
-    G9,
-    /// libarchive opens the payload.
-    G10,
-    /// Every tar header reads cleanly.
-    G11,
-    /// Every member's size and data read cleanly.
-    G12,
+macro_rules! gates {
+    ($($gate:ident => $status:ident, $doc:literal;)*) => {
+        /// A loader acceptance gate, numbered as in spec §5 (letters split a
+        /// gate whose checks return different codes or messages).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+        pub enum Gate {
+            $(#[doc = $doc] $gate,)*
+        }
+
+        impl Gate {
+            /// Every gate, in load order.
+            pub const ALL: &'static [Gate] = &[$(Gate::$gate,)*];
+
+            /// The gate id, e.g. `"G9"` or `"G24b"`.
+            pub fn id(self) -> &'static str {
+                match self {
+                    $(Gate::$gate => stringify!($gate),)*
+                }
+            }
+
+            /// The status the runtime returns when this gate fails. Where the
+            /// spec gives no code, `NRT_INVALID` (spec §9 C29); assert-type
+            /// gates abort the process.
+            pub fn status(self) -> NrtStatus {
+                match self {
+                    $(Gate::$gate => NrtStatus::$status,)*
+                }
+            }
+        }
+    };
 }
 
-impl Gate {
-    /// The gate id, e.g. `"G9"`.
-    pub fn id(self) -> &'static str {
-        match self {
-            Gate::G1 => "G1",
-            Gate::G2 => "G2",
-            Gate::G3 => "G3",
-            Gate::G4 => "G4",
-            Gate::G5 => "G5",
-            Gate::G6 => "G6",
-            Gate::G7 => "G7",
-            Gate::G8 => "G8",
-            Gate::G9 => "G9",
-            Gate::G10 => "G10",
-            Gate::G11 => "G11",
-            Gate::G12 => "G12",
-        }
-    }
-
-    /// The status the runtime returns when this gate fails. G10–G12 have no
-    /// code in the spec; they use `NRT_INVALID` (spec §9 C29).
-    pub fn status(self) -> NrtStatus {
-        match self {
-            Gate::G4 | Gate::G5 | Gate::G7 => NrtStatus::UnsupportedNeffVersion,
-            Gate::G8 => NrtStatus::Abort,
-            _ => NrtStatus::Invalid,
-        }
-    }
+gates! {
+    G1 => Invalid, "Buffer non-NULL.";
+    G2 => Invalid, "At least 1024 bytes.";
+    G3 => Invalid, "`header_size < file_size`.";
+    G4 => UnsupportedNeffVersion, "`neff_version_major <= 2`.";
+    G5 => UnsupportedNeffVersion, "Feature trapdoor when major == 2.";
+    G6 => Invalid, "`file_size - 1024 >= data_size`.";
+    G7 => UnsupportedNeffVersion, "`pkg_version` is 1 or 2.";
+    G8 => Abort, "`data_size > 0` when verifying (an assert).";
+    G9 => Invalid, "Digest matches when verifying.";
+    G10 => Invalid, "libarchive opens the payload (no code in the spec).";
+    G11 => Invalid, "Every tar header reads cleanly (no code in the spec).";
+    G12 => Invalid, "Every member's size and data read cleanly (no code in the spec).";
+    G13 => Invalid, "`neff.json` (or `kelp.json`) exists (no code in the spec).";
+    G14 => Invalid, "neff.json has the required fields, in-range indices and a `__kelf` node (no code in the spec).";
+    G15 => Invalid, "The KELF descriptor parses and its `version` has a `.`.";
+    G16 => Invalid, "The target string is known.";
+    G17 => Invalid, "The target matches the instance arch (overridable).";
+    G18 => Abort, "Graph names are unique (an assert).";
+    G19 => Invalid, "Every variable parses (no code in the spec).";
+    G20a => Invalid, "var_ids are dense 0..N-1 (no code in the spec).";
+    G20b => Invalid, "At least one output variable (no code in the spec).";
+    G21a => Invalid, "Each DMA queue has a valid owner engine.";
+    G21b => Invalid, "Each DMA queue has a known `type`.";
+    G21c => Invalid, "No queue-set instances on in/out/embedding_update queues.";
+    G21d => Invalid, "Semaphore and act_load queue limits.";
+    G22 => Invalid, "replica_groups and src_target_pairs parse (no code in the spec).";
+    G23 => Invalid, "At most 18 default ExtISA ops (no code in the spec).";
+    G24a => Invalid, "Each ucode lib has `ulib_to_ucode_version`.";
+    G24b => Invalid, "The ucode lib's major version matches the runtime's.";
+    G24c => Invalid, "`total_cpus` is 0, 1 or 8.";
+    G24d => Abort, "`cpu_id == 0` (an assert).";
+    G24e => Invalid, "Ucode lib names are unique.";
+    G24f => Invalid, "The ucode library member exists (no code in the spec).";
+    G25a => Invalid, "Every carveout's type is `evtaccel` (no code in the spec).";
+    G25b => Invalid, "`runtime_statebuffer_reservation` present on Cayman (overridable; FATAL).";
+    G26 => Invalid, "DMA blocks are well formed (no code in the spec).";
+    G27 => Invalid, "Engine files and instruction members exist and fit (no code in the spec).";
+    G28 => Invalid, "The resolved target is not 0.";
+    G29a => Invalid, "Enough physical cores for the graphs.";
+    G29b => Abort, "One graph, or as many as the virtual core size (an assert).";
+    G30 => Invalid, "The EVTACCEL carveout has the required values (Cayman instances).";
+    G31 => Invalid, "Ucode staging caps: 97 functions, 64-character names, 28 per core (no code in the spec).";
 }
 
 /// A gate that refused the NEFF.

@@ -13,23 +13,34 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod access;
 pub mod container;
 pub mod digest;
 pub mod extract;
 pub mod gate;
 pub mod gzip_reader;
+pub mod json;
+pub mod manifests;
+pub mod model;
 pub mod profile;
 pub mod report;
+pub mod sections;
+pub mod staging;
 pub mod tar_reader;
 
 use std::fs::File;
 use std::io::{self, Cursor, Read, Seek};
 use std::path::Path;
 
+use neff_schema::Arch;
+
 pub use container::{Compression, Container, EntryFate, EntryRecord, Limits, StoredMember};
 pub use gate::{Gate, NrtStatus, Rejection};
+pub use model::ModelSummary;
 pub use profile::RuntimeProfile;
 pub use report::Report;
+
+use access::{Ctx, Source};
 
 /// A NEFF as loaded under one profile.
 pub struct Loaded {
@@ -39,6 +50,8 @@ pub struct Loaded {
     pub rejection: Option<Rejection>,
     /// What was read; absent when the header itself could not be read.
     pub container: Option<Container>,
+    /// What the manifest tiers learned (absent when Tier 1 refused).
+    pub model: Option<ModelSummary>,
 }
 
 /// Loads a NEFF from a seekable source under `profile`. `None` stands for a
@@ -49,18 +62,139 @@ pub fn load_reader<R: Read + Seek>(
     profile: &RuntimeProfile,
     limits: &Limits,
 ) -> io::Result<Loaded> {
-    let tier1 = container::run(source, profile, limits)?;
-    let report = Report::new(
+    let mut all = load_reader_arches(source, profile, &[profile.instance_arch], limits)?;
+    all.pop().ok_or_else(|| io::Error::other("no load ran"))
+}
+
+/// Loads a NEFF once and runs the arch-dependent tiers under `profile` for
+/// each of `arches` (Tier 1 does not depend on the arch and runs once).
+/// Returns one [`Loaded`] per arch, in order; only the first carries the
+/// container.
+pub fn load_reader_arches<R: Read + Seek>(
+    source: Option<R>,
+    profile: &RuntimeProfile,
+    arches: &[Arch],
+    limits: &Limits,
+) -> io::Result<Vec<Loaded>> {
+    let mut source = source;
+    let tier1 = container::run(source.as_mut(), profile, limits)?;
+    let mut out = Vec::new();
+    for &arch in arches {
+        let profile = RuntimeProfile {
+            instance_arch: arch,
+            ..profile.clone()
+        };
+        let mut warnings = tier1.warnings.clone();
+        let (rejection, model, tiers) = match (&tier1.rejection, &tier1.container) {
+            (None, Some(container)) => {
+                let src: Option<&mut dyn Source> = source.as_mut().map(|s| s as &mut dyn Source);
+                let (rejection, model, tiers, more) = manifest_tiers(container, src, &profile);
+                warnings.extend(more);
+                (rejection, Some(model), tiers)
+            }
+            (rejection, _) => (rejection.clone(), None, vec!["container"]),
+        };
+        let mut report = Report::new(&profile, rejection.as_ref(), warnings, &tiers);
+        report.target = model.as_ref().and_then(|m| m.target.clone());
+        out.push(Loaded {
+            report,
+            rejection,
+            container: None,
+            model,
+        });
+    }
+    if let Some(first) = out.first_mut() {
+        first.container = tier1.container;
+    }
+    Ok(out)
+}
+
+/// Tiers 2, 3 and 3b over a container that passed Tier 1.
+fn manifest_tiers<'a>(
+    container: &'a Container,
+    source: Option<&'a mut (dyn Source + 'a)>,
+    profile: &'a RuntimeProfile,
+) -> (
+    Option<Rejection>,
+    ModelSummary,
+    Vec<&'static str>,
+    Vec<String>,
+) {
+    let mut ctx = Ctx::new(container, source, profile);
+    let mut tiers = vec!["container", "manifests"];
+    let result = manifests::run(&mut ctx).and_then(|kelf| {
+        tiers.push("sections");
+        let staging = sections::run(&mut ctx, &kelf)?;
+        tiers.push("staging");
+        staging::run(&mut ctx, &staging)
+    });
+    ctx.finish_references();
+    (result.err(), ctx.model, tiers, ctx.warnings)
+}
+
+/// The verdict over every architecture: a NEFF is accepted when it loads on
+/// every arch it targets (`*` = all three, a named target = that one; all
+/// three when the target could not be read).
+pub struct Verdict {
+    /// Whether it loads on every targeted arch.
+    pub accepted: bool,
+    /// The architectures the NEFF targets.
+    pub targeted: Vec<Arch>,
+    /// One load per arch, in [`Arch::ALL`] order (the first holds the container).
+    pub loads: Vec<Loaded>,
+    /// Index in `loads` of the deciding load: the first targeted one that
+    /// failed, else the first targeted one.
+    pub lead: usize,
+}
+
+impl Verdict {
+    /// The deciding report.
+    pub fn report(&self) -> &Report {
+        &self.loads[self.lead].report
+    }
+
+    fn from_loads(loads: Vec<Loaded>) -> Verdict {
+        let target = loads
+            .iter()
+            .find_map(|l| l.report.target.as_deref())
+            .and_then(neff_schema::Target::parse_runtime);
+        let targeted = target.map_or_else(|| Arch::ALL.to_vec(), |t| t.arches());
+        let is_targeted = |l: &Loaded| targeted.iter().any(|a| a.name() == l.report.instance_arch);
+        let failing = loads
+            .iter()
+            .position(|l| is_targeted(l) && !l.report.accepted);
+        let first = loads.iter().position(is_targeted).unwrap_or(0);
+        Verdict {
+            accepted: failing.is_none(),
+            lead: failing.unwrap_or(first),
+            targeted,
+            loads,
+        }
+    }
+}
+
+/// Loads a NEFF under `profile` on every architecture and decides whether it
+/// loads wherever it targets.
+pub fn verify_reader<R: Read + Seek>(
+    source: Option<R>,
+    profile: &RuntimeProfile,
+    limits: &Limits,
+) -> io::Result<Verdict> {
+    Ok(Verdict::from_loads(load_reader_arches(
+        source,
         profile,
-        tier1.rejection.as_ref(),
-        tier1.warnings,
-        &["container"],
-    );
-    Ok(Loaded {
-        report,
-        rejection: tier1.rejection,
-        container: tier1.container,
-    })
+        &Arch::ALL,
+        limits,
+    )?))
+}
+
+/// [`verify_reader`] on a file.
+pub fn verify_file(path: &Path, profile: &RuntimeProfile) -> io::Result<Verdict> {
+    Ok(Verdict::from_loads(load_file_arches(
+        path,
+        profile,
+        &Arch::ALL,
+    )?))
 }
 
 /// Loads a NEFF held in memory (`None` = a NULL buffer, refused by G1).
@@ -74,6 +208,7 @@ pub fn load_buffer(buffer: Option<&[u8]>, profile: &RuntimeProfile) -> Loaded {
                 report: Report::new(profile, Some(&rejection), Vec::new(), &["container"]),
                 rejection: Some(rejection),
                 container: None,
+                model: None,
             }
         }
     }
@@ -81,10 +216,27 @@ pub fn load_buffer(buffer: Option<&[u8]>, profile: &RuntimeProfile) -> Loaded {
 
 /// Loads a NEFF file. The report's `file` field is set to `path`.
 pub fn load_file(path: &Path, profile: &RuntimeProfile) -> io::Result<Loaded> {
+    let mut all = load_file_arches(path, profile, &[profile.instance_arch])?;
+    all.pop().ok_or_else(|| io::Error::other("no load ran"))
+}
+
+/// [`load_reader_arches`] on a file; every report's `file` is set to `path`.
+pub fn load_file_arches(
+    path: &Path,
+    profile: &RuntimeProfile,
+    arches: &[Arch],
+) -> io::Result<Vec<Loaded>> {
     let file = File::open(path)
         .map_err(|e| io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display())))?;
-    let mut loaded = load_reader(Some(io::BufReader::new(file)), profile, &Limits::default())
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot read {}: {e}", path.display())))?;
-    loaded.report.file = Some(path.display().to_string());
-    Ok(loaded)
+    let mut all = load_reader_arches(
+        Some(io::BufReader::new(file)),
+        profile,
+        arches,
+        &Limits::default(),
+    )
+    .map_err(|e| io::Error::new(e.kind(), format!("cannot read {}: {e}", path.display())))?;
+    for loaded in &mut all {
+        loaded.report.file = Some(path.display().to_string());
+    }
+    Ok(all)
 }

@@ -7,6 +7,9 @@ use serde::Serialize;
 /// The GPSIMD ucode ABI version of runtime 2.31 (`.rodata 0x84fe68`).
 pub const UCODE_ABI_2_31: &str = "1.21.1.0";
 
+/// The state-buffer offset an EVTACCEL carveout must have (INFERRED, §9 C17).
+pub const EVTACCEL_OFFSET: u64 = 0x37FF8;
+
 /// What the simulated runtime is and how it was configured for the load.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct RuntimeProfile {
@@ -21,8 +24,29 @@ pub struct RuntimeProfile {
     #[serde(serialize_with = "serialize_hex")]
     #[schemars(with = "String")]
     pub supported_features: u64,
-    /// The runtime's GPSIMD ucode ABI version.
+    /// The runtime's GPSIMD ucode ABI version; a ucode lib's major version must
+    /// equal this one's (G24b).
     pub ucode_abi: String,
+    /// The offset an EVTACCEL carveout must have on Cayman (G30). Default
+    /// 0x37FF8: read from an IDA operand, INFERRED·MED (spec §9 C17).
+    #[serde(serialize_with = "serialize_hex")]
+    #[schemars(with = "String")]
+    pub evtaccel_offset: u64,
+    /// Enforce dense var_ids (`max(var_id) + 1 == count`, G20a). The spec cannot
+    /// tell whether the runtime always runs this check or only under a def.json
+    /// key (§9 C10); on by default.
+    pub check_var_ids: bool,
+    /// `NEURON_RT_VIRTUAL_CORE_SIZE`: used for the virtual core size (G29) when
+    /// the header has feature bit 0x400 (`neff_feature_vnc`); otherwise, and when
+    /// unset, the header's `vnc_size` is used. LOW confidence (spec §2.1 notes).
+    pub virtual_core_size: Option<u32>,
+    /// Also accept a `__kelf` node marked by `op: "__kelf"` (the producer-page
+    /// reading, §9 C6). The decompiled runtime does not; off by default.
+    pub lenient_kelf_node: bool,
+    /// Also accept `var` and `dma_queue` as arrays of objects with a `name`
+    /// key (the metadata-schema reading, §9 C8). The fixture uses objects keyed
+    /// by name; off by default.
+    pub accept_array_sections: bool,
 }
 
 impl Default for RuntimeProfile {
@@ -34,11 +58,21 @@ impl Default for RuntimeProfile {
             verify_hash: true,
             supported_features: SUPPORTED_FEATURES_2_31,
             ucode_abi: UCODE_ABI_2_31.to_string(),
+            evtaccel_offset: EVTACCEL_OFFSET,
+            check_var_ids: true,
+            virtual_core_size: None,
+            lenient_kelf_node: false,
+            accept_array_sections: false,
         }
     }
 }
 
 impl RuntimeProfile {
+    /// The major number of [`RuntimeProfile::ucode_abi`] (the part before the first `.`).
+    pub fn ucode_abi_major(&self) -> Option<i64> {
+        self.ucode_abi.split('.').next()?.trim().parse().ok()
+    }
+
     /// The default profile on another instance arch.
     pub fn for_arch(instance_arch: Arch) -> Self {
         RuntimeProfile {

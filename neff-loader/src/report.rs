@@ -9,7 +9,7 @@ use crate::profile::RuntimeProfile;
 pub const TIERS: [&str; 4] = ["container", "manifests", "sections", "staging"];
 
 /// Tiers this version implements.
-pub const TIERS_IMPLEMENTED: [&str; 1] = ["container"];
+pub const TIERS_IMPLEMENTED: [&str; 4] = TIERS;
 
 /// What a load under one [`RuntimeProfile`] concluded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -34,6 +34,8 @@ pub struct Report {
     pub warnings: Vec<String>,
     /// The simulated instance arch.
     pub instance_arch: String,
+    /// The KELF descriptor's target string, once read.
+    pub target: Option<String>,
     /// The full runtime profile.
     pub profile: RuntimeProfile,
     /// Tiers whose gates ran (a refusal stops the load inside the last one).
@@ -62,6 +64,7 @@ impl Report {
             error_cause: rejection.and_then(|r| r.error_cause.clone()),
             warnings,
             instance_arch: profile.instance_arch.name().to_string(),
+            target: None,
             profile: profile.clone(),
             tiers_run: tiers_run.iter().map(|t| t.to_string()).collect(),
             tiers_not_implemented: TIERS

@@ -11,7 +11,7 @@ use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use neff_loader::{load_reader, Limits, Report, RuntimeProfile};
+use neff_loader::{verify_reader, Limits, Report, RuntimeProfile};
 use neff_schema::{HeaderFields, NeffHeader, PkgVersion, Uuid, HEADER_LEN};
 
 use crate::gzip_writer::GzipWriter;
@@ -33,7 +33,8 @@ pub struct PackOptions {
     pub header: HeaderPatch,
     /// Hand over a NEFF even when the loader's gates refuse it.
     pub allow_invalid: bool,
-    /// The runtime the read-back check simulates.
+    /// The runtime the read-back check simulates. The check runs on every
+    /// architecture the NEFF targets (the profile's `instance_arch` is replaced).
     pub profile: RuntimeProfile,
 }
 
@@ -75,7 +76,8 @@ pub enum PackError {
 pub struct PackOutcome {
     /// The header written.
     pub header: HeaderFields,
-    /// The loader's verdict on the output.
+    /// The loader's verdict on the output: the first refusal on an arch the
+    /// NEFF targets, else the first targeted arch's report.
     pub report: Report,
     /// Length of the tar stream.
     pub tar_size: u64,
@@ -347,17 +349,19 @@ impl Packager {
         file.flush()?;
 
         file.seek(SeekFrom::Start(0))?;
-        let loaded = load_reader(
+        let verdict = verify_reader(
             Some(BufReader::new(&mut *file)),
             &options.profile,
             &Limits::default(),
         )?;
-        if !loaded.report.accepted && !options.allow_invalid {
-            return Err(PackError::Rejected(Box::new(loaded.report)));
+        let mut report = verdict.report().clone();
+        report.accepted = verdict.accepted;
+        if !verdict.accepted && !options.allow_invalid {
+            return Err(PackError::Rejected(Box::new(report)));
         }
         Ok(PackOutcome {
             header,
-            report: loaded.report,
+            report,
             tar_size,
             files,
             directories,

@@ -7,12 +7,12 @@ use neff_loader::{load_file, RuntimeProfile};
 use neff_schema::{NeffHeader, PkgVersion, Uuid};
 use neff_writer::{HeaderPatch, PackError, PackOptions, Packager, UuidChoice};
 
+/// The runtime's all-reduce fixture model (18 files, one folder) plus three
+/// members no manifest refers to.
 fn sample() -> Packager {
-    let mut p = Packager::new();
-    p.add_bytes("neff.json", br#"{"nodes": []}"#.to_vec())
-        .unwrap();
-    p.add_bytes("sg00/def.json", b"{}".to_vec()).unwrap();
-    p.add_bytes("sg00/pe.bin", vec![0xC8; 64]).unwrap();
+    let model = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/allreduce");
+    let mut p = Packager::from_dir(&model).unwrap();
+    p.add_bytes("sg00/extra.bin", vec![0xC8; 64]).unwrap();
     p.add_bytes("sg00/empty.bin", Vec::new()).unwrap();
     p.add_bytes(&("deep/".repeat(30) + "long-name.json"), b"[]".to_vec())
         .unwrap();
@@ -43,12 +43,17 @@ fn round_trip_through_the_loader() {
             .keys()
             .map(|k| String::from_utf8(k.clone()).unwrap())
             .collect();
-        assert_eq!(names.len(), 5);
+        assert_eq!(names.len(), 21);
         assert_eq!(c.members[&b"sg00/pe.bin".to_vec()].size, 64);
         assert_eq!(c.members[&b"sg00/empty.bin".to_vec()].size, 0);
+        let kelf = std::fs::read(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../examples/allreduce/kelf-a.json"),
+        )
+        .unwrap();
         assert_eq!(
-            c.members[&b"neff.json".to_vec()].data.as_deref(),
-            Some(&br#"{"nodes": []}"#[..])
+            c.members[&b"kelf-a.json".to_vec()].data.as_deref(),
+            Some(&kelf[..])
         );
         let h = NeffHeader::from_prefix(&bytes).unwrap();
         assert_eq!(h.pkg_version(), pkg.value());
@@ -60,7 +65,7 @@ fn round_trip_through_the_loader() {
             .write_to_path(&dir2.path().join("o.neff"), &options)
             .unwrap();
         assert_eq!(outcome.tar_size % 10240, 0);
-        assert_eq!((outcome.files, outcome.directories), (5, 31));
+        assert_eq!((outcome.files, outcome.directories), (21, 31));
         // Directory entries exist for every parent, in sorted order.
         let dirs: Vec<&str> = c
             .entries

@@ -1,9 +1,10 @@
 //! `neff verify`: run the loader's gates.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use neff::loader::{load_file, Report, RuntimeProfile};
+use neff::loader::{load_file, verify_file, Report, RuntimeProfile};
 use neff::schema::features::SUPPORTED_FEATURES_2_31;
 use neff::schema::Arch;
 
@@ -11,9 +12,11 @@ use super::{parse_mask, print_json, EXIT_OK, EXIT_REJECTED};
 
 /// Check a NEFF the way the Neuron runtime 2.31 loader does.
 ///
-/// Gates run in the runtime's order; a refusal names the gate, the runtime's status
-/// code and its log line, plus where in the file the problem is. Implemented: the
-/// container tier (G1-G12); the report lists the tiers not implemented yet.
+/// All gates G1-G31 run in the runtime's order: container, manifests (neff.json, the
+/// KELF descriptor, the arch check), each graph's sections, then staging. A refusal
+/// names the gate, the runtime's status code and its log line, plus where in the file
+/// the problem is. By default every instance arch is simulated and the NEFF is accepted
+/// when it loads on every arch it targets (`*` = all three, a named target = that one).
 #[derive(Args, Debug)]
 pub struct VerifyArgs {
     /// The NEFF to check.
@@ -21,10 +24,12 @@ pub struct VerifyArgs {
     /// Print exactly one JSON object on stdout.
     #[arg(long)]
     json: bool,
-    /// The instance the runtime runs on; `all` checks each and accepts only if all do.
-    #[arg(long, value_enum, default_value = "cayman")]
+    /// The instance the runtime runs on; `all` evaluates each and requires every
+    /// targeted one to load.
+    #[arg(long, value_enum, default_value = "all")]
     instance_arch: ArchArg,
-    /// Simulate NEURON_RT_ALLOW_LEGACY_NEFF=1.
+    /// Simulate NEURON_RT_ALLOW_LEGACY_NEFF=1 (relaxes the arch check and Cayman's
+    /// state-buffer reservation check to warnings).
     #[arg(long)]
     allow_legacy_neff: bool,
     /// Skip the payload hash check (the runtime's per-load verify flag off).
@@ -33,6 +38,19 @@ pub struct VerifyArgs {
     /// Feature bits the runtime supports (default 0x7FFFFFF, runtime 2.31).
     #[arg(long, value_name = "MASK", value_parser = parse_mask)]
     supported_features: Option<u64>,
+    /// The offset an EVTACCEL carveout must have on Cayman (default 0x37FF8, INFERRED).
+    #[arg(long, value_name = "OFFSET", value_parser = parse_mask)]
+    evtaccel_offset: Option<u64>,
+    /// Do not require dense var_ids (the spec cannot tell whether the runtime always checks).
+    #[arg(long)]
+    no_check_var_ids: bool,
+    /// The runtime's virtual core size (NEURON_RT_VIRTUAL_CORE_SIZE), used when the
+    /// header has feature bit 0x400; otherwise the header's vnc_size is used.
+    #[arg(long, value_name = "N")]
+    virtual_core_size: Option<u32>,
+    /// The runtime's GPSIMD ucode ABI version (default 1.21.1.0).
+    #[arg(long, value_name = "VERSION")]
+    ucode_abi: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -43,58 +61,91 @@ enum ArchArg {
     All,
 }
 
-pub fn run(args: VerifyArgs) -> Result<u8, Box<dyn std::error::Error>> {
-    let arches: Vec<Arch> = match args.instance_arch {
-        ArchArg::Sunda => vec![Arch::Sunda],
-        ArchArg::Cayman => vec![Arch::Cayman],
-        ArchArg::Mariana => vec![Arch::Mariana],
-        ArchArg::All => Arch::ALL.to_vec(),
-    };
-    let mut reports = Vec::new();
-    for arch in &arches {
-        let profile = RuntimeProfile {
-            instance_arch: *arch,
-            allow_legacy_neff: args.allow_legacy_neff,
-            verify_hash: !args.no_verify_hash,
-            supported_features: args.supported_features.unwrap_or(SUPPORTED_FEATURES_2_31),
-            ..RuntimeProfile::default()
-        };
-        reports.push(load_file(&args.file, &profile)?.report);
-    }
-    let accepted = reports.iter().all(|r| r.accepted);
-    let lead = reports.iter().find(|r| !r.accepted).unwrap_or(&reports[0]);
-    if args.json {
-        let mut combined = Combined {
-            report: lead.clone(),
-            by_arch: None,
-        };
-        if arches.len() > 1 {
-            combined.report.accepted = accepted;
-            combined.report.instance_arch = "all".into();
-            combined.by_arch = Some(
-                reports
-                    .iter()
-                    .map(|r| (r.instance_arch.clone(), r.clone()))
-                    .collect(),
-            );
-        }
-        print_json(&combined)?;
-    } else {
-        for report in &reports {
-            print_human(&args.file, report);
-        }
-    }
-    Ok(if accepted { EXIT_OK } else { EXIT_REJECTED })
-}
-
-/// The JSON verdict: the deciding report (the first refusal, else the first
-/// arch's), plus every arch's own report under `--instance-arch all`.
+/// The JSON verdict: the deciding report (the first refusal on a targeted
+/// arch, else the accepted outcome), plus every arch's report under `all`.
 #[derive(serde::Serialize)]
 struct Combined {
     #[serde(flatten)]
     report: Report,
     #[serde(skip_serializing_if = "Option::is_none")]
-    by_arch: Option<std::collections::BTreeMap<String, Report>>,
+    targeted_arches: Option<Vec<Arch>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    per_arch: Option<BTreeMap<String, Report>>,
+}
+
+pub fn run(args: VerifyArgs) -> Result<u8, Box<dyn std::error::Error>> {
+    let defaults = RuntimeProfile::default();
+    let profile = RuntimeProfile {
+        allow_legacy_neff: args.allow_legacy_neff,
+        verify_hash: !args.no_verify_hash,
+        supported_features: args.supported_features.unwrap_or(SUPPORTED_FEATURES_2_31),
+        evtaccel_offset: args.evtaccel_offset.unwrap_or(defaults.evtaccel_offset),
+        check_var_ids: !args.no_check_var_ids,
+        virtual_core_size: args.virtual_core_size,
+        ucode_abi: args.ucode_abi.clone().unwrap_or(defaults.ucode_abi),
+        ..defaults
+    };
+    let single = match args.instance_arch {
+        ArchArg::Sunda => Some(Arch::Sunda),
+        ArchArg::Cayman => Some(Arch::Cayman),
+        ArchArg::Mariana => Some(Arch::Mariana),
+        ArchArg::All => None,
+    };
+    let (accepted, combined, reports) = match single {
+        Some(arch) => {
+            let profile = RuntimeProfile {
+                instance_arch: arch,
+                ..profile
+            };
+            let report = load_file(&args.file, &profile)?.report;
+            let combined = Combined {
+                report: report.clone(),
+                targeted_arches: None,
+                per_arch: None,
+            };
+            (report.accepted, combined, vec![report])
+        }
+        None => {
+            let verdict = verify_file(&args.file, &profile)?;
+            let mut report = verdict.report().clone();
+            report.accepted = verdict.accepted;
+            report.instance_arch = "all".to_string();
+            let reports: Vec<Report> = verdict.loads.iter().map(|l| l.report.clone()).collect();
+            let combined = Combined {
+                report,
+                targeted_arches: Some(verdict.targeted.clone()),
+                per_arch: Some(
+                    reports
+                        .iter()
+                        .map(|r| (r.instance_arch.clone(), r.clone()))
+                        .collect(),
+                ),
+            };
+            (verdict.accepted, combined, reports)
+        }
+    };
+    if args.json {
+        print_json(&combined)?;
+    } else {
+        for report in &reports {
+            print_human(&args.file, report);
+        }
+        if single.is_none() {
+            let targeted: Vec<&str> = combined
+                .targeted_arches
+                .iter()
+                .flatten()
+                .map(|a| a.name())
+                .collect();
+            println!(
+                "{}: {} (targets {})",
+                args.file.display(),
+                if accepted { "ACCEPTED" } else { "REJECTED" },
+                targeted.join(", ")
+            );
+        }
+    }
+    Ok(if accepted { EXIT_OK } else { EXIT_REJECTED })
 }
 
 fn print_human(file: &std::path::Path, r: &Report) {
@@ -102,13 +153,10 @@ fn print_human(file: &std::path::Path, r: &Report) {
     if let Some(detail) = &r.detail {
         println!("  detail: {detail}");
     }
+    if let Some(cause) = &r.error_cause {
+        println!("  error cause: {cause}");
+    }
     for w in &r.warnings {
         println!("  warning: {w}");
-    }
-    if !r.tiers_not_implemented.is_empty() {
-        println!(
-            "  not yet checked: {} tiers",
-            r.tiers_not_implemented.join(", ")
-        );
     }
 }

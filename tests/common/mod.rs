@@ -96,10 +96,82 @@ pub fn set_u64(neff: &mut [u8], offset: usize, value: u64) {
     neff[offset..offset + 8].copy_from_slice(&value.to_le_bytes());
 }
 
-/// A small valid pkg-2 NEFF.
+/// neff.json of the minimal model: one input x, one output y, the `__kelf` node.
+pub const NEFF_JSON: &str = r#"{"nodes": [{"op": "null", "name": "x", "inputs": []},
+  {"op": "tvm_op", "name": "sg", "attrs": {"func_name": "__kelf", "kelf": "kelf-0.json", "num_inputs": "1", "num_outputs": "1"}, "inputs": [[0, 0, 0]]}],
+ "arg_nodes": [0], "heads": [[1, 0, 0]], "node_row_ptr": [0, 1, 2],
+ "attrs": {"dltype": ["list_str", ["float32", "float32"]], "shape": ["list_shape", [[4], [4]]], "storage_id": ["list_int", [0, 1]]}}"#;
+
+/// The KELF descriptor of the minimal model (target `*`).
+pub const KELF_JSON: &str = r#"{"graphs": [{"definition": "sg00/def.json", "name": "sg00"}], "version": "0.5", "target": "*"}"#;
+
+/// def.json of the minimal model.
+pub const DEF_JSON: &str = r#"{"var": {"x": {"type": "input", "var_id": 0, "size": 16}, "y": {"type": "output", "var_id": 1, "size": 16}},
+ "runtime_statebuffer_reservation": [],
+ "pe": "pe.json", "act": "act.json", "pool": "pool.json", "dve": "dve.json", "sp": "sp.json"}"#;
+
+/// The members of a minimal model that passes every gate on every arch
+/// without warnings, with `replace` swapping in (or adding) members.
+pub fn model_files(replace: &[(&str, &[u8])]) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = vec![
+        ("hlo_stats.json".into(), br#"{"mac_count": 0}"#.to_vec()),
+        ("kelf-0.json".into(), KELF_JSON.as_bytes().to_vec()),
+        ("neff.json".into(), NEFF_JSON.as_bytes().to_vec()),
+        ("sg00/def.json".into(), DEF_JSON.as_bytes().to_vec()),
+    ];
+    for eng in ["pe", "act", "pool", "dve", "sp"] {
+        let json = format!(r#"{{"dma": [], "instr": "{eng}.bin", "name": "{eng}"}}"#);
+        files.push((format!("sg00/{eng}.json"), json.into_bytes()));
+        let bin = if eng == "pe" {
+            vec![0u8; 64]
+        } else {
+            Vec::new()
+        };
+        files.push((format!("sg00/{eng}.bin"), bin));
+    }
+    for (name, data) in replace {
+        match files.iter_mut().find(|(n, _)| n == name) {
+            Some(slot) => slot.1 = data.to_vec(),
+            None => files.push((name.to_string(), data.to_vec())),
+        }
+    }
+    files
+}
+
+/// The tar entries of [`model_files`], without end blocks.
+pub fn model_entries(replace: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (name, data) in model_files(replace) {
+        out.extend_from_slice(&tar_header(
+            name.as_bytes(),
+            b'0',
+            &size_field(data.len() as u64),
+        ));
+        push_padded(&mut out, &data);
+    }
+    out
+}
+
+/// A tar of [`model_files`].
+pub fn model_tar(replace: &[(&str, &[u8])]) -> Vec<u8> {
+    finish_tar(model_entries(replace))
+}
+
+/// A pkg-2 NEFF of the minimal model with some members replaced.
+pub fn model_neff(replace: &[(&str, &[u8])]) -> Vec<u8> {
+    neff_with_payload(2, &gzip(&model_tar(replace)))
+}
+
+/// A small valid pkg-2 NEFF (the minimal model).
 pub fn valid_neff() -> Vec<u8> {
-    neff_with_payload(
-        2,
-        &gzip(&tar_of(&[("neff.json", b"{}"), ("sg00/def.json", b"{}")])),
-    )
+    model_neff(&[])
+}
+
+/// Writes the minimal model as a directory tree under `root`.
+pub fn write_model_tree(root: &std::path::Path) {
+    for (name, data) in model_files(&[]) {
+        let path = root.join(&name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, data).unwrap();
+    }
 }

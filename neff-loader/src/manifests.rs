@@ -1,0 +1,331 @@
+//! Tier 2: neff.json, the KELF descriptor and the arch check, G13–G18
+//! (`kmgr_load_nn_nc`, `parse_neff_json`, `kelf::kelf::load`; spec §4.1, §4.2, §5.2).
+
+use std::collections::BTreeSet;
+
+use neff_schema::{Arch, Target};
+use serde_json::Value;
+
+use crate::access::Ctx;
+use crate::gate::{Gate, Rejection};
+use crate::model::NnTensor;
+
+/// A graph named by the KELF descriptor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GraphRef {
+    /// `name`.
+    pub name: String,
+    /// `definition`: the def.json member.
+    pub definition: String,
+}
+
+/// What Tier 2 hands to Tier 3.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kelf {
+    /// The target, as the runtime parsed it.
+    pub target: Target,
+    /// The arch it resolved to on this instance.
+    pub resolved: Arch,
+    /// Graphs in descriptor order.
+    pub graphs: Vec<GraphRef>,
+}
+
+/// Runs G13–G18.
+pub fn run(ctx: &mut Ctx<'_>) -> Result<Kelf, Rejection> {
+    let kelf_member = neff_json(ctx)?;
+    kelf(ctx, &kelf_member)
+}
+
+/// G13 and G14: neff.json (or kelp.json) and its `__kelf` node.
+fn neff_json(ctx: &mut Ctx<'_>) -> Result<String, Rejection> {
+    let member = if ctx.exists("neff.json") {
+        "neff.json"
+    } else if ctx.exists("kelp.json") {
+        "kelp.json"
+    } else {
+        let name = ctx.neff_name();
+        return Err(Rejection::new(
+            Gate::G13,
+            format!("Invalid NN: {name}, neff.json is missing"),
+        )
+        .detail("the NEFF has neither a neff.json nor a kelp.json member"));
+    };
+    let Some(doc) = ctx.json(member, Gate::G14)? else {
+        return Err(Rejection::new(
+            Gate::G13,
+            format!("Invalid NN: {}, neff.json is missing", ctx.neff_name()),
+        ));
+    };
+    let g14 = |message: &str, detail: String| {
+        Rejection::new(Gate::G14, message).detail(format!("{member}: {detail}"))
+    };
+    let required = ["nodes", "arg_nodes", "heads", "node_row_ptr", "attrs"];
+    if let Some(missing) = required.iter().find(|k| doc.get(**k).is_none()) {
+        return Err(g14(
+            "Missing required fields in NEFF JSON",
+            format!("no top-level key {missing:?}"),
+        ));
+    }
+    let nodes = doc["nodes"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let attrs = &doc["attrs"];
+    let (Some(dltype), Some(shape)) = (attrs.get("dltype"), attrs.get("shape")) else {
+        return Err(g14(
+            "Missing dltype or shape in attrs",
+            "attrs needs dltype and shape".into(),
+        ));
+    };
+    if !dltype.is_array() {
+        return Err(g14(
+            "Invalid dltype data format",
+            "attrs.dltype is not an array".into(),
+        ));
+    }
+    if !shape.is_array() {
+        return Err(g14(
+            "Invalid shape data format",
+            "attrs.shape is not an array".into(),
+        ));
+    }
+    // TVM encodes them as ["list_str", [...]] and ["list_shape", [[...], ...]].
+    let dtypes = dltype
+        .get(1)
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let shapes = shape
+        .get(1)
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let row_ptr = doc["node_row_ptr"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let tensor = |ctx: &mut Ctx<'_>, name: &str, eid: u64| -> Result<NnTensor, Rejection> {
+        let (Some(dt), Some(sh)) = (dtypes.get(eid as usize), shapes.get(eid as usize)) else {
+            return Err(g14(
+                &format!("EID {eid} out of bounds for dtypes/shapes"),
+                format!(
+                    "tensor {name} has entry id {eid}; attrs list {} dtypes and {} shapes",
+                    dtypes.len(),
+                    shapes.len()
+                ),
+            ));
+        };
+        let dtype = dt.as_str().unwrap_or_default().to_string();
+        let dims: Vec<u64> = sh
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_u64).collect())
+            .unwrap_or_default();
+        if dims.len() > 32 {
+            return Err(g14(
+                &format!("Too many dimensions ({})", dims.len()),
+                format!("tensor {name}"),
+            ));
+        }
+        let elem = dtype_size(&dtype).unwrap_or_else(|| {
+            ctx.warnings
+                .push(format!("Unknown dtype: {dtype}, defaulting to UNKNOWN"));
+            1
+        });
+        let size = dims
+            .iter()
+            .try_fold(elem, |acc, &d| acc.checked_mul(d))
+            .ok_or_else(|| {
+                g14(
+                    &format!("Size overflow for tensor {name}"),
+                    format!("shape {dims:?} of {dtype} overflows 64 bits"),
+                )
+            })?;
+        Ok(NnTensor {
+            name: name.to_string(),
+            dtype,
+            shape: dims,
+            size,
+        })
+    };
+    let node_name = |i: usize| {
+        nodes
+            .get(i)
+            .and_then(|n| n.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    for idx in doc["arg_nodes"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+    {
+        let idx = idx.as_u64().unwrap_or(u64::MAX);
+        let eid = row_ptr
+            .get(idx as usize)
+            .and_then(Value::as_u64)
+            .unwrap_or(idx);
+        let t = tensor(ctx, &node_name(idx as usize), eid)?;
+        ctx.model.nn_inputs.push(t);
+    }
+    for head in doc["heads"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+    {
+        let node_id = head.get(0).and_then(Value::as_u64).unwrap_or(u64::MAX);
+        if node_id as usize >= nodes.len() {
+            return Err(g14(
+                &format!("Output node ID {node_id} out of bounds"),
+                format!("neff.json has {} nodes", nodes.len()),
+            ));
+        }
+        let out_idx = head.get(1).and_then(Value::as_u64).unwrap_or(0);
+        let base = row_ptr
+            .get(node_id as usize)
+            .and_then(Value::as_u64)
+            .unwrap_or(node_id);
+        let t = tensor(
+            ctx,
+            &node_name(node_id as usize),
+            base.saturating_add(out_idx),
+        )?;
+        ctx.model.nn_outputs.push(t);
+    }
+    let lenient = ctx.profile.lenient_kelf_node;
+    let kelf_node = nodes.iter().find(|n| {
+        n.get("attrs")
+            .and_then(|a| a.get("func_name"))
+            .and_then(Value::as_str)
+            == Some("__kelf")
+            || (lenient && n.get("op").and_then(Value::as_str) == Some("__kelf"))
+    });
+    let Some(node) = kelf_node else {
+        return Err(g14(
+            "No KELF node found in NEFF JSON",
+            "no node has attrs.func_name \"__kelf\"".into(),
+        ));
+    };
+    let Some(kelf) = node.get("attrs").and_then(|a| a.get("kelf")) else {
+        return Err(g14(
+            "KELF node found but missing 'kelf' attribute",
+            "the __kelf node has no attrs.kelf".into(),
+        ));
+    };
+    let Some(kelf) = kelf.as_str() else {
+        return Err(g14(
+            "KELF attribute is not a string",
+            format!("attrs.kelf is {kelf}"),
+        ));
+    };
+    if !ctx.exists("hlo_stats.json") {
+        ctx.warnings
+            .push("Unable to find hlo_stats.json in the NEFF".to_string());
+    }
+    ctx.model.kelf = Some(kelf.to_string());
+    Ok(kelf.to_string())
+}
+
+/// Bytes per element of a neff.json dtype (`nrt_dtype_t`), `None` when unknown.
+fn dtype_size(dtype: &str) -> Option<u64> {
+    Some(match dtype {
+        "int8" | "uint8" => 1,
+        "float16" | "bfloat16" | "int16" | "uint16" => 2,
+        "float32" | "int32" | "uint32" => 4,
+        "int64" | "uint64" => 8,
+        _ => return None,
+    })
+}
+
+/// G15–G18: the KELF descriptor, its target, the arch check, unique graphs.
+fn kelf(ctx: &mut Ctx<'_>, member: &str) -> Result<Kelf, Rejection> {
+    let Some(doc) = ctx.json(member, Gate::G15)? else {
+        return Err(
+            Rejection::new(Gate::G15, format!("Failed to find KELF {member} in NEFF")).detail(
+                format!("neff.json's __kelf node names {member}, which is not in the NEFF"),
+            ),
+        );
+    };
+    let version = doc
+        .get("version")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if !version.contains('.') {
+        return Err(
+            Rejection::new(Gate::G15, format!("invalid string (.) in {version}"))
+                .detail(format!("{member}: version {version:?} has no '.'")),
+        );
+    }
+    ctx.model.version = Some(version.to_string());
+    let target_text = match doc.get("target") {
+        Some(Value::String(t)) => t.clone(),
+        Some(other) => other.to_string(),
+        None => {
+            ctx.warnings.push(format!(
+                "{member} has no target key; read as the empty string, i.e. sunda"
+            ));
+            String::new()
+        }
+    };
+    ctx.model.target = Some(target_text.clone());
+    let Some(target) = Target::parse_runtime(&target_text) else {
+        return Err(
+            Rejection::new(Gate::G16, format!("Invalid target '{target_text}'")).detail(format!(
+                "{member}: target must be sunda, v2, cayman, v3, mariana, v4, * or empty"
+            )),
+        );
+    };
+    let instance = ctx.profile.instance_arch;
+    let resolved = target.resolve(instance);
+    ctx.model.resolved_arch = Some(resolved);
+    if resolved != instance {
+        let (neff, inst) = (resolved.ordinal(), instance.ordinal());
+        if ctx.profile.allow_legacy_neff {
+            ctx.warnings.push(format!(
+                "Loading a NEFF compiled for a different arch, NEFF arch: v{neff}, instance arch: v{inst}"
+            ));
+        } else {
+            let mut r = Rejection::new(
+                Gate::G17,
+                format!("Loading a NEFF compiled for a different arch is not allowed, NEFF arch: v{neff}, instance arch: v{inst}"),
+            )
+            .detail(format!(
+                "target {target_text:?} in {member} is {resolved}, the instance is {instance}. Please ensure that --target <correct_arch> is passed as a neuronx-cc command line flag. To override, set NEURON_RT_ALLOW_LEGACY_NEFF=1 and restart."
+            ));
+            r.error_cause = Some("NEFF_ARCH_INCOMPAT".to_string());
+            return Err(r);
+        }
+    }
+    let graphs_value = doc
+        .get("graphs")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let mut graphs = Vec::new();
+    let mut seen = BTreeSet::new();
+    for (i, g) in graphs_value.iter().enumerate() {
+        let name = g
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let definition = g
+            .get("definition")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        if !seen.insert(name.clone()) {
+            return Err(Rejection::new(
+                Gate::G18,
+                "/opt/workspace/KaenaRuntime/kelf/kelf.cpp:217: Assertion `graphs.count(name) == 1' failed.",
+            )
+            .detail(format!("{member}: graphs[{i}] repeats the graph name {name:?}; the runtime asserts and aborts")));
+        }
+        graphs.push(GraphRef { name, definition });
+    }
+    Ok(Kelf {
+        target,
+        resolved,
+        graphs,
+    })
+}

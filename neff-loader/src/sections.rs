@@ -1,0 +1,880 @@
+//! Tier 3: each graph's def.json and engine files, G19–G29
+//! (`kelf_load_from_neff` and its handlers; spec §4.3–§4.8, §5.3).
+
+use std::collections::BTreeSet;
+
+use neff_schema::{features, Arch};
+use serde_json::{Map, Value};
+
+use crate::access::Ctx;
+use crate::gate::{Gate, Rejection};
+use crate::manifests::{GraphRef, Kelf};
+use crate::model::{
+    CarveoutSummary, EngineSummary, GraphSummary, QueueSummary, UcodeLibSummary, VarSummary,
+};
+
+/// The engines the runtime loads, in its order (`NEURON_ENG_NAMES`).
+pub const ENGINES: [&str; 5] = ["pe", "act", "pool", "dve", "sp"];
+
+/// Largest instruction stream the runtime accepts.
+const MAX_INSTR: u64 = 0xFFFF_FFFF;
+
+/// Largest number of default ExtISA ops.
+const MAX_EXT_ISA_OPS: usize = 18;
+
+/// Largest number of semaphores per queue set.
+const MAX_QUEUE_SEMAPHORES: usize = 32;
+
+/// A ucode function as staging sees it.
+#[derive(Debug, Clone)]
+pub struct UcodeFunction {
+    /// Function name.
+    pub name: String,
+}
+
+/// What staging needs from one graph.
+#[derive(Debug, Clone, Default)]
+pub struct GraphStaging {
+    /// EVTACCEL carveouts: (offset, size, base_partition, partitions).
+    pub evtaccel: Vec<(u64, u64, u64, u64)>,
+    /// Ucode functions of all the graph's libraries.
+    pub ucode_functions: Vec<UcodeFunction>,
+}
+
+/// Runs G19–G27 on every graph, then G28 and G29; returns what staging needs.
+pub fn run(ctx: &mut Ctx<'_>, kelf: &Kelf) -> Result<Vec<GraphStaging>, Rejection> {
+    let mut staging = Vec::new();
+    let mut act_load_queues = 0usize;
+    for graph in &kelf.graphs {
+        staging.push(graph_sections(
+            ctx,
+            kelf.resolved,
+            graph,
+            &mut act_load_queues,
+        )?);
+    }
+    // G28: gen_kbin refuses target 0 (parse_target never yields it; kept for fidelity).
+    if kelf.resolved.ordinal() == 0 {
+        return Err(Rejection::new(
+            Gate::G28,
+            format!("Invalid target = {}", kelf.resolved.ordinal()),
+        ));
+    }
+    lnc(ctx, kelf.graphs.len())?;
+    Ok(staging)
+}
+
+/// G29: the graphs must fit the virtual NeuronCore.
+fn lnc(ctx: &mut Ctx<'_>, graphs: usize) -> Result<(), Rejection> {
+    let header = &ctx.container.header;
+    let from_config = header.feature_bits() & features::VNC != 0;
+    let core_size = match (from_config, ctx.profile.virtual_core_size) {
+        (true, Some(size)) => size,
+        _ => header.vnc_size(),
+    };
+    let nkbin = graphs as u64;
+    let available = u64::from(core_size);
+    if available < nkbin {
+        return Err(Rejection::new(
+            Gate::G29a,
+            format!("Insufficient number of pncs, required {nkbin}, available {available}"),
+        )
+        .detail(format!(
+            "{nkbin} graphs need {nkbin} physical cores; the virtual core has {available} (header vnc_size {}{})",
+            header.vnc_size(),
+            if from_config { ", feature 0x400 set: the runtime config decides" } else { "" }
+        )));
+    }
+    if nkbin != 1 && nkbin != available {
+        return Err(Rejection::new(
+            Gate::G29b,
+            "/opt/workspace/KaenaRuntime/kelf/dlr_kelf.cpp:167: Assertion `nkbin == 1 || nkbin == vtpb_core_size' failed.",
+        )
+        .detail(format!("{nkbin} graphs on a virtual core of {available}: the runtime asserts and aborts")));
+    }
+    Ok(())
+}
+
+fn reject(gate: Gate, message: impl Into<String>, detail: impl Into<String>) -> Rejection {
+    Rejection::new(gate, message).detail(detail)
+}
+
+/// `<sg_dir>/<name>`: every file name in def.json resolves against the
+/// definition's folder.
+fn in_dir(sg_dir: &str, name: &str) -> String {
+    if sg_dir.is_empty() {
+        name.to_string()
+    } else {
+        format!("{sg_dir}/{name}")
+    }
+}
+
+/// The object entries of a section keyed by name (or, when the profile
+/// allows it, an array of objects with a `name`).
+fn named_entries<'v>(ctx: &Ctx<'_>, value: &'v Value) -> Option<Vec<(String, &'v Value)>> {
+    match value {
+        Value::Object(map) => Some(map.iter().map(|(k, v)| (k.clone(), v)).collect()),
+        Value::Array(items) if ctx.profile.accept_array_sections => Some(
+            items
+                .iter()
+                .map(|v| {
+                    (
+                        v.get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string(),
+                        v,
+                    )
+                })
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
+fn graph_sections(
+    ctx: &mut Ctx<'_>,
+    resolved: Arch,
+    graph: &GraphRef,
+    act_load_queues: &mut usize,
+) -> Result<GraphStaging, Rejection> {
+    let def_member = graph.definition.clone();
+    let sg_dir = def_member
+        .rsplit_once('/')
+        .map_or("", |(d, _)| d)
+        .to_string();
+    let Some(def) = ctx.json(&def_member, Gate::G19)? else {
+        return Err(reject(
+            Gate::G19,
+            format!("Failed to find definition {def_member} in NEFF"),
+            format!(
+                "graph {:?} names {def_member}, which is not in the NEFF",
+                graph.name
+            ),
+        ));
+    };
+    let mut summary = GraphSummary {
+        name: graph.name.clone(),
+        definition: def_member.clone(),
+        ..GraphSummary::default()
+    };
+    let mut staging = GraphStaging::default();
+    vars(ctx, &def, &def_member, &sg_dir, &mut summary)?;
+    queues(ctx, &def, &def_member, &mut summary, act_load_queues)?;
+    collectives(&def, &def_member)?;
+    ext_isa(&def, &def_member)?;
+    ucode_libs(ctx, &def, &def_member, &sg_dir, &mut summary, &mut staging)?;
+    carveouts(ctx, &def, &def_member, resolved, &mut summary, &mut staging)?;
+    if let Some(n) = def.get("num_streams") {
+        if n.as_u64().is_none() {
+            ctx.warnings.push(format!(
+                "{def_member}: num_streams {n} is not an unsigned integer"
+            ));
+        }
+    }
+    dma_blocks(def.get("dma"), &def_member, "dma")?;
+    if let Some(cfg) = def.get("fp8_conversion_config") {
+        if !cfg.is_object() {
+            ctx.warnings.push(format!(
+                "{def_member}: fp8_conversion_config is not an object"
+            ));
+        }
+    }
+    if let Some(wavegraph) = def
+        .get("debug_info")
+        .and_then(|d| d.get("wavegraph"))
+        .and_then(Value::as_str)
+    {
+        let member = in_dir(&sg_dir, wavegraph);
+        ctx.tolerated_reference(&def_member, "debug_info.wavegraph", &member);
+    }
+    engines(ctx, &def, &def_member, &sg_dir, &mut summary)?;
+    ctx.model.graphs.push(summary);
+    Ok(staging)
+}
+
+/// G19 and G20: variables.
+fn vars(
+    ctx: &mut Ctx<'_>,
+    def: &Value,
+    member: &str,
+    sg_dir: &str,
+    summary: &mut GraphSummary,
+) -> Result<(), Rejection> {
+    let Some(entries) = def.get("var").and_then(|v| named_entries(ctx, v)) else {
+        return Err(reject(
+            Gate::G19,
+            "Failed to parse, key: var",
+            format!("{member} has no var object"),
+        ));
+    };
+    let mut max_id: u64 = 0;
+    let mut outputs = 0usize;
+    for (name, var) in &entries {
+        let at = |key: &str| format!("{member}: var {name:?}: {key}");
+        let Some(kind) = var.get("type").and_then(Value::as_str) else {
+            return Err(reject(
+                Gate::G19,
+                "Failed to parse, key: type",
+                at("type missing or not a string"),
+            ));
+        };
+        let Some(var_id) = var.get("var_id").and_then(Value::as_u64) else {
+            return Err(reject(
+                Gate::G19,
+                "missing <var_id>",
+                at("var_id missing or not an unsigned integer"),
+            ));
+        };
+        max_id = max_id.max(var_id);
+        if let Some(alignment) = var.get("alignment") {
+            let a = alignment.as_u64().unwrap_or(0);
+            if !a.is_power_of_two() {
+                return Err(reject(
+                    Gate::G19,
+                    format!("alignment provided not power of 2. alignment={a}"),
+                    at("alignment"),
+                ));
+            }
+        }
+        let size = var.get("size").and_then(Value::as_u64);
+        match kind {
+            "input" | "output" | "tmp-buf" | "virtual" | "pointer" => {
+                let Some(size) = size else {
+                    return Err(reject(
+                        Gate::G19,
+                        "Failed to parse, key: size",
+                        at("size missing for a sized variable"),
+                    ));
+                };
+                if kind == "pointer" && size != 8 {
+                    return Err(reject(
+                        Gate::G19,
+                        format!("Invalid pointer size {size} for {name}, must be 8"),
+                        at("size"),
+                    ));
+                }
+            }
+            "list" => {
+                let ok = var
+                    .get("list")
+                    .and_then(Value::as_array)
+                    .is_some_and(|l| l.iter().all(|v| v.as_u64().is_some()));
+                if !ok {
+                    return Err(reject(
+                        Gate::G19,
+                        "Failed to parse, key: list",
+                        at("list is not an array of unsigned integers"),
+                    ));
+                }
+            }
+            "file" => weights(ctx, var, name, member, sg_dir)?,
+            "state-buffer" | "remote" | "shared" | "sharded" | "main" | "dge-table" => {}
+            other => {
+                return Err(reject(
+                    Gate::G19,
+                    format!("Unknown variable type {other}"),
+                    at("type"),
+                ));
+            }
+        }
+        let shape = var
+            .get("shape")
+            .or_else(|| var.get("internal_shape"))
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_u64).collect());
+        let info = VarSummary {
+            name: name.clone(),
+            var_id,
+            size,
+            dtype: var.get("dtype").and_then(Value::as_str).map(str::to_string),
+            shape,
+        };
+        match kind {
+            "input" => summary.inputs.push(info),
+            "output" => {
+                outputs += 1;
+                summary.outputs.push(info);
+            }
+            _ => {}
+        }
+    }
+    summary.inputs.sort_by_key(|v| v.var_id);
+    summary.outputs.sort_by_key(|v| v.var_id);
+    summary.vars = entries.len();
+    if ctx.profile.check_var_ids && max_id.checked_add(1) != Some(entries.len() as u64) {
+        return Err(reject(
+            Gate::G20a,
+            format!(
+                "Unexpected var_ids set! max={max_id}, size={}",
+                entries.len()
+            ),
+            format!(
+                "{member}: var_ids must be dense 0..{}",
+                entries.len().saturating_sub(1)
+            ),
+        ));
+    }
+    if outputs == 0 {
+        return Err(reject(
+            Gate::G20b,
+            format!("Invalid NEFF: graph {member} has no Outputs"),
+            format!("{member}: no variable has type \"output\""),
+        ));
+    }
+    Ok(())
+}
+
+/// Weights (`type: "file"`): the member must exist; `.npy` must start with the numpy magic.
+fn weights(
+    ctx: &mut Ctx<'_>,
+    var: &Value,
+    name: &str,
+    member: &str,
+    sg_dir: &str,
+) -> Result<(), Rejection> {
+    let Some(file) = var.get("file_name").and_then(Value::as_str) else {
+        return Err(reject(
+            Gate::G19,
+            "Failed to parse, key: file_name",
+            format!("{member}: var {name:?}: file_name missing"),
+        ));
+    };
+    let path = in_dir(sg_dir, file);
+    let Some(prefix) = ctx.prefix(&path) else {
+        return Err(reject(
+            Gate::G19,
+            format!("Failed to load weights file {path}"),
+            format!("{member}: var {name:?} names {path}, which is not in the NEFF"),
+        ));
+    };
+    if file.ends_with(".npy") {
+        let magic = match prefix {
+            [a, b, ..] => u16::from_le_bytes([*a, *b]),
+            _ => 0,
+        };
+        if magic != 0x4e93 {
+            return Err(reject(
+                Gate::G19,
+                format!("NUMPY {path} bad header {magic:x} != 0x4e93"),
+                format!("{path} does not start with the .npy magic \\x93NUMPY"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// G21: DMA queues.
+fn queues(
+    ctx: &mut Ctx<'_>,
+    def: &Value,
+    member: &str,
+    summary: &mut GraphSummary,
+    act_load_queues: &mut usize,
+) -> Result<(), Rejection> {
+    let Some(section) = def.get("dma_queue") else {
+        return Ok(());
+    };
+    let Some(entries) = named_entries(ctx, section) else {
+        return Err(reject(
+            Gate::G21b,
+            format!("missing <type> in {member}"),
+            format!("{member}: dma_queue is not an object"),
+        ));
+    };
+    for (name, q) in entries {
+        let owner = q.get("owner").and_then(Value::as_str).unwrap_or_default();
+        if !ENGINES.contains(&owner) {
+            return Err(reject(
+                Gate::G21a,
+                format!("Invalid owner '{owner}' for DMA queue {name}"),
+                format!(
+                    "{member}: dma_queue {name:?}: owner must be one of pe, act, pool, dve, sp"
+                ),
+            ));
+        }
+        let Some(kind) = q.get("type").and_then(Value::as_str) else {
+            return Err(reject(
+                Gate::G21b,
+                format!("missing <type> in {name}"),
+                format!("{member}: dma_queue {name:?} has no type"),
+            ));
+        };
+        let set_label = match kind {
+            "in" => Some("input"),
+            "out" => Some("output"),
+            "embedding_update" => Some("embedding update"),
+            "data" | "act_load" => None,
+            other => {
+                return Err(reject(
+                    Gate::G21b,
+                    format!("Invalid DMA queue type '{other}' for {name}"),
+                    format!("{member}: dma_queue {name:?}: type must be in, out, data, act_load or embedding_update"),
+                ));
+            }
+        };
+        let instances = ["num_queues", "queue_instances"]
+            .iter()
+            .filter_map(|k| q.get(*k).and_then(Value::as_u64))
+            .max()
+            .unwrap_or(1);
+        if let (Some(label), true) = (set_label, instances > 1) {
+            return Err(reject(
+                Gate::G21c,
+                format!("Invalid Neff: Queue set instances are not supported for {label} queues ({name})"),
+                format!("{member}: dma_queue {name:?} asks for {instances} queue instances"),
+            ));
+        }
+        let semaphores = match (q.get("semaphore_set"), q.get("semaphore")) {
+            (Some(Value::Array(set)), _) => set.len(),
+            (_, Some(_)) => 1,
+            _ => 0,
+        };
+        if semaphores > MAX_QUEUE_SEMAPHORES {
+            return Err(reject(
+                Gate::G21d,
+                format!("Runtime supports maximum of {MAX_QUEUE_SEMAPHORES} semaphores per queue set, found: {semaphores}"),
+                format!("{member}: dma_queue {name:?}"),
+            ));
+        }
+        if kind == "act_load" {
+            *act_load_queues += 1;
+            if *act_load_queues > 1 || instances != 1 {
+                return Err(reject(
+                    Gate::G21d,
+                    format!("Invalid Neff: only one act_load queue with num_queues 1 is supported ({name})"),
+                    format!("{member}: dma_queue {name:?}: a NEFF may have one act_load queue, with one instance"),
+                ));
+            }
+        }
+        summary.queues.push(QueueSummary {
+            name,
+            owner: owner.to_string(),
+            kind: kind.to_string(),
+            semaphores,
+        });
+    }
+    Ok(())
+}
+
+/// G22: `replica_groups` (nested arrays of ranks) and `src_target_pairs` (pairs).
+fn collectives(def: &Value, member: &str) -> Result<(), Rejection> {
+    fn ranks(v: &Value) -> bool {
+        match v {
+            Value::Array(items) => items.iter().all(ranks),
+            other => other.as_u64().is_some(),
+        }
+    }
+    if let Some(groups) = def.get("replica_groups") {
+        if !groups.is_array() || !ranks(groups) {
+            return Err(reject(
+                Gate::G22,
+                "Failed to parse replica_groups",
+                format!("{member}: replica_groups must be nested arrays of unsigned ranks"),
+            ));
+        }
+    }
+    if let Some(pairs) = def.get("src_target_pairs") {
+        let ok = pairs.as_array().is_some_and(|p| {
+            p.iter().all(|pair| {
+                pair.as_array()
+                    .is_some_and(|x| x.len() == 2 && x.iter().all(|r| r.as_u64().is_some()))
+            })
+        });
+        if !ok {
+            return Err(reject(
+                Gate::G22,
+                "Failed to parse src_target_pairs",
+                format!(
+                    "{member}: src_target_pairs must be an array of [source, target] rank pairs"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// G23: the default ExtISA library override holds at most 18 ops.
+fn ext_isa(def: &Value, member: &str) -> Result<(), Rejection> {
+    let n = def
+        .get("ext_isa_ucode_lib_def")
+        .and_then(|d| d.get("functions"))
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    if n > MAX_EXT_ISA_OPS {
+        return Err(reject(
+            Gate::G23,
+            format!("Number of ExtISA Op trying to load {n} exceeds the maximum {MAX_EXT_ISA_OPS}"),
+            format!("{member}: ext_isa_ucode_lib_def.functions"),
+        ));
+    }
+    Ok(())
+}
+
+/// G24: GPSIMD ucode libraries (`parse_one_ucode_lib`).
+fn ucode_libs(
+    ctx: &mut Ctx<'_>,
+    def: &Value,
+    member: &str,
+    sg_dir: &str,
+    summary: &mut GraphSummary,
+    staging: &mut GraphStaging,
+) -> Result<(), Rejection> {
+    let Some(libs) = def.get("ucode_lib").and_then(Value::as_array) else {
+        return Ok(());
+    };
+    if !libs.is_empty() {
+        ctx.warnings.push(
+            "Loading ucode libs specified in ucode_lib.json from the NEFF. This interface is not yet entirely stable - FUTURE API CHANGES ARE POSSIBLE!".to_string(),
+        );
+    }
+    let abi_major = ctx.profile.ucode_abi_major();
+    let mut names = BTreeSet::new();
+    for (i, lib) in libs.iter().enumerate() {
+        let at = format!("{member}: ucode_lib[{i}]");
+        let Some(library) = lib.get("library").and_then(Value::as_str) else {
+            return Err(reject(
+                Gate::G24f,
+                "Failed to parse, key: library",
+                format!("{at}: library missing"),
+            ));
+        };
+        let Some(version) = lib.get("ulib_to_ucode_version").and_then(Value::as_str) else {
+            return Err(reject(
+                Gate::G24a,
+                "Missing GPSIMD lib version!",
+                format!("{at} ({library}): no ulib_to_ucode_version"),
+            ));
+        };
+        let major = leading_int(version.split('.').next().unwrap_or_default());
+        if major.is_none() {
+            ctx.warnings.push(format!(
+                "GPSIMD lib: Failed to parse GPSIMD lib version string! Version: {version}"
+            ));
+        }
+        if major.is_none() || major != abi_major {
+            return Err(reject(
+                Gate::G24b,
+                "Mismatch between GPSIMD lib version and NRT version!",
+                format!("{at} ({library}): version {version} has major {major:?}; runtime ucode ABI {} (then: invalid GPSIMD lib)", ctx.profile.ucode_abi),
+            ));
+        }
+        let cpu_id = lib.get("cpu_id").and_then(Value::as_u64).unwrap_or(0);
+        if cpu_id as u8 != 0 {
+            return Err(reject(
+                Gate::G24d,
+                "/opt/workspace/KaenaRuntime/kelf/kelf2kbin.cpp:1681: NRT_STATUS parse_one_ucode_lib(const neff_t*, mla_resources&, const std::string&, simdjson::dom::element&): Assertion `cpu_id == 0' failed.",
+                format!("{at} ({library}): cpu_id {cpu_id}; the runtime asserts and aborts"),
+            ));
+        }
+        let total_cpus = lib.get("total_cpus").and_then(Value::as_u64).unwrap_or(0);
+        let narrowed = total_cpus as u8;
+        if narrowed > 1 && narrowed != 8 {
+            return Err(reject(
+                Gate::G24c,
+                format!("UCode Library {library} has invalid number of total cpus {narrowed}"),
+                format!("{at}: total_cpus must be 0, 1 or 8"),
+            ));
+        }
+        if !names.insert(library.to_string()) {
+            return Err(reject(
+                Gate::G24e,
+                format!("UCode Library {library} has already been added"),
+                format!("{at}: the library name repeats"),
+            ));
+        }
+        let path = in_dir(sg_dir, library);
+        if !ctx.exists(&path) {
+            return Err(reject(
+                Gate::G24f,
+                format!("Failed to load ucode library {path}"),
+                format!("{at} names {path}, which is not in the NEFF"),
+            ));
+        }
+        let functions: Vec<String> = lib
+            .get("functions")
+            .and_then(Value::as_array)
+            .map(|f| {
+                f.iter()
+                    .map(|f| {
+                        f.get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string()
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        staging.ucode_functions.extend(
+            functions
+                .iter()
+                .map(|name| UcodeFunction { name: name.clone() }),
+        );
+        summary.ucode_libs.push(UcodeLibSummary {
+            library: library.to_string(),
+            version: Some(version.to_string()),
+            cpu_id,
+            total_cpus,
+            functions,
+        });
+    }
+    Ok(())
+}
+
+/// `std::stoi` on the text: optional spaces and sign, then digits.
+fn leading_int(text: &str) -> Option<i64> {
+    let t = text.trim_start();
+    let (sign, digits) = match t.strip_prefix('-') {
+        Some(rest) => (-1, rest),
+        None => (1, t.strip_prefix('+').unwrap_or(t)),
+    };
+    let end = digits
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(digits.len());
+    digits[..end].parse::<i64>().ok().map(|v| sign * v)
+}
+
+/// G25: state-buffer carveouts.
+fn carveouts(
+    ctx: &mut Ctx<'_>,
+    def: &Value,
+    member: &str,
+    resolved: Arch,
+    summary: &mut GraphSummary,
+    staging: &mut GraphStaging,
+) -> Result<(), Rejection> {
+    const FATAL: &str = "Missing or corrupted runtime_statebuffer_reservation field in def.json and NEURON_RT_ALLOW_LEGACY_NEFF=1 is not set. Potentially a legacy neff without proper compiler support";
+    let entries = def
+        .get("runtime_statebuffer_reservation")
+        .and_then(Value::as_array);
+    let parsed: Option<Vec<CarveoutSummary>> = entries
+        .map(|e| e.iter().map(carveout).collect())
+        .and_then(|v: Vec<_>| v.into_iter().collect());
+    // A wrong type is checked before the other fields, as the parser reads `type` first.
+    if let Some(list) = entries {
+        for (i, e) in list.iter().enumerate() {
+            if let Some(kind) = e.get("type").and_then(Value::as_str) {
+                if kind != "evtaccel" {
+                    return Err(reject(
+                        Gate::G25a,
+                        format!("Invalid runtime_statebuffer_reservation type {kind}"),
+                        format!("{member}: runtime_statebuffer_reservation[{i}].type must be \"evtaccel\""),
+                    ));
+                }
+            }
+        }
+    }
+    let Some(list) = parsed else {
+        let what = if entries.is_none() {
+            "missing or not an array"
+        } else {
+            "an entry lacks type, offset, size, base_partition or partitions"
+        };
+        if resolved != Arch::Cayman {
+            if def.get("runtime_statebuffer_reservation").is_some() {
+                ctx.warnings.push(format!(
+                    "{member}: runtime_statebuffer_reservation is {what}; ignored off Cayman"
+                ));
+            }
+            return Ok(());
+        }
+        if ctx.profile.allow_legacy_neff {
+            ctx.warnings.push(format!("{member}: runtime_statebuffer_reservation is {what}; loading anyway because NEURON_RT_ALLOW_LEGACY_NEFF=1"));
+            return Ok(());
+        }
+        return Err(reject(Gate::G25b, FATAL, format!("{member}: runtime_statebuffer_reservation is {what}, and the target resolves to cayman")));
+    };
+    for c in list {
+        staging
+            .evtaccel
+            .push((c.offset, c.size, c.base_partition, c.partitions));
+        summary.carveouts.push(c);
+    }
+    Ok(())
+}
+
+fn carveout(e: &Value) -> Option<CarveoutSummary> {
+    let num = |k: &str| e.get(k).and_then(Value::as_u64);
+    Some(CarveoutSummary {
+        kind: e.get("type")?.as_str()?.to_string(),
+        offset: num("offset")?,
+        size: num("size")?,
+        base_partition: num("base_partition")?,
+        partitions: num("partitions")?,
+    })
+}
+
+/// G26: DMA blocks and their descriptors.
+fn dma_blocks(blocks: Option<&Value>, member: &str, key: &str) -> Result<usize, Rejection> {
+    let Some(blocks) = blocks else {
+        return Ok(0);
+    };
+    let Some(blocks) = blocks.as_array() else {
+        return Err(reject(
+            Gate::G26,
+            format!("invalid dma block in {member}"),
+            format!("{member}: {key} is not an array"),
+        ));
+    };
+    for (b, block) in blocks.iter().enumerate() {
+        let at = format!("{member}: {key}[{b}]");
+        let Some(block) = block.as_object() else {
+            return Err(reject(
+                Gate::G26,
+                format!("invalid dma block in {member}"),
+                format!("{at} is not an object"),
+            ));
+        };
+        let descs = block
+            .get("desc")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        for (d, desc) in descs.iter().enumerate() {
+            dma_desc(desc.as_object(), &format!("{at}.desc[{d}]"))?;
+        }
+    }
+    Ok(blocks.len())
+}
+
+fn dma_desc(desc: Option<&Map<String, Value>>, at: &str) -> Result<(), Rejection> {
+    let Some(desc) = desc else {
+        return Err(reject(
+            Gate::G26,
+            "invalid dma block",
+            format!("{at} is not an object"),
+        ));
+    };
+    let op = desc.get("op").and_then(Value::as_str).unwrap_or("copy");
+    let compute = match op {
+        "copy" | "transpose" | "transpose_op" => false,
+        "fma" | "add" | "min" | "max" => true,
+        other => {
+            return Err(reject(
+                Gate::G26,
+                format!("Unknown dma operation: {other}"),
+                at.to_string(),
+            ))
+        }
+    };
+    for side in ["from", "to"] {
+        let list = |k: String| desc.get(&k).and_then(Value::as_array).map(Vec::as_slice);
+        let (sizes, steps) = (list(format!("{side}_sizes")), list(format!("{side}_steps")));
+        if let (Some(sizes), Some(steps)) = (sizes, steps) {
+            if sizes.len() != steps.len() {
+                return Err(reject(
+                    Gate::G26,
+                    format!("invalid dma block: {side}_sizes and {side}_steps differ in length"),
+                    format!("{at}: {} sizes, {} steps", sizes.len(), steps.len()),
+                ));
+            }
+        }
+        if sizes
+            .unwrap_or_default()
+            .iter()
+            .any(|s| s.as_u64() == Some(0))
+        {
+            return Err(reject(
+                Gate::G26,
+                "Size cannot be 0",
+                format!("{at}: {side}_sizes has a 0"),
+            ));
+        }
+    }
+    if compute && !desc.contains_key("_dtype") {
+        return Err(reject(
+            Gate::G26,
+            "Invalid cce desc ap without dtype",
+            format!("{at}: op {op} needs _dtype"),
+        ));
+    }
+    if desc.contains_key("scale")
+        && desc.get("scale_dtype").and_then(Value::as_str) != Some("float32")
+    {
+        return Err(reject(
+            Gate::G26,
+            "invalid dma block: scale_dtype must be float32",
+            format!("{at}: scale without scale_dtype \"float32\""),
+        ));
+    }
+    Ok(())
+}
+
+/// G27: the five engines.
+fn engines(
+    ctx: &mut Ctx<'_>,
+    def: &Value,
+    member: &str,
+    sg_dir: &str,
+    summary: &mut GraphSummary,
+) -> Result<(), Rejection> {
+    for engine in ENGINES {
+        let mut info = EngineSummary {
+            engine: engine.to_string(),
+            json: None,
+            instr: None,
+            instr_size: None,
+            dma_blocks: 0,
+        };
+        let Some(file) = def.get(engine).and_then(Value::as_str) else {
+            ctx.warnings.push(format!(
+                "Engine {engine} not found in NEFF {}, using empty placeholder",
+                ctx.neff_name()
+            ));
+            summary.engines.push(info);
+            continue;
+        };
+        let eng_member = in_dir(sg_dir, file);
+        info.json = Some(eng_member.clone());
+        let Some(doc) = ctx.json(&eng_member, Gate::G27)? else {
+            return Err(reject(
+                Gate::G27,
+                format!("Failed to find engine file {eng_member} in NEFF"),
+                format!("{member}: {engine} names {eng_member}, which is not in the NEFF"),
+            ));
+        };
+        info.dma_blocks = dma_blocks(doc.get("dma"), &eng_member, "dma")?;
+        let Some(instr) = doc.get("instr").and_then(Value::as_str) else {
+            return Err(reject(
+                Gate::G27,
+                format!("missing <instr> in {eng_member}"),
+                format!("{eng_member} has no instr key"),
+            ));
+        };
+        let instr_member = in_dir(sg_dir, instr);
+        let Some(size) = ctx.size(&instr_member) else {
+            return Err(reject(
+                Gate::G27,
+                format!("Failed to load instruction file {instr_member}"),
+                format!("{eng_member}: instr names {instr_member}, which is not in the NEFF"),
+            ));
+        };
+        if size > MAX_INSTR {
+            return Err(reject(
+                Gate::G27,
+                format!("Instruction size {size} for {instr_member} exceeds maximum supported size {MAX_INSTR}"),
+                format!("{instr_member} is {size} bytes"),
+            ));
+        }
+        for key in ["act_info"] {
+            if let Some(name) = doc.get(key).and_then(Value::as_str) {
+                ctx.tolerated_reference(&eng_member, key, &in_dir(sg_dir, name));
+            }
+        }
+        if let Some(tables) = doc.get("dve_tables").and_then(Value::as_object) {
+            for (key, name) in tables {
+                if let Some(name) = name.as_str() {
+                    ctx.tolerated_reference(
+                        &eng_member,
+                        &format!("dve_tables.{key}"),
+                        &in_dir(sg_dir, name),
+                    );
+                }
+            }
+        }
+        info.instr = Some(instr_member);
+        info.instr_size = Some(size);
+        summary.engines.push(info);
+    }
+    Ok(())
+}

@@ -1,0 +1,95 @@
+//! Tier 3b: staging checks, G30–G31 (`kbl_model_add`, `ucode_stage_libs`;
+//! spec §4.6, §4.7, §5.4).
+
+use neff_schema::Arch;
+
+use crate::access::Ctx;
+use crate::gate::{Gate, Rejection};
+use crate::sections::GraphStaging;
+
+/// Functions the device's global ucode table holds.
+const MAX_TABLE_FUNCTIONS: usize = 97;
+/// Longest ucode function name.
+const MAX_FUNCTION_NAME: usize = 64;
+/// Functions one core may load.
+const MAX_FUNCTIONS_PER_CORE: usize = 28;
+
+/// Runs G30 then G31.
+pub fn run(ctx: &mut Ctx<'_>, graphs: &[GraphStaging]) -> Result<(), Rejection> {
+    evtaccel(ctx, graphs)?;
+    ucode(graphs)
+}
+
+/// G30: on a Cayman instance, an EVTACCEL carveout must be exactly
+/// partitions 0..128 at the fixed offset, 8 bytes.
+fn evtaccel(ctx: &mut Ctx<'_>, graphs: &[GraphStaging]) -> Result<(), Rejection> {
+    if ctx.profile.instance_arch != Arch::Cayman {
+        return Ok(());
+    }
+    let fixed = ctx.profile.evtaccel_offset;
+    for (offset, size, start, count) in graphs.iter().flat_map(|g| g.evtaccel.iter().copied()) {
+        let problem = if start != 0 {
+            Some(format!(
+                "Event Accel carveout SB partition must start at 0. Got {start}"
+            ))
+        } else if count != 128 {
+            Some(format!(
+                "Event Accel carveout SB partition count must be 128. Got {count}"
+            ))
+        } else if offset != fixed {
+            Some(format!("Event Accel carveout SB partition offset must start at {fixed:#x}. Got {offset:#x}"))
+        } else if size != 8 {
+            Some(format!(
+                "Event Accel carveout SB size must be 8. Got {size}"
+            ))
+        } else {
+            None
+        };
+        if let Some(message) = problem {
+            return Err(Rejection::new(Gate::G30, message).detail(format!(
+                "then: Failed to verify Event Accel State Buffer carveout (carveout offset {offset:#x}, size {size}, base_partition {start}, partitions {count}; the required offset {fixed:#x} is INFERRED)"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// G31: the ucode staging caps. Each graph is staged on its own core; the
+/// device table holds every graph's functions.
+fn ucode(graphs: &[GraphStaging]) -> Result<(), Rejection> {
+    let mut table = 0usize;
+    for (core, graph) in graphs.iter().enumerate() {
+        for f in &graph.ucode_functions {
+            if f.name.chars().count() > MAX_FUNCTION_NAME {
+                return Err(Rejection::new(
+                    Gate::G31,
+                    format!(
+                        "ucode function name ({}) is too long.  Max length = {MAX_FUNCTION_NAME}",
+                        f.name
+                    ),
+                )
+                .detail(format!(
+                    "the name has {} characters",
+                    f.name.chars().count()
+                )));
+            }
+        }
+        table += graph.ucode_functions.len();
+        if table > MAX_TABLE_FUNCTIONS {
+            return Err(Rejection::new(
+                Gate::G31,
+                format!("too many ucode functions in this table.  Max is {MAX_TABLE_FUNCTIONS}. Add support for mid-neff reload?"),
+            )
+            .detail(format!("{table} functions across the first {} graphs", core + 1)));
+        }
+        let per_core = graph.ucode_functions.len();
+        if per_core > MAX_FUNCTIONS_PER_CORE {
+            return Err(Rejection::new(
+                Gate::G31,
+                format!("Number of ucode functions: {per_core} per core exceeded the maximum allowed {MAX_FUNCTIONS_PER_CORE}"),
+            )
+            .detail(format!("graph {core} has {per_core} ucode functions")));
+        }
+    }
+    Ok(())
+}
