@@ -6,6 +6,8 @@
 //! * [`arch`]: the runtime's `al_hal_tpb_arch_type` (SUNDA 2, CAYMAN 3, MARIANA 4).
 //! * [`features`]: the feature-bit mask constants the loader's trapdoor uses.
 //! * [`hex`]: the small hex codec shared by the other modules.
+//! * [`manifest`]: typed, lossless views of the JSON manifests (`neff.json`,
+//!   the KELF descriptor, `def.json`, engine JSON, DMA blocks, ucode libraries).
 //!
 //! Every fact here comes from `shared/spec/neff-format.md`; section numbers in the
 //! doc comments point into it.
@@ -15,6 +17,7 @@ pub mod arch;
 pub mod features;
 pub mod header;
 pub mod hex;
+pub mod manifest;
 pub mod target;
 pub mod uuid;
 

@@ -1,0 +1,200 @@
+//! DMA blocks and descriptors: the `dma` arrays of def.json (top level) and of
+//! each `<eng>.json` (spec §4.4, `parse_one_dma_block`).
+
+use serde::{Deserialize, Serialize};
+
+use super::{extra_keys, Extra};
+
+/// The descriptor `op` strings the runtime knows; absent means `copy`.
+pub const DMA_OPS: [&str; 7] = [
+    "copy",
+    "fma",
+    "add",
+    "min",
+    "max",
+    "transpose",
+    "transpose_op",
+];
+
+/// One DMA block: descriptors a `PSEUDO_DMA_TRIGGER <queue> block_id=<id>`
+/// instruction transfers.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DmaBlock {
+    /// The DMA queue (a def.json `dma_queue` name) the block runs on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
+    /// The block id the trigger instruction names (fixture: 0 on each queue).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<u64>,
+    /// An instance name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_name: Option<String>,
+    /// The descriptors, in order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub desc: Option<Vec<DmaDesc>>,
+    /// Every other key (`#comment`/`comment`, `priority_class`,
+    /// `function_start`, `section_start_desc`, `remote_semaphores`, …), kept as it is.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// One DMA descriptor: an access pattern from a source to a destination.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DmaDesc {
+    /// `copy` (or absent), `fma`, `add`, `min`, `max`, `transpose`/`transpose_op`;
+    /// anything else is "Unknown dma operation".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub op: Option<String>,
+    /// The source (a var name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    /// The destination (a var name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// Source access-pattern sizes (none may be 0; as many as `from_steps`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_sizes: Option<Vec<u64>>,
+    /// Source access-pattern steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_steps: Option<Vec<i64>>,
+    /// Destination access-pattern sizes (none may be 0; as many as `to_steps`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_sizes: Option<Vec<u64>>,
+    /// Destination access-pattern steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_steps: Option<Vec<i64>>,
+    /// `_dtype`: the element type of a compute (CCE) descriptor, required for one.
+    #[serde(rename = "_dtype", default, skip_serializing_if = "Option::is_none")]
+    pub dtype: Option<String>,
+    /// The dtype of `scale`; must be `"float32"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale_dtype: Option<String>,
+    /// Every other key (`from_arr`, `scale`, `constant`, `constant_dtype`,
+    /// `cast`, `transpose_shape`, `transpose_element_size`,
+    /// `num_tiling_dimensions`, …), kept as it is.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+extra_keys!(DmaBlock, DmaDesc);
+
+impl DmaBlock {
+    /// A block with this queue and id and no descriptors yet.
+    pub fn new(queue: impl Into<String>, id: u64) -> DmaBlock {
+        DmaBlock {
+            queue: Some(queue.into()),
+            id: Some(id),
+            desc: Some(Vec::new()),
+            ..DmaBlock::default()
+        }
+    }
+
+    /// Appends a descriptor.
+    pub fn desc(mut self, desc: DmaDesc) -> Self {
+        self.desc.get_or_insert_with(Vec::new).push(desc);
+        self
+    }
+}
+
+impl DmaDesc {
+    /// A copy (no `op` key, which means COPY) from `from` to `to`.
+    pub fn copy(from: impl Into<String>, to: impl Into<String>) -> DmaDesc {
+        DmaDesc {
+            from: Some(from.into()),
+            to: Some(to.into()),
+            ..DmaDesc::default()
+        }
+    }
+
+    /// Sets the operation.
+    pub fn op(mut self, op: impl Into<String>) -> Self {
+        self.op = Some(op.into());
+        self
+    }
+
+    /// Sets the source access pattern.
+    pub fn from_ap(mut self, sizes: impl Into<Vec<u64>>, steps: impl Into<Vec<i64>>) -> Self {
+        self.from_sizes = Some(sizes.into());
+        self.from_steps = Some(steps.into());
+        self
+    }
+
+    /// Sets the destination access pattern.
+    pub fn to_ap(mut self, sizes: impl Into<Vec<u64>>, steps: impl Into<Vec<i64>>) -> Self {
+        self.to_sizes = Some(sizes.into());
+        self.to_steps = Some(steps.into());
+        self
+    }
+
+    /// What is wrong with this descriptor's shape, by the runtime's rules
+    /// (spec §4.4, G26), if anything: an unknown `op`, sizes and steps of
+    /// different lengths, a zero size, a `scale_dtype` other than float32.
+    pub fn problem(&self) -> Option<String> {
+        if let Some(op) = &self.op {
+            if !DMA_OPS.contains(&op.as_str()) {
+                return Some(format!("Unknown dma operation: {op}"));
+            }
+        }
+        for (side, sizes, steps) in [
+            ("from", &self.from_sizes, &self.from_steps),
+            ("to", &self.to_sizes, &self.to_steps),
+        ] {
+            let (n_sizes, n_steps) = (
+                sizes.as_ref().map_or(0, Vec::len),
+                steps.as_ref().map_or(0, Vec::len),
+            );
+            if n_sizes != n_steps {
+                return Some(format!(
+                    "{side}_sizes has {n_sizes} entries but {side}_steps has {n_steps}"
+                ));
+            }
+            if sizes.as_ref().is_some_and(|s| s.contains(&0)) {
+                return Some(format!("Size cannot be 0 ({side}_sizes)"));
+            }
+        }
+        if let Some(d) = &self.scale_dtype {
+            if d != "float32" {
+                return Some(format!("scale_dtype must be \"float32\", not {d:?}"));
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixture_block_round_trips() {
+        let text = r##"{"desc":[{"from":"input","from_sizes":[128,1],"from_steps":[1,128],
+            "to":"gradient_in","to_sizes":[128,1],"to_steps":[1,128]}],"id":0,"queue":"q_gradient_in",
+            "#comment":"x","priority_class":2}"##;
+        let block: DmaBlock = serde_json::from_str(text).unwrap();
+        assert_eq!(block.queue.as_deref(), Some("q_gradient_in"));
+        assert_eq!(block.extra["#comment"], "x");
+        let built = DmaBlock::new("q_gradient_in", 0)
+            .desc(
+                DmaDesc::copy("input", "gradient_in")
+                    .from_ap([128, 1], [1, 128])
+                    .to_ap([128, 1], [1, 128]),
+            )
+            .key("#comment", "x")
+            .key("priority_class", 2);
+        assert_eq!(built, block);
+        let again: serde_json::Value = serde_json::to_value(&block).unwrap();
+        let original: serde_json::Value = serde_json::from_str(text).unwrap();
+        assert_eq!(again, original);
+    }
+
+    #[test]
+    fn descriptor_problems() {
+        let ok = DmaDesc::copy("a", "b").from_ap([4], [1]).to_ap([4], [1]);
+        assert_eq!(ok.problem(), None);
+        assert!(ok.clone().op("xor").problem().unwrap().contains("Unknown"));
+        let zero = DmaDesc::copy("a", "b").from_ap([0], [1]);
+        assert!(zero.problem().unwrap().contains("Size cannot be 0"));
+        let uneven = DmaDesc::copy("a", "b").to_ap([4, 2], [1]);
+        assert!(uneven.problem().unwrap().contains("to_steps"));
+    }
+}

@@ -1,0 +1,195 @@
+//! Engines and their `sgNN/<eng>.json` manifests (spec §4.5).
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use super::dma::DmaBlock;
+use super::{extra_keys, Extra, Manifest};
+
+/// A NeuronCore engine, in the runtime's `NEURON_ENG_NAMES` order. The names
+/// are what def.json keys and DMA queue `owner`s use
+/// (`al_hal_tpb_get_tpb_eng_type_from_str`, exact strcmp).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Engine {
+    /// `pe` (0): the PE array.
+    Pe,
+    /// `act` (1): activation.
+    Act,
+    /// `pool` (2): pooling / GPSIMD.
+    Pool,
+    /// `dve` (3): the vector engine.
+    Dve,
+    /// `sp` (4): the sync processor.
+    Sp,
+}
+
+impl Engine {
+    /// Every engine in the runtime's loop order: pe, act, pool, dve, sp.
+    pub const ALL: [Engine; 5] = [
+        Engine::Pe,
+        Engine::Act,
+        Engine::Pool,
+        Engine::Dve,
+        Engine::Sp,
+    ];
+
+    /// The lower-case name (`pe`, `act`, `pool`, `dve`, `sp`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Engine::Pe => "pe",
+            Engine::Act => "act",
+            Engine::Pool => "pool",
+            Engine::Dve => "dve",
+            Engine::Sp => "sp",
+        }
+    }
+
+    /// The runtime's engine type number (pe 0 … sp 4).
+    pub fn index(self) -> u32 {
+        self as u32
+    }
+
+    /// The engine the runtime's strcmp finds for `text`, if any (exact, lower case).
+    pub fn parse_runtime(text: &str) -> Option<Engine> {
+        Engine::ALL.into_iter().find(|e| e.as_str() == text)
+    }
+
+    /// Bytes per instruction slot: 8 for SP, 64 for the others (spec §4.5).
+    pub fn slot_size(self) -> u64 {
+        match self {
+            Engine::Sp => 8,
+            _ => 64,
+        }
+    }
+}
+
+impl fmt::Display for Engine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A name that is not one of `pe`, `act`, `pool`, `dve`, `sp`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown engine {0:?}: expected pe, act, pool, dve or sp")]
+pub struct UnknownEngine(pub String);
+
+impl FromStr for Engine {
+    type Err = UnknownEngine;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Engine::parse_runtime(s).ok_or_else(|| UnknownEngine(s.to_string()))
+    }
+}
+
+impl Serialize for Engine {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Engine {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl schemars::JsonSchema for Engine {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Engine".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A NeuronCore engine: pe, act, pool, dve or sp.",
+            "type": "string",
+            "enum": ["pe", "act", "pool", "dve", "sp"]
+        })
+    }
+}
+
+/// `sgNN/<eng>.json`: one engine's program. File names inside are resolved
+/// relative to the subgraph folder.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct EngineJson {
+    /// The instruction stream member (`"pe.bin"`), headerless: 64-byte slots
+    /// (SP: 8-byte), at most 0xFFFFFFFF bytes; an empty stream is valid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instr: Option<String>,
+    /// DMA blocks this engine triggers (spec §4.4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dma: Option<Vec<DmaBlock>>,
+    /// A label; the fixture uses `"<eng>_array_json"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// ACT only: the activation semaphore (fixture 9).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub act_semaphore: Option<u64>,
+    /// ACT only: an info member name (fixture `"act_info.json"`, absent from the NEFF).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub act_info: Option<String>,
+    /// Every other key (`activation_function_sets`, `profile_meta_data`,
+    /// `dve_tables`, …), kept as it is.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+extra_keys!(EngineJson);
+
+impl Manifest for EngineJson {
+    const SCHEMA_NAME: &'static str = "engine";
+}
+
+impl EngineJson {
+    /// The shape the fixture and the producer write for `engine`:
+    /// `{"dma": [], "instr": "<eng>.bin", "name": "<eng>_array_json"}`.
+    pub fn for_engine(engine: Engine) -> EngineJson {
+        EngineJson {
+            instr: Some(format!("{engine}.bin")),
+            dma: Some(Vec::new()),
+            name: Some(format!("{engine}_array_json")),
+            ..EngineJson::default()
+        }
+    }
+
+    /// Sets the instruction member name.
+    pub fn instr(mut self, member: impl Into<String>) -> Self {
+        self.instr = Some(member.into());
+        self
+    }
+
+    /// Appends a DMA block.
+    pub fn dma_block(mut self, block: DmaBlock) -> Self {
+        self.dma.get_or_insert_with(Vec::new).push(block);
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engine_names() {
+        for e in Engine::ALL {
+            assert_eq!(e.as_str().parse::<Engine>().unwrap(), e);
+        }
+        assert!(
+            "PE".parse::<Engine>().is_err(),
+            "the runtime compares exactly"
+        );
+        assert_eq!(Engine::Dve.index(), 3);
+        assert_eq!(Engine::Sp.slot_size(), 8);
+    }
+
+    #[test]
+    fn fixture_shape_is_63_bytes() {
+        let pe = EngineJson::for_engine(Engine::Pe).to_vec_pretty().unwrap();
+        assert_eq!(pe.len(), 63, "spec §7: pe.json is 63 bytes");
+        let dve = EngineJson::for_engine(Engine::Dve).to_vec_pretty().unwrap();
+        assert_eq!(dve.len(), 65);
+    }
+}
