@@ -138,6 +138,22 @@ pub fn model_files(replace: &[(&str, &[u8])]) -> Vec<(String, Vec<u8>)> {
     files
 }
 
+/// [`model_files`] with some members left out.
+pub fn model_files_without(replace: &[(&str, &[u8])], remove: &[&str]) -> Vec<(String, Vec<u8>)> {
+    let mut files = model_files(replace);
+    files.retain(|(n, _)| !remove.contains(&n.as_str()));
+    files
+}
+
+/// A pkg-2 NEFF of any member list.
+pub fn neff_of(files: &[(String, Vec<u8>)]) -> Vec<u8> {
+    let refs: Vec<(&str, &[u8])> = files
+        .iter()
+        .map(|(n, d)| (n.as_str(), d.as_slice()))
+        .collect();
+    neff_with_payload(2, &gzip(&tar_of(&refs)))
+}
+
 /// The tar entries of [`model_files`], without end blocks.
 pub fn model_entries(replace: &[(&str, &[u8])]) -> Vec<u8> {
     let mut out = Vec::new();

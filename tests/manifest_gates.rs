@@ -1,0 +1,857 @@
+//! One negative test per manifest gate (G13–G31), asserting the runtime's
+//! status and message under the right profile and the legacy override where
+//! it applies; plus positive loads per arch.
+
+mod common;
+
+use common::*;
+use neff::loader::{load_buffer, Report, RuntimeProfile};
+use neff::schema::Arch;
+use serde_json::{json, Value};
+
+fn on(arch: Arch, bytes: &[u8]) -> Report {
+    load_buffer(Some(bytes), &RuntimeProfile::for_arch(arch)).report
+}
+
+fn legacy(arch: Arch, bytes: &[u8]) -> Report {
+    let profile = RuntimeProfile {
+        allow_legacy_neff: true,
+        ..RuntimeProfile::for_arch(arch)
+    };
+    load_buffer(Some(bytes), &profile).report
+}
+
+#[track_caller]
+fn refused(r: &Report, gate: &str, status: i64, message: &str) {
+    assert!(!r.accepted, "{r:#?}");
+    assert_eq!(r.gate.as_deref(), Some(gate), "{r:#?}");
+    assert_eq!(r.status, status, "{r:#?}");
+    assert_eq!(r.message.as_deref(), Some(message), "{r:#?}");
+}
+
+#[track_caller]
+fn accepted(r: &Report) {
+    assert!(r.accepted, "{r:#?}");
+}
+
+fn edit(text: &str, f: impl FnOnce(&mut Value)) -> Vec<u8> {
+    let mut v: Value = serde_json::from_str(text).unwrap();
+    f(&mut v);
+    serde_json::to_vec_pretty(&v).unwrap()
+}
+
+/// The minimal model with def.json edited.
+fn with_def(f: impl FnOnce(&mut Value)) -> Vec<u8> {
+    model_neff(&[("sg00/def.json", &edit(DEF_JSON, f))])
+}
+
+/// The minimal model with neff.json edited.
+fn with_nn(f: impl FnOnce(&mut Value)) -> Vec<u8> {
+    model_neff(&[("neff.json", &edit(NEFF_JSON, f))])
+}
+
+/// The minimal model with the KELF descriptor edited.
+fn with_kelf(f: impl FnOnce(&mut Value)) -> Vec<u8> {
+    model_neff(&[("kelf-0.json", &edit(KELF_JSON, f))])
+}
+
+fn ucode_lib(library: &str) -> Value {
+    json!({"library": library, "ulib_to_ucode_version": "1.21.1.0", "cpu_id": 0, "total_cpus": 8,
+           "functions": [{"name": "f0", "opcode": 133, "sub_opcode": 0}]})
+}
+
+/// The minimal model with ucode libs (and their library members).
+fn with_ucode(libs: Vec<Value>, members: &[&str]) -> Vec<u8> {
+    let def = edit(DEF_JSON, |d| d["ucode_lib"] = Value::Array(libs));
+    let mut replace: Vec<(String, Vec<u8>)> = vec![("sg00/def.json".into(), def)];
+    for m in members {
+        replace.push((format!("sg00/{m}"), b"\x7fELF".to_vec()));
+    }
+    let refs: Vec<(&str, &[u8])> = replace
+        .iter()
+        .map(|(n, d)| (n.as_str(), d.as_slice()))
+        .collect();
+    model_neff(&refs)
+}
+
+#[test]
+fn the_minimal_model_loads_on_every_arch_without_warnings() {
+    for arch in Arch::ALL {
+        let r = on(arch, &valid_neff());
+        accepted(&r);
+        assert!(r.warnings.is_empty(), "{arch}: {:?}", r.warnings);
+        assert_eq!(
+            r.tiers_run,
+            ["container", "manifests", "sections", "staging"]
+        );
+    }
+}
+
+#[test]
+fn a_named_target_loads_on_its_arch_only() {
+    for (target, arch) in [
+        ("sunda", Arch::Sunda),
+        ("v3", Arch::Cayman),
+        ("mariana", Arch::Mariana),
+        ("", Arch::Sunda),
+    ] {
+        let n = with_kelf(|k| k["target"] = json!(target));
+        for instance in Arch::ALL {
+            let r = on(instance, &n);
+            assert_eq!(
+                r.accepted,
+                instance == arch,
+                "target {target:?} on {instance}: {r:#?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn g13_neff_json_missing() {
+    let n = neff_of(&model_files_without(&[], &["neff.json"]));
+    refused(
+        &on(Arch::Cayman, &n),
+        "G13",
+        2,
+        "Invalid NN: t, neff.json is missing",
+    );
+    // kelp.json is the runtime's fallback name.
+    let mut files = model_files_without(&[], &["neff.json"]);
+    files.push(("kelp.json".into(), NEFF_JSON.as_bytes().to_vec()));
+    accepted(&on(Arch::Cayman, &neff_of(&files)));
+}
+
+#[test]
+fn g14_neff_json_structure() {
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (
+            with_nn(|v| {
+                v.as_object_mut().unwrap().remove("heads");
+            }),
+            "Missing required fields in NEFF JSON",
+        ),
+        (
+            with_nn(|v| {
+                v["attrs"].as_object_mut().unwrap().remove("shape");
+            }),
+            "Missing dltype or shape in attrs",
+        ),
+        (
+            with_nn(|v| v["attrs"]["dltype"] = json!("float32")),
+            "Invalid dltype data format",
+        ),
+        (
+            with_nn(|v| v["attrs"]["shape"] = json!({})),
+            "Invalid shape data format",
+        ),
+        (
+            with_nn(|v| v["node_row_ptr"] = json!([7, 8, 9])),
+            "EID 7 out of bounds for dtypes/shapes",
+        ),
+        (
+            with_nn(|v| v["heads"] = json!([[5, 0, 0]])),
+            "Output node ID 5 out of bounds",
+        ),
+        (
+            with_nn(|v| v["attrs"]["shape"][1][0] = json!(vec![1; 33])),
+            "Too many dimensions (33)",
+        ),
+        (
+            with_nn(|v| v["nodes"][1]["attrs"]["func_name"] = json!("main")),
+            "No KELF node found in NEFF JSON",
+        ),
+        (
+            with_nn(|v| {
+                v["nodes"][1]["attrs"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("kelf");
+            }),
+            "KELF node found but missing 'kelf' attribute",
+        ),
+        (
+            with_nn(|v| v["nodes"][1]["attrs"]["kelf"] = json!(7)),
+            "KELF attribute is not a string",
+        ),
+    ];
+    for (n, message) in cases {
+        refused(&on(Arch::Cayman, &n), "G14", 2, message);
+    }
+    let r = on(
+        Arch::Cayman,
+        &model_neff(&[("neff.json", b"{\"nodes\": [")]),
+    );
+    assert_eq!(r.gate.as_deref(), Some("G14"));
+    assert!(r.message.unwrap().starts_with("Failed to parse neff.json"));
+    // The producer's op "__kelf" node is accepted only in lenient mode.
+    let n = with_nn(|v| {
+        v["nodes"][1]["op"] = json!("__kelf");
+        v["nodes"][1]["attrs"]["func_name"] = json!("0");
+    });
+    refused(
+        &on(Arch::Cayman, &n),
+        "G14",
+        2,
+        "No KELF node found in NEFF JSON",
+    );
+    let lenient = RuntimeProfile {
+        lenient_kelf_node: true,
+        ..RuntimeProfile::default()
+    };
+    accepted(&load_buffer(Some(&n), &lenient).report);
+}
+
+#[test]
+fn g15_kelf_descriptor() {
+    refused(
+        &on(Arch::Cayman, &with_kelf(|k| k["version"] = json!("05"))),
+        "G15",
+        2,
+        "invalid string (.) in 05",
+    );
+    let n = with_nn(|v| v["nodes"][1]["attrs"]["kelf"] = json!("kelf-9.json"));
+    refused(
+        &on(Arch::Cayman, &n),
+        "G15",
+        2,
+        "Failed to find KELF kelf-9.json in NEFF",
+    );
+}
+
+#[test]
+fn g16_unknown_target() {
+    refused(
+        &on(Arch::Cayman, &with_kelf(|k| k["target"] = json!("trn2"))),
+        "G16",
+        2,
+        "Invalid target 'trn2'",
+    );
+    refused(
+        &on(Arch::Cayman, &with_kelf(|k| k["target"] = json!("Cayman"))),
+        "G16",
+        2,
+        "Invalid target 'Cayman'",
+    );
+}
+
+#[test]
+fn g17_arch_mismatch_and_the_legacy_override() {
+    let n = with_kelf(|k| k["target"] = json!("cayman"));
+    let r = on(Arch::Sunda, &n);
+    refused(&r, "G17", 2, "Loading a NEFF compiled for a different arch is not allowed, NEFF arch: v3, instance arch: v2");
+    assert_eq!(r.error_cause.as_deref(), Some("NEFF_ARCH_INCOMPAT"));
+    assert!(r.detail.unwrap().contains("NEURON_RT_ALLOW_LEGACY_NEFF=1"));
+    let r = legacy(Arch::Sunda, &n);
+    accepted(&r);
+    assert!(
+        r.warnings.contains(
+            &"Loading a NEFF compiled for a different arch, NEFF arch: v3, instance arch: v2"
+                .to_string()
+        ),
+        "{r:#?}"
+    );
+}
+
+#[test]
+fn g18_repeated_graph_name_asserts() {
+    let n = with_kelf(
+        |k| k["graphs"] = json!([{"definition": "sg00/def.json", "name": "sg00"}, {"definition": "sg00/def.json", "name": "sg00"}]),
+    );
+    let r = on(Arch::Cayman, &n);
+    refused(&r, "G18", 134, "/opt/workspace/KaenaRuntime/kelf/kelf.cpp:217: Assertion `graphs.count(name) == 1' failed.");
+    assert_eq!(r.status_name, "ABORT");
+}
+
+#[test]
+fn g19_variables() {
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (
+            with_def(|d| {
+                d.as_object_mut().unwrap().remove("var");
+            }),
+            "Failed to parse, key: var",
+        ),
+        (
+            with_def(|d| {
+                d["var"]["x"].as_object_mut().unwrap().remove("type");
+            }),
+            "Failed to parse, key: type",
+        ),
+        (
+            with_def(|d| {
+                d["var"]["x"].as_object_mut().unwrap().remove("var_id");
+            }),
+            "missing <var_id>",
+        ),
+        (
+            with_def(|d| d["var"]["x"]["alignment"] = json!(3)),
+            "alignment provided not power of 2. alignment=3",
+        ),
+        (
+            with_def(|d| {
+                d["var"]["x"].as_object_mut().unwrap().remove("size");
+            }),
+            "Failed to parse, key: size",
+        ),
+        (
+            with_def(|d| d["var"]["p"] = json!({"type": "pointer", "var_id": 2, "size": 4})),
+            "Invalid pointer size 4 for p, must be 8",
+        ),
+        (
+            with_def(|d| d["var"]["l"] = json!({"type": "list", "var_id": 2, "list": ["a"]})),
+            "Failed to parse, key: list",
+        ),
+        (
+            with_def(|d| {
+                d["var"]["w"] = json!({"type": "file", "var_id": 2, "file_name": "w.bin"})
+            }),
+            "Failed to load weights file sg00/w.bin",
+        ),
+        (
+            with_def(|d| d["var"]["z"] = json!({"type": "weird", "var_id": 2})),
+            "Unknown variable type weird",
+        ),
+    ];
+    for (n, message) in cases {
+        refused(&on(Arch::Cayman, &n), "G19", 2, message);
+    }
+    // Weights: .npy must start with the numpy magic; raw .bin is free.
+    let def = edit(DEF_JSON, |d| {
+        d["var"]["w"] = json!({"type": "file", "var_id": 2, "file_name": "w.npy"});
+        d["var"]["b"] = json!({"type": "file", "var_id": 3, "file_name": "b.bin"});
+    });
+    let bad = model_neff(&[
+        ("sg00/def.json", &def),
+        ("sg00/w.npy", b"NUMPY..."),
+        ("sg00/b.bin", b"raw"),
+    ]);
+    refused(
+        &on(Arch::Cayman, &bad),
+        "G19",
+        2,
+        "NUMPY sg00/w.npy bad header 554e != 0x4e93",
+    );
+    let good = model_neff(&[
+        ("sg00/def.json", &def),
+        ("sg00/w.npy", b"\x93NUMPY\x01\x00\x00\x00"),
+        ("sg00/b.bin", b"raw"),
+    ]);
+    accepted(&on(Arch::Cayman, &good));
+}
+
+#[test]
+fn g20_dense_ids_and_an_output() {
+    let n = with_def(|d| d["var"]["y"]["var_id"] = json!(5));
+    refused(
+        &on(Arch::Cayman, &n),
+        "G20a",
+        2,
+        "Unexpected var_ids set! max=5, size=2",
+    );
+    let relaxed = RuntimeProfile {
+        check_var_ids: false,
+        ..RuntimeProfile::default()
+    };
+    accepted(&load_buffer(Some(&n), &relaxed).report);
+    let n = with_def(|d| d["var"]["y"]["type"] = json!("tmp-buf"));
+    refused(
+        &on(Arch::Cayman, &n),
+        "G20b",
+        2,
+        "Invalid NEFF: graph sg00/def.json has no Outputs",
+    );
+}
+
+#[test]
+fn g21_dma_queues() {
+    let q = |v: Value| with_def(|d| d["dma_queue"] = json!({"q0": v}));
+    refused(
+        &on(Arch::Cayman, &q(json!({"owner": "gpu", "type": "in"}))),
+        "G21a",
+        2,
+        "Invalid owner 'gpu' for DMA queue q0",
+    );
+    refused(
+        &on(Arch::Cayman, &q(json!({"owner": "pool"}))),
+        "G21b",
+        2,
+        "missing <type> in q0",
+    );
+    refused(
+        &on(
+            Arch::Cayman,
+            &q(json!({"owner": "pool", "type": "sideways"})),
+        ),
+        "G21b",
+        2,
+        "Invalid DMA queue type 'sideways' for q0",
+    );
+    refused(
+        &on(
+            Arch::Cayman,
+            &q(json!({"owner": "pool", "type": "out", "num_queues": 2})),
+        ),
+        "G21c",
+        2,
+        "Invalid Neff: Queue set instances are not supported for output queues (q0)",
+    );
+    let sems: Vec<u64> = (0..33).collect();
+    refused(
+        &on(
+            Arch::Cayman,
+            &q(json!({"owner": "pool", "type": "data", "semaphore_set": sems})),
+        ),
+        "G21d",
+        2,
+        "Runtime supports maximum of 32 semaphores per queue set, found: 33",
+    );
+    let two = with_def(
+        |d| d["dma_queue"] = json!({"a": {"owner": "act", "type": "act_load"}, "b": {"owner": "act", "type": "act_load"}}),
+    );
+    assert_eq!(on(Arch::Cayman, &two).gate.as_deref(), Some("G21d"));
+    accepted(&on(
+        Arch::Cayman,
+        &q(json!({"owner": "pool", "type": "data", "num_queues": 4, "semaphore": 3})),
+    ));
+}
+
+#[test]
+fn g22_collectives_sections() {
+    refused(
+        &on(
+            Arch::Cayman,
+            &with_def(|d| d["replica_groups"] = json!([["a"]])),
+        ),
+        "G22",
+        2,
+        "Failed to parse replica_groups",
+    );
+    refused(
+        &on(
+            Arch::Cayman,
+            &with_def(|d| d["src_target_pairs"] = json!([[0, 1, 2]])),
+        ),
+        "G22",
+        2,
+        "Failed to parse src_target_pairs",
+    );
+    accepted(&on(
+        Arch::Cayman,
+        &with_def(|d| {
+            d["replica_groups"] = json!([[[0, 1], [2, 3]]]);
+            d["src_target_pairs"] = json!([[0, 1], [1, 0]]);
+        }),
+    ));
+}
+
+#[test]
+fn g23_ext_isa_op_limit() {
+    let f: Vec<Value> = (0..19)
+        .map(|i| json!({"name": format!("op{i}"), "opcode": i}))
+        .collect();
+    let n = with_def(|d| d["ext_isa_ucode_lib_def"] = json!({"functions": f}));
+    refused(
+        &on(Arch::Cayman, &n),
+        "G23",
+        2,
+        "Number of ExtISA Op trying to load 19 exceeds the maximum 18",
+    );
+}
+
+#[test]
+fn g24_ucode_libraries() {
+    let lib = |f: &dyn Fn(&mut Value)| {
+        let mut l = ucode_lib("lib.so");
+        f(&mut l);
+        with_ucode(vec![l], &["lib.so"])
+    };
+    refused(
+        &on(
+            Arch::Cayman,
+            &lib(&|l| {
+                l.as_object_mut().unwrap().remove("ulib_to_ucode_version");
+            }),
+        ),
+        "G24a",
+        2,
+        "Missing GPSIMD lib version!",
+    );
+    refused(
+        &on(
+            Arch::Cayman,
+            &lib(&|l| l["ulib_to_ucode_version"] = json!("2.0.0.0")),
+        ),
+        "G24b",
+        2,
+        "Mismatch between GPSIMD lib version and NRT version!",
+    );
+    let r = on(
+        Arch::Cayman,
+        &lib(&|l| l["ulib_to_ucode_version"] = json!("x.1")),
+    );
+    refused(
+        &r,
+        "G24b",
+        2,
+        "Mismatch between GPSIMD lib version and NRT version!",
+    );
+    assert!(r.warnings.contains(
+        &"GPSIMD lib: Failed to parse GPSIMD lib version string! Version: x.1".to_string()
+    ));
+    refused(
+        &on(Arch::Cayman, &lib(&|l| l["total_cpus"] = json!(4))),
+        "G24c",
+        2,
+        "UCode Library lib.so has invalid number of total cpus 4",
+    );
+    let r = on(Arch::Cayman, &lib(&|l| l["cpu_id"] = json!(1)));
+    refused(&r, "G24d", 134, "/opt/workspace/KaenaRuntime/kelf/kelf2kbin.cpp:1681: NRT_STATUS parse_one_ucode_lib(const neff_t*, mla_resources&, const std::string&, simdjson::dom::element&): Assertion `cpu_id == 0' failed.");
+    refused(
+        &on(
+            Arch::Cayman,
+            &with_ucode(vec![ucode_lib("lib.so"), ucode_lib("lib.so")], &["lib.so"]),
+        ),
+        "G24e",
+        2,
+        "UCode Library lib.so has already been added",
+    );
+    refused(
+        &on(Arch::Cayman, &with_ucode(vec![ucode_lib("lib.so")], &[])),
+        "G24f",
+        2,
+        "Failed to load ucode library sg00/lib.so",
+    );
+    // A valid library; the ABI is a knob.
+    let ok = lib(&|_| {});
+    let r = on(Arch::Cayman, &ok);
+    accepted(&r);
+    assert!(r
+        .warnings
+        .iter()
+        .any(|w| w.contains("not yet entirely stable")));
+    let newer = RuntimeProfile {
+        ucode_abi: "2.0.0.0".into(),
+        ..RuntimeProfile::default()
+    };
+    assert_eq!(
+        load_buffer(Some(&ok), &newer).report.gate.as_deref(),
+        Some("G24b")
+    );
+}
+
+#[test]
+fn g25_statebuffer_reservation() {
+    let carveout = |kind: &str| json!([{"type": kind, "offset": 0x37FF8, "size": 8, "base_partition": 0, "partitions": 128}]);
+    let n = with_def(|d| d["runtime_statebuffer_reservation"] = carveout("evaccel"));
+    refused(
+        &on(Arch::Cayman, &n),
+        "G25a",
+        2,
+        "Invalid runtime_statebuffer_reservation type evaccel",
+    );
+
+    const FATAL: &str = "Missing or corrupted runtime_statebuffer_reservation field in def.json and NEURON_RT_ALLOW_LEGACY_NEFF=1 is not set. Potentially a legacy neff without proper compiler support";
+    let missing = with_def(|d| {
+        d.as_object_mut()
+            .unwrap()
+            .remove("runtime_statebuffer_reservation");
+    });
+    // "*" resolves to the instance: fatal on Cayman, fine elsewhere.
+    refused(&on(Arch::Cayman, &missing), "G25b", 2, FATAL);
+    accepted(&on(Arch::Sunda, &missing));
+    accepted(&on(Arch::Mariana, &missing));
+    let r = legacy(Arch::Cayman, &missing);
+    accepted(&r);
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("NEURON_RT_ALLOW_LEGACY_NEFF=1")),
+        "{r:#?}"
+    );
+    let corrupt = with_def(|d| d["runtime_statebuffer_reservation"] = json!({"type": "evtaccel"}));
+    refused(&on(Arch::Cayman, &corrupt), "G25b", 2, FATAL);
+    accepted(&on(
+        Arch::Cayman,
+        &with_def(|d| d["runtime_statebuffer_reservation"] = carveout("evtaccel")),
+    ));
+}
+
+#[test]
+fn g26_dma_blocks() {
+    let block =
+        |desc: Value| with_def(|d| d["dma"] = json!([{"queue": "q", "id": 0, "desc": [desc]}]));
+    refused(
+        &on(Arch::Cayman, &block(json!({"op": "xor"}))),
+        "G26",
+        2,
+        "Unknown dma operation: xor",
+    );
+    refused(
+        &on(
+            Arch::Cayman,
+            &block(json!({"from_sizes": [0, 1], "from_steps": [1, 1]})),
+        ),
+        "G26",
+        2,
+        "Size cannot be 0",
+    );
+    refused(
+        &on(
+            Arch::Cayman,
+            &block(json!({"op": "add", "from_sizes": [4], "from_steps": [1]})),
+        ),
+        "G26",
+        2,
+        "Invalid cce desc ap without dtype",
+    );
+    refused(
+        &on(
+            Arch::Cayman,
+            &block(json!({"from_sizes": [4, 1], "from_steps": [1]})),
+        ),
+        "G26",
+        2,
+        "invalid dma block: from_sizes and from_steps differ in length",
+    );
+    refused(
+        &on(
+            Arch::Cayman,
+            &block(json!({"scale": 2.0, "scale_dtype": "float16"})),
+        ),
+        "G26",
+        2,
+        "invalid dma block: scale_dtype must be float32",
+    );
+    accepted(&on(
+        Arch::Cayman,
+        &block(
+            json!({"op": "add", "_dtype": "float32", "from": "x", "to": "y", "from_sizes": [4, 1], "from_steps": [1, 4], "to_sizes": [4, 1], "to_steps": [1, 4]}),
+        ),
+    ));
+    // Engine files' blocks go through the same checks.
+    let pool = br#"{"dma": [{"queue": "q", "desc": [{"op": "nop"}]}], "instr": "pool.bin"}"#;
+    refused(
+        &on(Arch::Cayman, &model_neff(&[("sg00/pool.json", pool)])),
+        "G26",
+        2,
+        "Unknown dma operation: nop",
+    );
+}
+
+#[test]
+fn g27_engines() {
+    // A missing engine key is only a warning.
+    let n = with_def(|d| {
+        d.as_object_mut().unwrap().remove("dve");
+    });
+    let r = on(Arch::Cayman, &n);
+    accepted(&r);
+    assert!(
+        r.warnings
+            .contains(&"Engine dve not found in NEFF t, using empty placeholder".to_string()),
+        "{r:#?}"
+    );
+    let n = neff_of(&model_files_without(&[], &["sg00/act.json"]));
+    refused(
+        &on(Arch::Cayman, &n),
+        "G27",
+        2,
+        "Failed to find engine file sg00/act.json in NEFF",
+    );
+    let n = model_neff(&[("sg00/act.json", br#"{"dma": []}"#)]);
+    refused(
+        &on(Arch::Cayman, &n),
+        "G27",
+        2,
+        "missing <instr> in sg00/act.json",
+    );
+    let n = neff_of(&model_files_without(&[], &["sg00/sp.bin"]));
+    refused(
+        &on(Arch::Cayman, &n),
+        "G27",
+        2,
+        "Failed to load instruction file sg00/sp.bin",
+    );
+}
+
+#[test]
+fn g27_instruction_streams_over_4_gib_are_refused() {
+    use neff::writer::gzip_writer::GzipWriter;
+    use std::io::Write;
+    const SIZE: u64 = (1 << 32) + 64;
+    let zeros = vec![0u8; 1 << 20];
+    let pe = br#"{"dma": [], "instr": "big.bin"}"#;
+    let mut gz = GzipWriter::new(Vec::new(), 1).unwrap();
+    gz.write_all(&model_entries(&[("sg00/pe.json", pe)]))
+        .unwrap();
+    gz.write_all(&tar_header(b"sg00/big.bin", b'0', &size_field(SIZE)))
+        .unwrap();
+    for _ in 0..SIZE >> 20 {
+        gz.write_all(&zeros).unwrap();
+    }
+    gz.write_all(&[0u8; 64 + 448 + 1024]).unwrap();
+    let n = neff_with_payload(2, &gz.finish().unwrap());
+    refused(
+        &on(Arch::Cayman, &n),
+        "G27",
+        2,
+        "Instruction size 4294967360 for sg00/big.bin exceeds maximum supported size 4294967295",
+    );
+}
+
+#[test]
+fn g28_cannot_fire_every_target_resolves_to_a_real_arch() {
+    // gen_kbin refuses target 0, but parse_target never produces 0: every
+    // accepted spelling resolves to SUNDA, CAYMAN or MARIANA on every instance.
+    for text in ["sunda", "v2", "cayman", "v3", "mariana", "v4", "*", ""] {
+        let target = neff::schema::Target::parse_runtime(text).unwrap();
+        for instance in Arch::ALL {
+            assert_ne!(target.resolve(instance).ordinal(), 0);
+        }
+    }
+}
+
+/// The minimal model with `n` graphs (each a copy of sg00 after `replace`)
+/// and the header's vnc_size set.
+fn graphs(n: usize, vnc_size: u32, replace: &[(&str, &[u8])]) -> Vec<u8> {
+    let list: Vec<Value> = (0..n)
+        .map(|i| json!({"definition": format!("sg{i:02}/def.json"), "name": format!("sg{i:02}")}))
+        .collect();
+    let kelf = edit(KELF_JSON, |k| k["graphs"] = Value::Array(list));
+    let mut replace = replace.to_vec();
+    replace.push(("kelf-0.json", &kelf));
+    let mut files = model_files(&replace);
+    let sg00: Vec<(String, Vec<u8>)> = files
+        .iter()
+        .filter(|(n, _)| n.starts_with("sg00/"))
+        .cloned()
+        .collect();
+    for i in 1..n {
+        for (name, data) in &sg00 {
+            files.push((name.replacen("sg00", &format!("sg{i:02}"), 1), data.clone()));
+        }
+    }
+    let mut neff = neff_of(&files);
+    neff[0x228..0x22C].copy_from_slice(&vnc_size.to_le_bytes());
+    let payload = neff[1024..].to_vec();
+    set_hash(&mut neff, 2, &payload);
+    neff
+}
+
+#[test]
+fn g29_graphs_must_fit_the_virtual_core() {
+    refused(
+        &on(Arch::Cayman, &graphs(2, 1, &[])),
+        "G29a",
+        2,
+        "Insufficient number of pncs, required 2, available 1",
+    );
+    let r = on(Arch::Cayman, &graphs(2, 4, &[]));
+    refused(&r, "G29b", 134, "/opt/workspace/KaenaRuntime/kelf/dlr_kelf.cpp:167: Assertion `nkbin == 1 || nkbin == vtpb_core_size' failed.");
+    accepted(&on(Arch::Cayman, &graphs(2, 2, &[])));
+    accepted(&on(Arch::Cayman, &graphs(1, 4, &[])));
+    // With feature bit 0x400 the runtime's configured virtual core size decides.
+    let mut n = graphs(2, 2, &[]);
+    n[0x220..0x228].copy_from_slice(&0x400u64.to_le_bytes());
+    let from_config = |size| RuntimeProfile {
+        virtual_core_size: Some(size),
+        ..RuntimeProfile::default()
+    };
+    assert_eq!(
+        load_buffer(Some(&n), &from_config(1))
+            .report
+            .gate
+            .as_deref(),
+        Some("G29a")
+    );
+    accepted(&load_buffer(Some(&n), &from_config(2)).report);
+}
+
+#[test]
+fn g30_evtaccel_carveout_on_cayman() {
+    let carveout = |offset: u64, size: u64, base: u64, parts: u64| {
+        with_def(
+            |d| d["runtime_statebuffer_reservation"] = json!([{"type": "evtaccel", "offset": offset, "size": size, "base_partition": base, "partitions": parts}]),
+        )
+    };
+    refused(
+        &on(Arch::Cayman, &carveout(0x37FF8, 8, 1, 128)),
+        "G30",
+        2,
+        "Event Accel carveout SB partition must start at 0. Got 1",
+    );
+    refused(
+        &on(Arch::Cayman, &carveout(0x37FF8, 8, 0, 64)),
+        "G30",
+        2,
+        "Event Accel carveout SB partition count must be 128. Got 64",
+    );
+    refused(
+        &on(Arch::Cayman, &carveout(0x1000, 8, 0, 128)),
+        "G30",
+        2,
+        "Event Accel carveout SB partition offset must start at 0x37ff8. Got 0x1000",
+    );
+    refused(
+        &on(Arch::Cayman, &carveout(0x37FF8, 16, 0, 128)),
+        "G30",
+        2,
+        "Event Accel carveout SB size must be 8. Got 16",
+    );
+    // Checked on Cayman instances only; the offset is a knob.
+    accepted(&on(Arch::Sunda, &carveout(0x1000, 8, 0, 128)));
+    let other = RuntimeProfile {
+        evtaccel_offset: 0x1000,
+        ..RuntimeProfile::default()
+    };
+    accepted(&load_buffer(Some(&carveout(0x1000, 8, 0, 128)), &other).report);
+}
+
+#[test]
+fn g31_ucode_staging_caps() {
+    let lib = |names: Vec<String>| {
+        let f: Vec<Value> = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| json!({"name": n, "opcode": 133, "sub_opcode": i}))
+            .collect();
+        let mut l = ucode_lib("lib.so");
+        l["functions"] = Value::Array(f);
+        l
+    };
+    let many = |n: usize| (0..n).map(|i| format!("f{i}")).collect::<Vec<_>>();
+    refused(
+        &on(Arch::Cayman, &with_ucode(vec![lib(many(29))], &["lib.so"])),
+        "G31",
+        2,
+        "Number of ucode functions: 29 per core exceeded the maximum allowed 28",
+    );
+    accepted(&on(
+        Arch::Cayman,
+        &with_ucode(vec![lib(many(28))], &["lib.so"]),
+    ));
+    let long = "n".repeat(65);
+    refused(
+        &on(
+            Arch::Cayman,
+            &with_ucode(vec![lib(vec![long.clone()])], &["lib.so"]),
+        ),
+        "G31",
+        2,
+        &format!("ucode function name ({long}) is too long.  Max length = 64"),
+    );
+    // Four graphs of 25 functions: each core is within 28, the table is not within 97.
+    let def = edit(DEF_JSON, |d| d["ucode_lib"] = json!([lib(many(25))]));
+    let neff = graphs(
+        4,
+        4,
+        &[("sg00/def.json", &def), ("sg00/lib.so", b"\x7fELF")],
+    );
+    refused(
+        &on(Arch::Cayman, &neff),
+        "G31",
+        2,
+        "too many ucode functions in this table.  Max is 97. Add support for mid-neff reload?",
+    );
+}
