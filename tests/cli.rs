@@ -498,3 +498,69 @@ fn unpack_accepts_a_dot_slash_root_and_checks_everything_first() {
         "nothing is written before the check"
     );
 }
+
+#[test]
+fn inspect_json_describes_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("m.neff");
+    let r = neff(&[
+        "pack",
+        s(&example()),
+        "-o",
+        s(&out),
+        "--feature-bits",
+        "0x1000004",
+    ]);
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    let r = neff(&["inspect", s(&out), "--json"]);
+    assert_eq!(code(&r), 0);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&r)).unwrap();
+    assert_eq!(
+        v["feature_names"],
+        serde_json::json!(["neff_feature_custom_ops", "arch_level_40"])
+    );
+    let m = &v["model"];
+    assert_eq!(
+        (
+            m["kelf"].as_str(),
+            m["version"].as_str(),
+            m["target"].as_str()
+        ),
+        (Some("kelf-a.json"), Some("0.5"), Some("*"))
+    );
+    let g = &m["graphs"][0];
+    assert_eq!(g["name"], "sg00");
+    assert_eq!(g["inputs"][0]["name"], "input");
+    assert_eq!(g["inputs"][0]["var_id"], 0);
+    assert_eq!(g["inputs"][0]["size"], 128);
+    assert_eq!(g["inputs"][0]["shape"], serde_json::json!([1, 1, 1, 32]));
+    assert_eq!(g["outputs"][0]["var_id"], 2);
+    assert_eq!(g["queues"][0]["name"], "q_gradient_in");
+    assert_eq!(g["queues"][1]["type"], "out");
+    let engines: Vec<(String, Option<u64>)> = g["engines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["engine"].as_str().unwrap().to_string(),
+                e["instr_size"].as_u64(),
+            )
+        })
+        .collect();
+    assert_eq!(engines[0], ("pe".to_string(), Some(64)));
+    assert_eq!(engines[2], ("pool".to_string(), Some(192)));
+    assert!(m["unreferenced_members"]
+        .as_array()
+        .unwrap()
+        .contains(&"sg00/pe.asm".into()));
+    let missing: Vec<&str> = m["missing_references"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["member"].as_str().unwrap())
+        .collect();
+    assert_eq!(missing, ["sg00/wavegraph-bin.json", "sg00/act_info.json"]);
+    assert_eq!(v["verdict"]["accepted"], true);
+    assert_eq!(v["verdict"]["instance_arch"], "all");
+}

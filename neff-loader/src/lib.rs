@@ -19,6 +19,7 @@ pub mod digest;
 pub mod extract;
 pub mod gate;
 pub mod gzip_reader;
+pub mod inspect;
 pub mod json;
 pub mod manifests;
 pub mod model;

@@ -82,6 +82,10 @@ impl Report {
                 "REJECTED by {gate} ({} {}): {message}",
                 self.status, self.status_name
             ),
+            _ if self.instance_arch == "all" => format!(
+                "ACCEPTED on every targeted arch (tiers run: {})",
+                self.tiers_run.join(", ")
+            ),
             _ => format!(
                 "ACCEPTED on {} (tiers run: {})",
                 self.instance_arch,
