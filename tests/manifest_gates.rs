@@ -855,3 +855,79 @@ fn g31_ucode_staging_caps() {
         "too many ucode functions in this table.  Max is 97. Add support for mid-neff reload?",
     );
 }
+
+/// A small deterministic generator for the mutation smoke test.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn value(&mut self) -> Value {
+        match self.below(9) {
+            0 => Value::Null,
+            1 => json!(self.next() % 3 == 0),
+            2 => json!(self.next() % 40),
+            3 => json!(-((self.next() % 5) as i64)),
+            4 => json!(u64::MAX - self.next() % 3),
+            5 => json!(["a", 1, [2]]),
+            6 => json!({"type": "output", "var_id": 1}),
+            7 => json!("sg00/pe.bin"),
+            _ => json!(1.5e300),
+        }
+    }
+}
+
+/// Replaces a random node of `v` with a random value.
+fn mutate(v: &mut Value, rng: &mut Rng) {
+    let step = rng.below(3);
+    match v {
+        Value::Object(map) if !map.is_empty() && step > 0 => {
+            let key = map.keys().nth(rng.below(map.len())).cloned().unwrap();
+            mutate(map.get_mut(&key).unwrap(), rng);
+        }
+        Value::Array(items) if !items.is_empty() && step > 0 => {
+            let i = rng.below(items.len());
+            mutate(&mut items[i], rng);
+        }
+        _ => *v = rng.value(),
+    }
+}
+
+#[test]
+fn random_manifest_mutations_never_panic() {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let sources = [
+        ("neff.json", NEFF_JSON),
+        ("kelf-0.json", KELF_JSON),
+        ("sg00/def.json", DEF_JSON),
+    ];
+    let mut refused = 0;
+    for _ in 0..3000 {
+        let (member, text) = sources[rng.below(sources.len())];
+        let mut v: Value = serde_json::from_str(text).unwrap();
+        for _ in 0..1 + rng.below(3) {
+            mutate(&mut v, &mut rng);
+        }
+        let bytes = serde_json::to_vec(&v).unwrap();
+        let arch = Arch::ALL[rng.below(3)];
+        let r = on(arch, &model_neff(&[(member, &bytes)]));
+        assert_eq!(r.accepted, r.gate.is_none(), "{r:#?}");
+        if !r.accepted {
+            refused += 1;
+            assert!(r.message.is_some() && r.status != 0, "{r:#?}");
+        }
+    }
+    assert!(
+        refused > 300,
+        "mutations should often be refused: {refused}"
+    );
+}
