@@ -13,6 +13,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod builder;
 pub mod gzip_writer;
 pub mod hashing_writer;
 pub mod header_options;
@@ -20,6 +21,7 @@ pub mod member;
 pub mod packager;
 pub mod tar_writer;
 
+pub use builder::{Build, BuildError, Data, NeffBuilder};
 pub use header_options::{HeaderPatch, UuidChoice, DEFAULT_BUILD_VERSION};
 pub use member::{MemberName, MemberSource};
 pub use packager::{PackError, PackOptions, PackOutcome, Packager};

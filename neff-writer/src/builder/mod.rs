@@ -1,0 +1,599 @@
+//! A fluent builder for whole models: it writes the manifest chain (`neff.json`
+//! → `kelf-0.json` → `sgNN/def.json` → `sgNN/<eng>.json` → `.bin`, weights and
+//! ucode libraries) from a description of the subgraphs, then packs it with
+//! [`Packager`], whose read-back runs every loader gate.
+//!
+//! ```no_run
+//! use neff_schema::manifest::{Dtype, Engine};
+//! use neff_schema::Target;
+//! use neff_writer::builder::{NeffBuilder, Tensor, Weight};
+//!
+//! let outcome = NeffBuilder::new()
+//!     .name("m")
+//!     .target(Target::CAYMAN)
+//!     .subgraph("sg00", |sg| {
+//!         sg.input("x", Tensor::new(Dtype::Float32, [4]))
+//!             .output("y", Tensor::new(Dtype::Float32, [4]))
+//!             .tmp_buf("scratch", Tensor::bytes(64))
+//!             .weight("w", Weight::npy(std::path::PathBuf::from("w.npy")))
+//!             .instructions(Engine::Pe, vec![0u8; 64])
+//!     })
+//!     .write_to_path("m.neff".as_ref())?;
+//! println!("{}", outcome.report.summary());
+//! # Ok::<(), neff_writer::builder::BuildError>(())
+//! ```
+//!
+//! Two doors, as in wasm-encoder:
+//! * **checked** (the default): [`NeffBuilder::build`] refuses what the
+//!   runtime's rules refuse (duplicate names, var_ids that are not dense, no
+//!   output, bad ucode versions, EVTACCEL values, queue rules, malformed
+//!   `.npy`…) with an error naming the subgraph and key, and writing refuses
+//!   any NEFF the loader's gates refuse;
+//! * **unchecked**: [`NeffBuilder::allow_invalid`] skips those rules and writes
+//!   whatever the gates say, and [`NeffBuilder::raw_member`] /
+//!   [`NeffBuilder::omit_member`] replace or drop any generated member with
+//!   any bytes — for negative fixtures.
+//!
+//! What gets generated:
+//! * var_ids dense 0..N-1 per subgraph: inputs first, then outputs, then every
+//!   other variable, each group in declaration order (spec §4.3.1's binding
+//!   contract). A variable may pin its id ([`Tensor::var_id`]); the others
+//!   fill the free ids in that order.
+//! * `neff.json`: one `null` node per model input, then one `tvm_op` node
+//!   (`sg_tonga0`, `attrs.func_name "__kelf"`, `attrs.kelf` = the KELF member)
+//!   producing every output. The model's inputs and outputs are those of the
+//!   subgraphs (by name, first subgraph first), each subgraph's in var_id order.
+//! * `kelf-0.json` listing every subgraph; `sgNN/def.json`; all five
+//!   `sgNN/<eng>.json` + `sgNN/<eng>.bin` (empty when no instructions are given);
+//!   ucode libraries as members, inline in def.json and in `sgNN/ucode_lib.json`;
+//!   `runtime_statebuffer_reservation` always (at least `[]`).
+//! * header: `feature_bits` gets `custom_ops` (0x4) when any ucode library is
+//!   present and `neff_feature_vnc` (0x400) with `vnc_size` = the subgraph
+//!   count when there is more than one subgraph.
+//!
+//! Every manifest is pretty-printed with sorted keys; the same description
+//! always gives the same bytes.
+
+pub mod npy;
+mod subgraph;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use neff_loader::RuntimeProfile;
+use neff_schema::features;
+use neff_schema::header::Text;
+use neff_schema::manifest::neff_json::IoTensor;
+use neff_schema::manifest::{self, Extra, KelfDescriptor, Manifest, ManifestError, NeffJson};
+use neff_schema::{PkgVersion, Target};
+
+use crate::header_options::{HeaderPatch, UuidChoice};
+use crate::member::{MemberName, MemberSource};
+use crate::packager::{PackError, PackOptions, PackOutcome, Packager};
+
+pub use subgraph::{EngineProgram, Subgraph, Tensor, Weight, WeightFormat};
+
+/// The KELF descriptor member the builder writes (producer naming).
+pub const DEFAULT_KELF_MEMBER: &str = "kelf-0.json";
+/// The name of the `__kelf` node in `neff.json` (the fixture's).
+pub const DEFAULT_KELF_NODE_NAME: &str = "sg_tonga0";
+
+/// Where a member's bytes come from: in memory, a reader, or a file path that
+/// is only opened when the NEFF is built (large files are streamed, never
+/// loaded whole).
+pub enum Data {
+    /// Any packager source.
+    Source(MemberSource),
+    /// A file, checked and measured at build time.
+    Path(PathBuf),
+}
+
+impl Data {
+    /// Bytes in memory.
+    pub fn bytes(bytes: impl Into<Vec<u8>>) -> Data {
+        Data::Source(MemberSource::Bytes(bytes.into()))
+    }
+
+    /// A file read when the NEFF is written.
+    pub fn file(path: impl Into<PathBuf>) -> Data {
+        Data::Path(path.into())
+    }
+
+    /// The packager source; `what` names the data in errors.
+    pub(crate) fn into_source(self, what: &str) -> Result<MemberSource, BuildError> {
+        match self {
+            Data::Source(source) => Ok(source),
+            Data::Path(path) => MemberSource::file(&path).map_err(|source| BuildError::Io {
+                what: what.to_string(),
+                source,
+            }),
+        }
+    }
+}
+
+impl std::fmt::Debug for Data {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Data::Source(s) => s.fmt(f),
+            Data::Path(p) => write!(f, "Path({})", p.display()),
+        }
+    }
+}
+
+impl From<Vec<u8>> for Data {
+    fn from(bytes: Vec<u8>) -> Data {
+        Data::bytes(bytes)
+    }
+}
+
+impl From<&[u8]> for Data {
+    fn from(bytes: &[u8]) -> Data {
+        Data::bytes(bytes)
+    }
+}
+
+impl<const N: usize> From<&[u8; N]> for Data {
+    fn from(bytes: &[u8; N]) -> Data {
+        Data::bytes(bytes.as_slice())
+    }
+}
+
+impl From<PathBuf> for Data {
+    fn from(path: PathBuf) -> Data {
+        Data::Path(path)
+    }
+}
+
+impl From<&Path> for Data {
+    fn from(path: &Path) -> Data {
+        Data::Path(path.to_path_buf())
+    }
+}
+
+impl From<MemberSource> for Data {
+    fn from(source: MemberSource) -> Data {
+        Data::Source(source)
+    }
+}
+
+/// Why a model could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// The description breaks a rule (message names the subgraph and key).
+    #[error("{0}")]
+    Invalid(String),
+    /// A file could not be read.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being read.
+        what: String,
+        /// The failure.
+        #[source]
+        source: io::Error,
+    },
+    /// A manifest could not be encoded.
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    /// Packing failed, or the loader's gates refuse the result.
+    #[error(transparent)]
+    Pack(#[from] PackError),
+}
+
+pub(crate) fn invalid<T>(message: impl Into<String>) -> Result<T, BuildError> {
+    Err(BuildError::Invalid(message.into()))
+}
+
+/// Builds a NEFF from subgraphs, tensors, weights, queues and programs.
+pub struct NeffBuilder {
+    name: Option<String>,
+    target: Target,
+    kelf_member: String,
+    kelf_node_name: String,
+    kelf_version: String,
+    kelf_extra: Extra,
+    neff_json_extra: Extra,
+    subgraphs: Vec<Subgraph>,
+    members: Vec<(String, Data)>,
+    raw: BTreeMap<String, Option<Data>>,
+    feature_bits: u64,
+    options: PackOptions,
+}
+
+impl Default for NeffBuilder {
+    fn default() -> Self {
+        NeffBuilder::new()
+    }
+}
+
+impl NeffBuilder {
+    /// An empty model: target `"*"`, KELF member `kelf-0.json`, pkg 2 level 1,
+    /// content-derived UUID.
+    pub fn new() -> NeffBuilder {
+        NeffBuilder {
+            name: None,
+            target: Target::Any,
+            kelf_member: DEFAULT_KELF_MEMBER.to_string(),
+            kelf_node_name: DEFAULT_KELF_NODE_NAME.to_string(),
+            kelf_version: manifest::kelf::KELF_VERSION.to_string(),
+            kelf_extra: Extra::new(),
+            neff_json_extra: Extra::new(),
+            subgraphs: Vec::new(),
+            members: Vec::new(),
+            raw: BTreeMap::new(),
+            feature_bits: 0,
+            options: PackOptions::default(),
+        }
+    }
+
+    /// The model name stored in the header (at most 255 bytes).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// The KELF descriptor's `target` (default `"*"`, any instance).
+    pub fn target(mut self, target: Target) -> Self {
+        self.target = target;
+        self
+    }
+
+    /// The KELF descriptor's member name (default `kelf-0.json`; the
+    /// runtime's fixture uses `kelf-a.json`).
+    pub fn kelf_member(mut self, member: impl Into<String>) -> Self {
+        self.kelf_member = member.into();
+        self
+    }
+
+    /// The `__kelf` node's name in `neff.json` (default `sg_tonga0`).
+    pub fn kelf_node_name(mut self, name: impl Into<String>) -> Self {
+        self.kelf_node_name = name.into();
+        self
+    }
+
+    /// The KELF descriptor's `version` (default `"0.5"`; must contain a `.`).
+    pub fn kelf_version(mut self, version: impl Into<String>) -> Self {
+        self.kelf_version = version.into();
+        self
+    }
+
+    /// An extra key in the KELF descriptor.
+    pub fn kelf_key(mut self, key: impl Into<String>, value: impl Into<serde_json::Value>) -> Self {
+        self.kelf_extra.insert(key.into(), value.into());
+        self
+    }
+
+    /// An extra top-level key in `neff.json`.
+    pub fn neff_json_key(
+        mut self,
+        key: impl Into<String>,
+        value: impl Into<serde_json::Value>,
+    ) -> Self {
+        self.neff_json_extra.insert(key.into(), value.into());
+        self
+    }
+
+    /// Adds subgraph `name` (its folder and graph name, e.g. `sg00`),
+    /// described by `describe`.
+    pub fn subgraph(
+        self,
+        name: impl Into<String>,
+        describe: impl FnOnce(Subgraph) -> Subgraph,
+    ) -> Self {
+        let sg = describe(Subgraph::new(name));
+        self.add_subgraph(sg)
+    }
+
+    /// Adds a subgraph built separately.
+    pub fn add_subgraph(mut self, subgraph: Subgraph) -> Self {
+        self.subgraphs.push(subgraph);
+        self
+    }
+
+    /// Adds a member the manifests do not generate (e.g. `hlo_stats.json`,
+    /// `.asm` listings). Clashing with a generated member is an error; use
+    /// [`NeffBuilder::raw_member`] to replace one.
+    pub fn member(mut self, name: impl Into<String>, data: impl Into<Data>) -> Self {
+        self.members.push((name.into(), data.into()));
+        self
+    }
+
+    /// The unchecked path: sets member `name` to `data` after everything is
+    /// generated, replacing a generated member of that name if there is one.
+    pub fn raw_member(mut self, name: impl Into<String>, data: impl Into<Data>) -> Self {
+        self.raw.insert(name.into(), Some(data.into()));
+        self
+    }
+
+    /// The unchecked path: leaves generated member `name` out.
+    pub fn omit_member(mut self, name: impl Into<String>) -> Self {
+        self.raw.insert(name.into(), None);
+        self
+    }
+
+    /// Packaging version (default 2: gzip + MD5).
+    pub fn pkg_version(mut self, pkg: PkgVersion) -> Self {
+        self.options.pkg_version = pkg;
+        self
+    }
+
+    /// gzip level 1–9 (default 1).
+    pub fn level(mut self, level: u32) -> Self {
+        self.options.level = level;
+        self
+    }
+
+    /// How the header UUID is chosen (default: from the content).
+    pub fn uuid(mut self, uuid: UuidChoice) -> Self {
+        self.options.uuid = uuid;
+        self
+    }
+
+    /// Header fields to set over everything the builder computes (a
+    /// `feature_bits`, `vnc_size` or `name` here replaces the computed one).
+    pub fn header(mut self, patch: HeaderPatch) -> Self {
+        self.options.header = patch;
+        self
+    }
+
+    /// Feature bits to set in addition to those the content implies.
+    pub fn feature_bits(mut self, bits: u64) -> Self {
+        self.feature_bits |= bits;
+        self
+    }
+
+    /// The unchecked path: skip the builder's rules and write the NEFF even
+    /// when the loader's gates refuse it.
+    pub fn allow_invalid(mut self, allow: bool) -> Self {
+        self.options.allow_invalid = allow;
+        self
+    }
+
+    /// The runtime the read-back check simulates.
+    pub fn profile(mut self, profile: RuntimeProfile) -> Self {
+        self.options.profile = profile;
+        self
+    }
+
+    /// Generates every member and the header settings. In checked mode this
+    /// is where the builder's rules run; the loader's gates run when the
+    /// result is written.
+    pub fn build(self) -> Result<Build, BuildError> {
+        let checked = !self.options.allow_invalid;
+        if checked && self.subgraphs.is_empty() {
+            return invalid("a NEFF needs at least one subgraph");
+        }
+        let mut names = BTreeSet::new();
+        for sg in &self.subgraphs {
+            let name = sg.name();
+            if name.is_empty() || name.contains('/') || MemberName::new(name).is_err() {
+                return invalid(format!(
+                    "subgraph name {name:?} must be one non-empty path component (like sg00)"
+                ));
+            }
+            if !names.insert(name.to_string()) && checked {
+                return invalid(format!(
+                    "subgraph {name} is declared twice (KELF graph names must be unique)"
+                ));
+            }
+        }
+        if checked && !self.kelf_version.contains('.') {
+            return invalid(format!(
+                "kelf version {:?} has no '.': the runtime refuses it (invalid string (.))",
+                self.kelf_version
+            ));
+        }
+
+        let mut ctx = subgraph::Context {
+            checked,
+            target: self.target,
+            act_load_queues: 0,
+            ucode_functions: 0,
+        };
+        let mut members: BTreeMap<String, MemberSource> = BTreeMap::new();
+        let mut kelf = KelfDescriptor::new(self.target);
+        kelf.version = self.kelf_version.clone();
+        kelf.extra = self.kelf_extra.clone();
+        let mut inputs: Vec<IoTensor> = Vec::new();
+        let mut outputs: Vec<IoTensor> = Vec::new();
+        let mut custom_ops = false;
+        let subgraph_count = self.subgraphs.len();
+        for sg in self.subgraphs {
+            let name = sg.name().to_string();
+            let out = sg.generate(&mut ctx)?;
+            custom_ops |= out.has_ucode;
+            kelf = kelf.graph(&name);
+            merge_io(&mut inputs, out.inputs, &name, "input", checked)?;
+            merge_io(&mut outputs, out.outputs, &name, "output", checked)?;
+            for (member, source) in out.members {
+                insert_member(&mut members, member, source)?;
+            }
+        }
+        let mut graph =
+            NeffJson::single_kelf(&self.kelf_node_name, &self.kelf_member, &inputs, &outputs);
+        graph.extra = self.neff_json_extra;
+        insert_member(
+            &mut members,
+            "neff.json".into(),
+            bytes(graph.to_vec_pretty()?),
+        )?;
+        insert_member(
+            &mut members,
+            self.kelf_member.clone(),
+            bytes(kelf.to_vec_pretty()?),
+        )?;
+
+        for (name, data) in self.members {
+            check_name(&name)?;
+            let source = data.into_source(&format!("member {name}"))?;
+            if members.contains_key(&name) {
+                return invalid(format!(
+                    "member {name} is generated by the builder; use a raw member to replace it"
+                ));
+            }
+            members.insert(name, source);
+        }
+        for (name, data) in self.raw {
+            check_name(&name)?;
+            match data {
+                Some(data) => {
+                    let source = data.into_source(&format!("raw member {name}"))?;
+                    members.insert(name, source);
+                }
+                None => {
+                    members.remove(&name);
+                }
+            }
+        }
+
+        let mut options = self.options;
+        let patch = &mut options.header;
+        if patch.name.is_none() {
+            if let Some(name) = &self.name {
+                patch.name = Some(
+                    Text::new(name)
+                        .map_err(|e| BuildError::Invalid(format!("model name {name:?}: {e}")))?,
+                );
+            }
+        }
+        let mut bits = self.feature_bits;
+        if custom_ops {
+            bits |= features::CUSTOM_OPS;
+        }
+        if subgraph_count > 1 {
+            bits |= features::VNC;
+            if patch.vnc_size.is_none() {
+                patch.vnc_size = Some(u32::try_from(subgraph_count).unwrap_or(u32::MAX));
+            }
+        }
+        if patch.feature_bits.is_none() {
+            patch.feature_bits = Some(bits);
+        }
+        Ok(Build { members, options })
+    }
+
+    /// Builds and writes the NEFF at `path` atomically (see
+    /// [`Packager::write_to_path`]); refused by the loader's gates unless
+    /// [`NeffBuilder::allow_invalid`].
+    pub fn write_to_path(self, path: &Path) -> Result<PackOutcome, BuildError> {
+        Ok(self.build()?.write_to_path(path)?)
+    }
+
+    /// Builds and writes the NEFF into any writer.
+    pub fn write_to<W: Write>(self, out: &mut W) -> Result<PackOutcome, BuildError> {
+        Ok(self.build()?.write_to(out)?)
+    }
+}
+
+fn bytes(b: Vec<u8>) -> MemberSource {
+    MemberSource::Bytes(b)
+}
+
+fn check_name(name: &str) -> Result<(), BuildError> {
+    MemberName::new(name)
+        .map(|_| ())
+        .map_err(|e| BuildError::Invalid(e.to_string()))
+}
+
+fn insert_member(
+    members: &mut BTreeMap<String, MemberSource>,
+    name: String,
+    source: MemberSource,
+) -> Result<(), BuildError> {
+    check_name(&name)?;
+    if members.contains_key(&name) {
+        return invalid(format!(
+            "two generated members are both named {name} (a weight, library or KELF name clashes with another member)"
+        ));
+    }
+    members.insert(name, source);
+    Ok(())
+}
+
+/// Adds a subgraph's inputs or outputs to the model's, by name.
+fn merge_io(
+    all: &mut Vec<IoTensor>,
+    more: Vec<IoTensor>,
+    subgraph: &str,
+    what: &str,
+    checked: bool,
+) -> Result<(), BuildError> {
+    for t in more {
+        match all.iter().find(|known| known.name == t.name) {
+            Some(known) if checked && (known.dtype != t.dtype || known.shape != t.shape) => {
+                return invalid(format!(
+                    "subgraph {subgraph}: {what} {:?} is {} {:?} here but {} {:?} in an earlier subgraph",
+                    t.name, t.dtype, t.shape, known.dtype, known.shape
+                ));
+            }
+            Some(_) => {}
+            None => all.push(t),
+        }
+    }
+    Ok(())
+}
+
+/// A generated model: every member and the packaging options, ready to write.
+pub struct Build {
+    members: BTreeMap<String, MemberSource>,
+    options: PackOptions,
+}
+
+impl Build {
+    /// The member names, sorted.
+    pub fn member_names(&self) -> impl Iterator<Item = &str> {
+        self.members.keys().map(String::as_str)
+    }
+
+    /// A member's bytes, when they are in memory (every generated manifest is).
+    pub fn bytes(&self, name: &str) -> Option<&[u8]> {
+        match self.members.get(name)? {
+            MemberSource::Bytes(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// A member's length.
+    pub fn len_of(&self, name: &str) -> Option<u64> {
+        self.members.get(name).map(MemberSource::len)
+    }
+
+    /// Parses a generated manifest member as `T`.
+    pub fn manifest<T: Manifest>(&self, name: &str) -> Result<T, BuildError> {
+        let bytes = self
+            .bytes(name)
+            .ok_or_else(|| BuildError::Invalid(format!("no in-memory member {name}")))?;
+        Ok(T::from_slice(name, bytes)?)
+    }
+
+    /// The packaging options, header settings included.
+    pub fn options(&self) -> &PackOptions {
+        &self.options
+    }
+
+    /// The packaging options, to adjust before writing.
+    pub fn options_mut(&mut self) -> &mut PackOptions {
+        &mut self.options
+    }
+
+    /// The members as a [`Packager`], with the options to write it with.
+    pub fn into_packager(self) -> Result<(Packager, PackOptions), PackError> {
+        let mut packager = Packager::new();
+        for (name, source) in self.members {
+            packager.add(&name, source)?;
+        }
+        Ok((packager, self.options))
+    }
+
+    /// Writes the NEFF at `path` atomically, checked by the loader's gates.
+    pub fn write_to_path(self, path: &Path) -> Result<PackOutcome, PackError> {
+        let (packager, options) = self.into_packager()?;
+        packager.write_to_path(path, &options)
+    }
+
+    /// Writes the NEFF into any writer, checked by the loader's gates.
+    pub fn write_to<W: Write>(self, out: &mut W) -> Result<PackOutcome, PackError> {
+        let (packager, options) = self.into_packager()?;
+        packager.write_to(out, &options)
+    }
+}
