@@ -23,25 +23,40 @@ pub enum UuidChoice {
 
 /// Header fields to set after the packager has filled in its own. Every field
 /// is optional; what is set here wins, including `data_size` and `hash` (for
-/// deliberately invalid fixtures). JSON uses [`HeaderFields`]' encodings.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// deliberately invalid fixtures). JSON uses the encodings `neff inspect --json`
+/// prints (`HeaderFields`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[allow(missing_docs)]
 pub struct HeaderPatch {
+    /// `pkg_version`: 1 (tar + SHA-256) or 2 (gzip tar + MD5).
     pub pkg_version: Option<u64>,
+    /// `header_size` (0x400).
     pub header_size: Option<u64>,
+    /// `data_size`: the stored payload's length (computed).
     pub data_size: Option<u64>,
+    /// `neff_version_major` (default 2).
     pub neff_version_major: Option<u64>,
+    /// `neff_version_minor` (default 0).
     pub neff_version_minor: Option<u64>,
+    /// `neff_build_version` (default names this tool).
     pub build_version: Option<Text<BUILD_VERSION_LEN>>,
+    /// `unused_0` (default 1).
     pub unused_0: Option<u32>,
+    /// `hash` (computed).
     pub hash: Option<Blob<32>>,
+    /// `uuid` (default derived from the content).
     pub uuid: Option<Uuid>,
+    /// `name`: the model name.
     pub name: Option<Text<NAME_LEN>>,
+    /// `requested_tpb_count` (default 1).
     pub requested_tpb_count: Option<u32>,
+    /// `tpb_per_node` (default zeros).
     pub tpb_per_node: Option<Blob<TPB_PER_NODE_LEN>>,
+    /// `feature_bits` (default 0).
     pub feature_bits: Option<u64>,
+    /// `vnc_size` (default 1).
     pub vnc_size: Option<u32>,
+    /// `pad` (default zeros).
     pub pad: Option<Blob<PAD_LEN>>,
 }
 
@@ -65,6 +80,34 @@ impl HeaderPatch {
             vnc_size: Some(f.vnc_size),
             pad: Some(f.pad),
         }
+    }
+
+    /// Sets every field `other` sets (the rest stay as they are).
+    pub fn merge(&mut self, other: &HeaderPatch) {
+        macro_rules! take {
+            ($($field:ident),*) => {$(
+                if other.$field.is_some() {
+                    self.$field = other.$field.clone();
+                }
+            )*};
+        }
+        take!(
+            pkg_version,
+            header_size,
+            data_size,
+            neff_version_major,
+            neff_version_minor,
+            build_version,
+            unused_0,
+            hash,
+            uuid,
+            name,
+            requested_tpb_count,
+            tpb_per_node,
+            feature_bits,
+            vnc_size,
+            pad
+        );
     }
 
     /// Applies the set fields to `h`.

@@ -13,6 +13,8 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod base64;
+pub mod build_spec;
 pub mod builder;
 pub mod gzip_writer;
 pub mod hashing_writer;

@@ -1,7 +1,9 @@
 //! Command-line interface: argument definitions and dispatch.
 
+mod build;
 mod inspect;
 mod pack;
+mod schema;
 mod unpack;
 mod verify;
 
@@ -36,6 +38,8 @@ enum Command {
     Unpack(unpack::UnpackArgs),
     Inspect(inspect::InspectArgs),
     Verify(verify::VerifyArgs),
+    Build(build::BuildArgs),
+    Schema(schema::SchemaArgs),
 }
 
 /// Runs a parsed command line.
@@ -45,6 +49,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
         Command::Unpack(args) => unpack::run(args)?,
         Command::Inspect(args) => inspect::run(args)?,
         Command::Verify(args) => verify::run(args)?,
+        Command::Build(args) => build::run(args)?,
+        Command::Schema(args) => schema::run(args)?,
     };
     Ok(ExitCode::from(code))
 }

@@ -215,7 +215,7 @@ impl schemars::JsonSchema for VarType {
 /// One `var` entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Var {
-    /// REQUIRED. The memory reference kind ([`VarType`] spellings).
+    /// REQUIRED. The memory reference kind (`input`, `output`, `tmp-buf`, `state-buffer`, `file`, ...).
     #[serde(rename = "type")]
     #[schemars(with = "VarType")]
     pub kind: String,
@@ -380,6 +380,23 @@ impl fmt::Display for QueueType {
     }
 }
 
+impl Serialize for QueueType {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for QueueType {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        QueueType::parse(&text).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "unknown DMA queue type {text:?}: expected in, out, data, act_load or embedding_update"
+            ))
+        })
+    }
+}
+
 impl schemars::JsonSchema for QueueType {
     fn schema_name() -> std::borrow::Cow<'static, str> {
         "QueueType".into()
@@ -403,7 +420,7 @@ pub struct DmaQueue {
     /// REQUIRED. The owning engine: `pe`, `act`, `pool`, `dve` or `sp`.
     #[schemars(with = "Engine")]
     pub owner: String,
-    /// REQUIRED. The queue type ([`QueueType`] spellings).
+    /// REQUIRED. The queue type: in, out, data, act_load or embedding_update.
     #[serde(rename = "type")]
     #[schemars(with = "QueueType")]
     pub kind: String,

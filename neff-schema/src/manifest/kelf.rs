@@ -16,7 +16,7 @@ pub struct KelfDescriptor {
     /// `"<major>.<minor>"`; must contain a `.` (fixture `"0.5"`).
     pub version: String,
     /// `sunda`/`v2`, `cayman`/`v3`, `mariana`/`v4`, `*` (any instance) or
-    /// empty (SUNDA). Kept as written; see [`KelfDescriptor::target`].
+    /// empty (SUNDA). Kept as written (`KelfDescriptor::target` reads it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<Target>")]
     pub target: Option<String>,

@@ -1,0 +1,811 @@
+//! The JSON build spec `neff build` reads: everything [`NeffBuilder`] can
+//! do, as data. `neff schema build-spec` prints its JSON Schema (these doc
+//! comments are the descriptions).
+//!
+//! Spec objects refuse unknown keys. Blobs are a path relative to the spec
+//! file (`"sg00/pe.bin"` or `{"path": ...}`), inline base64
+//! (`{"base64": "..."}`) or inline text (`{"text": "..."}`). Manifest objects
+//! passed through as they are (DMA blocks, fp8 config, carveouts) and every
+//! `extra` map keep any key, like the manifests themselves.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use neff_schema::features;
+use neff_schema::manifest::{
+    Carveout, DmaBlock, DmaQueue, Dtype, Engine, Extra, Fp8Config, QueueType, UcodeFunction,
+    UcodeLib,
+};
+use neff_schema::{PkgVersion, Target, Uuid};
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+
+use crate::builder::{Data, EngineProgram, NeffBuilder, Subgraph, Tensor, Weight};
+use crate::header_options::{HeaderPatch, UuidChoice};
+
+/// A model to build: its subgraphs, extra members and packaging.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BuildSpec {
+    /// Ignored: room for an editor's schema reference.
+    #[serde(rename = "$schema", default)]
+    pub schema: Option<String>,
+    /// The model name stored in the header (at most 255 bytes).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The KELF descriptor's target (default `"*"`, any instance).
+    #[serde(default)]
+    pub target: Option<Target>,
+    /// The KELF descriptor's member name (default `kelf-0.json`; the runtime's
+    /// fixture uses `kelf-a.json`).
+    #[serde(default)]
+    pub kelf_member: Option<String>,
+    /// The `__kelf` node's name in neff.json (default `sg_tonga0`).
+    #[serde(default)]
+    pub kelf_node_name: Option<String>,
+    /// The KELF descriptor's `version` (default `"0.5"`).
+    #[serde(default)]
+    pub kelf_version: Option<String>,
+    /// Extra keys written into the KELF descriptor as they are.
+    #[serde(default)]
+    pub kelf_extra: Extra,
+    /// Extra top-level keys written into neff.json as they are.
+    #[serde(default)]
+    pub neff_json_extra: Extra,
+    /// The subgraphs, in KELF order (usually `sg00`, `sg01`, ...). More than one
+    /// sets the header's `vnc_size` to their count and feature bit
+    /// `neff_feature_vnc`.
+    pub subgraphs: Vec<SubgraphSpec>,
+    /// Members no manifest generates (`hlo_stats.json`, `.asm` listings, ...):
+    /// member name → blob. Clashing with a generated member is an error.
+    #[serde(default)]
+    pub members: BTreeMap<String, Blob>,
+    /// The unchecked path: member name → blob replaces (or adds) that member
+    /// after generation; `null` leaves a generated member out.
+    #[serde(default)]
+    pub raw_members: BTreeMap<String, Option<Blob>>,
+    /// Packaging: 2 (gzip + MD5, default) or 1 (raw tar + SHA-256).
+    #[serde(default)]
+    pub pkg_version: Option<u64>,
+    /// gzip level 1-9 (default 1).
+    #[serde(default)]
+    pub level: Option<u32>,
+    /// The header UUID, or `"random"` (default: derived from the content).
+    #[serde(default)]
+    pub uuid: Option<String>,
+    /// Feature bits to set besides those the content implies: names from
+    /// `neff_schema::features::KNOWN` (e.g. `"collective_has_offset"`) or
+    /// single `0x...` bits.
+    #[serde(default)]
+    pub features: Vec<String>,
+    /// Header fields set over everything computed (as `neff inspect --json`
+    /// prints them under `header`); `feature_bits` and `vnc_size` here replace
+    /// the computed values, and `pkg_version` selects the packaging unless
+    /// the spec's own `pkg_version` is set.
+    #[serde(default)]
+    pub header: Option<HeaderPatch>,
+    /// The unchecked path: skip the builder's rules and write the NEFF even
+    /// when the loader's gates refuse it.
+    #[serde(default)]
+    pub allow_invalid: bool,
+}
+
+/// One subgraph (`sgNN/`). Variables get dense var_ids: inputs, then outputs,
+/// then tmp_bufs, state_buffers, weights and vars in that order, each in list
+/// order, except those that pin a `var_id`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SubgraphSpec {
+    /// The folder and KELF graph name (`sg00`).
+    pub name: String,
+    /// def.json `name` (default: the subgraph name; the fixture's is `"definition"`).
+    #[serde(default)]
+    pub def_name: Option<String>,
+    /// def.json `version` (not read by the loader; the fixture's is `"0.6-"`).
+    #[serde(default)]
+    pub def_version: Option<String>,
+    /// Model inputs (`type: "input"`); each needs a dtype and a shape.
+    #[serde(default)]
+    pub inputs: Vec<TensorSpec>,
+    /// Model outputs (`type: "output"`); each needs a dtype and a shape; at least one.
+    #[serde(default)]
+    pub outputs: Vec<TensorSpec>,
+    /// Scratch buffers (`type: "tmp-buf"`); each needs a size or a dtype and shape.
+    #[serde(default)]
+    pub tmp_bufs: Vec<TensorSpec>,
+    /// State-buffer variables (`type: "state-buffer"`).
+    #[serde(default)]
+    pub state_buffers: Vec<TensorSpec>,
+    /// Weights (`type: "file"`), as .npy v1 or raw bytes.
+    #[serde(default)]
+    pub weights: Vec<WeightSpec>,
+    /// Variables of any other type (`virtual`, `pointer`, `list`, `remote`, ...).
+    #[serde(default)]
+    pub vars: Vec<VarSpec>,
+    /// DMA queues by name.
+    #[serde(default)]
+    pub dma_queues: BTreeMap<String, QueueSpec>,
+    /// Top-level def.json DMA blocks (manifest objects, written as they are).
+    #[serde(default)]
+    pub dma: Vec<DmaBlock>,
+    /// Engine programs by engine (`pe`, `act`, `pool`, `dve`, `sp`). All five
+    /// engines are always written; an engine not listed gets an empty program.
+    #[serde(default)]
+    pub engines: BTreeMap<Engine, EngineSpec>,
+    /// GPSIMD ucode libraries. Written inline in def.json, in
+    /// `<sg>/ucode_lib.json` and as members; sets feature bit `custom_ops`.
+    #[serde(default)]
+    pub ucode_libs: Vec<UcodeLibSpec>,
+    /// Add the EVTACCEL carveout CAYMAN requires
+    /// (`{"type": "evtaccel", "offset": 229368, "size": 8, "base_partition": 0, "partitions": 128}`).
+    #[serde(default)]
+    pub evtaccel: bool,
+    /// Other `runtime_statebuffer_reservation` entries, as they are.
+    #[serde(default)]
+    pub carveouts: Vec<Carveout>,
+    /// def.json `replica_groups` (collectives).
+    #[serde(default)]
+    pub replica_groups: Option<Vec<serde_json::Value>>,
+    /// def.json `src_target_pairs` (collectives).
+    #[serde(default)]
+    pub src_target_pairs: Option<Vec<serde_json::Value>>,
+    /// def.json `num_streams`.
+    #[serde(default)]
+    pub num_streams: Option<u64>,
+    /// def.json `fp8_conversion_config`.
+    #[serde(default)]
+    pub fp8_conversion_config: Option<Fp8Config>,
+    /// Extra def.json keys written as they are (a generated key's name replaces it).
+    #[serde(default)]
+    pub extra: Extra,
+}
+
+/// A variable of a fixed type.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TensorSpec {
+    /// The variable (and, for inputs and outputs, tensor) name.
+    pub name: String,
+    /// Element type.
+    #[serde(default)]
+    pub dtype: Option<Dtype>,
+    /// Shape.
+    #[serde(default)]
+    pub shape: Option<Vec<u64>>,
+    /// Size in bytes (default: elements × element size).
+    #[serde(default)]
+    pub size: Option<u64>,
+    /// Pins the var_id (the others fill the free ids).
+    #[serde(default)]
+    pub var_id: Option<u64>,
+    /// Extra keys in the def.json var object (`"#transfer-type"`,
+    /// `internal_shape`, `alignment`, ...).
+    #[serde(default)]
+    pub extra: Extra,
+}
+
+/// A variable of any type.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VarSpec {
+    /// The variable name.
+    pub name: String,
+    /// The def.json `type`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Element type.
+    #[serde(default)]
+    pub dtype: Option<Dtype>,
+    /// Shape.
+    #[serde(default)]
+    pub shape: Option<Vec<u64>>,
+    /// Size in bytes (`virtual` needs one; `pointer` defaults to 8).
+    #[serde(default)]
+    pub size: Option<u64>,
+    /// Pins the var_id.
+    #[serde(default)]
+    pub var_id: Option<u64>,
+    /// Extra keys (`list`, `referenced_var_id`, `backing_buf`, ...).
+    #[serde(default)]
+    pub extra: Extra,
+}
+
+/// Weights: exactly one of `npy` and `raw`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WeightSpec {
+    /// The variable name.
+    pub name: String,
+    /// A .npy version 1 file (checked; its dtype and shape fill the var).
+    #[serde(default)]
+    pub npy: Option<Blob>,
+    /// Raw bytes (streamed as they are).
+    #[serde(default)]
+    pub raw: Option<Blob>,
+    /// The member name in the subgraph folder (default `<name>.npy` / `<name>.bin`).
+    #[serde(default)]
+    pub file_name: Option<String>,
+    /// Element type (default: from the .npy header).
+    #[serde(default)]
+    pub dtype: Option<Dtype>,
+    /// Shape (default: from the .npy header).
+    #[serde(default)]
+    pub shape: Option<Vec<u64>>,
+    /// `size` for the var entry (none by default).
+    #[serde(default)]
+    pub size: Option<u64>,
+    /// Pins the var_id.
+    #[serde(default)]
+    pub var_id: Option<u64>,
+    /// Extra keys in the def.json var object.
+    #[serde(default)]
+    pub extra: Extra,
+}
+
+/// A DMA queue.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QueueSpec {
+    /// The owning engine.
+    pub owner: Engine,
+    /// The queue type.
+    #[serde(rename = "type")]
+    pub kind: QueueType,
+    /// Completion semaphore.
+    #[serde(default)]
+    pub semaphore: Option<u64>,
+    /// Completion semaphores of a queue set (at most 32).
+    #[serde(default)]
+    pub semaphore_set: Option<Vec<u64>>,
+    /// Queues in the set (not for in/out/embedding_update; 1 for act_load).
+    #[serde(default)]
+    pub num_queues: Option<u64>,
+    /// `data` queues: indirect memcpy.
+    #[serde(default)]
+    pub indirect_memcpy: Option<bool>,
+    /// Extra keys (`pinned`, `dge`, ...), written as they are.
+    #[serde(default)]
+    pub extra: Extra,
+}
+
+/// One engine's program.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EngineSpec {
+    /// The instruction stream (`<eng>.bin`); empty when absent.
+    #[serde(default)]
+    pub instructions: Option<Blob>,
+    /// DMA blocks in the engine manifest (manifest objects, written as they are).
+    #[serde(default)]
+    pub dma: Vec<DmaBlock>,
+    /// The manifest's `name` (default `<eng>_array_json`).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Extra engine-manifest keys (`act_semaphore`, `act_info`, ...).
+    #[serde(default)]
+    pub extra: Extra,
+}
+
+/// A GPSIMD ucode library.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UcodeLibSpec {
+    /// The library member name in the subgraph folder (unique).
+    pub library: String,
+    /// The library bytes (an Xtensa ELF32; opaque to the builder).
+    pub data: Blob,
+    /// The ucode ABI version; the major must be 1 (e.g. `"1.21.1.0"`).
+    pub ulib_to_ucode_version: String,
+    /// The ISA version (producer field).
+    #[serde(default)]
+    pub ulib_to_isa_version: Option<String>,
+    /// Built-in library (default false).
+    #[serde(default)]
+    pub is_builtin: Option<bool>,
+    /// Must be 0 (default 0).
+    #[serde(default)]
+    pub cpu_id: Option<u64>,
+    /// 0, 1 or 8 (default 1).
+    #[serde(default)]
+    pub total_cpus: Option<u64>,
+    /// The functions; `sub_opcode`s left out are numbered densely per subgraph.
+    #[serde(default)]
+    pub functions: Vec<FunctionSpec>,
+    /// Extra keys in the library object.
+    #[serde(default)]
+    pub extra: Extra,
+}
+
+/// A ucode function.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FunctionSpec {
+    /// The function name (at most 64 characters).
+    pub name: String,
+    /// The function id byte (default: next free, dense per subgraph).
+    #[serde(default)]
+    pub sub_opcode: Option<u64>,
+    /// The opcode (default 133, CUSTOM_OP).
+    #[serde(default)]
+    pub opcode: Option<i64>,
+}
+
+/// Bytes for a member: a path relative to the spec file (a string or
+/// `{"path": ...}`), `{"base64": ...}` or `{"text": ...}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Blob {
+    /// A file, streamed when the NEFF is written.
+    Path(PathBuf),
+    /// Standard base64.
+    Base64(String),
+    /// UTF-8 text.
+    Text(String),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BlobObject {
+    #[serde(default)]
+    path: Option<PathBuf>,
+    #[serde(default)]
+    base64: Option<String>,
+    #[serde(default)]
+    text: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for Blob {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct BlobVisitor;
+        impl<'de> Visitor<'de> for BlobVisitor {
+            type Value = Blob;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(r#"a path string, {"path": ...}, {"base64": ...} or {"text": ...}"#)
+            }
+
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Blob, E> {
+                Ok(Blob::Path(PathBuf::from(v)))
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Blob, A::Error> {
+                let o = BlobObject::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                match (o.path, o.base64, o.text) {
+                    (Some(p), None, None) => Ok(Blob::Path(p)),
+                    (None, Some(b), None) => Ok(Blob::Base64(b)),
+                    (None, None, Some(t)) => Ok(Blob::Text(t)),
+                    _ => Err(de::Error::custom(
+                        "a blob object needs exactly one of \"path\", \"base64\" and \"text\"",
+                    )),
+                }
+            }
+        }
+        d.deserialize_any(BlobVisitor)
+    }
+}
+
+impl schemars::JsonSchema for Blob {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Blob".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "Member bytes: a path relative to the spec file, or an object with exactly one of path, base64 (standard alphabet) and text.",
+            "oneOf": [
+                { "type": "string" },
+                { "type": "object", "properties": { "path": { "type": "string" } }, "required": ["path"], "additionalProperties": false },
+                { "type": "object", "properties": { "base64": { "type": "string" } }, "required": ["base64"], "additionalProperties": false },
+                { "type": "object", "properties": { "text": { "type": "string" } }, "required": ["text"], "additionalProperties": false }
+            ]
+        })
+    }
+}
+
+/// Why a spec could not be read or turned into a builder.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    /// The spec file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The spec file.
+        path: PathBuf,
+        /// The failure.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The spec is not JSON of the spec's shape (serde_json names the line
+    /// and column, and the unknown or missing key).
+    #[error("{}: {source}", path.display())]
+    Parse {
+        /// The spec file.
+        path: PathBuf,
+        /// What serde_json found.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A value is unusable; `key` is its path in the spec (`subgraphs[0].weights[1].npy`).
+    #[error("{key}: {message}")]
+    Invalid {
+        /// Where in the spec.
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+fn invalid<T>(key: impl Into<String>, message: impl Into<String>) -> Result<T, SpecError> {
+    Err(SpecError::Invalid {
+        key: key.into(),
+        message: message.into(),
+    })
+}
+
+impl BuildSpec {
+    /// Reads and parses a spec file.
+    pub fn from_path(path: &Path) -> Result<BuildSpec, SpecError> {
+        let bytes = std::fs::read(path).map_err(|source| SpecError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        BuildSpec::from_slice(path, &bytes)
+    }
+
+    /// Parses spec bytes; `path` names them in errors.
+    pub fn from_slice(path: &Path, bytes: &[u8]) -> Result<BuildSpec, SpecError> {
+        serde_json::from_slice(bytes).map_err(|source| SpecError::Parse {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+
+    /// The builder this spec describes; relative blob paths resolve against
+    /// `base` (the spec file's folder).
+    pub fn into_builder(self, base: &Path) -> Result<NeffBuilder, SpecError> {
+        let blobs = Blobs { base };
+        let mut b = NeffBuilder::new().allow_invalid(self.allow_invalid);
+        if let Some(name) = self.name {
+            b = b.name(name);
+        }
+        if let Some(target) = self.target {
+            b = b.target(target);
+        }
+        if let Some(member) = self.kelf_member {
+            b = b.kelf_member(member);
+        }
+        if let Some(name) = self.kelf_node_name {
+            b = b.kelf_node_name(name);
+        }
+        if let Some(version) = self.kelf_version {
+            b = b.kelf_version(version);
+        }
+        for (k, v) in self.kelf_extra {
+            b = b.kelf_key(k, v);
+        }
+        for (k, v) in self.neff_json_extra {
+            b = b.neff_json_key(k, v);
+        }
+        for (i, sg) in self.subgraphs.into_iter().enumerate() {
+            b = b.add_subgraph(sg.into_subgraph(&format!("subgraphs[{i}]"), &blobs)?);
+        }
+        for (name, blob) in self.members {
+            let data = blobs.data(&format!("members.{name:?}"), blob)?;
+            b = b.member(name, data);
+        }
+        for (name, blob) in self.raw_members {
+            b = match blob {
+                Some(blob) => {
+                    let data = blobs.data(&format!("raw_members.{name:?}"), blob)?;
+                    b.raw_member(name, data)
+                }
+                None => b.omit_member(name),
+            };
+        }
+        // A pkg_version in the header selects the packaging (as in `neff pack`),
+        // unless the spec's own pkg_version says otherwise.
+        let mut header = self.header;
+        let header_pkg = header.as_mut().and_then(|h| h.pkg_version.take());
+        if let Some(pkg) = self.pkg_version.or(header_pkg) {
+            let Some(pkg) = PkgVersion::from_value(pkg) else {
+                return invalid("pkg_version", format!("{pkg} is not 1 or 2"));
+            };
+            b = b.pkg_version(pkg);
+        }
+        if let Some(level) = self.level {
+            if !(1..=9).contains(&level) {
+                return invalid("level", format!("{level} is out of range: use 1 to 9"));
+            }
+            b = b.level(level);
+        }
+        if let Some(uuid) = self.uuid {
+            b = b.uuid(parse_uuid(&uuid).or_else(|e| invalid("uuid", e))?);
+        }
+        let bits =
+            features::mask_of(&self.features).or_else(|e| invalid("features", e.to_string()))?;
+        b = b.feature_bits(bits);
+        if let Some(header) = header {
+            b = b.header(header);
+        }
+        Ok(b)
+    }
+}
+
+/// `"random"` or a UUID.
+pub fn parse_uuid(text: &str) -> Result<UuidChoice, String> {
+    if text == "random" {
+        return Ok(UuidChoice::Random);
+    }
+    text.parse::<Uuid>()
+        .map(UuidChoice::Explicit)
+        .map_err(|e| e.to_string())
+}
+
+struct Blobs<'a> {
+    base: &'a Path,
+}
+
+impl Blobs<'_> {
+    fn data(&self, key: &str, blob: Blob) -> Result<Data, SpecError> {
+        match blob {
+            Blob::Path(p) => {
+                let path = self.base.join(&p);
+                match std::fs::metadata(&path) {
+                    Ok(m) if m.is_file() => Ok(Data::Path(path)),
+                    Ok(_) => invalid(key, format!("{} is not a regular file", path.display())),
+                    Err(e) => invalid(key, format!("cannot read {}: {e}", path.display())),
+                }
+            }
+            Blob::Base64(text) => crate::base64::decode(&text)
+                .map(Data::bytes)
+                .or_else(|e| invalid(format!("{key}.base64"), e.to_string())),
+            Blob::Text(text) => Ok(Data::bytes(text.into_bytes())),
+        }
+    }
+}
+
+fn tensor(
+    dtype: Option<Dtype>,
+    shape: Option<Vec<u64>>,
+    size: Option<u64>,
+    var_id: Option<u64>,
+    extra: Extra,
+) -> Tensor {
+    let mut t = Tensor::default();
+    if let Some(d) = dtype {
+        t = t.dtype(d);
+    }
+    if let Some(s) = shape {
+        t = t.shape(s);
+    }
+    if let Some(n) = size {
+        t = t.size(n);
+    }
+    if let Some(id) = var_id {
+        t = t.var_id(id);
+    }
+    for (k, v) in extra {
+        t = t.key(k, v);
+    }
+    t
+}
+
+impl TensorSpec {
+    fn into_tensor(self) -> (String, Tensor) {
+        let t = tensor(self.dtype, self.shape, self.size, self.var_id, self.extra);
+        (self.name, t)
+    }
+}
+
+impl SubgraphSpec {
+    fn into_subgraph(self, key: &str, blobs: &Blobs<'_>) -> Result<Subgraph, SpecError> {
+        let mut sg = Subgraph::new(self.name);
+        if let Some(name) = self.def_name {
+            sg = sg.def_name(name);
+        }
+        if let Some(version) = self.def_version {
+            sg = sg.def_version(version);
+        }
+        for t in self.inputs {
+            let (name, t) = t.into_tensor();
+            sg = sg.input(name, t);
+        }
+        for t in self.outputs {
+            let (name, t) = t.into_tensor();
+            sg = sg.output(name, t);
+        }
+        for t in self.tmp_bufs {
+            let (name, t) = t.into_tensor();
+            sg = sg.tmp_buf(name, t);
+        }
+        for t in self.state_buffers {
+            let (name, t) = t.into_tensor();
+            sg = sg.state_buffer(name, t);
+        }
+        for (i, w) in self.weights.into_iter().enumerate() {
+            let at = format!("{key}.weights[{i}]");
+            let weight = match (w.npy, w.raw) {
+                (Some(blob), None) => Weight::npy(blobs.data(&format!("{at}.npy"), blob)?),
+                (None, Some(blob)) => Weight::raw(blobs.data(&format!("{at}.raw"), blob)?),
+                _ => return invalid(at, "give exactly one of \"npy\" and \"raw\""),
+            };
+            let weight = match w.file_name {
+                Some(file) => weight.file_name(file),
+                None => weight,
+            };
+            let t = tensor(w.dtype, w.shape, w.size, w.var_id, w.extra);
+            sg = sg.weight(w.name, weight.tensor(t));
+        }
+        for v in self.vars {
+            let t = tensor(v.dtype, v.shape, v.size, v.var_id, v.extra);
+            sg = sg.var(v.name, v.kind, t);
+        }
+        for (name, q) in self.dma_queues {
+            let mut queue = DmaQueue::new(q.owner, q.kind);
+            queue.semaphore = q.semaphore;
+            queue.semaphore_set = q.semaphore_set;
+            queue.num_queues = q.num_queues;
+            queue.indirect_memcpy = q.indirect_memcpy;
+            queue.extra = q.extra;
+            sg = sg.dma_queue(name, queue);
+        }
+        for block in self.dma {
+            sg = sg.dma(block);
+        }
+        for (engine, e) in self.engines {
+            let mut program = EngineProgram::new();
+            if let Some(blob) = e.instructions {
+                let at = format!("{key}.engines.{engine}.instructions");
+                program = program.instructions(blobs.data(&at, blob)?);
+            }
+            for block in e.dma {
+                program = program.dma(block);
+            }
+            if let Some(name) = e.name {
+                program = program.label(name);
+            }
+            for (k, v) in e.extra {
+                program = program.key(k, v);
+            }
+            sg = sg.engine(engine, program);
+        }
+        for (i, l) in self.ucode_libs.into_iter().enumerate() {
+            let data = blobs.data(&format!("{key}.ucode_libs[{i}].data"), l.data)?;
+            let mut lib = UcodeLib::new(l.library, l.ulib_to_ucode_version);
+            lib.ulib_to_isa_version = l.ulib_to_isa_version;
+            lib.is_builtin = l.is_builtin.or(lib.is_builtin);
+            lib.cpu_id = l.cpu_id.or(lib.cpu_id);
+            lib.total_cpus = l.total_cpus.or(lib.total_cpus);
+            lib.functions = Some(
+                l.functions
+                    .into_iter()
+                    .map(|f| {
+                        let mut func = UcodeFunction::new(f.name);
+                        func.sub_opcode = f.sub_opcode;
+                        if let Some(op) = f.opcode {
+                            func.opcode = op;
+                        }
+                        func
+                    })
+                    .collect(),
+            );
+            lib.extra = l.extra;
+            sg = sg.ucode_lib(lib, data);
+        }
+        if self.evtaccel {
+            sg = sg.carveout(Carveout::evtaccel());
+        }
+        for c in self.carveouts {
+            sg = sg.carveout(c);
+        }
+        if let Some(groups) = self.replica_groups {
+            sg = sg.replica_groups(groups);
+        }
+        if let Some(pairs) = self.src_target_pairs {
+            sg = sg.src_target_pairs(pairs);
+        }
+        if let Some(n) = self.num_streams {
+            sg = sg.num_streams(n);
+        }
+        if let Some(cfg) = self.fp8_conversion_config {
+            sg = sg.fp8_config(cfg);
+        }
+        for (k, v) in self.extra {
+            sg = sg.key(k, v);
+        }
+        Ok(sg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<BuildSpec, SpecError> {
+        BuildSpec::from_slice(Path::new("spec.json"), text.as_bytes())
+    }
+
+    #[test]
+    fn unknown_keys_are_refused_with_their_position() {
+        let err = parse(r#"{"subgraphs": [], "nmae": "x"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("spec.json: unknown field `nmae`"), "{err}");
+        assert!(err.contains("line 1 column"), "{err}");
+        let err = parse(
+            r#"{"subgraphs": [{"name": "sg00", "inputs": [{"name": "x", "dtyp": "float32"}]}]}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("unknown field `dtyp`"), "{err}");
+        let err = parse(r#"{"subgraphs": [{"name": "s", "dma_queues": {"q": {"owner": "gpsimd", "type": "in"}}}]}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unknown engine \"gpsimd\""), "{err}");
+    }
+
+    #[test]
+    fn blobs_in_every_form() {
+        let spec = parse(
+            r#"{"subgraphs": [], "members": {
+                "a": "rel/a.bin", "b": {"path": "b.bin"}, "c": {"base64": "aGk="}, "d": {"text": "hi"}}}"#,
+        )
+        .unwrap();
+        assert_eq!(spec.members["a"], Blob::Path("rel/a.bin".into()));
+        assert_eq!(spec.members["b"], Blob::Path("b.bin".into()));
+        assert_eq!(spec.members["c"], Blob::Base64("aGk=".into()));
+        assert_eq!(spec.members["d"], Blob::Text("hi".into()));
+        let err = parse(r#"{"subgraphs": [], "members": {"a": {"path": "x", "text": "y"}}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("exactly one of"), "{err}");
+        let err = parse(r#"{"subgraphs": [], "members": {"a": {"file": "x"}}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unknown field `file`"), "{err}");
+        let err = parse(r#"{"subgraphs": [], "members": {"a": 3}}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("a path string"), "{err}");
+    }
+
+    #[test]
+    fn conversion_errors_name_the_spec_key() {
+        let dir = std::env::temp_dir();
+        let cases = [
+            (
+                r#"{"subgraphs": [{"name": "sg00", "engines": {"pe": {"instructions": "nope/pe.bin"}}}]}"#,
+                "subgraphs[0].engines.pe.instructions: cannot read",
+            ),
+            (
+                r#"{"subgraphs": [{"name": "sg00", "ucode_libs": [{"library": "l.so", "ulib_to_ucode_version": "1.0", "data": {"base64": "!!"}}]}]}"#,
+                "subgraphs[0].ucode_libs[0].data.base64: invalid base64 character '!' at offset 0",
+            ),
+            (
+                r#"{"subgraphs": [{"name": "sg00", "weights": [{"name": "w"}]}]}"#,
+                "subgraphs[0].weights[0]: give exactly one of",
+            ),
+            (
+                r#"{"subgraphs": [], "pkg_version": 3}"#,
+                "pkg_version: 3 is not 1 or 2",
+            ),
+            (r#"{"subgraphs": [], "uuid": "x"}"#, "uuid: "),
+            (
+                r#"{"subgraphs": [], "features": ["nope"]}"#,
+                "features: unknown feature",
+            ),
+            (
+                r#"{"subgraphs": [], "level": 0}"#,
+                "level: 0 is out of range",
+            ),
+        ];
+        for (text, needle) in cases {
+            let err = parse(text)
+                .unwrap()
+                .into_builder(&dir)
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(err.starts_with(needle), "{needle:?} vs {err:?}");
+        }
+    }
+}

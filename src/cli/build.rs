@@ -1,0 +1,148 @@
+//! `neff build`: a JSON build spec → a NEFF, manifests generated.
+
+use std::io::{self, IsTerminal};
+use std::path::{Path, PathBuf};
+
+use clap::{Args, ValueEnum};
+use neff::schema::PkgVersion;
+use neff::writer::build_spec::{parse_uuid, BuildSpec};
+use neff::writer::{BuildError, HeaderPatch, PackError};
+
+use super::{print_json, EXIT_OK, EXIT_REJECTED};
+
+/// Build a NEFF from a JSON build spec, generating its manifests.
+///
+/// The manifests (neff.json, the KELF descriptor, each subgraph's def.json and
+/// engine JSON, ucode_lib.json) are generated from the spec. The spec names the subgraphs with their inputs, outputs, buffers, weights
+/// (.npy v1 or raw), DMA queues and blocks, engine instruction streams, ucode
+/// libraries and carveouts; blobs are paths relative to the spec file or inline
+/// base64/text. `neff schema build-spec` prints its JSON Schema. The result is
+/// packed like `neff pack` (deterministic, atomic) and read back through every
+/// loader gate; a refused NEFF is not written unless --allow-invalid.
+#[derive(Args, Debug)]
+pub struct BuildArgs {
+    /// The build spec (JSON).
+    spec: PathBuf,
+    /// Output file; `-` writes to stdout.
+    #[arg(short, long, value_name = "OUT.neff")]
+    output: PathBuf,
+    /// Packaging (overrides the spec): 2 = gzip tar + MD5, 1 = raw tar + SHA-256.
+    #[arg(long, value_enum)]
+    pkg_version: Option<PkgArg>,
+    /// gzip compression level 1-9 (overrides the spec; default 1).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=9))]
+    level: Option<u32>,
+    /// Header UUID: an explicit UUID, or `random` (overrides the spec). Default:
+    /// derived from the payload.
+    #[arg(long, value_name = "UUID|random")]
+    uuid: Option<String>,
+    /// Header fields as JSON (every key optional), set over the spec's `header`.
+    #[arg(long, value_name = "HEADER.json")]
+    header: Option<PathBuf>,
+    /// Skip the builder's rules and write the NEFF even when the loader's gates
+    /// refuse it (for negative fixtures).
+    #[arg(long)]
+    allow_invalid: bool,
+    /// Print the header and the loader's verdict as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Print nothing on success.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum PkgArg {
+    #[value(name = "1")]
+    One,
+    #[value(name = "2")]
+    Two,
+}
+
+pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
+    let mut spec = BuildSpec::from_path(&args.spec)?;
+    spec.allow_invalid |= args.allow_invalid;
+    if let Some(pkg) = args.pkg_version {
+        spec.pkg_version = Some(match pkg {
+            PkgArg::One => PkgVersion::Sha256Tar.value(),
+            PkgArg::Two => PkgVersion::Md5Gzip.value(),
+        });
+    }
+    if let Some(level) = args.level {
+        spec.level = Some(level);
+    }
+    if let Some(uuid) = &args.uuid {
+        parse_uuid(uuid).map_err(|e| format!("--uuid: {e}"))?;
+        spec.uuid = Some(uuid.clone());
+        if let Some(header) = spec.header.as_mut() {
+            header.uuid = None;
+        }
+    }
+    if let Some(path) = &args.header {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let patch: HeaderPatch = serde_json::from_str(&text)
+            .map_err(|e| format!("{}: invalid header JSON: {e}", path.display()))?;
+        spec.header
+            .get_or_insert_with(HeaderPatch::default)
+            .merge(&patch);
+    }
+    let to_stdout = args.output.as_os_str() == "-";
+    if to_stdout && io::stdout().is_terminal() {
+        return Err(
+            "refusing to write a binary NEFF to a terminal: redirect stdout or give -o FILE".into(),
+        );
+    }
+    let base = match args.spec.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let builder = spec.into_builder(base)?;
+    let spec_name = args.spec.display().to_string();
+    let build = builder.build().map_err(|e| format!("{spec_name}: {e}"))?;
+    let result = if to_stdout {
+        build.write_to(&mut io::stdout().lock())
+    } else {
+        build.write_to_path(&args.output)
+    };
+    let outcome = match result.map_err(BuildError::from) {
+        Ok(outcome) => outcome,
+        Err(BuildError::Pack(PackError::Rejected(report))) => {
+            eprintln!(
+                "neff: {}: not written: the loader refuses it",
+                args.output.display()
+            );
+            eprintln!("  {}", report.summary());
+            if let Some(detail) = &report.detail {
+                eprintln!("  detail: {detail}");
+            }
+            eprintln!("  (pass --allow-invalid to write it anyway)");
+            return Ok(EXIT_REJECTED);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if args.json && !to_stdout {
+        print_json(&serde_json::json!({
+            "file": args.output.display().to_string(),
+            "header": outcome.header,
+            "tar_size": outcome.tar_size,
+            "files": outcome.files,
+            "directories": outcome.directories,
+            "verdict": outcome.report,
+        }))?;
+    } else if !args.quiet {
+        let h = &outcome.header;
+        eprintln!(
+            "built {}: {} bytes, {} files, {} folders, pkg {}, uuid {}, feature_bits {:#x}",
+            args.output.display(),
+            1024 + h.data_size,
+            outcome.files,
+            outcome.directories,
+            h.pkg_version,
+            h.uuid,
+            h.feature_bits
+        );
+        eprintln!("  {}", outcome.report.summary());
+    }
+    Ok(EXIT_OK)
+}

@@ -1,0 +1,83 @@
+//! `neff schema`: the JSON Schemas of the build spec, the reports and the manifests.
+
+use clap::Args;
+use neff::schema::manifest::{DefJson, EngineJson, KelfDescriptor, NeffJson, UcodeLibJson};
+use neff::writer::build_spec::BuildSpec;
+
+use super::{print_json, EXIT_OK};
+
+/// Print a JSON Schema: the build spec, a report, or a manifest.
+///
+/// Schemas follow JSON Schema draft 2020-12: `build-spec` is what `neff build`
+/// reads, `verify-report` what `neff verify --json` prints per arch, and the
+/// manifest schemas describe neff.json, the KELF descriptor, def.json, engine
+/// JSON and ucode_lib.json. Without NAME, lists the schemas. Manifest schemas describe the JSON
+/// shapes (keys the runtime reads, with their types); unknown keys are allowed,
+/// as the runtime ignores them.
+#[derive(Args, Debug)]
+pub struct SchemaArgs {
+    /// The schema to print (omit to list them).
+    name: Option<String>,
+}
+
+/// (name, description, schema).
+type Entry = (&'static str, &'static str, fn() -> schemars::Schema);
+
+/// Every schema `neff schema` knows, in listing order.
+const SCHEMAS: &[Entry] = &[
+    (
+        "build-spec",
+        "the JSON build spec `neff build` reads",
+        || schemars::schema_for!(BuildSpec),
+    ),
+    (
+        "verify-report",
+        "one report of `neff verify --json` (per arch)",
+        || schemars::schema_for!(neff::loader::Report),
+    ),
+    (
+        "neff-json",
+        "neff.json: the graph with the __kelf node (spec §4.1)",
+        || schemars::schema_for!(NeffJson),
+    ),
+    (
+        "kelf",
+        "kelf-<i>.json: the KELF descriptor (spec §4.2)",
+        || schemars::schema_for!(KelfDescriptor),
+    ),
+    (
+        "def-json",
+        "sgNN/def.json: one subgraph (spec §4.3-§4.8)",
+        || schemars::schema_for!(DefJson),
+    ),
+    (
+        "engine",
+        "sgNN/<eng>.json: one engine's program (spec §4.5)",
+        || schemars::schema_for!(EngineJson),
+    ),
+    (
+        "ucode-lib",
+        "sgNN/ucode_lib.json: GPSIMD ucode libraries (spec §4.6)",
+        || schemars::schema_for!(UcodeLibJson),
+    ),
+];
+
+/// The names `neff schema` accepts, in listing order.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    SCHEMAS.iter().map(|(name, _, _)| *name)
+}
+
+pub fn run(args: SchemaArgs) -> Result<u8, Box<dyn std::error::Error>> {
+    let Some(name) = args.name else {
+        for (name, what, _) in SCHEMAS {
+            println!("{name:<14} {what}");
+        }
+        return Ok(EXIT_OK);
+    };
+    let Some((_, _, schema)) = SCHEMAS.iter().find(|(n, _, _)| *n == name) else {
+        let known: Vec<&str> = names().collect();
+        return Err(format!("unknown schema {name:?}: use one of {}", known.join(", ")).into());
+    };
+    print_json(&schema())?;
+    Ok(EXIT_OK)
+}

@@ -1,0 +1,453 @@
+//! `neff build`: every example spec builds, verifies and survives unpack →
+//! pack byte for byte; the generated manifests have the documented shape; the
+//! unchecked path; spec errors; `--help` pinned by golden files.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use md5::{Digest, Md5};
+use serde_json::{json, Value};
+
+const EXAMPLES: [&str; 4] = ["allreduce", "weights", "cayman-ucode", "two-subgraphs"];
+
+fn neff(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_neff"))
+        .args(args)
+        .output()
+        .expect("run neff")
+}
+
+fn code(out: &Output) -> i32 {
+    out.status.code().expect("exit code")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples")
+}
+
+fn spec(name: &str) -> PathBuf {
+    examples().join(format!("{name}.json"))
+}
+
+fn md5_hex(bytes: &[u8]) -> String {
+    Md5::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Builds `example` into `dir` and unpacks it; returns (neff path, tree).
+fn build_and_unpack(dir: &Path, example: &str) -> (PathBuf, PathBuf) {
+    let out = dir.join(format!("{example}.neff"));
+    let r = neff(&["build", s(&spec(example)), "-o", s(&out)]);
+    assert_eq!(code(&r), 0, "{example}: {}", stderr(&r));
+    let tree = dir.join(format!("{example}-tree"));
+    let r = neff(&["unpack", s(&out), "-o", s(&tree)]);
+    assert_eq!(code(&r), 0, "{example}: {}", stderr(&r));
+    (out, tree)
+}
+
+fn json_at(path: &Path) -> Value {
+    serde_json::from_slice(&fs::read(path).unwrap()).unwrap()
+}
+
+#[test]
+fn every_example_builds_verifies_and_repacks_to_identical_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    for example in EXAMPLES {
+        let out = dir.path().join(format!("{example}.neff"));
+        let r = neff(&["build", s(&spec(example)), "-o", s(&out)]);
+        assert_eq!(code(&r), 0, "{example}: {}", stderr(&r));
+        assert!(stderr(&r).contains("built"), "{}", stderr(&r));
+
+        let r = neff(&["verify", s(&out)]);
+        assert_eq!(code(&r), 0, "{example}: {}{}", stdout(&r), stderr(&r));
+
+        // Building twice gives the same bytes, and so does stdout.
+        let again = neff(&["build", s(&spec(example)), "-o", "-", "-q"]);
+        assert_eq!(code(&again), 0, "{}", stderr(&again));
+        assert_eq!(again.stdout, fs::read(&out).unwrap(), "{example}");
+
+        // unpack → pack --header rebuilds the identical file.
+        let tree = dir.path().join(format!("{example}-tree"));
+        let header = dir.path().join(format!("{example}-header.json"));
+        let r = neff(&[
+            "unpack",
+            s(&out),
+            "-o",
+            s(&tree),
+            "--header-out",
+            s(&header),
+        ]);
+        assert_eq!(code(&r), 0, "{example}: {}", stderr(&r));
+        let repacked = dir.path().join(format!("{example}-repacked.neff"));
+        let r = neff(&["pack", s(&tree), "-o", s(&repacked), "--header", s(&header)]);
+        assert_eq!(code(&r), 0, "{example}: {}", stderr(&r));
+        assert_eq!(
+            fs::read(&out).unwrap(),
+            fs::read(&repacked).unwrap(),
+            "{example}: unpack → pack changed the bytes"
+        );
+    }
+}
+
+#[test]
+fn the_allreduce_example_is_the_runtime_fixture_model() {
+    let fixture = examples().join("allreduce/sg00");
+    assert_eq!(
+        md5_hex(&fs::read(fixture.join("pe.bin")).unwrap()),
+        "f5c01e499e4e49ac4ef559ce7e673436"
+    );
+    assert_eq!(
+        md5_hex(&fs::read(fixture.join("pool.bin")).unwrap()),
+        "25daba764d4de4444cbf460a1e52df2f"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let (_, tree) = build_and_unpack(dir.path(), "allreduce");
+    // The same members as the fixture (18 files), instruction streams byte-exact.
+    let mut names: Vec<String> = fs::read_dir(tree.join("sg00"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    let mut fixture_names: Vec<String> = fs::read_dir(&fixture)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    fixture_names.sort();
+    assert_eq!(names, fixture_names);
+    assert!(tree.join("kelf-a.json").exists() && tree.join("neff.json").exists());
+    for f in ["pe.bin", "pool.bin", "act.bin", "pe.asm", "pool.asm"] {
+        assert_eq!(
+            fs::read(tree.join("sg00").join(f)).unwrap(),
+            fs::read(fixture.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    // Engine manifests are byte-identical to the fixture's.
+    for f in ["pe.json", "act.json", "pool.json", "dve.json", "sp.json"] {
+        assert_eq!(
+            fs::read(tree.join("sg00").join(f)).unwrap(),
+            fs::read(fixture.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+
+    // def.json: the fixture's content plus dtype/shape on the I/O vars.
+    let mut def = json_at(&tree.join("sg00/def.json"));
+    for io in ["input", "output"] {
+        let var = def["var"][io].as_object_mut().unwrap();
+        assert_eq!(var.remove("dtype"), Some(json!("float32")));
+        assert_eq!(var.remove("shape"), Some(json!([32])));
+    }
+    assert_eq!(def, json_at(&fixture.join("def.json")));
+
+    // neff.json: the fixture's graph plus the producer's output_names.
+    let mut graph = json_at(&tree.join("neff.json"));
+    let kelf_node = graph["nodes"][1].as_object_mut().unwrap();
+    assert_eq!(kelf_node.remove("output_names"), Some(json!(["output"])));
+    assert_eq!(graph, json_at(&examples().join("allreduce/neff.json")));
+
+    // kelf-a.json: the fixture descriptor.
+    assert_eq!(
+        json_at(&tree.join("kelf-a.json")),
+        json_at(&examples().join("allreduce/kelf-a.json"))
+    );
+}
+
+#[test]
+fn the_ucode_example_carries_both_forms_the_library_and_the_custom_ops_bit() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, tree) = build_and_unpack(dir.path(), "cayman-ucode");
+    let r = neff(&["inspect", s(&out), "--json"]);
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    let inspect: Value = serde_json::from_str(&stdout(&r)).unwrap();
+    assert_eq!(
+        inspect["header"]["feature_bits"].as_u64().unwrap() & 0x4,
+        0x4
+    );
+    assert_eq!(inspect["header"]["name"], "cayman-ucode");
+
+    let def = json_at(&tree.join("sg00/def.json"));
+    let standalone = json_at(&tree.join("sg00/ucode_lib.json"));
+    assert_eq!(
+        def["ucode_lib"], standalone["ucode_lib"],
+        "the two forms agree"
+    );
+    let lib = &def["ucode_lib"][0];
+    assert_eq!(lib["library"], "libcustom_topk.so");
+    assert_eq!(lib["ulib_to_ucode_version"], "1.21.1.0");
+    assert_eq!(lib["cpu_id"], 0);
+    assert_eq!(lib["total_cpus"], 1);
+    assert_eq!(
+        lib["functions"],
+        json!([
+            {"name": "custom_topk", "opcode": 133, "sub_opcode": 0},
+            {"name": "custom_sort", "opcode": 133, "sub_opcode": 1}
+        ])
+    );
+    let library = fs::read(tree.join("sg00/libcustom_topk.so")).unwrap();
+    assert_eq!(&library[..4], b"\x7fELF");
+    assert_eq!(library[4], 1, "ELFCLASS32");
+    assert_eq!(
+        def["runtime_statebuffer_reservation"],
+        json!([{"type": "evtaccel", "offset": 0x37FF8, "size": 8, "base_partition": 0, "partitions": 128}])
+    );
+    assert_eq!(json_at(&tree.join("kelf-0.json"))["target"], "cayman");
+    assert_eq!(
+        fs::read_to_string(tree.join("hlo_stats.json")).unwrap(),
+        "{\n  \"mac_count\": 0\n}"
+    );
+}
+
+#[test]
+fn the_weights_example_streams_npy_and_raw_files_as_they_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, tree) = build_and_unpack(dir.path(), "weights");
+    let src = examples().join("weights");
+    for (member, file) in [
+        ("w1.npy", "w1.npy"),
+        ("embedding.npy", "emb.npy"),
+        ("b1.bin", "b1.bin"),
+    ] {
+        assert_eq!(
+            fs::read(tree.join("sg00").join(member)).unwrap(),
+            fs::read(src.join(file)).unwrap(),
+            "{member}"
+        );
+    }
+    let w1 = fs::read(src.join("w1.npy")).unwrap();
+    assert_eq!(&w1[..8], b"\x93NUMPY\x01\x00", "npy version 1");
+    let def = json_at(&tree.join("sg00/def.json"));
+    let var = &def["var"];
+    assert_eq!(var["w1"]["type"], "file");
+    assert_eq!(var["w1"]["file_name"], "w1.npy");
+    assert_eq!(var["w1"]["dtype"], "float32");
+    assert_eq!(var["w1"]["shape"], json!([4, 4]));
+    assert_eq!(var["emb"]["file_name"], "embedding.npy");
+    assert_eq!(var["emb"]["dtype"], "uint8");
+    assert_eq!(var["emb"]["shape"], json!([3, 2]));
+    assert_eq!(var["b1"]["file_name"], "b1.bin");
+    // Dense ids: inputs, outputs, then tmp_bufs and weights in spec order.
+    let ids: Vec<(&str, u64)> = ["x", "y", "acc", "w1", "emb", "b1"]
+        .iter()
+        .map(|n| (*n, var[n]["var_id"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            ("x", 0),
+            ("y", 1),
+            ("acc", 2),
+            ("w1", 3),
+            ("emb", 4),
+            ("b1", 5)
+        ]
+    );
+    assert_eq!(var["acc"]["size"], 16);
+}
+
+#[test]
+fn the_two_subgraph_example_sets_vnc_size_and_lists_both_graphs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, tree) = build_and_unpack(dir.path(), "two-subgraphs");
+    let r = neff(&["inspect", s(&out), "--json"]);
+    let inspect: Value = serde_json::from_str(&stdout(&r)).unwrap();
+    assert_eq!(inspect["header"]["vnc_size"], 2);
+    assert_eq!(inspect["header"]["feature_bits"], 0x400);
+    let kelf = json_at(&tree.join("kelf-0.json"));
+    assert_eq!(
+        kelf["graphs"],
+        json!([
+            {"definition": "sg00/def.json", "name": "sg00"},
+            {"definition": "sg01/def.json", "name": "sg01"}
+        ])
+    );
+    let graph = json_at(&tree.join("neff.json"));
+    assert_eq!(graph["arg_nodes"], json!([0]));
+    assert_eq!(
+        graph["attrs"]["dltype"],
+        json!(["list_str", ["bfloat16", "bfloat16"]])
+    );
+    assert_eq!(
+        graph["attrs"]["shape"],
+        json!(["list_shape", [[2, 64], [2, 64]]])
+    );
+    assert_eq!(graph["nodes"][1]["attrs"]["func_name"], "__kelf");
+    assert_eq!(graph["nodes"][1]["attrs"]["kelf"], "kelf-0.json");
+    assert!(tree.join("sg01/def.json").exists());
+}
+
+/// Writes a spec into `dir` and returns its path.
+fn write_spec(dir: &Path, name: &str, spec: &Value) -> PathBuf {
+    let path = dir.join(name);
+    fs::write(&path, serde_json::to_vec_pretty(spec).unwrap()).unwrap();
+    path
+}
+
+fn minimal() -> Value {
+    json!({
+        "subgraphs": [{
+            "name": "sg00",
+            "inputs": [{"name": "x", "dtype": "float32", "shape": [4]}],
+            "outputs": [{"name": "y", "dtype": "float32", "shape": [4]}]
+        }]
+    })
+}
+
+#[test]
+fn the_unchecked_path_and_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bad = minimal();
+    bad["raw_members"] = json!({"sg00/def.json": {
+        "text": r#"{"var": {"x": {"type": "input", "var_id": 0, "size": 16}}}"#
+    }});
+    let spec_path = write_spec(dir.path(), "bad.json", &bad);
+    let out = dir.path().join("bad.neff");
+    let r = neff(&["build", s(&spec_path), "-o", s(&out)]);
+    assert_eq!(code(&r), 1, "{}", stderr(&r));
+    assert!(stderr(&r).contains("G20b"), "{}", stderr(&r));
+    assert!(stderr(&r).contains("--allow-invalid"), "{}", stderr(&r));
+    assert!(!out.exists());
+
+    let r = neff(&[
+        "build",
+        s(&spec_path),
+        "-o",
+        s(&out),
+        "--allow-invalid",
+        "--json",
+    ]);
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    let v: Value = serde_json::from_str(&stdout(&r)).unwrap();
+    assert_eq!(v["verdict"]["gate"], "G20b");
+    assert_eq!(v["verdict"]["accepted"], false);
+    assert_eq!(code(&neff(&["verify", s(&out)])), 1);
+
+    // A member left out with null.
+    let mut omit = minimal();
+    omit["raw_members"] = json!({"neff.json": null});
+    omit["allow_invalid"] = json!(true);
+    let spec_path = write_spec(dir.path(), "omit.json", &omit);
+    let r = neff(&["build", s(&spec_path), "-o", s(&out), "--json"]);
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    let v: Value = serde_json::from_str(&stdout(&r)).unwrap();
+    assert_eq!(v["verdict"]["gate"], "G13");
+
+    // Flags reach the header; a header file is merged over the spec's.
+    let mut spec = minimal();
+    spec["header"] = json!({"neff_version_minor": 7, "build_version": "spec"});
+    let spec_path = write_spec(dir.path(), "flags.json", &spec);
+    let header = dir.path().join("h.json");
+    fs::write(&header, br#"{"build_version": "file"}"#).unwrap();
+    let r = neff(&[
+        "build",
+        s(&spec_path),
+        "-o",
+        s(&out),
+        "--pkg-version",
+        "1",
+        "--level",
+        "9",
+        "--uuid",
+        "561826fb-125f-4bb8-991c-29e085c8949a",
+        "--header",
+        s(&header),
+        "--json",
+    ]);
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    let v: Value = serde_json::from_str(&stdout(&r)).unwrap();
+    let h = &v["header"];
+    assert_eq!(h["pkg_version"], 1);
+    assert_eq!(h["uuid"], "561826fb-125f-4bb8-991c-29e085c8949a");
+    assert_eq!(h["neff_version_minor"], 7);
+    assert_eq!(h["build_version"], "file");
+    assert_eq!(v["verdict"]["accepted"], true);
+}
+
+#[test]
+fn spec_errors_name_the_key_or_position() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.neff");
+
+    let mut typo = minimal();
+    typo["subgraphs"][0]["inputz"] = json!([]);
+    let path = write_spec(dir.path(), "typo.json", &typo);
+    let r = neff(&["build", s(&path), "-o", s(&out)]);
+    assert_eq!(code(&r), 2);
+    assert!(
+        stderr(&r).contains("unknown field `inputz`"),
+        "{}",
+        stderr(&r)
+    );
+    assert!(stderr(&r).contains("line "), "{}", stderr(&r));
+
+    let mut missing = minimal();
+    missing["subgraphs"][0]["engines"] = json!({"pe": {"instructions": "no/such.bin"}});
+    let path = write_spec(dir.path(), "missing.json", &missing);
+    let r = neff(&["build", s(&path), "-o", s(&out)]);
+    assert_eq!(code(&r), 2);
+    assert!(
+        stderr(&r).contains("subgraphs[0].engines.pe.instructions: cannot read"),
+        "{}",
+        stderr(&r)
+    );
+
+    let mut rule = minimal();
+    rule["subgraphs"][0]["outputs"] = json!([]);
+    let path = write_spec(dir.path(), "rule.json", &rule);
+    let r = neff(&["build", s(&path), "-o", s(&out)]);
+    assert_eq!(code(&r), 2);
+    assert!(
+        stderr(&r).contains("subgraph sg00: no output"),
+        "{}",
+        stderr(&r)
+    );
+    assert!(stderr(&r).contains("rule.json"), "{}", stderr(&r));
+
+    let r = neff(&["build", "/nonexistent/spec.json", "-o", s(&out)]);
+    assert_eq!(code(&r), 2);
+    assert!(
+        stderr(&r).contains("/nonexistent/spec.json"),
+        "{}",
+        stderr(&r)
+    );
+    assert!(!out.exists());
+}
+
+#[test]
+fn help_for_build_and_schema_matches_the_golden_files() {
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    let update = std::env::var_os("NEFF_UPDATE_GOLDEN").is_some();
+    for cmd in ["build", "schema"] {
+        let r = neff(&[cmd, "--help"]);
+        assert_eq!(code(&r), 0);
+        let path = golden.join(format!("help-{cmd}.txt"));
+        if update {
+            fs::write(&path, &r.stdout).unwrap();
+        }
+        let expected = fs::read_to_string(&path).unwrap_or_else(|_| {
+            panic!("{} missing: run with NEFF_UPDATE_GOLDEN=1", path.display())
+        });
+        assert_eq!(
+            stdout(&r),
+            expected,
+            "{} changed: review, then NEFF_UPDATE_GOLDEN=1",
+            path.display()
+        );
+    }
+}
