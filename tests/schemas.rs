@@ -38,6 +38,7 @@ fn every_schema_matches_its_golden_file() {
     for expected in [
         "build-spec",
         "verify-report",
+        "inspect-report",
         "neff-json",
         "kelf",
         "def-json",

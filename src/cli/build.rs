@@ -97,7 +97,9 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let builder = spec.into_builder(base)?;
+    let builder = spec
+        .into_builder(base)
+        .map_err(|e| format!("{}: {e}", args.spec.display()))?;
     let spec_name = args.spec.display().to_string();
     let build = builder.build().map_err(|e| format!("{spec_name}: {e}"))?;
     let result = if to_stdout {

@@ -9,7 +9,8 @@ use super::{print_json, EXIT_OK};
 /// Print a JSON Schema: the build spec, a report, or a manifest.
 ///
 /// Schemas follow JSON Schema draft 2020-12: `build-spec` is what `neff build`
-/// reads, `verify-report` what `neff verify --json` prints per arch, and the
+/// reads, `verify-report` what `neff verify --json` prints per arch, `inspect-report`
+/// what `neff inspect --json` prints, and the
 /// manifest schemas describe neff.json, the KELF descriptor, def.json, engine
 /// JSON and ucode_lib.json. Without NAME, lists the schemas. Manifest schemas describe the JSON
 /// shapes (keys the runtime reads, with their types); unknown keys are allowed,
@@ -34,6 +35,11 @@ const SCHEMAS: &[Entry] = &[
         "verify-report",
         "one report of `neff verify --json` (per arch)",
         || schemars::schema_for!(neff::loader::Report),
+    ),
+    (
+        "inspect-report",
+        "what `neff inspect --json` prints",
+        || schemars::schema_for!(neff::loader::inspect::InspectReport),
     ),
     (
         "neff-json",
@@ -70,7 +76,7 @@ pub fn names() -> impl Iterator<Item = &'static str> {
 pub fn run(args: SchemaArgs) -> Result<u8, Box<dyn std::error::Error>> {
     let Some(name) = args.name else {
         for (name, what, _) in SCHEMAS {
-            println!("{name:<14} {what}");
+            println!("{name:<15} {what}");
         }
         return Ok(EXIT_OK);
     };
