@@ -11,6 +11,11 @@
 //! println!("{}", outcome.header.uuid);
 //! # Ok::<(), neff_writer::PackError>(())
 //! ```
+//!
+//! Two layers: [`Packager`] writes any set of members; [`NeffBuilder`]
+//! (module [`builder`]) generates the manifest chain for a model described as
+//! subgraphs, tensors, weights, queues and engine programs, then packs it.
+//! [`build_spec`] is the same description as JSON (`neff build`).
 #![deny(missing_docs)]
 
 pub mod base64;
