@@ -65,25 +65,6 @@ impl FromStr for Arch {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_and_ordinals() {
-        for arch in Arch::ALL {
-            assert_eq!(arch.name().parse::<Arch>().unwrap(), arch);
-            assert_eq!(
-                format!("v{}", arch.ordinal()).parse::<Arch>().unwrap(),
-                arch
-            );
-            assert_eq!(Arch::from_ordinal(arch.ordinal()), Some(arch));
-        }
-        assert_eq!(Arch::Cayman.ordinal(), 3);
-        assert!("trn9".parse::<Arch>().is_err());
-        assert_eq!(Arch::from_ordinal(5), None);
-    }
-}
 
 impl serde::Serialize for Arch {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -109,5 +90,25 @@ impl schemars::JsonSchema for Arch {
             "type": "string",
             "enum": ["sunda", "cayman", "mariana"]
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_ordinals() {
+        for arch in Arch::ALL {
+            assert_eq!(arch.name().parse::<Arch>().unwrap(), arch);
+            assert_eq!(
+                format!("v{}", arch.ordinal()).parse::<Arch>().unwrap(),
+                arch
+            );
+            assert_eq!(Arch::from_ordinal(arch.ordinal()), Some(arch));
+        }
+        assert_eq!(Arch::Cayman.ordinal(), 3);
+        assert!("trn9".parse::<Arch>().is_err());
+        assert_eq!(Arch::from_ordinal(5), None);
     }
 }

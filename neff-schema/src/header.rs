@@ -484,6 +484,51 @@ impl<'de> Deserialize<'de> for Uuid {
     }
 }
 
+
+impl<const N: usize> schemars::JsonSchema for Text<N> {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        format!("Text{N}").into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": format!("A {N}-byte NUL-terminated text field: a string of at most {} bytes, or {{\"hex\": …}} for bytes that are not clean NUL-terminated UTF-8.", N - 1),
+            "oneOf": [
+                {"type": "string", "maxLength": N - 1},
+                {"type": "object", "properties": {"hex": {"type": "string", "pattern": "^([0-9a-fA-F]{2})*$"}}, "required": ["hex"], "additionalProperties": false}
+            ]
+        })
+    }
+}
+
+impl<const N: usize> schemars::JsonSchema for Blob<N> {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        format!("Blob{N}").into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": format!("A {N}-byte field as hex; trailing zero bytes may be left out."),
+            "type": "string",
+            "pattern": format!("^([0-9a-fA-F]{{2}}){{0,{N}}}$")
+        })
+    }
+}
+
+impl schemars::JsonSchema for Uuid {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Uuid".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A UUID: 32 hex digits, canonically 8-4-4-4-12.",
+            "type": "string",
+            "pattern": "^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -638,49 +683,5 @@ mod tests {
         assert_eq!(PkgVersion::from_value(2), Some(PkgVersion::Md5Gzip));
         assert_eq!(PkgVersion::from_value(3), None);
         assert_eq!(PkgVersion::default().value(), 2);
-    }
-}
-
-impl<const N: usize> schemars::JsonSchema for Text<N> {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        format!("Text{N}").into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "description": format!("A {N}-byte NUL-terminated text field: a string of at most {} bytes, or {{\"hex\": …}} for bytes that are not clean NUL-terminated UTF-8.", N - 1),
-            "oneOf": [
-                {"type": "string", "maxLength": N - 1},
-                {"type": "object", "properties": {"hex": {"type": "string", "pattern": "^([0-9a-fA-F]{2})*$"}}, "required": ["hex"], "additionalProperties": false}
-            ]
-        })
-    }
-}
-
-impl<const N: usize> schemars::JsonSchema for Blob<N> {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        format!("Blob{N}").into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "description": format!("A {N}-byte field as hex; trailing zero bytes may be left out."),
-            "type": "string",
-            "pattern": format!("^([0-9a-fA-F]{{2}}){{0,{N}}}$")
-        })
-    }
-}
-
-impl schemars::JsonSchema for Uuid {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "Uuid".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "description": "A UUID: 32 hex digits, canonically 8-4-4-4-12.",
-            "type": "string",
-            "pattern": "^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
-        })
     }
 }
