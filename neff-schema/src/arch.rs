@@ -65,7 +65,6 @@ impl FromStr for Arch {
     }
 }
 
-
 impl serde::Serialize for Arch {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.name())

@@ -484,7 +484,6 @@ impl<'de> Deserialize<'de> for Uuid {
     }
 }
 
-
 impl<const N: usize> schemars::JsonSchema for Text<N> {
     fn schema_name() -> std::borrow::Cow<'static, str> {
         format!("Text{N}").into()

@@ -356,6 +356,7 @@ impl Packager {
         )?;
         let mut report = verdict.report().clone();
         report.accepted = verdict.accepted;
+        report.instance_arch = "all".to_string();
         if !verdict.accepted && !options.allow_invalid {
             return Err(PackError::Rejected(Box::new(report)));
         }
