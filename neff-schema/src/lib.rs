@@ -14,6 +14,7 @@
 #![deny(missing_docs)]
 
 pub mod arch;
+pub mod barrier;
 pub mod features;
 pub mod header;
 pub mod hex;

@@ -18,6 +18,8 @@
 //! [`build_spec`] is the same description as JSON (`neff build`).
 #![deny(missing_docs)]
 
+pub mod atomic;
+pub mod barrier;
 pub mod base64;
 pub mod build_spec;
 pub mod builder;

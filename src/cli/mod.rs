@@ -1,5 +1,6 @@
 //! Command-line interface: argument definitions and dispatch.
 
+mod barrier;
 mod build;
 mod inspect;
 mod pack;
@@ -40,6 +41,7 @@ enum Command {
     Verify(verify::VerifyArgs),
     Build(build::BuildArgs),
     Schema(schema::SchemaArgs),
+    Barrier(barrier::BarrierArgs),
 }
 
 /// Runs a parsed command line.
@@ -51,6 +53,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
         Command::Verify(args) => verify::run(args)?,
         Command::Build(args) => build::run(args)?,
         Command::Schema(args) => schema::run(args)?,
+        Command::Barrier(args) => barrier::run(args)?,
     };
     Ok(ExitCode::from(code))
 }

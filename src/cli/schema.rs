@@ -66,6 +66,16 @@ const SCHEMAS: &[Entry] = &[
         "sgNN/ucode_lib.json: GPSIMD ucode libraries (spec §4.6)",
         || schemars::schema_for!(UcodeLibJson),
     ),
+    (
+        "barrier",
+        "a barrier config in the firmware logger's shape (spec §6.4)",
+        || schemars::schema_for!(neff::schema::barrier::json::BarrierConfigsJson),
+    ),
+    (
+        "barrier-compose",
+        "the inputs of `neff barrier compose --spec`",
+        || schemars::schema_for!(neff::writer::barrier::ComposeInputs),
+    ),
 ];
 
 /// The names `neff schema` accepts, in listing order.
