@@ -245,3 +245,38 @@ fn help_golden() {
         golden(&name, &ok(&neff(&args)));
     }
 }
+
+#[test]
+fn a_builder_can_attach_a_config_that_inspect_decodes() {
+    use neff::schema::barrier::{BarrierConfigs, HostBarrier};
+    use neff::schema::manifest::Dtype;
+    use neff::writer::builder::Tensor;
+    use neff::writer::NeffBuilder;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.neff");
+    let mut configs = BarrierConfigs::default();
+    configs.set_host_barrier(&HostBarrier {
+        barrier_start: 0x10,
+        barrier_done: 0x20,
+    });
+    NeffBuilder::new()
+        .subgraph("sg00", |sg| {
+            sg.input("x", Tensor::new(Dtype::Float32, [4]))
+                .output("y", Tensor::new(Dtype::Float32, [4]))
+        })
+        .barrier_config(&configs)
+        .write_to_path(&path)
+        .unwrap();
+    let out = neff(&["inspect", s(&path), "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&ok(&out)).unwrap();
+    let b = &v["barrier_config"]["Ok"];
+    assert_eq!(
+        b["host_barrier"]["barrier_done"]["addr"]["soc_addr"],
+        "0x0000000000000020"
+    );
+    assert!(v["model"]["unreferenced_members"]
+        .as_array()
+        .unwrap()
+        .contains(&"barrier_config.json".into()));
+    assert_eq!(v["verdict"]["accepted"], true);
+}

@@ -1,6 +1,9 @@
 //! Everything `neff inspect` shows, as one serializable report.
 
+use neff_schema::barrier::json::{from_json, BarrierConfigsJson};
 use neff_schema::{features, HeaderFields};
+
+use crate::container::Container;
 use serde::Serialize;
 
 use crate::container::{Compression, EntryRecord};
@@ -27,6 +30,11 @@ pub struct InspectReport {
     pub members: Vec<EntryRecord>,
     /// What the manifests describe (absent when the container tier refused).
     pub model: Option<ModelSummary>,
+    /// A barrier config attached as `barrier_config.json` (which the runtime
+    /// never reads), decoded and re-encoded in the logger's shape; or why it
+    /// does not decode.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub barrier_config: Option<Result<BarrierConfigsJson, String>>,
     /// The verdict over every targeted arch (as `neff verify` gives it).
     pub verdict: Report,
 }
@@ -51,7 +59,26 @@ impl InspectReport {
             tar_size: container.map(|c| c.tar_size),
             members: container.map(|c| c.entries.clone()).unwrap_or_default(),
             model: verdict.loads[verdict.lead].model.clone(),
+            barrier_config: container.and_then(attached_barrier_config),
             verdict: report,
         }
     }
+}
+
+/// The member a builder attaches a barrier config under.
+pub const BARRIER_CONFIG_MEMBER: &str = "barrier_config.json";
+
+fn attached_barrier_config(c: &Container) -> Option<Result<BarrierConfigsJson, String>> {
+    let member = c.members.get(BARRIER_CONFIG_MEMBER.as_bytes())?;
+    let Some(bytes) = &member.data else {
+        return Some(Err(format!(
+            "{BARRIER_CONFIG_MEMBER} is too large to decode ({} bytes)",
+            member.size
+        )));
+    };
+    Some(
+        from_json(bytes)
+            .map(|configs| BarrierConfigsJson::from(&configs))
+            .map_err(|e| format!("{BARRIER_CONFIG_MEMBER}: {e}")),
+    )
 }

@@ -102,6 +102,15 @@ fn print_human(r: &InspectReport) {
     if let Some(m) = &r.model {
         print_model(m);
     }
+    match &r.barrier_config {
+        Some(Ok(b)) => println!(
+            "barrier config ({}): execute_device_barrier {} (decode it with `neff barrier encode`; see --json)",
+            neff::loader::inspect::BARRIER_CONFIG_MEMBER,
+            if b.execute_device_barrier.0 { "0x1" } else { "0x0" }
+        ),
+        Some(Err(e)) => println!("barrier config: does not decode: {e}"),
+        None => {}
+    }
     for w in &r.verdict.warnings {
         println!("warning: {w}");
     }

@@ -184,6 +184,10 @@ pub(crate) fn invalid<T>(message: impl Into<String>) -> Result<T, BuildError> {
     Err(BuildError::Invalid(message.into()))
 }
 
+/// The member name a barrier config is attached under (see
+/// [`NeffBuilder::barrier_config`]).
+pub const BARRIER_CONFIG_MEMBER: &str = "barrier_config.json";
+
 /// Builds a NEFF from subgraphs, tensors, weights, queues and programs.
 pub struct NeffBuilder {
     name: Option<String>,
@@ -296,6 +300,14 @@ impl NeffBuilder {
     pub fn member(mut self, name: impl Into<String>, data: impl Into<Data>) -> Self {
         self.members.push((name.into(), data.into()));
         self
+    }
+
+    /// Attaches a barrier config as the member [`BARRIER_CONFIG_MEMBER`], in the
+    /// firmware logger's JSON shape. The runtime never reads it (no manifest
+    /// names it); `neff inspect` decodes it.
+    pub fn barrier_config(self, configs: &neff_schema::barrier::BarrierConfigs) -> Self {
+        let text = neff_schema::barrier::json::to_json(configs) + "\n";
+        self.member(BARRIER_CONFIG_MEMBER, text.into_bytes())
     }
 
     /// The unchecked path: sets member `name` to `data` after everything is
