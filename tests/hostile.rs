@@ -199,3 +199,128 @@ fn messages_cut_very_long_names_short() {
         "{message}"
     );
 }
+
+#[test]
+fn malformed_json_in_manifests_is_refused_cleanly() {
+    let deep = format!("{}{}", "[".repeat(50_000), "]".repeat(50_000));
+    let r = load_buffer(
+        Some(&model_neff(&[("neff.json", deep.as_bytes())])),
+        &RuntimeProfile::default(),
+    )
+    .report;
+    assert_eq!(r.gate.as_deref(), Some("G14"), "{r:?}");
+    assert!(r.message.unwrap().starts_with("Failed to parse neff.json"));
+    // Huge numbers and wrong types are refused by the gate that reads them.
+    let def = DEF_JSON.replace(
+        "\"var_id\": 1",
+        "\"var_id\": 123456789012345678901234567890",
+    );
+    let r = load_buffer(
+        Some(&model_neff(&[("sg00/def.json", def.as_bytes())])),
+        &RuntimeProfile::default(),
+    )
+    .report;
+    assert_eq!(r.gate.as_deref(), Some("G19"), "{r:?}");
+    let def = DEF_JSON.replace("\"size\": 16}, \"y\"", "\"size\": \"16\"}, \"y\"");
+    let r = load_buffer(
+        Some(&model_neff(&[("sg00/def.json", def.as_bytes())])),
+        &RuntimeProfile::default(),
+    )
+    .report;
+    assert_eq!(
+        r.message.as_deref(),
+        Some("Failed to parse, key: size"),
+        "{r:?}"
+    );
+    // A repeated key: the runtime's simdjson reads the first one.
+    let kelf = KELF_JSON.replace(
+        "\"target\": \"*\"",
+        "\"target\": \"cayman\", \"target\": \"*\"",
+    );
+    let n = model_neff(&[("kelf-0.json", kelf.as_bytes())]);
+    let r = load_buffer(
+        Some(&n),
+        &RuntimeProfile::for_arch(neff::schema::Arch::Sunda),
+    )
+    .report;
+    assert_eq!(
+        r.gate.as_deref(),
+        Some("G17"),
+        "the first target (cayman) wins: {r:?}"
+    );
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("appears more than once")),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn names_over_100_and_255_bytes_and_duplicates() {
+    for len in [101, 255, 256, 4000] {
+        let name = format!("sg00/{}", "n".repeat(len - 5));
+        let mut tar = model_entries(&[]);
+        tar.extend_from_slice(&tar_header(
+            b"././@LongLink",
+            b'L',
+            &size_field(name.len() as u64 + 1),
+        ));
+        push_padded(&mut tar, format!("{name}\0").as_bytes());
+        tar.extend_from_slice(&tar_header(&name.as_bytes()[..100], b'0', &size_field(1)));
+        push_padded(&mut tar, b"x");
+        let loaded = load_buffer(
+            Some(&neff_with_payload(2, &gzip(&finish_tar(tar)))),
+            &RuntimeProfile::default(),
+        );
+        assert!(loaded.report.accepted, "{len}: {:?}", loaded.report);
+        assert_eq!(loaded.container.unwrap().members[name.as_bytes()].size, 1);
+    }
+}
+
+/// `neff verify` on a NEFF whose payload inflates to 4 GiB: a bounded pass,
+/// peak RSS measured with /usr/bin/time (Debian package `time`).
+#[test]
+fn verify_of_a_4_gib_inflate_stays_under_256_mib() {
+    const SIZE: u64 = 4 << 30;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bomb.neff");
+    let mut gz = GzipWriter::new(Vec::new(), 1).unwrap();
+    gz.write_all(&model_entries(&[])).unwrap();
+    gz.write_all(&tar_header(b"sg00/bomb.bin", b'0', &size_field(SIZE)))
+        .unwrap();
+    let zeros = vec![0u8; 1 << 20];
+    for _ in 0..SIZE >> 20 {
+        gz.write_all(&zeros).unwrap();
+    }
+    gz.write_all(&[0u8; 1024]).unwrap();
+    let payload = gz.finish().unwrap();
+    assert!(payload.len() < 32 << 20);
+    std::fs::write(&path, neff_with_payload(2, &payload)).unwrap();
+    let time = std::path::Path::new("/usr/bin/time");
+    assert!(
+        time.exists(),
+        "/usr/bin/time is missing: apt-get install -y time"
+    );
+    let out = std::process::Command::new(time)
+        .args(["-f", "%M"])
+        .arg(env!("CARGO_BIN_EXE_neff"))
+        .args(["verify", "--instance-arch", "cayman"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let kib: u64 = stderr
+        .lines()
+        .last()
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no RSS in {stderr}"));
+    assert!(kib < 256 * 1024, "peak RSS {kib} KiB");
+    eprintln!("neff verify of a 4 GiB inflate: peak RSS {kib} KiB");
+}

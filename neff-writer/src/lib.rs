@@ -23,6 +23,10 @@ pub mod barrier;
 pub mod base64;
 pub mod build_spec;
 pub mod builder;
+#[cfg(feature = "arbitrary")]
+pub mod corpus;
+#[cfg(feature = "arbitrary")]
+pub mod generate;
 pub mod gzip_writer;
 pub mod hashing_writer;
 pub mod header_options;

@@ -2,6 +2,7 @@
 
 mod barrier;
 mod build;
+mod corpus;
 mod inspect;
 mod pack;
 mod schema;
@@ -42,6 +43,7 @@ enum Command {
     Build(build::BuildArgs),
     Schema(schema::SchemaArgs),
     Barrier(barrier::BarrierArgs),
+    Corpus(corpus::CorpusArgs),
 }
 
 /// Runs a parsed command line.
@@ -54,6 +56,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
         Command::Build(args) => build::run(args)?,
         Command::Schema(args) => schema::run(args)?,
         Command::Barrier(args) => barrier::run(args)?,
+        Command::Corpus(args) => corpus::run(args)?,
     };
     Ok(ExitCode::from(code))
 }

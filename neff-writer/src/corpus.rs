@@ -1,0 +1,223 @@
+//! Fuzz seed corpora: valid NEFFs from [`crate::generate`], and invalid ones
+//! made by mutations that keep the payload hash valid, so they reach the JSON
+//! parsers and the manifest gates rather than dying at the MD5 gate.
+//! Everything is a function of the seed: the same seed gives the same files.
+
+use arbitrary::Unstructured;
+use serde_json::Value;
+
+use crate::build_spec::BuildSpec;
+use crate::builder::Build;
+use crate::generate::{generate, GenConfig};
+use crate::header_options::HeaderPatch;
+
+/// One corpus file.
+#[derive(Debug, Clone)]
+pub struct Seed {
+    /// The NEFF bytes.
+    pub bytes: Vec<u8>,
+    /// Whether it was built to pass every gate.
+    pub valid: bool,
+    /// What was mutated, for an invalid seed.
+    pub mutation: Option<String>,
+}
+
+/// SplitMix64: a small, well-mixed deterministic generator.
+struct Mix(u64);
+
+impl Mix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+
+    fn bytes(&mut self, len: usize) -> Vec<u8> {
+        (0..len).map(|_| self.next() as u8).collect()
+    }
+}
+
+/// Bytes of fuzzer input each seed's spec is drawn from.
+const ENTROPY: usize = 8192;
+
+/// Seed `index` of the corpus for `seed`; `invalid_ratio` (0.0–1.0) of them
+/// are mutated. `None` when the generator could not draw a spec from the
+/// entropy (rare; the caller moves on).
+pub fn seed_file(seed: u64, index: u64, invalid_ratio: f64, config: &GenConfig) -> Option<Seed> {
+    let mut mix = Mix(seed ^ index.wrapping_mul(0xD6E8_FEB8_6659_FD93));
+    let entropy = mix.bytes(ENTROPY);
+    let generated = generate(&mut Unstructured::new(&entropy), config).ok()?;
+    let invalid = (mix.next() % 1_000_000) as f64 / 1_000_000.0 < invalid_ratio;
+    let base = std::env::temp_dir();
+    let build = generated.spec.into_builder(&base).ok()?.build().ok()?;
+    if !invalid {
+        let bytes = write(build)?;
+        return Some(Seed {
+            bytes,
+            valid: true,
+            mutation: None,
+        });
+    }
+    let (bytes, mutation) = mutate(&generated.json, &build, &mut mix)?;
+    Some(Seed {
+        bytes,
+        valid: false,
+        mutation: Some(mutation),
+    })
+}
+
+fn write(build: Build) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    build.write_to(&mut out).ok()?;
+    Some(out)
+}
+
+/// Rebuilds `spec` with one manifest member or header field changed, through
+/// the builder's unchecked path (the hash is computed over the new payload).
+fn mutate(spec: &Value, build: &Build, mix: &mut Mix) -> Option<(Vec<u8>, String)> {
+    let mut spec: BuildSpec = serde_json::from_value(spec.clone()).ok()?;
+    spec.allow_invalid = true;
+    let builder = spec.into_builder(&std::env::temp_dir()).ok()?;
+    let manifests: Vec<String> = build
+        .member_names()
+        .filter(|n| n.ends_with(".json"))
+        .map(str::to_string)
+        .collect();
+    if mix.below(4) == 0 || manifests.is_empty() {
+        let mut patch = HeaderPatch::default();
+        let what = match mix.below(4) {
+            0 => {
+                patch.neff_version_major = Some(mix.below(5) as u64);
+                "header neff_version_major"
+            }
+            1 => {
+                patch.feature_bits = Some(1 << mix.below(64));
+                "header feature_bits"
+            }
+            2 => {
+                patch.vnc_size = Some(mix.below(5) as u32);
+                "header vnc_size"
+            }
+            _ => {
+                patch.header_size = Some(mix.next() % 0x2000);
+                "header header_size"
+            }
+        };
+        return finish(builder.header(patch), what.to_string());
+    }
+    let name = manifests[mix.below(manifests.len())].clone();
+    let text = build.bytes(&name)?;
+    let mutated = match serde_json::from_slice::<Value>(text) {
+        Ok(mut value) if mix.below(5) != 0 => {
+            for _ in 0..1 + mix.below(3) {
+                mutate_value(&mut value, mix);
+            }
+            serde_json::to_vec(&value).ok()?
+        }
+        _ => {
+            // Byte-level damage: truncation or a flipped byte.
+            let mut raw = text.to_vec();
+            if raw.is_empty() || mix.below(2) == 0 {
+                raw.truncate(mix.below(raw.len() + 1));
+            } else {
+                let i = mix.below(raw.len());
+                raw[i] ^= 1 << mix.below(8);
+            }
+            raw
+        }
+    };
+    finish(
+        builder.raw_member(name.clone(), mutated),
+        format!("member {name}"),
+    )
+}
+
+fn finish(builder: crate::NeffBuilder, what: String) -> Option<(Vec<u8>, String)> {
+    let build = builder.build().ok()?;
+    Some((write(build)?, what))
+}
+
+/// Replaces a random node of `value` with an adversarial value.
+fn mutate_value(value: &mut Value, mix: &mut Mix) {
+    let descend = mix.below(3) != 0;
+    match value {
+        Value::Object(map) if descend && !map.is_empty() => {
+            let key = map.keys().nth(mix.below(map.len())).cloned();
+            if let Some(child) = key.and_then(|k| map.get_mut(&k)) {
+                mutate_value(child, mix);
+            }
+        }
+        Value::Array(items) if descend && !items.is_empty() => {
+            let i = mix.below(items.len());
+            mutate_value(&mut items[i], mix);
+        }
+        Value::Object(map) if mix.below(3) == 0 && !map.is_empty() => {
+            let key = map.keys().nth(mix.below(map.len())).cloned();
+            if let Some(k) = key {
+                map.remove(&k);
+            }
+        }
+        _ => *value = adversarial(mix),
+    }
+}
+
+fn adversarial(mix: &mut Mix) -> Value {
+    match mix.below(10) {
+        0 => Value::Null,
+        1 => Value::Bool(mix.below(2) == 0),
+        2 => (mix.next() % 64).into(),
+        3 => u64::MAX.into(),
+        4 => (-(mix.below(9) as i64)).into(),
+        5 => 1.5e300.into(),
+        6 => "".into(),
+        7 => "x".repeat(70).into(),
+        8 => serde_json::json!([[]]),
+        _ => serde_json::json!({}),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seeds_are_deterministic_and_valid_ones_load() {
+        let config = GenConfig::default();
+        let mut valid = 0;
+        let mut invalid = 0;
+        for i in 0..40 {
+            let a = seed_file(42, i, 0.5, &config);
+            let b = seed_file(42, i, 0.5, &config);
+            let (Some(a), Some(b)) = (a, b) else { continue };
+            assert_eq!(a.bytes, b.bytes, "seed 42 file {i}");
+            let verdict = neff_loader::verify_reader(
+                Some(std::io::Cursor::new(&a.bytes)),
+                &neff_loader::RuntimeProfile::default(),
+                &neff_loader::Limits::default(),
+            )
+            .unwrap();
+            if a.valid {
+                valid += 1;
+                assert!(verdict.accepted, "file {i}: {:?}", verdict.report());
+            } else {
+                invalid += 1;
+                // Mutations keep the hash valid: the MD5/SHA gate never refuses.
+                assert_ne!(verdict.report().gate.as_deref(), Some("G9"), "file {i}");
+            }
+        }
+        assert!(
+            valid > 10 && invalid > 10,
+            "{valid} valid, {invalid} invalid"
+        );
+        assert_ne!(
+            seed_file(1, 0, 0.0, &config).map(|s| s.bytes),
+            seed_file(2, 0, 0.0, &config).map(|s| s.bytes)
+        );
+    }
+}
