@@ -14,7 +14,8 @@
 //!   of its payload (everything after the 1024-byte header);
 //! * (e) `neff pack` of a second tree holding one `--member-mib` MiB member
 //!   (default 1024, f32 weights) against the baselines of (a): the peak-RSS
-//!   check for a NEFF with a 1 GiB member.
+//!   check for a NEFF with a 1 GiB member;
+//! * (f) `neff corpus --count 1000`: fuzz-seed generation speed, in files/s.
 //!
 //! The baselines only stream and hash, while `neff pack` also writes the NEFF
 //! to disk and reads it back through the loader's gates, so a ratio near 1
@@ -117,6 +118,23 @@ fn run() -> Result<()> {
     );
     results.extend(run_workload(&e, opts.runs)?);
 
+    // (f) fuzz-seed generation speed.
+    const CORPUS_FILES: u64 = 1000;
+    let corpus_dir = quote(&work.path().join("corpus"));
+    let f = Workload::new(
+        "(f) corpus",
+        0,
+        ours(
+            "neff corpus --count 1000",
+            format!(
+                "rm -rf {corpus_dir} && {} corpus --out {corpus_dir} --count {CORPUS_FILES} --seed 1 2>/dev/null",
+                quote(&neff)
+            ),
+        ),
+    );
+    let corpus = run_workload(&f, opts.runs)?;
+    let corpus_seconds = corpus.first().map_or(0.0, |m| m.median_seconds);
+
     println!();
     print_machine();
     println!(
@@ -141,6 +159,11 @@ fn run() -> Result<()> {
     );
     println!();
     print_table(&results);
+    println!(
+        "\n- (f) `neff corpus`: {CORPUS_FILES} seeds (25% mutated, every valid one checked by all gates on every targeted arch, each fsynced) in {corpus_seconds:.2} s = {:.0} files/s (median of {} runs)",
+        CORPUS_FILES as f64 / corpus_seconds.max(1e-9),
+        opts.runs
+    );
     for note in [&a, &b, &d, &e].iter().flat_map(|w| &w.notes) {
         println!("\nNote: {note}");
     }
