@@ -25,6 +25,7 @@ pub mod build_spec;
 pub mod builder;
 #[cfg(feature = "arbitrary")]
 pub mod corpus;
+pub mod fixtures;
 #[cfg(feature = "arbitrary")]
 pub mod generate;
 pub mod gzip_writer;

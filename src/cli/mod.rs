@@ -3,6 +3,7 @@
 mod barrier;
 mod build;
 mod corpus;
+mod fixtures;
 mod inspect;
 mod pack;
 mod schema;
@@ -44,6 +45,7 @@ enum Command {
     Schema(schema::SchemaArgs),
     Barrier(barrier::BarrierArgs),
     Corpus(corpus::CorpusArgs),
+    Fixtures(fixtures::FixturesArgs),
 }
 
 /// Runs a parsed command line.
@@ -57,6 +59,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
         Command::Schema(args) => schema::run(args)?,
         Command::Barrier(args) => barrier::run(args)?,
         Command::Corpus(args) => corpus::run(args)?,
+        Command::Fixtures(args) => fixtures::run(args)?,
     };
     Ok(ExitCode::from(code))
 }

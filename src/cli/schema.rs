@@ -76,6 +76,11 @@ const SCHEMAS: &[Entry] = &[
         "the inputs of `neff barrier compose --spec`",
         || schemars::schema_for!(neff::writer::barrier::ComposeInputs),
     ),
+    (
+        "fixtures-manifest",
+        "manifest.json of `neff fixtures`: each fixture and its expected verdict",
+        || schemars::schema_for!(neff::writer::fixtures::FixtureManifest),
+    ),
 ];
 
 /// The names `neff schema` accepts, in listing order.

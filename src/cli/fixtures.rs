@@ -1,0 +1,73 @@
+//! `neff fixtures`: write the deterministic fixture corpus.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use neff::writer::fixtures::{generate, FixtureKind, MANIFEST_FILE};
+
+use super::EXIT_OK;
+
+/// Write a corpus of valid, negative and edge-case NEFFs with a manifest.
+///
+/// DIR gets valid/ (one NEFF per target and packaging version), negative/ (for
+/// every loader gate a file can reach, at least one NEFF refused by exactly that
+/// gate; names start with the gate id), edge/ (unusual inputs the runtime
+/// accepts) and manifest.json: for each entry the file, the `neff verify`
+/// arguments it is checked under, and the expected verdict (accepted, status,
+/// gate, the runtime's message, error cause, warnings), plus the gates no file
+/// can reach. `neff schema fixtures-manifest` prints the manifest's schema. The
+/// verdicts are computed by the loader itself and generation fails if any
+/// fixture does not trip its intended gate. The same command always writes the
+/// same bytes.
+#[derive(Args, Debug)]
+pub struct FixturesArgs {
+    /// Output directory (created if absent; must be empty unless --force).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// Write into a non-empty DIR, replacing files of the same name (other files
+    /// are left alone).
+    #[arg(long)]
+    force: bool,
+    /// Print nothing on success.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+pub fn run(args: FixturesArgs) -> Result<u8, Box<dyn std::error::Error>> {
+    match std::fs::read_dir(&args.out) {
+        Ok(mut entries) => {
+            if entries.next().is_some() && !args.force {
+                return Err(format!(
+                    "{} is not empty: pass --force to write into it",
+                    args.out.display()
+                )
+                .into());
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(format!("{}: {e}", args.out.display()).into()),
+    }
+    let manifest = generate(&args.out)?;
+    if !args.quiet {
+        let mut files: Vec<&str> = manifest.fixtures.iter().map(|f| f.file.as_str()).collect();
+        files.dedup();
+        let count = |kind| manifest.fixtures.iter().filter(|f| f.kind == kind).count();
+        eprintln!(
+            "wrote {} NEFFs and {} ({} entries: {} valid, {} negative, {} edge, {} relaxed; unreachable: {})",
+            files.len(),
+            args.out.join(MANIFEST_FILE).display(),
+            manifest.fixtures.len(),
+            count(FixtureKind::Valid),
+            count(FixtureKind::Negative),
+            count(FixtureKind::Edge),
+            count(FixtureKind::Relaxed),
+            manifest
+                .unreachable
+                .iter()
+                .map(|u| u.gate.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(EXIT_OK)
+}
