@@ -564,3 +564,26 @@ fn inspect_json_describes_the_model() {
     assert_eq!(v["verdict"]["accepted"], true);
     assert_eq!(v["verdict"]["instance_arch"], "all");
 }
+
+#[test]
+fn the_thread_count_does_not_change_the_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    write_model_tree(&tree);
+    // Three compression chunks of mixed data.
+    let data: Vec<u8> = (0..3_300_000u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> (i % 23)) as u8)
+        .collect();
+    fs::write(tree.join("sg00/weights.bin"), data).unwrap();
+    let mut outputs = Vec::new();
+    for threads in ["1", "2", "5"] {
+        let out = dir.path().join(format!("t{threads}.neff"));
+        let r = neff(&["pack", s(&tree), "-o", s(&out), "--threads", threads, "-q"]);
+        assert_eq!(code(&r), 0, "{}", stderr(&r));
+        outputs.push(fs::read(&out).unwrap());
+    }
+    assert_eq!(outputs[0], outputs[1]);
+    assert_eq!(outputs[0], outputs[2]);
+    let r = neff(&["verify", s(&dir.path().join("t2.neff"))]);
+    assert_eq!(code(&r), 0, "{}", stdout(&r));
+}

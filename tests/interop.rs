@@ -164,6 +164,9 @@ fn sample_tree() -> Tree {
         ("a/def.json", br#"{"name": "interop"}"#.to_vec()),
         ("a/nested/deeper/weights.bin", binary_data(5000)),
         ("empty.txt", Vec::new()),
+        // Over two compression chunks: the parallel deflate's sync-flushed
+        // chunk boundaries must read back as one gzip member everywhere.
+        ("big/weights.bin", binary_data(2_600_000)),
         (LONG_PATH, binary_data(700)),
     ];
     files.extend(model.iter().map(|(n, d)| (n.as_str(), d.clone())));

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{self, BufReader, Cursor, Read, Seek, SeekFrom};
+use std::sync::mpsc::sync_channel;
 
 use neff_schema::features::unsupported_bits;
 use neff_schema::{NeffHeader, PkgVersion, HEADER_LEN};
@@ -22,7 +23,7 @@ pub const WAVEGRAPH_SUFFIX: &[u8] = b"wavegraph-bin.json";
 const TAIL_CHECK_LIMIT: u64 = 1 << 20;
 
 /// Memory limits for what the walk keeps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Limits {
     /// Largest member whose bytes are kept in memory. Only manifests (names
     /// ending in `.json`) are kept: they are what later gates parse.
@@ -38,6 +39,9 @@ pub struct Limits {
     pub table_max: u64,
     /// Warnings kept; further ones are counted in a final warning.
     pub warnings_max: usize,
+    /// When set, the stored payload bytes read so far are added here (for a
+    /// progress display).
+    pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 impl Default for Limits {
@@ -48,6 +52,7 @@ impl Default for Limits {
             index_max: 64 << 20,
             table_max: 64 << 20,
             warnings_max: 100,
+            progress: None,
         }
     }
 }
@@ -207,19 +212,41 @@ pub fn run<R: Read + Seek>(
     };
     source.seek(SeekFrom::Start(HEADER_LEN as u64))?;
     let mut payload = (&mut *source).take(data_size);
-    let walked = walk(
-        HashingReader::new(&mut payload, &mut digester),
-        limits,
-        &mut container,
-        &mut warnings,
-    );
+    // The digest runs on its own thread, overlapped with inflate and the walk.
+    let (walked, rest, digester) = std::thread::scope(|scope| {
+        let hashing = digester.is_on().then(|| {
+            let (tx, rx) = sync_channel::<Vec<u8>>(16);
+            let handle = scope.spawn(move || {
+                for buf in rx {
+                    digester.update(&buf);
+                }
+                digester
+            });
+            (tx, handle)
+        });
+        let tx = hashing.as_ref().map(|(tx, _)| tx.clone());
+        let reader = HashingReader::new(&mut payload, tx.clone(), limits.progress.clone());
+        let walked = walk(reader, limits, &mut container, &mut warnings);
+        // Hash whatever the walk did not read: the digest covers all data_size bytes.
+        let rest = io::copy(
+            &mut HashingReader::new(&mut payload, tx, None),
+            &mut io::sink(),
+        );
+        let digester = match hashing {
+            Some((tx, handle)) => {
+                drop(tx);
+                handle.join().unwrap_or(Digester::Off)
+            }
+            None => Digester::Off,
+        };
+        (walked, rest, digester)
+    });
     let walk_rejection = match walked {
         Ok(()) => None,
         Err(WalkError::Source(e)) => return Err(e),
         Err(WalkError::Gate(r)) => Some(r),
     };
-    // Hash whatever the walk did not read: the digest covers all data_size bytes.
-    io::copy(&mut payload, &mut DigestWriter(&mut digester))?;
+    rest?;
     let name = if pkg == Some(PkgVersion::Sha256Tar) {
         "SHA256"
     } else {
@@ -335,19 +362,6 @@ impl io::Write for KeepSink {
         if let Some(data) = &mut self.data {
             data.extend_from_slice(buf);
         }
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-struct DigestWriter<'a>(&'a mut Digester);
-
-impl io::Write for DigestWriter<'_> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.update(buf);
         Ok(buf.len())
     }
 

@@ -1,6 +1,9 @@
 //! The payload digests (spec §3.1) and a reader that hashes what passes through it.
 
 use std::io::{self, Read};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::SyncSender;
+use std::sync::Arc;
 
 use md5::{Digest, Md5};
 use sha2::Sha256;
@@ -25,6 +28,11 @@ impl Digester {
         }
     }
 
+    /// True unless verification is off.
+    pub fn is_on(&self) -> bool {
+        !matches!(self, Digester::Off)
+    }
+
     /// Finishes: `Some(matches)` when a digest was computed.
     pub fn matches(self, stored: &[u8; 32]) -> Option<(bool, String, String)> {
         let (computed, expected): (Vec<u8>, &[u8]) = match self {
@@ -45,28 +53,47 @@ impl Digester {
 #[error("reading the NEFF failed: {0}")]
 pub struct SourceError(#[source] pub io::Error);
 
-/// Passes reads through, feeding every byte to a [`Digester`]. Errors of the
-/// underlying source are wrapped in [`SourceError`] so callers can tell them
-/// from format errors raised further up the reader chain.
-pub struct HashingReader<'a, R> {
+/// Passes reads through, sending a copy of every byte to a digest thread
+/// (when one runs) and counting them (when asked). Errors of the underlying
+/// source are wrapped in [`SourceError`] so callers can tell them from format
+/// errors raised further up the reader chain.
+pub struct HashingReader<R> {
     inner: R,
-    digester: &'a mut Digester,
+    digest: Option<SyncSender<Vec<u8>>>,
+    progress: Option<Arc<AtomicU64>>,
 }
 
-impl<'a, R: Read> HashingReader<'a, R> {
-    /// Hashes everything read from `inner` into `digester`.
-    pub fn new(inner: R, digester: &'a mut Digester) -> Self {
-        HashingReader { inner, digester }
+impl<R: Read> HashingReader<R> {
+    /// Reads `inner`, sending copies to `digest` and counting into `progress`.
+    pub fn new(
+        inner: R,
+        digest: Option<SyncSender<Vec<u8>>>,
+        progress: Option<Arc<AtomicU64>>,
+    ) -> Self {
+        HashingReader {
+            inner,
+            digest,
+            progress,
+        }
     }
 }
 
-impl<R: Read> Read for HashingReader<'_, R> {
+impl<R: Read> Read for HashingReader<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self
             .inner
             .read(buf)
             .map_err(|e| io::Error::other(SourceError(e)))?;
-        self.digester.update(&buf[..n]);
+        if n > 0 {
+            if let Some(tx) = &self.digest {
+                // A closed channel means the hash thread is gone; the digest
+                // then simply does not match.
+                let _ = tx.send(buf[..n].to_vec());
+            }
+            if let Some(p) = &self.progress {
+                p.fetch_add(n as u64, Ordering::Relaxed);
+            }
+        }
         Ok(n)
     }
 }

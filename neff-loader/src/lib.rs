@@ -191,10 +191,20 @@ pub fn verify_reader<R: Read + Seek>(
 
 /// [`verify_reader`] on a file.
 pub fn verify_file(path: &Path, profile: &RuntimeProfile) -> io::Result<Verdict> {
-    Ok(Verdict::from_loads(load_file_arches(
+    verify_file_with(path, profile, &Limits::default())
+}
+
+/// [`verify_file`] with explicit limits (and a progress counter).
+pub fn verify_file_with(
+    path: &Path,
+    profile: &RuntimeProfile,
+    limits: &Limits,
+) -> io::Result<Verdict> {
+    Ok(Verdict::from_loads(load_file_arches_with(
         path,
         profile,
         &Arch::ALL,
+        limits,
     )?))
 }
 
@@ -227,13 +237,23 @@ pub fn load_file_arches(
     profile: &RuntimeProfile,
     arches: &[Arch],
 ) -> io::Result<Vec<Loaded>> {
+    load_file_arches_with(path, profile, arches, &Limits::default())
+}
+
+/// [`load_file_arches`] with explicit limits.
+pub fn load_file_arches_with(
+    path: &Path,
+    profile: &RuntimeProfile,
+    arches: &[Arch],
+    limits: &Limits,
+) -> io::Result<Vec<Loaded>> {
     let file = File::open(path)
         .map_err(|e| io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display())))?;
     let mut all = load_reader_arches(
-        Some(io::BufReader::new(file)),
+        Some(io::BufReader::with_capacity(1 << 20, file)),
         profile,
         arches,
-        &Limits::default(),
+        limits,
     )
     .map_err(|e| io::Error::new(e.kind(), format!("cannot read {}: {e}", path.display())))?;
     for loaded in &mut all {

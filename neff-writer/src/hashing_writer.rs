@@ -2,6 +2,9 @@
 //! second pass over the data is needed.
 
 use std::io::{self, Write};
+use std::sync::mpsc::sync_channel;
+use std::sync::mpsc::SyncSender;
+use std::thread::JoinHandle;
 
 use md5::{Digest, Md5};
 use neff_schema::PkgVersion;
@@ -14,6 +17,25 @@ pub struct HashingWriter<W> {
     md5: Option<Md5>,
     sha256: Option<Sha256>,
     count: u64,
+    /// When hashing runs on its own thread: where copies go, and the thread.
+    thread: Option<(SyncSender<Vec<u8>>, JoinHandle<Hashers>)>,
+}
+
+/// The hash states a hashing thread owns.
+struct Hashers {
+    md5: Option<Md5>,
+    sha256: Option<Sha256>,
+}
+
+impl Hashers {
+    fn update(&mut self, buf: &[u8]) {
+        if let Some(h) = &mut self.md5 {
+            h.update(buf);
+        }
+        if let Some(h) = &mut self.sha256 {
+            h.update(buf);
+        }
+    }
 }
 
 /// What a [`HashingWriter`] saw.
@@ -34,12 +56,40 @@ impl<W: Write> HashingWriter<W> {
             md5: (pkg == PkgVersion::Md5Gzip).then(Md5::new),
             sha256: (pkg == PkgVersion::Sha256Tar || want_sha256).then(Sha256::new),
             count: 0,
+            thread: None,
         }
+    }
+
+    /// Like [`HashingWriter::new`], but the hashes run on their own thread,
+    /// overlapped with the caller's framing and I/O (each write is copied to it).
+    pub fn threaded(inner: W, pkg: PkgVersion, want_sha256: bool) -> Self {
+        let mut w = HashingWriter::new(inner, pkg, want_sha256);
+        let mut hashers = Hashers {
+            md5: w.md5.take(),
+            sha256: w.sha256.take(),
+        };
+        let (tx, rx) = sync_channel::<Vec<u8>>(32);
+        let handle = std::thread::spawn(move || {
+            for buf in rx {
+                hashers.update(&buf);
+            }
+            hashers
+        });
+        w.thread = Some((tx, handle));
+        w
     }
 
     /// Flushes and returns the inner writer and the digests.
     pub fn finish(mut self) -> io::Result<(W, Digests)> {
         self.inner.flush()?;
+        if let Some((tx, handle)) = self.thread.take() {
+            drop(tx);
+            let hashers = handle
+                .join()
+                .map_err(|_| io::Error::other("the hashing thread panicked"))?;
+            self.md5 = hashers.md5;
+            self.sha256 = hashers.sha256;
+        }
         let digests = Digests {
             count: self.count,
             md5: self.md5.map(|h| h.finalize().into()),
@@ -52,6 +102,10 @@ impl<W: Write> HashingWriter<W> {
 impl<W: Write> Write for HashingWriter<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let n = self.inner.write(buf)?;
+        if let Some((tx, _)) = &self.thread {
+            tx.send(buf[..n].to_vec())
+                .map_err(|_| io::Error::other("the hashing thread stopped"))?;
+        }
         if let Some(h) = &mut self.md5 {
             h.update(&buf[..n]);
         }

@@ -33,6 +33,7 @@ pub mod hashing_writer;
 pub mod header_options;
 pub mod member;
 pub mod packager;
+pub mod parallel_gzip;
 pub mod tar_writer;
 
 pub use builder::{Build, BuildError, Data, NeffBuilder};

@@ -10,14 +10,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use neff_loader::{verify_reader, Limits, Report, RuntimeProfile};
 use neff_schema::{HeaderFields, NeffHeader, PkgVersion, Uuid, HEADER_LEN};
 
-use crate::gzip_writer::GzipWriter;
 use crate::hashing_writer::{Digests, HashingWriter};
 use crate::header_options::{default_fields, HeaderPatch, UuidChoice};
 use crate::member::{BadName, MemberName, MemberSource};
+use crate::parallel_gzip;
 use crate::tar_writer::TarWriter;
 
 /// How to package.
@@ -27,6 +29,11 @@ pub struct PackOptions {
     pub pkg_version: PkgVersion,
     /// gzip level 1–9 (default 1, as the modern compiler uses).
     pub level: u32,
+    /// Compression threads (default: the available cores). The output does
+    /// not depend on it.
+    pub threads: usize,
+    /// When set, member bytes packed so far are added here (for a progress display).
+    pub progress: Option<Arc<AtomicU64>>,
     /// How the UUID is chosen (a UUID in `header` wins over this).
     pub uuid: UuidChoice,
     /// Header fields to set over the defaults and the computed fields.
@@ -43,6 +50,8 @@ impl Default for PackOptions {
         PackOptions {
             pkg_version: PkgVersion::Md5Gzip,
             level: 1,
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            progress: None,
             uuid: UuidChoice::FromContent,
             header: HeaderPatch::default(),
             allow_invalid: false,
@@ -103,6 +112,11 @@ impl Packager {
     /// An empty package.
     pub fn new() -> Self {
         Packager::default()
+    }
+
+    /// Total bytes of member data (for a progress display).
+    pub fn input_bytes(&self) -> u64 {
+        self.files.values().map(MemberSource::len).sum()
     }
 
     /// Adds a member. Fails on an invalid or duplicate name.
@@ -259,8 +273,20 @@ impl Packager {
                     format!("cannot create a temp file in {}: {e}", dir.display()),
                 )
             })?;
-        let outcome = self.write_file(tmp.as_file_mut(), options)?;
-        tmp.as_file().sync_all()?;
+        let written = self.write_payload(tmp.as_file_mut(), options)?;
+        // The fsync (I/O-bound) runs while the read-back check (CPU-bound) reads
+        // the same bytes from the page cache.
+        let syncing = tmp.as_file().try_clone()?;
+        let outcome = std::thread::scope(|scope| {
+            let sync = scope.spawn(move || syncing.sync_all());
+            let checked = check(tmp.as_file_mut(), options, written);
+            let synced = sync
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("the fsync thread panicked")));
+            let outcome = checked?;
+            synced?;
+            Ok::<_, PackError>(outcome)
+        })?;
         tmp.persist(path).map_err(|e| {
             io::Error::new(
                 e.error.kind(),
@@ -301,6 +327,12 @@ impl Packager {
         file: &mut File,
         options: &PackOptions,
     ) -> Result<PackOutcome, PackError> {
+        let written = self.write_payload(file, options)?;
+        check(file, options, written)
+    }
+
+    /// Writes the NEFF (payload, then the patched header) without checking it.
+    fn write_payload(self, file: &mut File, options: &PackOptions) -> Result<Written, PackError> {
         if !(1..=9).contains(&options.level) {
             return Err(PackError::BadOption(format!(
                 "compression level {} is out of range: use 1 to 9",
@@ -320,23 +352,26 @@ impl Packager {
         file.set_len(0)?;
         file.seek(SeekFrom::Start(0))?;
         file.write_all(&[0u8; HEADER_LEN])?;
-        let sink = HashingWriter::new(
-            BufWriter::with_capacity(1 << 20, &mut *file),
-            pkg,
-            uuid_from_content,
-        );
+        let out = BufWriter::with_capacity(1 << 20, &mut *file);
+        let progress = options.progress.clone();
         let (tar_size, digests) = match pkg {
-            PkgVersion::Md5Gzip => {
-                let mut tar = TarWriter::new(GzipWriter::new(sink, options.level)?);
-                write_entries(&mut tar, entries)?;
+            PkgVersion::Md5Gzip => std::thread::scope(|scope| -> Result<_, PackError> {
+                // Tar framing here, deflate on `threads` workers, hashing and
+                // writing on the pipeline's writer thread.
+                let sink = HashingWriter::new(out, pkg, uuid_from_content);
+                let gzip = parallel_gzip::start(scope, sink, options.level, options.threads);
+                let mut tar = TarWriter::new(gzip);
+                write_entries(&mut tar, entries, progress.as_deref())?;
                 let (gzip, tar_size) = tar.finish()?;
                 let (buf, digests) = gzip.finish()?.finish()?;
                 buf.into_inner().map_err(|e| e.into_error())?;
-                (tar_size, digests)
-            }
+                Ok((tar_size, digests))
+            })?,
             PkgVersion::Sha256Tar => {
+                // SHA-256 on its own thread, overlapped with framing and I/O.
+                let sink = HashingWriter::threaded(out, pkg, uuid_from_content);
                 let mut tar = TarWriter::new(sink);
-                write_entries(&mut tar, entries)?;
+                write_entries(&mut tar, entries, progress.as_deref())?;
                 let (sink, tar_size) = tar.finish()?;
                 let (buf, digests) = sink.finish()?;
                 buf.into_inner().map_err(|e| e.into_error())?;
@@ -347,22 +382,8 @@ impl Packager {
         file.seek(SeekFrom::Start(0))?;
         file.write_all(NeffHeader::from_fields(&header).as_bytes())?;
         file.flush()?;
-
-        file.seek(SeekFrom::Start(0))?;
-        let verdict = verify_reader(
-            Some(BufReader::new(&mut *file)),
-            &options.profile,
-            &Limits::default(),
-        )?;
-        let mut report = verdict.report().clone();
-        report.accepted = verdict.accepted;
-        report.instance_arch = "all".to_string();
-        if !verdict.accepted && !options.allow_invalid {
-            return Err(PackError::Rejected(Box::new(report)));
-        }
-        Ok(PackOutcome {
+        Ok(Written {
             header,
-            report,
             tar_size,
             files,
             directories,
@@ -370,9 +391,45 @@ impl Packager {
     }
 }
 
+/// What [`Packager::write_payload`] wrote, before the check.
+struct Written {
+    header: HeaderFields,
+    tar_size: u64,
+    files: usize,
+    directories: usize,
+}
+
+/// Reads the written NEFF back through every gate on every targeted arch.
+fn check(
+    file: &mut File,
+    options: &PackOptions,
+    written: Written,
+) -> Result<PackOutcome, PackError> {
+    file.seek(SeekFrom::Start(0))?;
+    let verdict = verify_reader(
+        Some(BufReader::with_capacity(1 << 20, &mut *file)),
+        &options.profile,
+        &Limits::default(),
+    )?;
+    let mut report = verdict.report().clone();
+    report.accepted = verdict.accepted;
+    report.instance_arch = "all".to_string();
+    if !verdict.accepted && !options.allow_invalid {
+        return Err(PackError::Rejected(Box::new(report)));
+    }
+    Ok(PackOutcome {
+        header: written.header,
+        report,
+        tar_size: written.tar_size,
+        files: written.files,
+        directories: written.directories,
+    })
+}
+
 fn write_entries<W: Write>(
     tar: &mut TarWriter<W>,
     entries: Vec<(String, Entry)>,
+    progress: Option<&AtomicU64>,
 ) -> Result<(), PackError> {
     for (name, entry) in entries {
         match entry {
@@ -382,6 +439,9 @@ fn write_entries<W: Write>(
                 let len = source.len();
                 let mut reader = source.open()?;
                 tar.append_file(&name, len, &mut reader, &what)?;
+                if let Some(p) = progress {
+                    p.fetch_add(len, Ordering::Relaxed);
+                }
             }
         }
     }

@@ -8,6 +8,7 @@ use neff::schema::PkgVersion;
 use neff::writer::build_spec::{parse_uuid, BuildSpec};
 use neff::writer::{BuildError, HeaderPatch, PackError};
 
+use super::progress::Progress;
 use super::{print_json, EXIT_OK, EXIT_REJECTED};
 
 /// Build a NEFF from a JSON build spec, generating its manifests.
@@ -32,6 +33,10 @@ pub struct BuildArgs {
     /// gzip compression level 1-9 (overrides the spec; default 1).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=9))]
     level: Option<u32>,
+    /// Compression threads (default: the available cores). The output is the
+    /// same for any count.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
+    threads: Option<u64>,
     /// Header UUID: an explicit UUID, or `random` (overrides the spec). Default:
     /// derived from the payload.
     #[arg(long, value_name = "UUID|random")]
@@ -97,16 +102,22 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let builder = spec
+    let mut builder = spec
         .into_builder(base)
         .map_err(|e| format!("{}: {e}", args.spec.display()))?;
+    if let Some(threads) = args.threads {
+        builder = builder.threads(threads as usize);
+    }
     let spec_name = args.spec.display().to_string();
     let build = builder.build().map_err(|e| format!("{spec_name}: {e}"))?;
+    let progress = Progress::start(args.quiet || args.json, build.input_bytes(), "building");
+    let build = build.progress(progress.counter());
     let result = if to_stdout {
         build.write_to(&mut io::stdout().lock())
     } else {
         build.write_to_path(&args.output)
     };
+    drop(progress);
     let outcome = match result.map_err(BuildError::from) {
         Ok(outcome) => outcome,
         Err(BuildError::Pack(PackError::Rejected(report))) => {

@@ -6,6 +6,7 @@ mod corpus;
 mod fixtures;
 mod inspect;
 mod pack;
+mod progress;
 mod schema;
 mod unpack;
 mod verify;

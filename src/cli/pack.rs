@@ -8,6 +8,7 @@ use neff::schema::header::Text;
 use neff::schema::{PkgVersion, Uuid};
 use neff::writer::{HeaderPatch, PackError, PackOptions, Packager, UuidChoice};
 
+use super::progress::Progress;
 use super::{parse_mask, print_json, EXIT_OK, EXIT_REJECTED};
 
 /// Pack a directory tree into a NEFF, as it is (like `neuron-packager create`).
@@ -31,6 +32,10 @@ pub struct PackArgs {
     /// gzip compression level, 1 (fastest, the compiler's choice) to 9.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=9))]
     level: u32,
+    /// Compression threads (default: the available cores). The output is the
+    /// same for any count.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
+    threads: Option<u64>,
     /// Model name stored in the header (at most 255 bytes).
     #[arg(long)]
     name: Option<String>,
@@ -130,6 +135,9 @@ pub fn run(args: PackArgs) -> Result<u8, Box<dyn std::error::Error>> {
         uuid,
         header: patch,
         allow_invalid: args.allow_invalid,
+        threads: args
+            .threads
+            .map_or(PackOptions::default().threads, |t| t as usize),
         ..PackOptions::default()
     };
     let to_stdout = args.output.as_os_str() == "-";
@@ -139,11 +147,17 @@ pub fn run(args: PackArgs) -> Result<u8, Box<dyn std::error::Error>> {
         );
     }
     let packager = Packager::from_dir(&args.dir)?;
+    let progress = Progress::start(args.quiet || args.json, packager.input_bytes(), "packing");
+    let options = PackOptions {
+        progress: progress.counter(),
+        ..options
+    };
     let result = if to_stdout {
         packager.write_to(&mut io::stdout().lock(), &options)
     } else {
         packager.write_to_path(&args.output, &options)
     };
+    drop(progress);
     let outcome = match result {
         Ok(outcome) => outcome,
         Err(PackError::Rejected(report)) => {

@@ -4,10 +4,11 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use neff::loader::{load_file, verify_file, Report, RuntimeProfile};
+use neff::loader::{load_file, verify_file_with, Limits, Report, RuntimeProfile};
 use neff::schema::features::SUPPORTED_FEATURES_2_31;
 use neff::schema::Arch;
 
+use super::progress::Progress;
 use super::{parse_mask, print_json, EXIT_OK, EXIT_REJECTED};
 
 /// Check a NEFF the way the Neuron runtime 2.31 loader does.
@@ -106,7 +107,14 @@ pub fn run(args: VerifyArgs) -> Result<u8, Box<dyn std::error::Error>> {
             (report.accepted, combined, vec![report])
         }
         None => {
-            let verdict = verify_file(&args.file, &profile)?;
+            let total = std::fs::metadata(&args.file).map_or(0, |m| m.len());
+            let progress = Progress::start(args.json, total, "verifying");
+            let limits = Limits {
+                progress: progress.counter(),
+                ..Limits::default()
+            };
+            let verdict = verify_file_with(&args.file, &profile, &limits)?;
+            drop(progress);
             let mut report = verdict.report().clone();
             report.accepted = verdict.accepted;
             report.instance_arch = "all".to_string();

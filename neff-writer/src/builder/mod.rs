@@ -335,6 +335,13 @@ impl NeffBuilder {
         self
     }
 
+    /// Compression threads (default: the available cores); the output does not
+    /// depend on it.
+    pub fn threads(mut self, threads: usize) -> Self {
+        self.options.threads = threads.max(1);
+        self
+    }
+
     /// How the header UUID is chosen (default: from the content).
     pub fn uuid(mut self, uuid: UuidChoice) -> Self {
         self.options.uuid = uuid;
@@ -552,6 +559,20 @@ pub struct Build {
 }
 
 impl Build {
+    /// Total bytes of member data (for a progress display).
+    pub fn input_bytes(&self) -> u64 {
+        self.members.values().map(MemberSource::len).sum()
+    }
+
+    /// Adds member bytes packed so far to `counter` while writing.
+    pub fn progress(
+        mut self,
+        counter: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+    ) -> Self {
+        self.options.progress = counter;
+        self
+    }
+
     /// The member names, sorted.
     pub fn member_names(&self) -> impl Iterator<Item = &str> {
         self.members.keys().map(String::as_str)

@@ -1,0 +1,343 @@
+//! Parallel deflate that still emits one standard gzip member, pigz style.
+//!
+//! The input is cut into fixed [`CHUNK`]-byte pieces by offset alone, each
+//! compressed by its own deflate stream on a pool of threads and ended on a
+//! byte boundary with a sync flush (the last one with the final block); the
+//! pieces are concatenated in order behind one gzip header, and the trailer
+//! carries the combined CRC-32 and ISIZE. Chunk boundaries never depend on the
+//! thread count or on how callers split their writes, so any `--threads`
+//! gives byte-identical output. The writer stage (which hashes) runs on its
+//! own thread, overlapped with compression; memory holds a bounded number of
+//! chunks in flight.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::thread::{Scope, ScopedJoinHandle};
+
+use flate2::{Compress, Compression, Crc, FlushCompress, Status};
+
+use crate::gzip_writer::GZIP_HEADER;
+
+/// Input bytes per independently compressed chunk.
+pub const CHUNK: usize = 1 << 20;
+
+struct Job {
+    seq: u64,
+    data: Vec<u8>,
+    last: bool,
+}
+
+struct Done {
+    seq: u64,
+    compressed: Vec<u8>,
+    crc: Crc,
+    last: bool,
+}
+
+/// The compressing front of the pipeline: implements [`Write`] for the tar
+/// framing, and hands full chunks to the worker threads.
+pub struct ChunkSink<'scope, W: Write + Send + 'scope> {
+    pending: Vec<u8>,
+    seq: u64,
+    jobs: Option<SyncSender<Job>>,
+    writer: Option<ScopedJoinHandle<'scope, io::Result<W>>>,
+    workers: Vec<ScopedJoinHandle<'scope, ()>>,
+}
+
+/// Starts the pipeline inside `scope`: `threads` compressors (at least 1) at
+/// `level`, and a writer thread that writes the gzip member into `out`.
+pub fn start<'scope, 'env, W: Write + Send + 'scope>(
+    scope: &'scope Scope<'scope, 'env>,
+    out: W,
+    level: u32,
+    threads: usize,
+) -> ChunkSink<'scope, W> {
+    let threads = threads.max(1);
+    let (job_tx, job_rx) = sync_channel::<Job>(threads * 2);
+    let (done_tx, done_rx) = sync_channel::<Done>(threads * 2);
+    let job_rx = Arc::new(Mutex::new(job_rx));
+    let workers = (0..threads)
+        .map(|_| {
+            let jobs = Arc::clone(&job_rx);
+            let done = done_tx.clone();
+            scope.spawn(move || compress_jobs(&jobs, &done, level))
+        })
+        .collect();
+    drop(done_tx);
+    let writer = scope.spawn(move || write_member(out, &done_rx));
+    ChunkSink {
+        pending: Vec::with_capacity(CHUNK),
+        seq: 0,
+        jobs: Some(job_tx),
+        writer: Some(writer),
+        workers,
+    }
+}
+
+/// A worker: compresses chunks until the job channel closes.
+fn compress_jobs(jobs: &Mutex<Receiver<Job>>, done: &SyncSender<Done>, level: u32) {
+    let mut compress = Compress::new(Compression::new(level), false);
+    loop {
+        let job = match jobs.lock() {
+            Ok(rx) => rx.recv(),
+            Err(_) => return,
+        };
+        let Ok(job) = job else { return };
+        compress.reset();
+        let mut crc = Crc::new();
+        crc.update(&job.data);
+        let compressed = deflate_chunk(&mut compress, &job.data, job.last);
+        if done
+            .send(Done {
+                seq: job.seq,
+                compressed,
+                crc,
+                last: job.last,
+            })
+            .is_err()
+        {
+            return;
+        }
+    }
+}
+
+/// Compresses one chunk as a byte-aligned run of deflate blocks: a sync flush
+/// after it, or the final block for the last chunk.
+fn deflate_chunk(compress: &mut Compress, input: &[u8], last: bool) -> Vec<u8> {
+    let flush = if last {
+        FlushCompress::Finish
+    } else {
+        FlushCompress::Sync
+    };
+    let mut out = Vec::with_capacity(input.len() + input.len() / 8 + 128);
+    let mut pos = 0;
+    loop {
+        if out.capacity() - out.len() < 64 {
+            out.reserve(out.capacity().max(4096));
+        }
+        let before_in = compress.total_in();
+        let before_out = out.len();
+        let status = compress.compress_vec(&input[pos..], &mut out, flush);
+        pos += (compress.total_in() - before_in) as usize;
+        let all_in = pos == input.len();
+        let room_left = out.len() < out.capacity();
+        let finished = match status {
+            Ok(Status::StreamEnd) => true,
+            // A sync flush is complete once all input is in and the output had room.
+            Ok(_) if !last => all_in && room_left,
+            // No progress with room to spare: nothing more will come.
+            Ok(_) => all_in && room_left && out.len() == before_out,
+            // miniz never fails on valid state; stop rather than spin.
+            Err(_) => true,
+        };
+        if finished {
+            return out;
+        }
+    }
+}
+
+/// The writer stage: gzip header, chunks in order, trailer.
+fn write_member<W: Write>(mut out: W, done: &Receiver<Done>) -> io::Result<W> {
+    out.write_all(&GZIP_HEADER)?;
+    let mut crc = Crc::new();
+    let mut next = 0u64;
+    let mut waiting: BTreeMap<u64, Done> = BTreeMap::new();
+    loop {
+        let Ok(d) = done.recv() else {
+            return Err(io::Error::other(
+                "the compression pipeline stopped before its last chunk",
+            ));
+        };
+        waiting.insert(d.seq, d);
+        while let Some(d) = waiting.remove(&next) {
+            out.write_all(&d.compressed)?;
+            crc.combine(&d.crc);
+            next += 1;
+            if d.last {
+                out.write_all(&crc.sum().to_le_bytes())?;
+                out.write_all(&crc.amount().to_le_bytes())?;
+                out.flush()?;
+                return Ok(out);
+            }
+        }
+    }
+}
+
+impl<'scope, W: Write + Send + 'scope> ChunkSink<'scope, W> {
+    fn dispatch(&mut self, last: bool) -> io::Result<()> {
+        let data = std::mem::replace(
+            &mut self.pending,
+            if last {
+                Vec::new()
+            } else {
+                Vec::with_capacity(CHUNK)
+            },
+        );
+        let job = Job {
+            seq: self.seq,
+            data,
+            last,
+        };
+        self.seq += 1;
+        let sent = self
+            .jobs
+            .as_ref()
+            .map(|tx| tx.send(job).is_ok())
+            .unwrap_or(false);
+        if sent {
+            Ok(())
+        } else {
+            // The writer stopped (an I/O error): report its error.
+            Err(self
+                .stop()
+                .err()
+                .unwrap_or_else(|| io::Error::other("the compression pipeline stopped")))
+        }
+    }
+
+    /// Closes the job queue and joins every thread; the writer's result.
+    fn stop(&mut self) -> io::Result<W> {
+        self.jobs = None;
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+        match self.writer.take().map(|w| w.join()) {
+            Some(Ok(result)) => result,
+            Some(Err(_)) => Err(io::Error::other("the gzip writer thread panicked")),
+            None => Err(io::Error::other("the compression pipeline already stopped")),
+        }
+    }
+
+    /// Compresses what is left as the last chunk, waits for the writer, and
+    /// returns the output.
+    pub fn finish(mut self) -> io::Result<W> {
+        self.dispatch(true)?;
+        self.stop()
+    }
+}
+
+impl<'scope, W: Write + Send + 'scope> Write for ChunkSink<'scope, W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.pending.len() == CHUNK {
+            self.dispatch(false)?;
+        }
+        let take = buf.len().min(CHUNK - self.pending.len());
+        self.pending.extend_from_slice(&buf[..take]);
+        Ok(take)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'scope, W: Write + Send + 'scope> Drop for ChunkSink<'scope, W> {
+    fn drop(&mut self) {
+        // An abandoned pipeline (an error upstream): close the queue so the
+        // threads end; the scope joins them.
+        self.jobs = None;
+    }
+}
+
+/// Compresses `data` with the pipeline into a Vec (for tests and small inputs).
+pub fn compress_to_vec(data: &[u8], level: u32, threads: usize) -> io::Result<Vec<u8>> {
+    std::thread::scope(|scope| {
+        let mut sink = start(scope, Vec::new(), level, threads);
+        sink.write_all(data)?;
+        sink.finish()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    fn sample(len: usize) -> Vec<u8> {
+        let mut state = 0x1234_5678u64;
+        (0..len)
+            .map(|i| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                if i % 3 == 0 {
+                    state as u8
+                } else {
+                    (i / 7) as u8
+                }
+            })
+            .collect()
+    }
+
+    fn gunzip(gz: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut d = flate2::read::GzDecoder::new(gz);
+        d.read_to_end(&mut out).unwrap();
+        // One member: nothing follows it.
+        assert!(d.into_inner().is_empty());
+        out
+    }
+
+    #[test]
+    fn any_thread_count_gives_the_same_single_member() {
+        for len in [0, 1, CHUNK - 1, CHUNK, CHUNK + 1, 3 * CHUNK + 12345] {
+            let data = sample(len);
+            let one = compress_to_vec(&data, 1, 1).unwrap();
+            assert_eq!(&one[..10], &GZIP_HEADER);
+            assert_eq!(gunzip(&one), data, "len {len}");
+            for threads in [2, 3, 8] {
+                assert_eq!(
+                    compress_to_vec(&data, 1, threads).unwrap(),
+                    one,
+                    "len {len} threads {threads}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn output_does_not_depend_on_write_sizes_and_levels_work() {
+        let data = sample(2 * CHUNK + 999);
+        for level in [1, 6, 9] {
+            let whole = compress_to_vec(&data, level, 2).unwrap();
+            let split = std::thread::scope(|scope| {
+                let mut sink = start(scope, Vec::new(), level, 2);
+                for piece in data.chunks(7777) {
+                    sink.write_all(piece).unwrap();
+                }
+                sink.finish().unwrap()
+            });
+            assert_eq!(whole, split, "level {level}");
+            assert_eq!(gunzip(&whole), data);
+        }
+    }
+
+    #[derive(Debug)]
+    struct FailingWriter;
+
+    impl Write for FailingWriter {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            Err(io::Error::other("disk full"))
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_writer_error_stops_the_pipeline_with_that_error() {
+        let data = sample(5 * CHUNK);
+        let err = std::thread::scope(|scope| {
+            let mut sink = start(scope, FailingWriter, 1, 2);
+            let written = sink.write_all(&data);
+            match written {
+                Err(e) => e,
+                Ok(()) => sink.finish().unwrap_err(),
+            }
+        });
+        assert!(err.to_string().contains("disk full"), "{err}");
+    }
+}
