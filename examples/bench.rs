@@ -15,6 +15,8 @@
 //! * (e) `neff pack` of a second tree holding one `--member-mib` MiB member
 //!   (default 1024, f32 weights) against the baselines of (a): the peak-RSS
 //!   check for a NEFF with a 1 GiB member;
+//! * (c) `neff pack` of 10,000 small members (64 B to 4 KiB) against the
+//!   baselines of (a), reported in members/s;
 //! * (f) `neff corpus --count 1000`: fuzz-seed generation speed, in files/s.
 //!
 //! The baselines only stream and hash, while `neff pack` also writes the NEFF
@@ -69,7 +71,7 @@ const LARGE_FILES_PER_KIND: u64 = 1;
 /// Name of the marker file that records which tree a directory holds.
 const MARKER: &str = "BENCH_TREE.json";
 /// Bump when the generator changes, so stale trees are regenerated.
-const GENERATOR_VERSION: u64 = 2;
+const GENERATOR_VERSION: u64 = 3;
 
 fn main() -> ExitCode {
     match run() {
@@ -107,6 +109,18 @@ fn run() -> Result<()> {
     let payload_bytes = fs::metadata(&neff_a)?.len().saturating_sub(HEADER_SIZE);
     let d = verify_workload(&neff, &neff_a, payload_bytes);
     results.extend(run_workload(&d, opts.runs)?);
+    let small = work.path().join("small");
+    let small_bytes = ensure_small_members_tree(&small)?;
+    let c = pack_gzip_workload(
+        "(c) 10,000 small members",
+        &neff,
+        &small,
+        &out_dir.join("c.neff"),
+        small_bytes,
+    );
+    let small_results = run_workload(&c, opts.runs)?;
+    let small_seconds = small_results.first().map_or(0.0, |m| m.median_seconds);
+    results.extend(small_results);
     let single = work.path().join("single");
     let single_bytes = ensure_single_member_tree(&single, opts.member_mib)?;
     let e = pack_gzip_workload(
@@ -159,6 +173,10 @@ fn run() -> Result<()> {
     );
     println!();
     print_table(&results);
+    println!(
+        "\n- (c) {SMALL_MEMBERS} members in {small_seconds:.2} s = {:.0} members/s",
+        SMALL_MEMBERS as f64 / small_seconds.max(1e-9)
+    );
     println!(
         "\n- (f) `neff corpus`: {CORPUS_FILES} seeds (25% mutated, every valid one checked by all gates on every targeted arch, each fsynced) in {corpus_seconds:.2} s = {:.0} files/s (median of {} runs)",
         CORPUS_FILES as f64 / corpus_seconds.max(1e-9),
@@ -338,6 +356,7 @@ fn ensure_tree(root: &Path, size_mib: u64) -> Result<u64> {
             write_large_file(&root.join(&f.rel), f.size, f.kind, &mut rng)?;
         }
         write_json_files(root, &mut rng)?;
+        copy_model(root)?;
         // Written last: its presence means the tree is complete.
         fs::write(&marker, &expected)?;
         eprintln!(
@@ -360,8 +379,56 @@ fn ensure_single_member_tree(root: &Path, member_mib: u64) -> Result<u64> {
         );
         fs::create_dir_all(root)?;
         write_large_file(&path, size, DataKind::Weights, &mut SplitMix64(SEED ^ 1))?;
+        copy_model(root)?;
     }
     Ok(size)
+}
+
+/// Copies the example model (`examples/allreduce`) into `root`, so every
+/// benchmark tree is a complete model that passes every loader gate.
+fn copy_model(root: &Path) -> Result<()> {
+    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/allreduce");
+    let mut stack = vec![model.clone()];
+    while let Some(dir) = stack.pop() {
+        for item in fs::read_dir(&dir)? {
+            let path = item?.path();
+            let rel = path.strip_prefix(&model).map_err(|e| e.to_string())?;
+            if path.is_dir() {
+                fs::create_dir_all(root.join(rel))?;
+                stack.push(path);
+            } else {
+                fs::copy(&path, root.join(rel))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Members in the many-small-members tree of workload (c).
+const SMALL_MEMBERS: usize = 10_000;
+
+/// Writes a tree of [`SMALL_MEMBERS`] small files (64 B to 4 KiB) in 100
+/// folders plus the example model, unless present. Returns its size in bytes.
+fn ensure_small_members_tree(root: &Path) -> Result<u64> {
+    let marker = root.join(MARKER);
+    if !marker.exists() {
+        eprintln!(
+            "bench: generating {SMALL_MEMBERS} small members in {} ...",
+            root.display()
+        );
+        let mut rng = SplitMix64(SEED ^ 2);
+        for i in 0..SMALL_MEMBERS {
+            let dir = root.join(format!("m{:02}", i % 100));
+            fs::create_dir_all(&dir)?;
+            let len = 64 + (rng.next_u64() % 4032) as usize;
+            let mut buf = vec![0u8; len];
+            fill_weights(&mut buf[..len / 4 * 4], &mut rng);
+            fs::write(dir.join(format!("member-{i:05}.bin")), &buf)?;
+        }
+        copy_model(root)?;
+        fs::write(&marker, "small members")?;
+    }
+    tree_size(root)
 }
 
 /// Writes `size` bytes of `kind` data to `path`.
