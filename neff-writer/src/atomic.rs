@@ -4,14 +4,26 @@
 use std::io::{self, Write};
 use std::path::Path;
 
-/// Writes `bytes` to `path` atomically.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = match path.parent() {
+use tempfile::NamedTempFile;
+
+/// The folder `path` lives in (`.` for a bare file name).
+pub fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
-    };
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
-    let mut tmp = tempfile::Builder::new()
+    }
+}
+
+/// A temp file beside `path` (`.<name>.XXXX.tmp`), removed when dropped.
+pub fn temp_beside(path: &Path) -> io::Result<NamedTempFile> {
+    let dir = parent_dir(path);
+    let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} is not a file path", path.display()),
+        )
+    })?;
+    tempfile::Builder::new()
         .prefix(&format!(".{name}."))
         .suffix(".tmp")
         .tempfile_in(dir)
@@ -20,16 +32,30 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
                 e.kind(),
                 format!("cannot create a temp file in {}: {e}", dir.display()),
             )
-        })?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
+        })
+}
+
+/// Renames a finished (already fsynced) temp file to `path`, then makes the
+/// rename durable where the platform can sync a folder.
+pub fn persist(tmp: NamedTempFile, path: &Path) -> io::Result<()> {
     tmp.persist(path).map_err(|e| {
         io::Error::new(
             e.error.kind(),
             format!("cannot write {}: {}", path.display(), e.error),
         )
     })?;
+    if let Ok(d) = std::fs::File::open(parent_dir(path)) {
+        let _ = d.sync_all();
+    }
     Ok(())
+}
+
+/// Writes `bytes` to `path` atomically.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut tmp = temp_beside(path)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    persist(tmp, path)
 }
 
 #[cfg(test)]

@@ -256,23 +256,7 @@ impl Packager {
         path: &Path,
         options: &PackOptions,
     ) -> Result<PackOutcome, PackError> {
-        let dir = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        let file_name = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
-            PackError::BadOption(format!("{} is not a file path", path.display()))
-        })?;
-        let mut tmp = tempfile::Builder::new()
-            .prefix(&format!(".{file_name}."))
-            .suffix(".tmp")
-            .tempfile_in(dir)
-            .map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!("cannot create a temp file in {}: {e}", dir.display()),
-                )
-            })?;
+        let mut tmp = crate::atomic::temp_beside(path)?;
         let written = self.write_payload(tmp.as_file_mut(), options)?;
         // The fsync (I/O-bound) runs while the read-back check (CPU-bound) reads
         // the same bytes from the page cache.
@@ -287,20 +271,7 @@ impl Packager {
             synced?;
             Ok::<_, PackError>(outcome)
         })?;
-        tmp.persist(path).map_err(|e| {
-            io::Error::new(
-                e.error.kind(),
-                format!(
-                    "cannot rename the temp file to {}: {}",
-                    path.display(),
-                    e.error
-                ),
-            )
-        })?;
-        if let Ok(d) = File::open(dir) {
-            // Make the rename durable; not every platform can sync a directory.
-            let _ = d.sync_all();
-        }
+        crate::atomic::persist(tmp, path)?;
         Ok(outcome)
     }
 

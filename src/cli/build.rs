@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use clap::{Args, ValueEnum};
 use neff::schema::PkgVersion;
 use neff::writer::build_spec::{parse_uuid, BuildSpec};
-use neff::writer::{BuildError, HeaderPatch, PackError};
+use neff::writer::HeaderPatch;
 
 use super::progress::Progress;
-use super::{print_json, EXIT_OK, EXIT_REJECTED};
+use super::report_written;
 
 /// Build a NEFF from a JSON build spec, generating its manifests.
 ///
@@ -118,44 +118,12 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
         build.write_to_path(&args.output)
     };
     drop(progress);
-    let outcome = match result.map_err(BuildError::from) {
-        Ok(outcome) => outcome,
-        Err(BuildError::Pack(PackError::Rejected(report))) => {
-            eprintln!(
-                "neff: {}: not written: the loader refuses it",
-                args.output.display()
-            );
-            eprintln!("  {}", report.summary());
-            if let Some(detail) = &report.detail {
-                eprintln!("  detail: {detail}");
-            }
-            eprintln!("  (pass --allow-invalid to write it anyway)");
-            return Ok(EXIT_REJECTED);
-        }
-        Err(e) => return Err(e.into()),
-    };
-    if args.json && !to_stdout {
-        print_json(&serde_json::json!({
-            "file": args.output.display().to_string(),
-            "header": outcome.header,
-            "tar_size": outcome.tar_size,
-            "files": outcome.files,
-            "directories": outcome.directories,
-            "verdict": outcome.report,
-        }))?;
-    } else if !args.quiet {
-        let h = &outcome.header;
-        eprintln!(
-            "built {}: {} bytes, {} files, {} folders, pkg {}, uuid {}, feature_bits {:#x}",
-            args.output.display(),
-            1024 + h.data_size,
-            outcome.files,
-            outcome.directories,
-            h.pkg_version,
-            h.uuid,
-            h.feature_bits
-        );
-        eprintln!("  {}", outcome.report.summary());
-    }
-    Ok(EXIT_OK)
+    report_written(
+        result,
+        &args.output,
+        to_stdout,
+        args.json,
+        args.quiet,
+        "built",
+    )
 }

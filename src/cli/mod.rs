@@ -84,3 +84,56 @@ pub fn print_json<T: serde::Serialize>(value: &T) -> Result<(), Box<dyn std::err
     println!("{}", serde_json::to_string_pretty(value)?);
     Ok(())
 }
+
+/// Reports the result of writing a NEFF (`pack`, `build`): a refusal by the
+/// read-back gates is exit 1 with the gate and how to force it; success prints
+/// a summary on stderr, or the header and verdict as JSON on stdout.
+pub fn report_written(
+    result: Result<neff::writer::PackOutcome, neff::writer::PackError>,
+    output: &std::path::Path,
+    to_stdout: bool,
+    json: bool,
+    quiet: bool,
+    verb: &str,
+) -> Result<u8, Box<dyn std::error::Error>> {
+    let outcome = match result {
+        Ok(outcome) => outcome,
+        Err(neff::writer::PackError::Rejected(report)) => {
+            eprintln!(
+                "neff: {}: not written: the loader refuses it",
+                output.display()
+            );
+            eprintln!("  {}", report.summary());
+            if let Some(detail) = &report.detail {
+                eprintln!("  detail: {detail}");
+            }
+            eprintln!("  (pass --allow-invalid to write it anyway)");
+            return Ok(EXIT_REJECTED);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if json && !to_stdout {
+        print_json(&serde_json::json!({
+            "file": output.display().to_string(),
+            "header": outcome.header,
+            "tar_size": outcome.tar_size,
+            "files": outcome.files,
+            "directories": outcome.directories,
+            "verdict": outcome.report,
+        }))?;
+    } else if !quiet {
+        let h = &outcome.header;
+        eprintln!(
+            "{verb} {}: {} bytes, {} files, {} folders, pkg {}, uuid {}, feature_bits {:#x}",
+            output.display(),
+            1024 + h.data_size,
+            outcome.files,
+            outcome.directories,
+            h.pkg_version,
+            h.uuid,
+            h.feature_bits
+        );
+        eprintln!("  {}", outcome.report.summary());
+    }
+    Ok(EXIT_OK)
+}

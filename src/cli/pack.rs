@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use neff::schema::header::Text;
 use neff::schema::{PkgVersion, Uuid};
-use neff::writer::{HeaderPatch, PackError, PackOptions, Packager, UuidChoice};
+use neff::writer::{HeaderPatch, PackOptions, Packager, UuidChoice};
 
 use super::progress::Progress;
-use super::{parse_mask, print_json, EXIT_OK, EXIT_REJECTED};
+use super::{parse_mask, report_written};
 
 /// Pack a directory tree into a NEFF, as it is (like `neuron-packager create`).
 ///
@@ -158,43 +158,12 @@ pub fn run(args: PackArgs) -> Result<u8, Box<dyn std::error::Error>> {
         packager.write_to_path(&args.output, &options)
     };
     drop(progress);
-    let outcome = match result {
-        Ok(outcome) => outcome,
-        Err(PackError::Rejected(report)) => {
-            eprintln!(
-                "neff: {}: not written: the loader refuses it",
-                args.output.display()
-            );
-            eprintln!("  {}", report.summary());
-            if let Some(detail) = &report.detail {
-                eprintln!("  detail: {detail}");
-            }
-            eprintln!("  (pass --allow-invalid to write it anyway)");
-            return Ok(EXIT_REJECTED);
-        }
-        Err(e) => return Err(e.into()),
-    };
-    if args.json && !to_stdout {
-        print_json(&serde_json::json!({
-            "file": args.output.display().to_string(),
-            "header": outcome.header,
-            "tar_size": outcome.tar_size,
-            "files": outcome.files,
-            "directories": outcome.directories,
-            "verdict": outcome.report,
-        }))?;
-    } else if !args.quiet {
-        let h = &outcome.header;
-        eprintln!(
-            "wrote {}: {} bytes, {} files, {} folders, pkg {}, uuid {}",
-            args.output.display(),
-            1024 + h.data_size,
-            outcome.files,
-            outcome.directories,
-            h.pkg_version,
-            h.uuid
-        );
-        eprintln!("  {}", outcome.report.summary());
-    }
-    Ok(EXIT_OK)
+    report_written(
+        result,
+        &args.output,
+        to_stdout,
+        args.json,
+        args.quiet,
+        "wrote",
+    )
 }
