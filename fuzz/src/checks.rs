@@ -1,0 +1,297 @@
+//! The invariants the fuzz targets check, free of any fuzzing dependency: the
+//! root package's `tests/fuzz_regressions.rs` includes this file with
+//! `#[path]`, so a saved crash replays through exactly the same code.
+//!
+//! Every function panics when an invariant breaks; a refused NEFF is never a
+//! failure in itself.
+
+use std::collections::BTreeSet;
+use std::io::Cursor;
+
+use neff_loader::container::payload_stream;
+use neff_loader::inspect::InspectReport;
+use neff_loader::tar_reader::{EntryKind, TarReader};
+use neff_loader::{load_buffer, verify_reader, Limits, Loaded, RuntimeProfile, Verdict};
+use neff_schema::{Arch, NeffHeader, PkgVersion, HEADER_LEN};
+use neff_writer::build_spec::BuildSpec;
+use neff_writer::{HeaderPatch, MemberName, PackError, PackOptions, Packager};
+
+/// `read_verify`: any bytes, loaded on every arch with the default profile,
+/// then with hash verification off when the hash (G9) refused them (a
+/// mutated payload almost always fails its hash, which would hide the
+/// manifest tiers from the fuzzer). Each time the all-arch verdict and the
+/// inspect report are built too, and must agree with the per-arch loads.
+pub fn read_verify(data: &[u8]) {
+    let strict = RuntimeProfile::default();
+    if load_everywhere(data, &strict) == Some("G9") {
+        let lenient = RuntimeProfile {
+            verify_hash: false,
+            ..strict
+        };
+        load_everywhere(data, &lenient);
+    }
+}
+
+/// Loads `data` under `base` on every arch (`load_buffer`), then all at once
+/// (`verify_reader`, `InspectReport`). Returns the gate that refused the
+/// first load, if any.
+fn load_everywhere(data: &[u8], base: &RuntimeProfile) -> Option<&'static str> {
+    let loads: Vec<Loaded> = Arch::ALL
+        .iter()
+        .map(|&arch| {
+            let profile = RuntimeProfile {
+                instance_arch: arch,
+                ..base.clone()
+            };
+            let loaded = load_buffer(Some(data), &profile);
+            check_loaded(&loaded, arch);
+            loaded
+        })
+        .collect();
+    // Tier 1 does not depend on the arch.
+    let tier1 = loads[0].model.is_some();
+    for loaded in &loads {
+        assert_eq!(loaded.model.is_some(), tier1, "tier 1 depends on the arch");
+    }
+    let verdict = verify_reader(Some(Cursor::new(data)), base, &Limits::default())
+        .expect("reading from memory cannot fail");
+    assert_eq!(verdict.loads.len(), loads.len());
+    for (one, all) in loads.iter().zip(&verdict.loads) {
+        assert_eq!(
+            one.report, all.report,
+            "load_buffer and verify_reader disagree"
+        );
+    }
+    check_verdict(&verdict);
+    let inspect = InspectReport::new("fuzz-input", &verdict);
+    assert_eq!(inspect.verdict.accepted, verdict.accepted);
+    serde_json::to_string(&inspect).expect("an inspect report serializes");
+    match loads[0].report.gate.as_deref() {
+        Some("G9") => Some("G9"),
+        Some(_) => Some("other"),
+        None => None,
+    }
+}
+
+fn check_loaded(loaded: &Loaded, arch: Arch) {
+    let report = &loaded.report;
+    assert_eq!(report.accepted, loaded.rejection.is_none());
+    assert_eq!(
+        report.gate.as_deref(),
+        loaded.rejection.as_ref().map(|r| r.gate.id())
+    );
+    assert_eq!(report.accepted, report.status == 0);
+    assert_eq!(report.instance_arch, arch.name());
+    if report.accepted {
+        assert_eq!(report.tiers_run.len(), 4, "accepted without every tier");
+        assert!(loaded.model.is_some());
+    }
+    report.summary();
+    serde_json::to_string(report).expect("a report serializes");
+}
+
+fn check_verdict(verdict: &Verdict) {
+    assert!(!verdict.targeted.is_empty());
+    let lead = &verdict.loads[verdict.lead].report;
+    for load in &verdict.loads {
+        let targeted = verdict
+            .targeted
+            .iter()
+            .any(|a| a.name() == load.report.instance_arch);
+        if targeted && !load.report.accepted {
+            assert!(!verdict.accepted, "a targeted arch refused it");
+            assert!(!lead.accepted, "the lead load is not a refusal");
+        }
+    }
+    if verdict.accepted {
+        assert!(lead.accepted);
+    }
+}
+
+/// `repack`: packs a member set (names the packager refuses are skipped),
+/// first with `allow_invalid`, then without, and checks:
+/// * the packager's own output always passes the container tier;
+/// * its read-back verdict is the loader's verdict on the same bytes, and
+///   each targeted arch's `load_buffer` agrees with it;
+/// * the checked pack succeeds exactly when the loader accepts, with the
+///   same bytes;
+/// * unpacking the tar and packing it again with the header's fields gives
+///   the same bytes.
+pub fn repack(members: &[(String, Vec<u8>)], pkg: PkgVersion, level: u32) {
+    let kept = packable(members);
+    let options = PackOptions {
+        pkg_version: pkg,
+        level,
+        allow_invalid: true,
+        ..PackOptions::default()
+    };
+    let mut bytes = Vec::new();
+    let outcome = packager_of(&kept)
+        .write_to(&mut bytes, &options)
+        .unwrap_or_else(|e| panic!("packing {} members failed: {e}", kept.len()));
+    let verdict = verify_reader(
+        Some(Cursor::new(&bytes)),
+        &RuntimeProfile::default(),
+        &Limits::default(),
+    )
+    .expect("reading from memory cannot fail");
+    let first = &verdict.loads[0];
+    assert!(
+        first.model.is_some(),
+        "the container tier refuses the packager's own output: {}",
+        first.report.summary()
+    );
+    assert_eq!(outcome.report.accepted, verdict.accepted);
+    check_verdict(&verdict);
+    for (i, &arch) in Arch::ALL.iter().enumerate() {
+        let loaded = load_buffer(Some(&bytes), &RuntimeProfile::for_arch(arch));
+        check_loaded(&loaded, arch);
+        assert_eq!(loaded.report, verdict.loads[i].report);
+    }
+
+    let checked = PackOptions {
+        allow_invalid: false,
+        ..options
+    };
+    let mut again = Vec::new();
+    match packager_of(&kept).write_to(&mut again, &checked) {
+        Ok(_) => {
+            assert!(verdict.accepted, "the checked pack passed a refused NEFF");
+            assert!(again == bytes, "the checked pack wrote different bytes");
+        }
+        Err(PackError::Rejected(report)) => {
+            assert!(
+                !verdict.accepted,
+                "the checked pack refused an accepted NEFF: {}",
+                report.summary()
+            );
+        }
+        Err(e) => panic!("the checked pack failed: {e}"),
+    }
+
+    let repacked = repack_bytes(&bytes, level).unwrap_or_else(|e| panic!("repack: {e}"));
+    assert!(repacked == bytes, "unpack + pack changed the bytes");
+}
+
+/// The members the packager takes, in order: valid names, no duplicates,
+/// no name that is also a folder of another.
+pub fn packable(members: &[(String, Vec<u8>)]) -> Vec<(String, Vec<u8>)> {
+    let mut files = BTreeSet::new();
+    let mut dirs = BTreeSet::new();
+    let mut kept = Vec::new();
+    for (name, data) in members {
+        let Ok(member) = MemberName::new(name) else {
+            continue;
+        };
+        let parents: Vec<String> = member.parents().map(str::to_string).collect();
+        if files.contains(name) || dirs.contains(name) || parents.iter().any(|p| files.contains(p))
+        {
+            continue;
+        }
+        files.insert(name.clone());
+        dirs.extend(parents);
+        kept.push((name.clone(), data.clone()));
+    }
+    kept
+}
+
+fn packager_of(members: &[(String, Vec<u8>)]) -> Packager {
+    let mut packager = Packager::new();
+    for (name, data) in members {
+        packager
+            .add_bytes(name, data.clone())
+            .unwrap_or_else(|e| panic!("a packable name was refused: {e}"));
+    }
+    packager
+}
+
+/// Unpacks a NEFF in memory (the tar walked with `payload_stream` and
+/// `TarReader`) and packs its members again with the same header fields
+/// (all but `data_size` and `hash`, which are computed) at gzip `level`
+/// (not recorded in the file).
+pub fn repack_bytes(neff: &[u8], level: u32) -> Result<Vec<u8>, String> {
+    let raw: [u8; HEADER_LEN] = neff
+        .get(..HEADER_LEN)
+        .and_then(|h| h.try_into().ok())
+        .ok_or("shorter than a header")?;
+    let fields = NeffHeader::from_bytes(raw).fields();
+    let pkg = PkgVersion::from_value(fields.pkg_version).ok_or("bad pkg_version")?;
+    let end = usize::try_from(fields.data_size)
+        .ok()
+        .and_then(|n| n.checked_add(HEADER_LEN))
+        .filter(|&end| end <= neff.len())
+        .ok_or("data_size is past the end")?;
+    let (_, stream) = payload_stream(&neff[HEADER_LEN..end]).map_err(|e| e.to_string())?;
+    let mut tar = TarReader::new(stream);
+    let mut packager = Packager::new();
+    while let Some(entry) = tar.next_entry().map_err(|e| e.to_string())? {
+        let name = String::from_utf8(entry.name).map_err(|_| "a name is not UTF-8")?;
+        match entry.kind {
+            EntryKind::Directory => {
+                packager
+                    .add_dir(name.trim_end_matches('/'))
+                    .map_err(|e| e.to_string())?;
+            }
+            EntryKind::File => {
+                let mut data = Vec::new();
+                tar.copy_data(&mut data).map_err(|e| e.to_string())?;
+                packager.add_bytes(&name, data).map_err(|e| e.to_string())?;
+            }
+            other => return Err(format!("{name}: a {} entry", other.name())),
+        }
+    }
+    let mut header = HeaderPatch::from_fields(&fields);
+    header.data_size = None;
+    header.hash = None;
+    let options = PackOptions {
+        pkg_version: pkg,
+        level,
+        header,
+        allow_invalid: true,
+        ..PackOptions::default()
+    };
+    let mut out = Vec::new();
+    packager
+        .write_to(&mut out, &options)
+        .map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
+/// `roundtrip`: a valid build spec (as JSON, what `neff build` reads) is
+/// built twice into memory, and
+/// * both builds give the same bytes;
+/// * the loader accepts them on every arch the NEFF targets;
+/// * unpacking the tar in memory and packing it again with the header's
+///   fields and the spec's gzip level gives the same bytes.
+pub fn roundtrip(spec: &serde_json::Value) {
+    let build = || {
+        let spec: BuildSpec =
+            serde_json::from_value(spec.clone()).expect("a generated spec parses");
+        let level = spec.level.unwrap_or(1);
+        let builder = spec
+            .into_builder(std::path::Path::new("."))
+            .unwrap_or_else(|e| panic!("a generated spec is refused: {e}"));
+        let mut bytes = Vec::new();
+        builder
+            .write_to(&mut bytes)
+            .unwrap_or_else(|e| panic!("a generated spec does not build: {e}"));
+        (bytes, level)
+    };
+    let (bytes, level) = build();
+    let (again, _) = build();
+    assert!(again == bytes, "building the same spec twice differs");
+    let verdict = verify_reader(
+        Some(Cursor::new(&bytes)),
+        &RuntimeProfile::default(),
+        &Limits::default(),
+    )
+    .expect("reading from memory cannot fail");
+    assert!(
+        verdict.accepted,
+        "a generated NEFF is refused: {}",
+        verdict.report().summary()
+    );
+    check_verdict(&verdict);
+    let repacked = repack_bytes(&bytes, level).unwrap_or_else(|e| panic!("repack: {e}"));
+    assert!(repacked == bytes, "unpack + pack changed the bytes");
+}

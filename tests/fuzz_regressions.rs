@@ -1,0 +1,68 @@
+//! Inputs the fuzz targets (`fuzz/`, see `fuzz/README.md`) crashed on, and
+//! their seed corpora, replayed through the very checks the targets run:
+//! `fuzz/src/checks.rs` is included here as it is.
+//!
+//! A crash found by `cargo fuzz run <target>` is minimised with
+//! `cargo fuzz tmin` and saved as `tests/regressions/<target>-<n>.bin`.
+
+#[allow(dead_code)]
+#[path = "../fuzz/src/checks.rs"]
+mod checks;
+
+use std::path::{Path, PathBuf};
+
+/// Every file in `dir` whose name starts with `prefix`, sorted.
+fn inputs(dir: &Path, prefix: &str) -> Vec<(PathBuf, Vec<u8>)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let Ok(items) = std::fs::read_dir(root.join(dir)) else {
+        return Vec::new();
+    };
+    let mut paths: Vec<PathBuf> = items
+        .map(|i| i.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(prefix))
+        })
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|p| {
+            let bytes = std::fs::read(&p).unwrap();
+            (p, bytes)
+        })
+        .collect()
+}
+
+/// Runs `check` on every input, naming the one that panics.
+fn replay(inputs: Vec<(PathBuf, Vec<u8>)>, check: fn(&[u8])) -> usize {
+    for (path, bytes) in &inputs {
+        if let Err(panic) = std::panic::catch_unwind(|| check(bytes)) {
+            let message = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            panic!("{}: {message}", path.display());
+        }
+    }
+    inputs.len()
+}
+
+#[test]
+fn read_verify_regressions() {
+    replay(
+        inputs(Path::new("tests/regressions"), "read_verify-"),
+        checks::read_verify,
+    );
+}
+
+#[test]
+fn read_verify_seeds() {
+    let n = replay(
+        inputs(Path::new("fuzz/seeds/read_verify"), ""),
+        checks::read_verify,
+    );
+    assert!(n >= 8, "only {n} seeds");
+}
