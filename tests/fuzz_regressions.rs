@@ -3,7 +3,11 @@
 //! `fuzz/src/checks.rs` is included here as it is.
 //!
 //! A crash found by `cargo fuzz run <target>` is minimised with
-//! `cargo fuzz tmin` and saved as `tests/regressions/<target>-<n>.bin`.
+//! `cargo fuzz tmin` and saved in `tests/regressions/`: raw `read_verify`
+//! inputs as `read_verify-<n>.bin`; the structured targets' inputs decoded
+//! to JSON (run the crash with `NEFF_FUZZ_DUMP=FILE`) as `repack-<n>.json`
+//! (members, packaging, level) and `roundtrip-<n>.json` (the build spec),
+//! next to the raw `.bin` libFuzzer input.
 
 #[allow(dead_code)]
 #[path = "../fuzz/src/checks.rs"]
@@ -65,4 +69,33 @@ fn read_verify_seeds() {
         checks::read_verify,
     );
     assert!(n >= 8, "only {n} seeds");
+}
+
+fn json(bytes: &[u8]) -> serde_json::Value {
+    serde_json::from_slice(bytes).expect("a JSON case")
+}
+
+#[test]
+fn repack_regressions() {
+    replay(
+        inputs(Path::new("tests/regressions"), "repack-")
+            .into_iter()
+            .filter(|(p, _)| p.extension().is_some_and(|e| e == "json"))
+            .collect(),
+        |bytes| {
+            let (members, pkg, level) = checks::repack_case_from_json(&json(bytes));
+            checks::repack(&members, pkg, level);
+        },
+    );
+}
+
+#[test]
+fn roundtrip_regressions() {
+    replay(
+        inputs(Path::new("tests/regressions"), "roundtrip-")
+            .into_iter()
+            .filter(|(p, _)| p.extension().is_some_and(|e| e == "json"))
+            .collect(),
+        |bytes| checks::roundtrip(&json(bytes)),
+    );
 }

@@ -5,10 +5,12 @@
 //! Every function panics when an invariant breaks; a refused NEFF is never a
 //! failure in itself.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Cursor;
+use std::path::{Path, PathBuf};
 
-use neff_loader::container::payload_stream;
+use neff_loader::container::{payload_stream, EntryFate};
+use neff_loader::extract::extract;
 use neff_loader::inspect::InspectReport;
 use neff_loader::tar_reader::{EntryKind, TarReader};
 use neff_loader::{load_buffer, verify_reader, Limits, Loaded, RuntimeProfile, Verdict};
@@ -66,10 +68,61 @@ fn load_everywhere(data: &[u8], base: &RuntimeProfile) -> Option<&'static str> {
     let inspect = InspectReport::new("fuzz-input", &verdict);
     assert_eq!(inspect.verdict.accepted, verdict.accepted);
     serde_json::to_string(&inspect).expect("an inspect report serializes");
+    if tier1 && base.verify_hash {
+        extract_contained(data);
+    }
     match loads[0].report.gate.as_deref() {
         Some("G9") => Some("G9"),
         Some(_) => Some("other"),
         None => None,
+    }
+}
+
+/// Unpacks `data` with [`extract`] into a fresh folder: whatever the outcome,
+/// nothing appears beside the destination; when it succeeds, every file the
+/// walk stored is there with its size (unless another entry maps to the same
+/// path, e.g. `a//b` and `a/b`).
+fn extract_contained(data: &[u8]) {
+    let input = tempfile::NamedTempFile::new().expect("a temp file");
+    std::fs::write(input.path(), data).expect("writing the temp file");
+    let root = tempfile::tempdir().expect("a temp folder");
+    let dest = root.path().join("out");
+    let result = extract(input.path(), &dest, &RuntimeProfile::default(), false);
+    let beside: Vec<_> = std::fs::read_dir(root.path())
+        .expect("listing the temp folder")
+        .map(|e| e.expect("a folder entry").file_name())
+        .filter(|n| n != "out")
+        .collect();
+    assert!(
+        beside.is_empty(),
+        "unpacking wrote {beside:?} outside its destination"
+    );
+    let Ok((_, container)) = result else {
+        return;
+    };
+    let mut seen: BTreeMap<PathBuf, usize> = BTreeMap::new();
+    let path_of = |raw: &[u8]| {
+        raw.split(|&b| b == b'/')
+            .filter(|c| !c.is_empty() && *c != b".")
+            .map(|c| String::from_utf8_lossy(c).into_owned())
+            .collect::<PathBuf>()
+    };
+    for entry in &container.entries {
+        *seen.entry(path_of(&entry.raw_name)).or_default() += 1;
+    }
+    for entry in &container.entries {
+        let rel = path_of(&entry.raw_name);
+        if entry.kind != EntryKind::File
+            || entry.fate != EntryFate::Stored
+            || seen[&rel] != 1
+            || std::str::from_utf8(&entry.raw_name).is_err()
+        {
+            continue;
+        }
+        let meta = std::fs::symlink_metadata(dest.join(&rel))
+            .unwrap_or_else(|e| panic!("member {} was not unpacked: {e}", entry.name));
+        assert!(meta.is_file(), "member {} is not a file", entry.name);
+        assert_eq!(meta.len(), entry.size, "member {} size", entry.name);
     }
 }
 
@@ -294,4 +347,79 @@ pub fn roundtrip(spec: &serde_json::Value) {
     check_verdict(&verdict);
     let repacked = repack_bytes(&bytes, level).unwrap_or_else(|e| panic!("repack: {e}"));
     assert!(repacked == bytes, "unpack + pack changed the bytes");
+    let unpacked = repack_via_files(&bytes, level);
+    assert!(
+        unpacked == bytes,
+        "neff unpack + neff pack --header changed the bytes"
+    );
+}
+
+/// What `neff unpack FILE -o DIR` then `neff pack DIR --header H.json` do:
+/// [`extract`] into a temp folder, [`Packager::from_dir`], and the header's
+/// fields (but `data_size` and `hash`) as the patch.
+pub fn repack_via_files(neff: &[u8], level: u32) -> Vec<u8> {
+    let input = tempfile::NamedTempFile::new().expect("a temp file");
+    std::fs::write(input.path(), neff).expect("writing the temp file");
+    let root = tempfile::tempdir().expect("a temp folder");
+    let dest = root.path().join("out");
+    let (_, container) = extract(input.path(), &dest, &RuntimeProfile::default(), false)
+        .unwrap_or_else(|e| panic!("unpack: {e}"));
+    let fields = container.header.fields();
+    let mut header = HeaderPatch::from_fields(&fields);
+    header.data_size = None;
+    header.hash = None;
+    let options = PackOptions {
+        pkg_version: PkgVersion::from_value(fields.pkg_version).expect("pkg 1 or 2"),
+        level,
+        header,
+        ..PackOptions::default()
+    };
+    let mut out = Vec::new();
+    Packager::from_dir(Path::new(&dest))
+        .and_then(|p| p.write_to(&mut out, &options))
+        .unwrap_or_else(|e| panic!("pack: {e}"));
+    out
+}
+
+/// A `repack` case as JSON, for `tests/regressions/repack-<n>.json`:
+/// `{"pkg_version": 1|2, "level": n, "members": [{"name": …, "base64": …}]}`.
+pub fn repack_case_to_json(
+    members: &[(String, Vec<u8>)],
+    pkg: PkgVersion,
+    level: u32,
+) -> serde_json::Value {
+    serde_json::json!({
+        "pkg_version": pkg.value(),
+        "level": level,
+        "members": members
+            .iter()
+            .map(|(name, data)| serde_json::json!({
+                "name": name,
+                "base64": neff_writer::base64::encode(data),
+            }))
+            .collect::<Vec<_>>(),
+    })
+}
+
+/// Reads a case written by [`repack_case_to_json`].
+pub fn repack_case_from_json(
+    case: &serde_json::Value,
+) -> (Vec<(String, Vec<u8>)>, PkgVersion, u32) {
+    let pkg = case["pkg_version"]
+        .as_u64()
+        .and_then(PkgVersion::from_value)
+        .expect("pkg_version 1 or 2");
+    let level = case["level"].as_u64().expect("level") as u32;
+    let members = case["members"]
+        .as_array()
+        .expect("members")
+        .iter()
+        .map(|m| {
+            let name = m["name"].as_str().expect("name").to_string();
+            let data = neff_writer::base64::decode(m["base64"].as_str().expect("base64"))
+                .expect("valid base64");
+            (name, data)
+        })
+        .collect();
+    (members, pkg, level)
 }

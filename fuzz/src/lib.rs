@@ -31,6 +31,7 @@ pub mod repack {
         let u = Unstructured::new(data);
         let set = MemberSet::arbitrary_take_rest(u)?;
         let (members, pkg, level) = set.resolve();
+        dump(|| crate::checks::repack_case_to_json(&members, pkg, level));
         crate::checks::repack(&members, pkg, level);
         Ok(())
     }
@@ -45,8 +46,19 @@ pub mod roundtrip {
     /// Draws an [`ArbitrarySpec`] and runs [`crate::checks::roundtrip`] on its JSON.
     pub fn run(data: &[u8]) -> Result<()> {
         let spec = ArbitrarySpec::arbitrary_take_rest(Unstructured::new(data))?;
+        dump(|| spec.json.clone());
         crate::checks::roundtrip(&spec.json);
         Ok(())
+    }
+}
+
+/// With `NEFF_FUZZ_DUMP=FILE` set, writes the decoded case as JSON to FILE
+/// before checking it: replaying a crash that way gives the
+/// `tests/regressions/<target>-<n>.json` file.
+fn dump(case: impl FnOnce() -> Value) {
+    if let Some(path) = std::env::var_os("NEFF_FUZZ_DUMP") {
+        let text = serde_json::to_string_pretty(&case()).unwrap_or_default();
+        std::fs::write(path, text + "\n").expect("writing NEFF_FUZZ_DUMP");
     }
 }
 
