@@ -9,38 +9,22 @@ use std::io::{Cursor, Read, Write};
 use neff::loader::inspect::InspectReport;
 use neff::loader::{load_buffer, verify_reader, Limits, RuntimeProfile};
 use neff::schema::Arch;
-use neff::writer::corpus::seed_file;
+use neff::writer::corpus::{seed_file, Mix};
 use neff::writer::generate::GenConfig;
 use neff::writer::gzip_writer::GzipWriter;
-
-struct Mix(u64);
-
-impl Mix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
 
 /// Flips, overwrites, inserts, deletes or truncates a few bytes.
 fn mutate_bytes(data: &mut Vec<u8>, mix: &mut Mix) {
     for _ in 0..1 + mix.below(4) {
         if data.is_empty() {
-            data.push(mix.next() as u8);
+            data.push(mix.next_u64() as u8);
             continue;
         }
         let i = mix.below(data.len());
         match mix.below(6) {
             0 => data[i] ^= 1 << mix.below(8),
             1 => data[i] = [0, 0xFF, b'0', b'/', b'"', b'{'][mix.below(6)],
-            2 => data.insert(i, mix.next() as u8),
+            2 => data.insert(i, mix.next_u64() as u8),
             3 => {
                 data.remove(i);
             }

@@ -22,11 +22,13 @@ pub struct Seed {
     pub mutation: Option<String>,
 }
 
-/// SplitMix64: a small, well-mixed deterministic generator.
-struct Mix(u64);
+/// SplitMix64: a small, well-mixed deterministic generator (also handy for
+/// seeded tests).
+pub struct Mix(pub u64);
 
 impl Mix {
-    fn next(&mut self) -> u64 {
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -34,12 +36,14 @@ impl Mix {
         z ^ (z >> 31)
     }
 
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
+    /// A number below `n` (0 when `n` is 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n.max(1) as u64) as usize
     }
 
-    fn bytes(&mut self, len: usize) -> Vec<u8> {
-        (0..len).map(|_| self.next() as u8).collect()
+    /// `len` random bytes.
+    pub fn bytes(&mut self, len: usize) -> Vec<u8> {
+        (0..len).map(|_| self.next_u64() as u8).collect()
     }
 }
 
@@ -53,7 +57,7 @@ pub fn seed_file(seed: u64, index: u64, invalid_ratio: f64, config: &GenConfig) 
     let mut mix = Mix(seed ^ index.wrapping_mul(0xD6E8_FEB8_6659_FD93));
     let entropy = mix.bytes(ENTROPY);
     let generated = generate(&mut Unstructured::new(&entropy), config).ok()?;
-    let invalid = (mix.next() % 1_000_000) as f64 / 1_000_000.0 < invalid_ratio;
+    let invalid = (mix.next_u64() % 1_000_000) as f64 / 1_000_000.0 < invalid_ratio;
     let base = std::env::temp_dir();
     let build = generated.spec.into_builder(&base).ok()?.build().ok()?;
     if !invalid {
@@ -105,7 +109,7 @@ fn mutate(spec: &Value, build: &Build, mix: &mut Mix) -> Option<(Vec<u8>, String
                 "header vnc_size"
             }
             _ => {
-                patch.header_size = Some(mix.next() % 0x2000);
+                patch.header_size = Some(mix.next_u64() % 0x2000);
                 "header header_size"
             }
         };
@@ -171,7 +175,7 @@ fn adversarial(mix: &mut Mix) -> Value {
     match mix.below(10) {
         0 => Value::Null,
         1 => Value::Bool(mix.below(2) == 0),
-        2 => (mix.next() % 64).into(),
+        2 => (mix.next_u64() % 64).into(),
         3 => u64::MAX.into(),
         4 => (-(mix.below(9) as i64)).into(),
         5 => 1.5e300.into(),

@@ -147,6 +147,14 @@ impl<W: Write> TarWriter<W> {
     }
 }
 
+/// Writes a header block's checksum (`"%06o\0 "`, the unsigned byte sum with
+/// the field counted as spaces).
+pub fn set_checksum(block: &mut [u8]) {
+    block[148..156].copy_from_slice(b"        ");
+    let sum: u32 = block.iter().map(|&b| u32::from(b)).sum();
+    block[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+}
+
 /// Encodes one GNU-style header block.
 pub fn header(name: &[u8], type_flag: u8, size: u64, mode: u32) -> [u8; BLOCK] {
     let mut h = [0u8; BLOCK];
@@ -161,9 +169,7 @@ pub fn header(name: &[u8], type_flag: u8, size: u64, mode: u32) -> [u8; BLOCK] {
     h[263..265].copy_from_slice(b" \0");
     h[265..271].copy_from_slice(b"nobody");
     h[297..303].copy_from_slice(b"nobody");
-    h[148..156].copy_from_slice(b"        ");
-    let sum: u32 = h.iter().map(|&b| u32::from(b)).sum();
-    h[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+    set_checksum(&mut h);
     h
 }
 
