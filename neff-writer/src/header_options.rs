@@ -4,6 +4,30 @@ use neff_schema::header::{Blob, Text, BUILD_VERSION_LEN, NAME_LEN, PAD_LEN, TPB_
 use neff_schema::{HeaderFields, NeffHeader, PkgVersion, Uuid, HEADER_LEN};
 use serde::{Deserialize, Serialize};
 
+/// Calls `$m!` with every header field name, in layout order (one list for
+/// every place that walks the fields).
+macro_rules! header_fields {
+    ($m:ident) => {
+        $m!(
+            pkg_version,
+            header_size,
+            data_size,
+            neff_version_major,
+            neff_version_minor,
+            build_version,
+            unused_0,
+            hash,
+            uuid,
+            name,
+            requested_tpb_count,
+            tpb_per_node,
+            feature_bits,
+            vnc_size,
+            pad
+        )
+    };
+}
+
 /// The default `neff_build_version`: this tool's name and version, in the
 /// producer's `"<version>%<origin>"` shape, e.g. `"0.1.0%neff-rs"`.
 pub const DEFAULT_BUILD_VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "%neff-rs");
@@ -82,7 +106,7 @@ impl HeaderPatch {
         }
     }
 
-    /// Sets every field `other` sets (the rest stay as they are).
+    /// Sets every field `other` sets (the later patch wins).
     pub fn merge(&mut self, other: &HeaderPatch) {
         macro_rules! take {
             ($($field:ident),*) => {$(
@@ -91,23 +115,7 @@ impl HeaderPatch {
                 }
             )*};
         }
-        take!(
-            pkg_version,
-            header_size,
-            data_size,
-            neff_version_major,
-            neff_version_minor,
-            build_version,
-            unused_0,
-            hash,
-            uuid,
-            name,
-            requested_tpb_count,
-            tpb_per_node,
-            feature_bits,
-            vnc_size,
-            pad
-        );
+        header_fields!(take);
     }
 
     /// Applies the set fields to `h`.
@@ -119,23 +127,7 @@ impl HeaderPatch {
                 }
             )*};
         }
-        set!(
-            pkg_version,
-            header_size,
-            data_size,
-            neff_version_major,
-            neff_version_minor,
-            build_version,
-            unused_0,
-            hash,
-            uuid,
-            name,
-            requested_tpb_count,
-            tpb_per_node,
-            feature_bits,
-            vnc_size,
-            pad
-        );
+        header_fields!(set);
     }
 }
 

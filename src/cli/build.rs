@@ -3,13 +3,12 @@
 use std::io::{self, IsTerminal};
 use std::path::{Path, PathBuf};
 
-use clap::{Args, ValueEnum};
-use neff::schema::PkgVersion;
+use clap::Args;
 use neff::writer::build_spec::{parse_uuid, BuildSpec};
 use neff::writer::HeaderPatch;
 
 use super::progress::Progress;
-use super::report_written;
+use super::{read_header_patch, report_written, PkgArg};
 
 /// Build a NEFF from a JSON build spec, generating its manifests.
 ///
@@ -56,22 +55,11 @@ pub struct BuildArgs {
     quiet: bool,
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum PkgArg {
-    #[value(name = "1")]
-    One,
-    #[value(name = "2")]
-    Two,
-}
-
 pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
     let mut spec = BuildSpec::from_path(&args.spec)?;
     spec.allow_invalid |= args.allow_invalid;
     if let Some(pkg) = args.pkg_version {
-        spec.pkg_version = Some(match pkg {
-            PkgArg::One => PkgVersion::Sha256Tar.value(),
-            PkgArg::Two => PkgVersion::Md5Gzip.value(),
-        });
+        spec.pkg_version = Some(pkg.version().value());
     }
     if let Some(level) = args.level {
         spec.level = Some(level);
@@ -84,10 +72,7 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
         }
     }
     if let Some(path) = &args.header {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let patch: HeaderPatch = serde_json::from_str(&text)
-            .map_err(|e| format!("{}: invalid header JSON: {e}", path.display()))?;
+        let patch = read_header_patch(path)?;
         spec.header
             .get_or_insert_with(HeaderPatch::default)
             .merge(&patch);

@@ -137,3 +137,31 @@ pub fn report_written(
     }
     Ok(EXIT_OK)
 }
+
+/// `--pkg-version 1|2`, shared by `pack` and `build`.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum PkgArg {
+    // Raw tar + SHA-256 (not a doc comment: it would change --help).
+    #[value(name = "1")]
+    One,
+    // gzip tar + MD5.
+    #[value(name = "2")]
+    Two,
+}
+
+impl PkgArg {
+    /// The packaging version.
+    pub fn version(self) -> neff::schema::PkgVersion {
+        match self {
+            PkgArg::One => neff::schema::PkgVersion::Sha256Tar,
+            PkgArg::Two => neff::schema::PkgVersion::Md5Gzip,
+        }
+    }
+}
+
+/// Reads a `--header HEADER.json` file (every header field optional).
+pub fn read_header_patch(path: &std::path::Path) -> Result<neff::writer::HeaderPatch, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: invalid header JSON: {e}", path.display()))
+}

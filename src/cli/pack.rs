@@ -3,13 +3,13 @@
 use std::io::{self, IsTerminal};
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use neff::schema::header::Text;
 use neff::schema::{PkgVersion, Uuid};
 use neff::writer::{HeaderPatch, PackOptions, Packager, UuidChoice};
 
 use super::progress::Progress;
-use super::{parse_mask, report_written};
+use super::{parse_mask, read_header_patch, report_written, PkgArg};
 
 /// Pack a directory tree into a NEFF, as it is (like `neuron-packager create`).
 ///
@@ -77,28 +77,12 @@ pub struct PackArgs {
     quiet: bool,
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum PkgArg {
-    #[value(name = "1")]
-    One,
-    #[value(name = "2")]
-    Two,
-}
-
 pub fn run(args: PackArgs) -> Result<u8, Box<dyn std::error::Error>> {
     let mut patch = match &args.header {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            serde_json::from_str::<HeaderPatch>(&text)
-                .map_err(|e| format!("{}: invalid header JSON: {e}", path.display()))?
-        }
+        Some(path) => read_header_patch(path)?,
         None => HeaderPatch::default(),
     };
-    let mut pkg = match args.pkg_version {
-        PkgArg::One => PkgVersion::Sha256Tar,
-        PkgArg::Two => PkgVersion::Md5Gzip,
-    };
+    let mut pkg = args.pkg_version.version();
     if let Some(value) = patch.pkg_version.take() {
         pkg = PkgVersion::from_value(value)
             .ok_or_else(|| format!("header pkg_version {value} is not 1 or 2"))?;

@@ -64,8 +64,8 @@ pub fn run(args: UnpackArgs) -> Result<u8, Box<dyn std::error::Error>> {
         if fields.uuid == content_uuid(&args.file, fields.data_size)? {
             patch.uuid = None;
         }
-        std::fs::write(path, serde_json::to_string_pretty(&patch)? + "\n")
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        let text = serde_json::to_string_pretty(&patch)? + "\n";
+        neff::writer::atomic::write_atomic(path, text.as_bytes())?;
     }
     if args.json {
         print_json(&summary)?;
