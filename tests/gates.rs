@@ -5,6 +5,7 @@ mod common;
 
 use common::*;
 use neff::loader::{load_buffer, Report, RuntimeProfile};
+use neff::schema::{HashLayout, HashLayoutPolicy};
 
 fn verify(bytes: &[u8]) -> Report {
     load_buffer(Some(bytes), &RuntimeProfile::default()).report
@@ -193,6 +194,72 @@ fn g9_digest_mismatch() {
     let last = n.len() - 9;
     n[last] ^= 0x55;
     assert_refused(&verify(&n), "G9", 2, "MD5 mismatch!");
+}
+
+fn verify_layout(bytes: &[u8], policy: HashLayoutPolicy) -> Report {
+    let profile = RuntimeProfile {
+        hash_layout: policy,
+        ..RuntimeProfile::default()
+    };
+    load_buffer(Some(bytes), &profile).report
+}
+
+/// Rewrites the stored digest of `n` (pkg 1: 32 bytes, pkg 2: 16) word-reversed.
+fn word_reverse_hash(n: &mut [u8], len: usize) {
+    for word in n[0xAC..0xAC + len].chunks_exact_mut(4) {
+        word.reverse();
+    }
+}
+
+#[test]
+fn g9_accepts_both_md5_layouts_and_reports_which() {
+    let standard = valid_neff();
+    let r = verify(&standard);
+    assert!(r.accepted, "{r:?}");
+    assert_eq!(r.hash_layout, Some(HashLayout::Standard));
+    let mut reversed = valid_neff();
+    word_reverse_hash(&mut reversed, 16);
+    let r = verify(&reversed);
+    assert!(r.accepted, "{r:?}");
+    assert_eq!(r.hash_layout, Some(HashLayout::WordReversed));
+    // With verification off nothing is claimed.
+    assert_eq!(verify_no_hash(&reversed).hash_layout, None);
+    // A policy naming one layout refuses the other.
+    let r = verify_layout(&reversed, HashLayoutPolicy::Standard);
+    assert_refused(&r, "G9", 2, "MD5 mismatch!");
+    assert!(
+        r.detail.as_deref().unwrap_or_default().contains("standard"),
+        "{r:?}"
+    );
+    assert_refused(
+        &verify_layout(&standard, HashLayoutPolicy::WordReversed),
+        "G9",
+        2,
+        "MD5 mismatch!",
+    );
+    let r = verify_layout(&reversed, HashLayoutPolicy::WordReversed);
+    assert_eq!(r.hash_layout, Some(HashLayout::WordReversed), "{r:?}");
+    // A byte-reversed whole digest is neither layout.
+    let mut flipped = valid_neff();
+    flipped[0xAC..0xBC].reverse();
+    assert_refused(&verify(&flipped), "G9", 2, "MD5 mismatch!");
+}
+
+#[test]
+fn g9_accepts_both_sha256_layouts() {
+    let standard = neff_with_payload(1, &tar_of(&[("neff.json", b"{}")]));
+    assert_eq!(verify(&standard).hash_layout, Some(HashLayout::Standard));
+    let mut reversed = standard.clone();
+    word_reverse_hash(&mut reversed, 32);
+    let r = verify(&reversed);
+    assert_ne!(r.gate.as_deref(), Some("G9"), "{r:?}");
+    assert_eq!(r.hash_layout, Some(HashLayout::WordReversed));
+    assert_refused(
+        &verify_layout(&reversed, HashLayoutPolicy::Standard),
+        "G9",
+        2,
+        "SHA256 mismatch!",
+    );
 }
 
 #[test]

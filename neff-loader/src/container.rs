@@ -6,10 +6,10 @@ use std::io::{self, BufReader, Cursor, Read, Seek, SeekFrom};
 use std::sync::mpsc::sync_channel;
 
 use neff_schema::features::unsupported_bits;
-use neff_schema::{NeffHeader, PkgVersion, HEADER_LEN};
+use neff_schema::{HashLayout, NeffHeader, PkgVersion, HEADER_LEN};
 use serde::Serialize;
 
-use crate::digest::{source_error, Digester, HashingReader, SourceError};
+use crate::digest::{matching_layout, source_error, Digester, HashingReader, SourceError};
 use crate::gate::{Gate, Rejection};
 use crate::gzip_reader::{looks_like_gzip, GzipReader};
 use crate::profile::RuntimeProfile;
@@ -135,6 +135,9 @@ pub struct Container {
     pub entries: Vec<EntryRecord>,
     /// Length of the decompressed tar stream up to its end marker.
     pub tar_size: u64,
+    /// The layout in which the header stores the payload digest, when the hash
+    /// was checked and matched (G9).
+    pub hash_layout: Option<HashLayout>,
 }
 
 /// The outcome of Tier 1.
@@ -235,9 +238,12 @@ pub fn run<R: Read + Seek>(
         let digester = match hashing {
             Some((tx, handle)) => {
                 drop(tx);
-                handle.join().unwrap_or(Digester::Off)
+                // A dead hash thread must never turn G9 off.
+                handle
+                    .join()
+                    .map_err(|_| io::Error::other("the payload hash thread panicked"))
             }
-            None => Digester::Off,
+            None => Ok(Digester::Off),
         };
         (walked, rest, digester)
     });
@@ -252,11 +258,25 @@ pub fn run<R: Read + Seek>(
     } else {
         "MD5"
     };
-    if let Some((false, expected, computed)) = digester.matches(&header.hash()) {
-        let r = Rejection::new(Gate::G9, format!("{name} mismatch!")).detail(format!(
-            "header hash at +0x0AC is {expected}, the {data_size}-byte payload at file offset 0x400 hashes to {computed}"
-        ));
-        return reject(r, Some(container), warnings);
+    if let Some(digest) = digester?.finish() {
+        let stored = header.hash();
+        let layouts = profile.hash_layout.layouts();
+        match matching_layout(&digest, &stored, layouts) {
+            Some(layout) => container.hash_layout = Some(layout),
+            None => {
+                let expected = neff_schema::hex::encode(&stored[..digest.len()]);
+                let computed: Vec<String> = layouts
+                    .iter()
+                    .map(|l| format!("{} {}", neff_schema::hex::encode(&l.apply(&digest)), l.name()))
+                    .collect();
+                let r = Rejection::new(Gate::G9, format!("{name} mismatch!")).detail(format!(
+                    "header hash at +0x0AC is {expected}; the {data_size}-byte payload at file offset 0x400 hashes to {} (hash layouts tried: {})",
+                    computed.join(" / "),
+                    profile.hash_layout.name()
+                ));
+                return reject(r, Some(container), warnings);
+            }
+        }
     }
     Ok(Tier1 {
         container: Some(container),

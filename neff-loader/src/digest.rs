@@ -6,6 +6,7 @@ use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
 
 use md5::{Digest, Md5};
+use neff_schema::HashLayout;
 use sha2::Sha256;
 
 /// The digest a `pkg_version` selects, running over the stored payload bytes.
@@ -33,19 +34,28 @@ impl Digester {
         !matches!(self, Digester::Off)
     }
 
-    /// Finishes: `Some(matches)` when a digest was computed.
-    pub fn matches(self, stored: &[u8; 32]) -> Option<(bool, String, String)> {
-        let (computed, expected): (Vec<u8>, &[u8]) = match self {
-            Digester::Sha256(h) => (h.finalize().to_vec(), &stored[..]),
-            Digester::Md5(h) => (h.finalize().to_vec(), &stored[..16]),
-            Digester::Off => return None,
-        };
-        Some((
-            computed == expected,
-            neff_schema::hex::encode(expected),
-            neff_schema::hex::encode(&computed),
-        ))
+    /// Finishes: the digest, or `None` when verification is off.
+    pub fn finish(self) -> Option<Vec<u8>> {
+        match self {
+            Digester::Sha256(h) => Some(h.finalize().to_vec()),
+            Digester::Md5(h) => Some(h.finalize().to_vec()),
+            Digester::Off => None,
+        }
     }
+}
+
+/// Which of `layouts` stores `digest` in the header's hash field, if any.
+/// MD5 is compared with `hash[0..16]`, SHA-256 with all 32 bytes.
+pub fn matching_layout(
+    digest: &[u8],
+    stored: &[u8; 32],
+    layouts: &[HashLayout],
+) -> Option<HashLayout> {
+    let stored = &stored[..digest.len().min(32)];
+    layouts
+        .iter()
+        .copied()
+        .find(|layout| layout.apply(digest) == stored)
 }
 
 /// An I/O failure of the NEFF source itself (not of the data's format).

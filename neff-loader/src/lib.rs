@@ -1,8 +1,9 @@
 //! Reads a NEFF the way the Neuron runtime (`libnrt` 2.31) does and runs its
 //! acceptance gates in the runtime's order.
 //!
-//! Gates G1–G12 (the container tier, spec §5.1) are implemented; each refusal
-//! carries the runtime's status code and log line. The walk streams the
+//! Every gate G1–G31 (spec §5, corrected by §11.5 for what real compiler
+//! output holds) is implemented; each refusal carries the runtime's status
+//! code and log line. The walk streams the
 //! payload: memory stays bounded whatever the input (see [`Limits`]).
 //!
 //! ```no_run
@@ -97,6 +98,7 @@ pub fn load_reader_arches<R: Read + Seek>(
         };
         let mut report = Report::new(&profile, rejection.as_ref(), warnings, &tiers);
         report.target = model.as_ref().and_then(|m| m.target.clone());
+        report.hash_layout = tier1.container.as_ref().and_then(|c| c.hash_layout);
         out.push(Loaded {
             report,
             rejection,

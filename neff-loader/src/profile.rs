@@ -1,7 +1,7 @@
 //! The runtime a NEFF is checked against (spec §5.5).
 
 use neff_schema::features::SUPPORTED_FEATURES_2_31;
-use neff_schema::Arch;
+use neff_schema::{Arch, HashLayoutPolicy};
 use serde::Serialize;
 
 /// The GPSIMD ucode ABI version of runtime 2.31 (`.rodata 0x84fe68`).
@@ -20,6 +20,10 @@ pub struct RuntimeProfile {
     pub allow_legacy_neff: bool,
     /// The per-load hash verification flag (`neff_parse`'s third argument).
     pub verify_hash: bool,
+    /// Which layouts of the payload digest G9 accepts (default: either). Real
+    /// compilers write both (spec §11.1); which one a runtime started with
+    /// `NEURON_RT_VALIDATE_HASH=true` computes is not known.
+    pub hash_layout: HashLayoutPolicy,
     /// Feature bits the runtime understands; others trip the trapdoor (G5).
     #[serde(serialize_with = "serialize_hex")]
     #[schemars(with = "String")]
@@ -56,6 +60,7 @@ impl Default for RuntimeProfile {
             instance_arch: Arch::Cayman,
             allow_legacy_neff: false,
             verify_hash: true,
+            hash_layout: HashLayoutPolicy::Any,
             supported_features: SUPPORTED_FEATURES_2_31,
             ucode_abi: UCODE_ABI_2_31.to_string(),
             evtaccel_offset: EVTACCEL_OFFSET,

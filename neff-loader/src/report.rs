@@ -1,5 +1,6 @@
 //! The verdict of a load: which gate refused, with the runtime's code and line.
 
+use neff_schema::HashLayout;
 use serde::Serialize;
 
 use crate::gate::{NrtStatus, Rejection};
@@ -34,6 +35,11 @@ pub struct Report {
     pub warnings: Vec<String>,
     /// The simulated instance arch.
     pub instance_arch: String,
+    /// The layout in which the header stores the payload digest, when G9 ran
+    /// and matched. Which layout a runtime that validates hashes computes is
+    /// not known (spec §11.1), so this says what matched, not what a runtime
+    /// would accept.
+    pub hash_layout: Option<HashLayout>,
     /// The KELF descriptor's target string, once read.
     pub target: Option<String>,
     /// The full runtime profile.
@@ -64,6 +70,7 @@ impl Report {
             error_cause: rejection.and_then(|r| r.error_cause.clone()),
             warnings,
             instance_arch: profile.instance_arch.name().to_string(),
+            hash_layout: None,
             target: None,
             profile: profile.clone(),
             tiers_run: tiers_run.iter().map(|t| t.to_string()).collect(),

@@ -5,6 +5,8 @@
 //! * [`uuid`]: the header UUID, including the content-derived v4 UUID.
 //! * [`arch`]: the runtime's `al_hal_tpb_arch_type` (SUNDA 2, CAYMAN 3, MARIANA 4).
 //! * [`features`]: the feature-bit mask constants the loader's trapdoor uses.
+//! * [`framing`]: how a payload is framed (tar, gzip, hash layout) and the
+//!   named framing presets.
 //! * [`hex`]: the small hex codec shared by the other modules.
 //! * [`manifest`]: typed, lossless views of the JSON manifests (`neff.json`,
 //!   the KELF descriptor, `def.json`, engine JSON, DMA blocks, ucode libraries).
@@ -16,6 +18,7 @@
 pub mod arch;
 pub mod barrier;
 pub mod features;
+pub mod framing;
 pub mod header;
 pub mod hex;
 pub mod manifest;
@@ -23,6 +26,7 @@ pub mod target;
 pub mod uuid;
 
 pub use arch::Arch;
+pub use framing::{Framing, FramingPreset, HashLayout, HashLayoutPolicy};
 pub use header::{HeaderFields, NeffHeader, PkgVersion, HEADER_LEN};
 pub use target::Target;
 pub use uuid::Uuid;

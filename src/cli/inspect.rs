@@ -59,6 +59,9 @@ fn print_human(r: &InspectReport) {
         println!("  build_version:       {:?}", h.build_version);
         println!("  unused_0:            {}", h.unused_0);
         println!("  hash:                {}", hex::encode(&h.hash.0));
+        if let Some(layout) = r.verdict.hash_layout {
+            println!("  hash_layout:         {} (matched)", layout.name());
+        }
         println!("  uuid:                {}", h.uuid);
         println!("  name:                {:?}", h.name);
         println!("  requested_tpb_count: {}", h.requested_tpb_count);

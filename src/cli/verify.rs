@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use neff::loader::{load_file, verify_file_with, Limits, Report, RuntimeProfile};
 use neff::schema::features::SUPPORTED_FEATURES_2_31;
-use neff::schema::Arch;
+use neff::schema::{Arch, HashLayoutPolicy};
 
 use super::progress::Progress;
 use super::{parse_mask, print_json, EXIT_OK, EXIT_REJECTED};
@@ -36,6 +36,12 @@ pub struct VerifyArgs {
     /// Skip the payload hash check (the runtime's per-load verify flag off).
     #[arg(long)]
     no_verify_hash: bool,
+    /// Which layouts of the payload digest the hash check accepts. Real compilers
+    /// store MD5 either as is (standard: neuron-cc, neuronx-cc <= 2.16) or with each
+    /// 4-byte word byte-reversed (neuronx-cc 2.18+); which one a runtime started with
+    /// NEURON_RT_VALIDATE_HASH=true computes is not known, so `any` is the default.
+    #[arg(long, value_enum, default_value = "any", value_name = "LAYOUT")]
+    hash_layout: HashLayoutArg,
     /// Feature bits the runtime supports (default 0x7FFFFFF, runtime 2.31).
     #[arg(long, value_name = "MASK", value_parser = parse_mask)]
     supported_features: Option<u64>,
@@ -52,6 +58,25 @@ pub struct VerifyArgs {
     /// The runtime's GPSIMD ucode ABI version (default 1.21.1.0).
     #[arg(long, value_name = "VERSION")]
     ucode_abi: Option<String>,
+}
+
+/// `--hash-layout`.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum HashLayoutArg {
+    Any,
+    Standard,
+    WordReversed,
+}
+
+impl HashLayoutArg {
+    /// The profile setting.
+    pub fn policy(self) -> HashLayoutPolicy {
+        match self {
+            HashLayoutArg::Any => HashLayoutPolicy::Any,
+            HashLayoutArg::Standard => HashLayoutPolicy::Standard,
+            HashLayoutArg::WordReversed => HashLayoutPolicy::WordReversed,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -79,6 +104,7 @@ pub fn run(args: VerifyArgs) -> Result<u8, Box<dyn std::error::Error>> {
     let profile = RuntimeProfile {
         allow_legacy_neff: args.allow_legacy_neff,
         verify_hash: !args.no_verify_hash,
+        hash_layout: args.hash_layout.policy(),
         supported_features: args.supported_features.unwrap_or(SUPPORTED_FEATURES_2_31),
         evtaccel_offset: args.evtaccel_offset.unwrap_or(defaults.evtaccel_offset),
         check_var_ids: !args.no_check_var_ids,
@@ -164,7 +190,19 @@ fn print_human(file: &std::path::Path, r: &Report) {
     if let Some(cause) = &r.error_cause {
         println!("  error cause: {cause}");
     }
+    if let Some(line) = hash_line(r) {
+        println!("  {line}");
+    }
     for w in &r.warnings {
         println!("  warning: {w}");
     }
+}
+
+/// The hash check's outcome, worded so it does not overclaim (spec §11.1).
+pub fn hash_line(r: &Report) -> Option<String> {
+    let layout = r.hash_layout?;
+    Some(format!(
+        "hash_layout: {} (the payload digest matched in this layout; a runtime with NEURON_RT_VALIDATE_HASH=true may compute only one layout, and which is not known)",
+        layout.name()
+    ))
 }
