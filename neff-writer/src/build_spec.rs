@@ -17,7 +17,7 @@ use neff_schema::manifest::{
     Carveout, DmaBlock, DmaQueue, Dtype, Engine, Extra, Fp8Config, QueueType, UcodeFunction,
     UcodeLib,
 };
-use neff_schema::{PkgVersion, Target, Uuid};
+use neff_schema::{FramingPreset, PkgVersion, Target, Uuid};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
@@ -68,6 +68,10 @@ pub struct BuildSpec {
     /// Packaging: 2 (gzip + MD5, default) or 1 (raw tar + SHA-256).
     #[serde(default)]
     pub pkg_version: Option<u64>,
+    /// The framing preset: `"gnu"` (default), `"neuronx-cc"` (exactly as
+    /// neuronx-cc 2.21+ writes, gzip MTIME 0) or `"neuronx-cc-2.16"`.
+    #[serde(default)]
+    pub framing: Option<String>,
     /// gzip level 1-9 (default 1).
     #[serde(default)]
     pub level: Option<u32>,
@@ -510,6 +514,16 @@ impl BuildSpec {
                 return invalid("pkg_version", format!("{pkg} is not 1 or 2"));
             };
             b = b.pkg_version(pkg);
+        }
+        if let Some(name) = &self.framing {
+            let Some(preset) = FramingPreset::parse(name) else {
+                let names: Vec<&str> = FramingPreset::ALL.iter().map(|p| p.name()).collect();
+                return invalid(
+                    "framing",
+                    format!("{name:?} is not a framing preset ({})", names.join(", ")),
+                );
+            };
+            b = b.framing(preset);
         }
         if let Some(level) = self.level {
             if !(1..=9).contains(&level) {

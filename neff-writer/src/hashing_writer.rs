@@ -79,6 +79,11 @@ impl<W: Write> HashingWriter<W> {
         w
     }
 
+    /// Bytes written so far.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
     /// Flushes and returns the inner writer and the digests.
     pub fn finish(mut self) -> io::Result<(W, Digests)> {
         self.inner.flush()?;

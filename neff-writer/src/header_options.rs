@@ -1,7 +1,7 @@
 //! Header defaults and overrides for the packager.
 
 use neff_schema::header::{Blob, Text, BUILD_VERSION_LEN, NAME_LEN, PAD_LEN, TPB_PER_NODE_LEN};
-use neff_schema::{HeaderFields, NeffHeader, PkgVersion, Uuid, HEADER_LEN};
+use neff_schema::{Framing, HeaderFields, NeffHeader, PkgVersion, Uuid, HEADER_LEN};
 use serde::{Deserialize, Serialize};
 
 /// Calls `$m!` with every header field name, in layout order (one list for
@@ -128,6 +128,74 @@ impl HeaderPatch {
             )*};
         }
         header_fields!(set);
+    }
+}
+
+/// What `neff unpack --header-out` writes and `neff pack --header` reads: the
+/// header fields (every key optional, as in [`HeaderPatch`]) plus, under
+/// `"framing"`, how the payload was framed, and under `"not_reproduced"`,
+/// what a repack cannot give back byte for byte.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HeaderFile {
+    /// The header fields.
+    pub header: HeaderPatch,
+    /// The payload's framing, when recorded.
+    pub framing: Option<Framing>,
+    /// What a repack will not reproduce (said again by `pack`).
+    pub not_reproduced: Vec<String>,
+}
+
+/// The keys of a header file that are not header fields.
+const FRAMING_KEY: &str = "framing";
+const NOT_REPRODUCED_KEY: &str = "not_reproduced";
+
+impl HeaderFile {
+    /// Parses a header file. Unknown keys are refused, naming the key.
+    pub fn parse(text: &str) -> Result<HeaderFile, String> {
+        let mut value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
+        let object = value
+            .as_object_mut()
+            .ok_or_else(|| "a header file is a JSON object".to_string())?;
+        let framing = match object.remove(FRAMING_KEY) {
+            Some(v) => Some(
+                serde_json::from_value::<Framing>(v)
+                    .map_err(|e| format!("key \"{FRAMING_KEY}\": {e}"))?,
+            ),
+            None => None,
+        };
+        let not_reproduced = match object.remove(NOT_REPRODUCED_KEY) {
+            Some(v) => serde_json::from_value(v)
+                .map_err(|e| format!("key \"{NOT_REPRODUCED_KEY}\": {e}"))?,
+            None => Vec::new(),
+        };
+        let header = serde_json::from_value(value).map_err(|e| e.to_string())?;
+        Ok(HeaderFile {
+            header,
+            framing,
+            not_reproduced,
+        })
+    }
+
+    /// The file's JSON text (pretty, with a final newline).
+    pub fn to_json(&self) -> String {
+        let mut value = serde_json::to_value(&self.header).unwrap_or_default();
+        if let Some(object) = value.as_object_mut() {
+            object.retain(|_, v| !v.is_null());
+            if let Some(f) = &self.framing {
+                object.insert(
+                    FRAMING_KEY.into(),
+                    serde_json::to_value(f).unwrap_or_default(),
+                );
+            }
+            if !self.not_reproduced.is_empty() {
+                object.insert(
+                    NOT_REPRODUCED_KEY.into(),
+                    serde_json::to_value(&self.not_reproduced).unwrap_or_default(),
+                );
+            }
+        }
+        serde_json::to_string_pretty(&value).unwrap_or_default() + "\n"
     }
 }
 

@@ -35,8 +35,9 @@ pub mod member;
 pub mod packager;
 pub mod parallel_gzip;
 pub mod tar_writer;
+pub mod zlib_gzip;
 
 pub use builder::{Build, BuildError, Data, NeffBuilder};
-pub use header_options::{HeaderPatch, UuidChoice, DEFAULT_BUILD_VERSION};
+pub use header_options::{HeaderFile, HeaderPatch, UuidChoice, DEFAULT_BUILD_VERSION};
 pub use member::{MemberName, MemberSource};
 pub use packager::{PackError, PackOptions, PackOutcome, Packager};

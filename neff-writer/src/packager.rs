@@ -14,21 +14,30 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use neff_loader::{verify_reader, Limits, Report, RuntimeProfile};
-use neff_schema::{HeaderFields, NeffHeader, PkgVersion, Uuid, HEADER_LEN};
+use neff_schema::framing::{DeflateEngine, MemberOrder, TarFraming};
+use neff_schema::{Framing, FramingPreset, HeaderFields, NeffHeader, PkgVersion, Uuid, HEADER_LEN};
 
 use crate::hashing_writer::{Digests, HashingWriter};
 use crate::header_options::{default_fields, HeaderPatch, UuidChoice};
 use crate::member::{BadName, MemberName, MemberSource};
 use crate::parallel_gzip;
+use crate::gzip_writer::gzip_header;
 use crate::tar_writer::TarWriter;
+use crate::zlib_gzip::ZlibGzipWriter;
 
 /// How to package.
 #[derive(Debug, Clone)]
 pub struct PackOptions {
     /// 2 (gzip + MD5, the default) or 1 (raw tar + SHA-256).
     pub pkg_version: PkgVersion,
-    /// gzip level 1–9 (default 1, as the modern compiler uses).
-    pub level: u32,
+    /// How the payload is framed: tar dialect and fields, member order, gzip
+    /// header, deflate engine and level (default 1), padding, hash layout.
+    /// Default: the `gnu` preset.
+    pub framing: Framing,
+    /// Fill the header the way neuronx-cc does (the compiler-like presets):
+    /// major 1 without feature bits (else 2), empty build version,
+    /// `tpb_per_node[0] = 1`, and the name defaults to the output file's name.
+    pub compiler_header: bool,
     /// Compression threads (default: the available cores). The output does
     /// not depend on it.
     pub threads: usize,
@@ -45,11 +54,33 @@ pub struct PackOptions {
     pub profile: RuntimeProfile,
 }
 
+impl PackOptions {
+    /// The defaults with a named framing preset (and its header conventions).
+    pub fn with_preset(preset: FramingPreset) -> PackOptions {
+        PackOptions {
+            framing: preset.framing(),
+            compiler_header: preset.is_compiler_like(),
+            ..PackOptions::default()
+        }
+    }
+
+    /// The deflate level (1–9).
+    pub fn level(&self) -> u32 {
+        self.framing.gzip.deflate.level
+    }
+
+    /// Sets the deflate level (1–9).
+    pub fn set_level(&mut self, level: u32) {
+        self.framing.gzip.deflate.level = level;
+    }
+}
+
 impl Default for PackOptions {
     fn default() -> Self {
         PackOptions {
             pkg_version: PkgVersion::Md5Gzip,
-            level: 1,
+            framing: Framing::default(),
+            compiler_header: false,
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             progress: None,
             uuid: UuidChoice::FromContent,
@@ -223,9 +254,10 @@ impl Packager {
         Ok(())
     }
 
-    /// The tar entries in byte-sorted path order, with a directory entry for
-    /// every parent folder.
-    fn entries(self) -> Result<Vec<(String, Entry)>, PackError> {
+    /// The tar entries in the framing's order: byte-sorted paths (with
+    /// `neff.json` last, or as listed, when the framing says so), with a
+    /// directory entry for every parent folder when it asks for them.
+    fn entries(self, framing: &TarFraming) -> Result<Vec<(String, Entry)>, PackError> {
         let mut dirs: BTreeSet<String> = self.dirs.iter().map(|d| d.to_string()).collect();
         for name in self.files.keys() {
             dirs.extend(name.parents().map(str::to_string));
@@ -238,14 +270,39 @@ impl Packager {
                 "{clash} is both a member and a folder of other members"
             )));
         }
-        let mut all: BTreeMap<String, Entry> = dirs
-            .into_iter()
-            .map(|d| (format!("{d}/"), Entry::Dir))
-            .collect();
+        let listed = framing.order == MemberOrder::Listed;
+        let mut all: BTreeMap<String, Entry> = BTreeMap::new();
+        for d in dirs {
+            let name = format!("{d}/");
+            let wanted = framing.directories
+                || (listed && framing.entries.iter().any(|e| e.name == name));
+            if wanted {
+                all.insert(name, Entry::Dir);
+            }
+        }
         for (name, source) in self.files {
             all.insert(name.to_string(), Entry::File(source));
         }
-        Ok(all.into_iter().collect())
+        let mut ordered = Vec::with_capacity(all.len());
+        if listed {
+            for e in &framing.entries {
+                match all.remove(&e.name) {
+                    Some(entry) => ordered.push((e.name.clone(), entry)),
+                    None => {
+                        return Err(PackError::Conflict(format!(
+                            "the framing lists member {} but the package has no such member",
+                            e.name
+                        )))
+                    }
+                }
+            }
+        }
+        let last = (framing.order == MemberOrder::NeffJsonLast)
+            .then(|| all.remove_entry("neff.json"))
+            .flatten();
+        ordered.extend(all);
+        ordered.extend(last);
+        Ok(ordered)
     }
 
     /// Builds the NEFF at `path` atomically: a temp file beside it is
@@ -256,6 +313,16 @@ impl Packager {
         path: &Path,
         options: &PackOptions,
     ) -> Result<PackOutcome, PackError> {
+        let named;
+        let options = match path.file_name().and_then(|n| n.to_str()) {
+            Some(file_name) if options.compiler_header && options.header.name.is_none() => {
+                let mut o = options.clone();
+                o.header.name = neff_schema::header::Text::new(file_name).ok();
+                named = o;
+                &named
+            }
+            _ => options,
+        };
         let mut tmp = crate::atomic::temp_beside(path)?;
         let written = self.write_payload(tmp.as_file_mut(), options)?;
         // The fsync (I/O-bound) runs while the read-back check (CPU-bound) reads
@@ -304,16 +371,25 @@ impl Packager {
 
     /// Writes the NEFF (payload, then the patched header) without checking it.
     fn write_payload(self, file: &mut File, options: &PackOptions) -> Result<Written, PackError> {
-        if !(1..=9).contains(&options.level) {
+        let deflate = options.framing.gzip.deflate;
+        if !(1..=9).contains(&deflate.level) {
             return Err(PackError::BadOption(format!(
                 "compression level {} is out of range: use 1 to 9",
-                options.level
+                deflate.level
             )));
         }
+        if !(1..=9).contains(&deflate.mem_level) {
+            return Err(PackError::BadOption(format!(
+                "zlib memLevel {} is out of range: use 1 to 9",
+                deflate.mem_level
+            )));
+        }
+        let gzip_header = gzip_header(&options.framing.gzip)?;
         let pkg = options.pkg_version;
         let uuid_from_content =
             options.header.uuid.is_none() && options.uuid == UuidChoice::FromContent;
-        let entries = self.entries()?;
+        let tar_framing = options.framing.tar.clone();
+        let entries = self.entries(&tar_framing)?;
         let files = entries
             .iter()
             .filter(|(_, e)| matches!(e, Entry::File(_)))
@@ -327,21 +403,47 @@ impl Packager {
         let progress = options.progress.clone();
         let (tar_size, digests) = match pkg {
             PkgVersion::Md5Gzip => std::thread::scope(|scope| -> Result<_, PackError> {
-                // Tar framing here, deflate on `threads` workers, hashing and
-                // writing on the pipeline's writer thread.
                 let sink = HashingWriter::new(out, pkg, uuid_from_content);
-                let gzip = parallel_gzip::start(scope, sink, options.level, options.threads);
-                let mut tar = TarWriter::new(gzip);
-                write_entries(&mut tar, entries, progress.as_deref())?;
-                let (gzip, tar_size) = tar.finish()?;
-                let (buf, digests) = gzip.finish()?.finish()?;
+                let (mut sink, tar_size) = match deflate.engine {
+                    // Tar framing here, deflate on `threads` workers, hashing
+                    // and writing on the pipeline's writer thread.
+                    DeflateEngine::Parallel => {
+                        let gzip = parallel_gzip::start_with_header(
+                            scope,
+                            sink,
+                            gzip_header,
+                            deflate.level,
+                            options.threads,
+                        );
+                        let mut tar = TarWriter::with_framing(gzip, tar_framing);
+                        write_entries(&mut tar, entries, progress.as_deref())?;
+                        let (gzip, tar_size) = tar.finish()?;
+                        (gzip.finish()?, tar_size)
+                    }
+                    // Classic zlib, one stream: the compilers' exact bytes.
+                    DeflateEngine::Zlib => {
+                        let gzip = ZlibGzipWriter::new(
+                            sink,
+                            &gzip_header,
+                            deflate.level,
+                            deflate.mem_level,
+                        )?;
+                        let mut tar = TarWriter::with_framing(gzip, tar_framing);
+                        write_entries(&mut tar, entries, progress.as_deref())?;
+                        let (gzip, tar_size) = tar.finish()?;
+                        (gzip.finish()?, tar_size)
+                    }
+                };
+                let padding = options.framing.gzip.padding.after(sink.count());
+                write_zeros(&mut sink, padding)?;
+                let (buf, digests) = sink.finish()?;
                 buf.into_inner().map_err(|e| e.into_error())?;
                 Ok((tar_size, digests))
             })?,
             PkgVersion::Sha256Tar => {
                 // SHA-256 on its own thread, overlapped with framing and I/O.
                 let sink = HashingWriter::threaded(out, pkg, uuid_from_content);
-                let mut tar = TarWriter::new(sink);
+                let mut tar = TarWriter::with_framing(sink, tar_framing);
                 write_entries(&mut tar, entries, progress.as_deref())?;
                 let (sink, tar_size) = tar.finish()?;
                 let (buf, digests) = sink.finish()?;
@@ -423,13 +525,17 @@ fn write_entries<W: Write>(
 /// caller's patch.
 fn assemble_header(pkg: PkgVersion, digests: &Digests, options: &PackOptions) -> HeaderFields {
     let mut h = default_fields(pkg);
+    if options.compiler_header {
+        compiler_header(&mut h, &options.header);
+    }
     h.data_size = digests.count;
+    let layout = options.framing.hash.layout;
     match (digests.md5, digests.sha256) {
         (Some(md5), _) if pkg == PkgVersion::Md5Gzip => {
-            h.hash.0[..16].copy_from_slice(&md5);
-            h.hash.0[16..].copy_from_slice(&[b'0'; 16]);
+            h.hash.0[..16].copy_from_slice(&layout.apply(&md5));
+            h.hash.0[16..].copy_from_slice(&options.framing.hash.tail.0);
         }
-        (_, Some(sha)) => h.hash.0 = sha,
+        (_, Some(sha)) => h.hash.0.copy_from_slice(&layout.apply(&sha)),
         _ => {}
     }
     h.uuid = match options.uuid {
@@ -442,6 +548,26 @@ fn assemble_header(pkg: PkgVersion, digests: &Digests, options: &PackOptions) ->
     };
     options.header.apply(&mut h);
     h
+}
+
+/// neuronx-cc's header conventions (spec §11.1): empty build version,
+/// `tpb_per_node[0] = 1`, and major 1 unless feature bits are set.
+fn compiler_header(h: &mut HeaderFields, patch: &HeaderPatch) {
+    h.build_version = Default::default();
+    h.tpb_per_node.0[0] = 1;
+    let features = patch.feature_bits.unwrap_or(h.feature_bits);
+    h.neff_version_major = if features == 0 { 1 } else { 2 };
+}
+
+/// Writes `n` zero bytes.
+fn write_zeros<W: Write>(out: &mut W, mut n: u64) -> io::Result<()> {
+    let zeros = [0u8; 4096];
+    while n > 0 {
+        let take = n.min(zeros.len() as u64) as usize;
+        out.write_all(&zeros[..take])?;
+        n -= take as u64;
+    }
+    Ok(())
 }
 
 /// A random v4 UUID from the standard library's per-process random keys.

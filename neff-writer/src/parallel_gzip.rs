@@ -47,10 +47,22 @@ pub struct ChunkSink<'scope, W: Write + Send + 'scope> {
 }
 
 /// Starts the pipeline inside `scope`: `threads` compressors (at least 1) at
-/// `level`, and a writer thread that writes the gzip member into `out`.
+/// `level`, and a writer thread that writes the gzip member (behind the
+/// default header) into `out`.
 pub fn start<'scope, 'env, W: Write + Send + 'scope>(
     scope: &'scope Scope<'scope, 'env>,
     out: W,
+    level: u32,
+    threads: usize,
+) -> ChunkSink<'scope, W> {
+    start_with_header(scope, out, GZIP_HEADER.to_vec(), level, threads)
+}
+
+/// [`start`] behind a given gzip member header.
+pub fn start_with_header<'scope, 'env, W: Write + Send + 'scope>(
+    scope: &'scope Scope<'scope, 'env>,
+    out: W,
+    header: Vec<u8>,
     level: u32,
     threads: usize,
 ) -> ChunkSink<'scope, W> {
@@ -66,7 +78,7 @@ pub fn start<'scope, 'env, W: Write + Send + 'scope>(
         })
         .collect();
     drop(done_tx);
-    let writer = scope.spawn(move || write_member(out, &done_rx));
+    let writer = scope.spawn(move || write_member(out, &header, &done_rx));
     ChunkSink {
         pending: Vec::with_capacity(CHUNK),
         seq: 0,
@@ -105,7 +117,7 @@ fn compress_jobs(jobs: &Mutex<Receiver<Job>>, done: &SyncSender<Done>, level: u3
 
 /// Compresses one chunk as a byte-aligned run of deflate blocks: a sync flush
 /// after it, or the final block for the last chunk.
-fn deflate_chunk(compress: &mut Compress, input: &[u8], last: bool) -> Vec<u8> {
+pub(crate) fn deflate_chunk(compress: &mut Compress, input: &[u8], last: bool) -> Vec<u8> {
     let flush = if last {
         FlushCompress::Finish
     } else {
@@ -139,8 +151,8 @@ fn deflate_chunk(compress: &mut Compress, input: &[u8], last: bool) -> Vec<u8> {
 }
 
 /// The writer stage: gzip header, chunks in order, trailer.
-fn write_member<W: Write>(mut out: W, done: &Receiver<Done>) -> io::Result<W> {
-    out.write_all(&GZIP_HEADER)?;
+fn write_member<W: Write>(mut out: W, header: &[u8], done: &Receiver<Done>) -> io::Result<W> {
+    out.write_all(header)?;
     let mut crc = Crc::new();
     let mut next = 0u64;
     let mut waiting: BTreeMap<u64, Done> = BTreeMap::new();

@@ -1,15 +1,22 @@
-//! Deterministic GNU-style ustar framing (spec §3.3).
+//! Deterministic tar framing (spec §3.3, §11.3), driven by a [`TarFraming`].
 //!
-//! Every header has magic `"ustar "` + version `" \0"`, mode 0644 (files) or
-//! 0755 (directories), uid/gid 0, uname/gname `nobody`, mtime 0, and zeroed
-//! devmajor/devminor/prefix. Names over 100 bytes get a GNU `L` record. The
-//! archive ends with two zero blocks, padded to a 10240-byte record.
+//! The default framing (`gnu`) writes magic `"ustar "` + `" \0"`, mode 0644
+//! (files) or 0755 (directories), uid/gid 0, uname/gname `nobody`, mtime 0,
+//! zeroed devmajor/devminor/prefix, `L` records for names over 100 bytes, and
+//! ends with two zero blocks padded to a 10240-byte record. Other framings
+//! (POSIX ustar in libarchive's or Python's encodings, pax records, other
+//! owners and times) are what the compilers write; see [`TarFraming`].
 
+use std::collections::HashMap;
 use std::io::{self, Read, Write};
+
+use neff_schema::framing::{
+    EntryFields, EntryFraming, FramingPreset, PaxFraming, TarFormat, TarFraming, TarNumbers,
+};
 
 /// Size of a tar block.
 pub const BLOCK: usize = 512;
-/// The record size the archive is padded to (GNU tar's default blocking factor 20).
+/// The record size GNU tar and Python pad an archive to (blocking factor 20).
 pub const RECORD: u64 = 10240;
 
 /// Type flag of a regular file.
@@ -18,21 +25,53 @@ pub const TYPE_FILE: u8 = b'0';
 pub const TYPE_DIR: u8 = b'5';
 /// Type flag of a GNU long-name record.
 pub const TYPE_LONG_NAME: u8 = b'L';
+/// Type flag of a pax extended header.
+pub const TYPE_PAX: u8 = b'x';
 
 /// Writes tar framing around member data.
 pub struct TarWriter<W> {
     inner: W,
     written: u64,
+    framing: TarFraming,
+    /// Index of each name's overrides in `framing.entries`.
+    overrides: HashMap<String, usize>,
     /// Copy buffer, reused across members.
     buf: Vec<u8>,
 }
 
+/// The fields one header block carries.
+pub struct HeaderSpec<'a> {
+    /// The name (at most 100 bytes, or 255 split into prefix/name for ustar).
+    pub name: &'a [u8],
+    /// The type flag.
+    pub type_flag: u8,
+    /// The data size.
+    pub size: u64,
+    /// Mode, owner and time.
+    pub fields: &'a EntryFields,
+    /// Permission bits (files and directories differ).
+    pub mode: u32,
+}
+
 impl<W: Write> TarWriter<W> {
-    /// Writes an archive into `inner`.
+    /// Writes an archive into `inner` in the default (`gnu`) framing.
     pub fn new(inner: W) -> Self {
+        TarWriter::with_framing(inner, FramingPreset::Gnu.framing().tar)
+    }
+
+    /// Writes an archive into `inner` framed by `framing`.
+    pub fn with_framing(inner: W, framing: TarFraming) -> Self {
+        let overrides = framing
+            .entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.name.clone(), i))
+            .collect();
         TarWriter {
             inner,
             written: 0,
+            framing,
+            overrides,
             buf: Vec::new(),
         }
     }
@@ -53,17 +92,106 @@ impl<W: Write> TarWriter<W> {
         self.put(&[0u8; BLOCK][..pad as usize])
     }
 
+    /// The fields of `name`'s header: the defaults with the entry's overrides.
+    fn fields_of(&self, name: &str) -> (EntryFields, Option<PaxFraming>, Option<u32>) {
+        let over = self
+            .overrides
+            .get(name)
+            .and_then(|&i| self.framing.entries.get(i));
+        let mut f = self.framing.defaults.clone();
+        let Some(o) = over else {
+            return (f, None, None);
+        };
+        let EntryFraming {
+            uid,
+            gid,
+            uname,
+            gname,
+            mtime,
+            pax,
+            mode,
+            ..
+        } = o.clone();
+        f.uid = uid.unwrap_or(f.uid);
+        f.gid = gid.unwrap_or(f.gid);
+        f.uname = uname.unwrap_or(f.uname);
+        f.gname = gname.unwrap_or(f.gname);
+        f.mtime = mtime.unwrap_or(f.mtime);
+        (f, pax, mode)
+    }
+
     fn put_headers(&mut self, name: &str, type_flag: u8, size: u64) -> io::Result<()> {
-        let name = name.as_bytes();
-        if name.len() > 100 {
-            let long_len = name.len() as u64 + 1;
-            self.put(&header(b"././@LongLink", TYPE_LONG_NAME, long_len, 0o644))?;
-            self.put(name)?;
+        let (fields, pax, mode) = self.fields_of(name);
+        let mode = mode.unwrap_or(if type_flag == TYPE_DIR {
+            fields.dir_mode
+        } else {
+            fields.mode
+        });
+        let pax_path = pax
+            .as_ref()
+            .is_some_and(|p| p.records.iter().any(|(k, _)| k == "path"));
+        if let Some(pax) = pax {
+            let body = pax_body(&pax.records);
+            let block = encode_header(
+                &HeaderSpec {
+                    name: pax.name.as_bytes(),
+                    type_flag: TYPE_PAX,
+                    size: body.len() as u64,
+                    fields: &pax.fields,
+                    mode: pax.fields.mode,
+                },
+                &self.framing,
+            )?;
+            self.put(&block)?;
+            self.put(&body)?;
+            self.pad(body.len() as u64)?;
+        }
+        let bytes = name.as_bytes();
+        let has_pax_path = pax_path;
+        let stored: &[u8] = if has_pax_path {
+            &bytes[..bytes.len().min(100)]
+        } else {
+            bytes
+        };
+        if stored.len() > 100 && self.framing.format == TarFormat::Gnu {
+            let long_len = stored.len() as u64 + 1;
+            let block = encode_header(
+                &HeaderSpec {
+                    name: b"././@LongLink",
+                    type_flag: TYPE_LONG_NAME,
+                    size: long_len,
+                    fields: &fields,
+                    mode: fields.mode,
+                },
+                &self.framing,
+            )?;
+            self.put(&block)?;
+            self.put(stored)?;
             self.put(&[0])?;
             self.pad(long_len)?;
+            let block = encode_header(
+                &HeaderSpec {
+                    name: &stored[..100],
+                    type_flag,
+                    size,
+                    fields: &fields,
+                    mode,
+                },
+                &self.framing,
+            )?;
+            return self.put(&block);
         }
-        let mode = if type_flag == TYPE_DIR { 0o755 } else { 0o644 };
-        self.put(&header(&name[..name.len().min(100)], type_flag, size, mode))
+        let block = encode_header(
+            &HeaderSpec {
+                name: stored,
+                type_flag,
+                size,
+                fields: &fields,
+                mode,
+            },
+            &self.framing,
+        )?;
+        self.put(&block)
     }
 
     /// Writes a directory entry; `name` has no trailing `/` (one is added).
@@ -134,17 +262,37 @@ impl<W: Write> TarWriter<W> {
         Ok(())
     }
 
-    /// Writes the two zero end blocks and pads to a 10240-byte record; returns
+    /// Writes the end blocks and pads to the framing's record size; returns
     /// the inner writer and the archive's total length.
     pub fn finish(mut self) -> io::Result<(W, u64)> {
-        self.put(&[0u8; 2 * BLOCK])?;
-        let pad = (RECORD - self.written % RECORD) % RECORD;
+        for _ in 0..self.framing.end_blocks {
+            self.put(&[0u8; BLOCK])?;
+        }
+        let record = self.framing.record_size.max(BLOCK as u64);
+        let pad = (record - self.written % record) % record;
         let zeros = [0u8; BLOCK];
         for _ in 0..pad / BLOCK as u64 {
             self.put(&zeros)?;
         }
+        let rest = (pad % BLOCK as u64) as usize;
+        self.put(&zeros[..rest])?;
         Ok((self.inner, self.written))
     }
+}
+
+/// The body of a pax `x` header: `"<len> <key>=<value>\n"` per record, where
+/// `<len>` counts the whole record including its own digits.
+pub fn pax_body(records: &[(String, String)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (key, value) in records {
+        let rest = key.len() + value.len() + 3; // ' ', '=', '\n'
+        let mut len = rest + 1;
+        while len != rest + len.to_string().len() {
+            len = rest + len.to_string().len();
+        }
+        out.extend_from_slice(format!("{len} {key}={value}\n").as_bytes());
+    }
+    out
 }
 
 /// Writes a header block's checksum (`"%06o\0 "`, the unsigned byte sum with
@@ -155,29 +303,118 @@ pub fn set_checksum(block: &mut [u8]) {
     block[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
 }
 
-/// Encodes one GNU-style header block.
+/// Encodes one GNU-framing header block (mode as given, owner `nobody`).
 pub fn header(name: &[u8], type_flag: u8, size: u64, mode: u32) -> [u8; BLOCK] {
-    let mut h = [0u8; BLOCK];
-    h[..name.len()].copy_from_slice(name);
-    h[100..108].copy_from_slice(format!("{mode:07o}\0").as_bytes());
-    h[108..116].copy_from_slice(b"0000000\0");
-    h[116..124].copy_from_slice(b"0000000\0");
-    encode_size(&mut h[124..136], size);
-    h[136..148].copy_from_slice(b"00000000000\0");
-    h[156] = type_flag;
-    h[257..263].copy_from_slice(b"ustar ");
-    h[263..265].copy_from_slice(b" \0");
-    h[265..271].copy_from_slice(b"nobody");
-    h[297..303].copy_from_slice(b"nobody");
-    set_checksum(&mut h);
-    h
+    let framing = FramingPreset::Gnu.framing().tar;
+    let spec = HeaderSpec {
+        name: &name[..name.len().min(100)],
+        type_flag,
+        size,
+        fields: &framing.defaults,
+        mode,
+    };
+    encode_header(&spec, &framing).unwrap_or([0u8; BLOCK])
 }
 
-/// 11 octal digits + NUL, or GNU base-256 from 8 GiB up.
-fn encode_size(field: &mut [u8], size: u64) {
-    if size < 8u64.pow(11) {
-        field.copy_from_slice(format!("{size:011o}\0").as_bytes());
+fn bad(msg: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, msg)
+}
+
+/// Encodes one header block under `framing`'s format and number style.
+pub fn encode_header(spec: &HeaderSpec<'_>, framing: &TarFraming) -> io::Result<[u8; BLOCK]> {
+    let mut h = [0u8; BLOCK];
+    let name = String::from_utf8_lossy(spec.name);
+    let (prefix, short) = split_name(spec.name, framing.format)
+        .ok_or_else(|| bad(format!("member name {name:?} does not fit a tar header")))?;
+    h[..short.len()].copy_from_slice(short);
+    h[345..345 + prefix.len()].copy_from_slice(prefix);
+    let style = framing.numbers;
+    let f = spec.fields;
+    put_number(&mut h[100..108], u64::from(spec.mode), style, "mode", &name)?;
+    put_number(&mut h[108..116], f.uid, style, "uid", &name)?;
+    put_number(&mut h[116..124], f.gid, style, "gid", &name)?;
+    put_size(&mut h[124..136], spec.size, style);
+    put_number(&mut h[136..148], f.mtime, style, "mtime", &name)?;
+    h[156] = spec.type_flag;
+    match framing.format {
+        TarFormat::Gnu => h[257..265].copy_from_slice(b"ustar  \0"),
+        TarFormat::Ustar => h[257..265].copy_from_slice(b"ustar\x0000"),
+    }
+    put_text(&mut h[265..297], &f.uname, "uname", &name)?;
+    put_text(&mut h[297..329], &f.gname, "gname", &name)?;
+    if style != TarNumbers::Gnu {
+        put_number(&mut h[329..337], 0, style, "devmajor", &name)?;
+        put_number(&mut h[337..345], 0, style, "devminor", &name)?;
+    }
+    set_checksum(&mut h);
+    Ok(h)
+}
+
+/// Splits a name into (prefix, name) for ustar; GNU names stay whole (the
+/// caller writes an `L` record for long ones).
+fn split_name(name: &[u8], format: TarFormat) -> Option<(&[u8], &[u8])> {
+    if name.len() <= 100 {
+        return Some((&[], name));
+    }
+    if format == TarFormat::Gnu {
+        return None;
+    }
+    // The last '/' that leaves at most 155 bytes before it and 100 after.
+    (0..name.len())
+        .rev()
+        .filter(|&i| name[i] == b'/')
+        .find(|&i| i <= 155 && name.len() - i - 1 <= 100 && i > 0)
+        .map(|i| (&name[..i], &name[i + 1..]))
+}
+
+fn put_text(field: &mut [u8], text: &str, what: &str, name: &str) -> io::Result<()> {
+    if text.len() > field.len() {
+        return Err(bad(format!(
+            "member {name:?}: {what} {text:?} is longer than its {}-byte field",
+            field.len()
+        )));
+    }
+    field[..text.len()].copy_from_slice(text.as_bytes());
+    Ok(())
+}
+
+/// An octal field in `style`: libarchive writes `digits + " \0"` in 8-byte
+/// fields and `digits + " "` in 12-byte ones; the others `digits + "\0"`.
+fn octal(field: &mut [u8], value: u64, style: TarNumbers) -> bool {
+    let (digits, tail): (usize, &[u8]) = match (style, field.len()) {
+        (TarNumbers::Libarchive, 8) => (6, b" \0"),
+        (TarNumbers::Libarchive, n) => (n - 1, b" "),
+        (_, n) => (n - 1, b"\0"),
+    };
+    let text = format!("{value:0digits$o}");
+    if text.len() > digits {
+        return false;
+    }
+    field[..digits].copy_from_slice(text.as_bytes());
+    field[digits..].copy_from_slice(tail);
+    true
+}
+
+fn put_number(
+    field: &mut [u8],
+    value: u64,
+    style: TarNumbers,
+    what: &str,
+    name: &str,
+) -> io::Result<()> {
+    if octal(field, value, style) {
+        Ok(())
     } else {
+        Err(bad(format!(
+            "member {name:?}: {what} {value} does not fit its {}-byte octal field",
+            field.len()
+        )))
+    }
+}
+
+/// The size field: octal, or GNU base-256 from 8 GiB up.
+fn put_size(field: &mut [u8], size: u64, style: TarNumbers) {
+    if !octal(field, size, style) {
         field.fill(0);
         field[0] = 0x80;
         field[4..12].copy_from_slice(&size.to_be_bytes());

@@ -251,9 +251,10 @@ fn conflicts_and_bad_options_are_refused() {
     let err = sample()
         .write_to_path(
             &dir.path().join("o.neff"),
-            &PackOptions {
-                level: 0,
-                ..PackOptions::default()
+            &{
+                let mut o = PackOptions::default();
+                o.set_level(0);
+                o
             },
         )
         .unwrap_err();

@@ -8,7 +8,7 @@ use neff::writer::build_spec::{parse_uuid, BuildSpec};
 use neff::writer::HeaderPatch;
 
 use super::progress::Progress;
-use super::{read_header_patch, report_written, PkgArg};
+use super::{read_header_file, report_written, FramingArgs, PkgArg};
 
 /// Build a NEFF from a JSON build spec, generating its manifests.
 ///
@@ -32,6 +32,8 @@ pub struct BuildArgs {
     /// gzip compression level 1-9 (overrides the spec; default 1).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=9))]
     level: Option<u32>,
+    #[command(flatten)]
+    framing: FramingArgs,
     /// Compression threads (default: the available cores). The output is the
     /// same for any count.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
@@ -61,9 +63,6 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
     if let Some(pkg) = args.pkg_version {
         spec.pkg_version = Some(pkg.version().value());
     }
-    if let Some(level) = args.level {
-        spec.level = Some(level);
-    }
     if let Some(uuid) = &args.uuid {
         parse_uuid(uuid).map_err(|e| format!("--uuid: {e}"))?;
         spec.uuid = Some(uuid.clone());
@@ -71,11 +70,16 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
             header.uuid = None;
         }
     }
+    let mut header_framing = None;
     if let Some(path) = &args.header {
-        let patch = read_header_patch(path)?;
+        let file = read_header_file(path)?;
         spec.header
             .get_or_insert_with(HeaderPatch::default)
-            .merge(&patch);
+            .merge(&file.header);
+        header_framing = file.framing;
+    }
+    if let Some(preset) = args.framing.framing {
+        spec.framing = Some(preset.name().to_string());
     }
     let to_stdout = args.output.as_os_str() == "-";
     if to_stdout && io::stdout().is_terminal() {
@@ -93,8 +97,15 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
     if let Some(threads) = args.threads {
         builder = builder.threads(threads as usize);
     }
+    if let Some(framing) = header_framing {
+        builder = builder.framing_with(framing);
+    }
     let spec_name = args.spec.display().to_string();
-    let build = builder.build().map_err(|e| format!("{spec_name}: {e}"))?;
+    let mut build = builder.build().map_err(|e| format!("{spec_name}: {e}"))?;
+    args.framing.apply(&mut build.options_mut().framing);
+    if let Some(level) = args.level {
+        build.options_mut().set_level(level);
+    }
     let progress = Progress::start(args.quiet || args.json, build.input_bytes(), "building");
     let build = build.progress(progress.counter());
     let result = if to_stdout {

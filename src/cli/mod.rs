@@ -159,9 +159,72 @@ impl PkgArg {
     }
 }
 
-/// Reads a `--header HEADER.json` file (every header field optional).
-pub fn read_header_patch(path: &std::path::Path) -> Result<neff::writer::HeaderPatch, String> {
+/// Reads a `--header HEADER.json` file (every header field optional, plus the
+/// framing `neff unpack --header-out` records).
+pub fn read_header_file(path: &std::path::Path) -> Result<neff::writer::HeaderFile, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| format!("{}: invalid header JSON: {e}", path.display()))
+    neff::writer::HeaderFile::parse(&text)
+        .map_err(|e| format!("{}: invalid header JSON: {e}", path.display()))
+}
+
+/// `--framing` and its per-field overrides, shared by `pack` and `build`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct FramingArgs {
+    /// Framing preset: `gnu` (default: GNU tar with directory entries, owner nobody,
+    /// mtime 0, parallel deflate, standard MD5 then '0' x 16; the framing of the
+    /// runtime's embedded fixture), `neuronx-cc` (exactly as neuronx-cc 2.21+ writes,
+    /// with gzip MTIME 0: POSIX ustar, uid/gid 1000, no directory entries, neff.json
+    /// last, classic zlib level 1, padded to 10240, MD5 word-reversed) or
+    /// `neuronx-cc-2.16` (as neuronx-cc 2.16: standard MD5, neff.json sorted).
+    #[arg(long, value_name = "NAME", value_parser = parse_preset)]
+    pub framing: Option<neff::schema::FramingPreset>,
+    /// Override the preset's hash layout: `standard` or `word-reversed` (each 4-byte
+    /// word of the digest byte-reversed, as neuronx-cc 2.18+ writes).
+    #[arg(long, value_name = "LAYOUT", value_parser = parse_layout)]
+    pub hash_layout: Option<neff::schema::HashLayout>,
+    /// Override the preset's deflate engine: `parallel` (fast, this tool's own
+    /// stream) or `zlib` (classic zlib, one stream: the compilers' exact bytes).
+    #[arg(long, value_name = "ENGINE", value_parser = parse_engine)]
+    pub deflate: Option<neff::schema::framing::DeflateEngine>,
+    /// Override the gzip header's MTIME (seconds; default 0, for reproducible output).
+    #[arg(long, value_name = "SECONDS")]
+    pub gzip_mtime: Option<u32>,
+}
+
+impl FramingArgs {
+    /// Applies the per-field overrides to `framing`.
+    pub fn apply(&self, framing: &mut neff::schema::Framing) {
+        if let Some(layout) = self.hash_layout {
+            framing.hash.layout = layout;
+        }
+        if let Some(engine) = self.deflate {
+            framing.gzip.deflate.engine = engine;
+        }
+        if let Some(mtime) = self.gzip_mtime {
+            framing.gzip.mtime = mtime;
+        }
+    }
+}
+
+fn parse_preset(text: &str) -> Result<neff::schema::FramingPreset, String> {
+    use neff::schema::FramingPreset;
+    FramingPreset::parse(text).ok_or_else(|| {
+        let names: Vec<&str> = FramingPreset::ALL.iter().map(|p| p.name()).collect();
+        format!("{text:?} is not a framing preset: use {}", names.join(", "))
+    })
+}
+
+fn parse_layout(text: &str) -> Result<neff::schema::HashLayout, String> {
+    neff::schema::HashLayout::parse(text)
+        .ok_or_else(|| format!("{text:?} is not a hash layout: use standard or word-reversed"))
+}
+
+fn parse_engine(text: &str) -> Result<neff::schema::framing::DeflateEngine, String> {
+    use neff::schema::framing::DeflateEngine;
+    match text {
+        "parallel" => Ok(DeflateEngine::Parallel),
+        "zlib" => Ok(DeflateEngine::Zlib),
+        _ => Err(format!("{text:?} is not a deflate engine: use parallel or zlib")),
+    }
 }

@@ -6,16 +6,17 @@ use std::path::PathBuf;
 use clap::Args;
 use neff::schema::header::Text;
 use neff::schema::{PkgVersion, Uuid};
-use neff::writer::{HeaderPatch, PackOptions, Packager, UuidChoice};
+use neff::writer::{HeaderFile, PackOptions, Packager, UuidChoice};
 
 use super::progress::Progress;
-use super::{parse_mask, read_header_patch, report_written, PkgArg};
+use super::{parse_mask, read_header_file, report_written, FramingArgs, PkgArg};
 
 /// Pack a directory tree into a NEFF, as it is (like `neuron-packager create`).
 ///
-/// Members are written in byte-sorted path order with a directory entry for every
-/// folder, in deterministic GNU tar framing (mtime 0, uid/gid 0, owner nobody), then
-/// gzip-compressed (pkg 2) or left raw (pkg 1) and hashed. The same tree and flags
+/// By default members are written in byte-sorted path order with a directory entry
+/// for every folder, in deterministic GNU tar framing (mtime 0, uid/gid 0, owner
+/// nobody), then gzip-compressed (pkg 2) or left raw (pkg 1) and hashed; `--framing
+/// neuronx-cc` writes exactly as the compiler does instead. The same tree and flags
 /// always give the same bytes. The output is written to a temp file beside OUT,
 /// read back through the loader's gates, and only then renamed into place.
 #[derive(Args, Debug)]
@@ -29,9 +30,11 @@ pub struct PackArgs {
     /// Packaging: 2 = gzip tar + MD5 (what current compilers emit), 1 = raw tar + SHA-256.
     #[arg(long, value_enum, default_value = "2")]
     pkg_version: PkgArg,
-    /// gzip compression level, 1 (fastest, the compiler's choice) to 9.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=9))]
-    level: u32,
+    /// gzip compression level, 1 (fastest, the compiler's choice; the default) to 9.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=9))]
+    level: Option<u32>,
+    #[command(flatten)]
+    framing: FramingArgs,
     /// Compression threads (default: the available cores). The output is the
     /// same for any count.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
@@ -62,8 +65,10 @@ pub struct PackArgs {
     #[arg(long)]
     requested_tpb_count: Option<u32>,
     /// Header fields as JSON (the shape `neff inspect --json` prints under
-    /// "header"; every key optional), e.g. from `neff unpack --header-out`. The
-    /// flags above win over it. A pkg_version here selects the packaging.
+    /// "header"; every key optional), e.g. from `neff unpack --header-out`, whose
+    /// "framing" key (tar fields, member order, gzip header, deflate, padding, hash
+    /// layout) makes the repack byte-identical. The flags above win over it. A
+    /// pkg_version here selects the packaging.
     #[arg(long, value_name = "HEADER.json")]
     header: Option<PathBuf>,
     /// Write the NEFF even when the loader's gates refuse it (for negative fixtures).
@@ -78,10 +83,11 @@ pub struct PackArgs {
 }
 
 pub fn run(args: PackArgs) -> Result<u8, Box<dyn std::error::Error>> {
-    let mut patch = match &args.header {
-        Some(path) => read_header_patch(path)?,
-        None => HeaderPatch::default(),
+    let file = match &args.header {
+        Some(path) => read_header_file(path)?,
+        None => HeaderFile::default(),
     };
+    let mut patch = file.header;
     let mut pkg = args.pkg_version.version();
     if let Some(value) = patch.pkg_version.take() {
         pkg = PkgVersion::from_value(value)
@@ -113,9 +119,21 @@ pub fn run(args: PackArgs) -> Result<u8, Box<dyn std::error::Error>> {
     patch.vnc_size = args.vnc_size.or(patch.vnc_size);
     patch.requested_tpb_count = args.requested_tpb_count.or(patch.requested_tpb_count);
 
+    let preset = args.framing.framing.unwrap_or_default();
+    let mut framing = file.framing.unwrap_or_else(|| preset.framing());
+    args.framing.apply(&mut framing);
+    if let Some(level) = args.level {
+        framing.gzip.deflate.level = level;
+    }
+    for note in &file.not_reproduced {
+        if !args.quiet {
+            eprintln!("neff: note: this repack cannot match the original byte for byte: {note}");
+        }
+    }
     let options = PackOptions {
         pkg_version: pkg,
-        level: args.level,
+        framing,
+        compiler_header: preset.is_compiler_like(),
         uuid,
         header: patch,
         allow_invalid: args.allow_invalid,

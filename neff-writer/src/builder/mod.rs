@@ -66,7 +66,7 @@ use neff_schema::features;
 use neff_schema::header::Text;
 use neff_schema::manifest::neff_json::IoTensor;
 use neff_schema::manifest::{self, Extra, KelfDescriptor, Manifest, ManifestError, NeffJson};
-use neff_schema::{PkgVersion, Target};
+use neff_schema::{Framing, FramingPreset, PkgVersion, Target};
 
 use crate::header_options::{HeaderPatch, UuidChoice};
 use crate::member::{MemberName, MemberSource};
@@ -329,9 +329,25 @@ impl NeffBuilder {
         self
     }
 
+    /// A named framing preset (default `gnu`): tar dialect and fields, member
+    /// order, gzip header, deflate engine, padding and hash layout, plus the
+    /// compiler's header conventions for the compiler-like presets. Call it
+    /// before [`NeffBuilder::level`] to keep a chosen level.
+    pub fn framing(mut self, preset: FramingPreset) -> Self {
+        self.options.framing = preset.framing();
+        self.options.compiler_header = preset.is_compiler_like();
+        self
+    }
+
+    /// A framing given field by field (for example a preset with overrides).
+    pub fn framing_with(mut self, framing: Framing) -> Self {
+        self.options.framing = framing;
+        self
+    }
+
     /// gzip level 1–9 (default 1).
     pub fn level(mut self, level: u32) -> Self {
-        self.options.level = level;
+        self.options.set_level(level);
         self
     }
 
@@ -442,6 +458,8 @@ impl NeffBuilder {
             bytes(kelf.to_vec_pretty()?),
         )?;
 
+        let info = info_json(&self.options.header, self.options.compiler_header);
+        insert_member(&mut members, INFO_MEMBER.to_string(), bytes(info))?;
         for (name, data) in self.members {
             check_name(&name)?;
             let source = data.into_source(&format!("member {name}"))?;
@@ -556,6 +574,34 @@ fn merge_io(
 pub struct Build {
     members: BTreeMap<String, MemberSource>,
     options: PackOptions,
+}
+
+/// The member every real NEFF carries with the tensor-processor counts.
+pub const INFO_MEMBER: &str = "info.json";
+
+/// `info.json` (spec §11.1): `num_tpb`, `num_tpb_requested` and
+/// `num_tpb_per_node` equal to the header's +0xA8, +0x1DC and +0x1E0 as the
+/// packager will write them, plus this tool's version.
+fn info_json(patch: &HeaderPatch, compiler_header: bool) -> Vec<u8> {
+    let per_node: Vec<u8> = match &patch.tpb_per_node {
+        Some(blob) => blob.0.to_vec(),
+        None => {
+            let mut v = vec![0u8; neff_schema::header::TPB_PER_NODE_LEN];
+            if compiler_header {
+                v[0] = 1;
+            }
+            v
+        }
+    };
+    let info = serde_json::json!({
+        "num_tpb": patch.unused_0.unwrap_or(1),
+        "num_tpb_requested": patch.requested_tpb_count.unwrap_or(1),
+        "num_tpb_per_node": per_node,
+        "tool_version": concat!("neff-rs ", env!("CARGO_PKG_VERSION")),
+    });
+    let mut text = serde_json::to_vec_pretty(&info).unwrap_or_default();
+    text.push(b'\n');
+    text
 }
 
 impl Build {
