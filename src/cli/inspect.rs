@@ -12,11 +12,17 @@ use super::{print_json, EXIT_OK, EXIT_REJECTED};
 /// Show every header field, the member table and the model the manifests describe.
 ///
 /// The hash is shown in hex, the UUID in canonical form and feature bits as a mask with
-/// their names. The model part lists the target and version, each graph's inputs and
-/// outputs (name, var_id, size, dtype, shape), DMA queues, engines with instruction
-/// sizes, ucode libraries and carveouts, members no manifest references, and references
-/// to missing members. The gates run too (as `neff verify` runs them, on every arch);
-/// the exit status is 1 when they refuse the file.
+/// their names. The payload part gives the whole tar stream's length and where its
+/// end-of-archive marker starts, the gzip member's length and the bytes after it inside
+/// data_size (whether all zero). The model part lists the target and version, the
+/// model's inputs and outputs (name, dtype, shape, bytes, from neff.json joined with the
+/// def.json variables of the same name), each graph's inputs and outputs (name, var_id,
+/// size, dtype, shape), weights, DMA queues, engines with instruction sizes, ucode
+/// libraries and carveouts, members no manifest references, and references to missing
+/// members, as far as the manifests could be read. The gates run too (as `neff verify`
+/// runs them, on every arch); the exit status is 1 when they refuse the file. When only
+/// the hash check (G9) refuses, the model is still read and shown, marked as read past
+/// the refusal; the verdict stays the refusal.
 #[derive(Args, Debug)]
 pub struct InspectArgs {
     /// The NEFF to inspect.
