@@ -197,10 +197,7 @@ fn print_model(m: &neff::loader::ModelSummary) {
         }
         if !g.weights.is_empty() {
             let total: u64 = g.weights.iter().filter_map(|w| w.member_size).sum();
-            println!(
-                "    weights: {} members, {total} bytes stored",
-                g.weights.len()
-            );
+            println!("    weights: {} ({total} bytes stored)", g.weights.len());
             for w in &g.weights {
                 println!(
                     "    weight {} var_id {} {} {} bytes{}",
