@@ -331,3 +331,74 @@ pub struct MissingReference {
     /// The missing member.
     pub member: String,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nn(name: &str, node: &str, entry_id: u64) -> NnTensor {
+        NnTensor {
+            name: name.into(),
+            node: node.into(),
+            entry_id,
+            dtype: "float32".into(),
+            shape: vec![4, 2],
+            size: 32,
+        }
+    }
+
+    fn var(name: &str, var_id: u64) -> VarSummary {
+        VarSummary {
+            name: name.into(),
+            var_id,
+            size: Some(32),
+            dtype: None,
+            shape: None,
+        }
+    }
+
+    #[test]
+    fn join_io_matches_signature_by_entry_and_vars_by_name() {
+        let graph = |name: &str| GraphSummary {
+            name: name.into(),
+            inputs: vec![var("x", 1), var("copy:0", 2)],
+            outputs: vec![var("out", 3)],
+            ..GraphSummary::default()
+        };
+        let mut m = ModelSummary {
+            nn_inputs: vec![nn("x", "x", 0)],
+            nn_outputs: vec![nn("out", "sg", 1), nn("out", "sg", 2)],
+            signature_outputs: vec![SignatureTensor {
+                name: "sg".into(),
+                id: Some(1),
+                dtype: Some("float32".into()),
+                shape: Some(vec![4, 2]),
+                size: Some(32),
+            }],
+            graphs: vec![graph("sg00"), graph("sg01")],
+            ..ModelSummary::default()
+        };
+        m.join_io();
+        // `copy:0` is the graph's own input: neff.json names the model's.
+        assert_eq!(m.inputs.len(), 1);
+        assert_eq!(m.inputs[0].vars.len(), 2);
+        assert_eq!(m.outputs.len(), 1);
+        let out = &m.outputs[0];
+        assert_eq!(
+            (out.entries, out.entry_id, out.signature.as_deref()),
+            (2, Some(1), Some("sg"))
+        );
+        assert_eq!(out.vars[1].graph, "sg01");
+        // Without neff.json tensors, the def.json variables stand in.
+        let mut m = ModelSummary {
+            graphs: vec![graph("sg00")],
+            ..ModelSummary::default()
+        };
+        m.join_io();
+        assert_eq!(m.inputs.len(), 2);
+        assert_eq!(
+            (m.outputs[0].size, m.outputs[0].dtype.clone()),
+            (Some(32), None)
+        );
+    }
+}
