@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::digest::{matching_layout, source_error, Digester, HashingReader, SourceError};
 use crate::gate::{Gate, Rejection};
-use crate::gzip_reader::{looks_like_gzip, GzipReader};
+use crate::gzip_reader::{looks_like_gzip, GzipReader, MemberTally};
 use crate::profile::RuntimeProfile;
 use crate::tar_reader::{display_name, escape_name, EntryKind, TarError, TarReader};
 
@@ -133,11 +133,70 @@ pub struct Container {
     pub members: BTreeMap<Vec<u8>, StoredMember>,
     /// Every tar entry in archive order.
     pub entries: Vec<EntryRecord>,
-    /// Length of the decompressed tar stream up to its end marker.
-    pub tar_size: u64,
     /// The layout in which the header stores the payload digest, when the hash
     /// was checked and matched (G9).
     pub hash_layout: Option<HashLayout>,
+    /// Length of the whole decompressed tar stream: entries, the
+    /// end-of-archive blocks and any padding after them (Python's `tarfile`
+    /// pads to 10240). `None` when the walk did not reach the end of the
+    /// archive, or when more than 1 MiB followed the end marker.
+    pub tar_size: Option<u64>,
+    /// Offset in the tar stream of the end-of-archive marker (its first zero
+    /// block), i.e. where the last entry ends; the stream's end when it ends
+    /// without a marker. `None` when the walk did not reach the end.
+    pub tar_end_offset: Option<u64>,
+    /// gzip payloads: how many complete gzip members were read.
+    pub gzip_members: Option<u64>,
+    /// gzip payloads: bytes from the start of the payload to the end of the
+    /// last complete member's trailer (the member's length: every real file
+    /// has one). `None` when no member was read to its end.
+    pub gzip_member_size: Option<u64>,
+    /// The bytes inside `data_size` after the gzip data (see
+    /// [`Container::measure_padding`]).
+    pub payload_padding: Option<PayloadPadding>,
+    /// True when the tar walk reached the end of the archive without a
+    /// refusal: the member map is complete.
+    pub walk_complete: bool,
+}
+
+/// The bytes inside `data_size` that follow the gzip data. neuronx-cc pads
+/// the member with zeros to a multiple of 10240 (libarchive's block size).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct PayloadPadding {
+    /// How many bytes follow the last gzip member inside `data_size`.
+    pub bytes: u64,
+    /// Whether they are all zero.
+    pub all_zero: bool,
+}
+
+impl Container {
+    /// Fills in [`Container::payload_padding`] by reading the bytes between
+    /// the end of the gzip data and the end of `data_size` from `source`
+    /// again (stopping at the first non-zero byte). Does nothing unless the
+    /// gzip data was read to its end.
+    pub fn measure_padding<R: Read + Seek + ?Sized>(&mut self, source: &mut R) -> io::Result<()> {
+        let Some(end) = self.gzip_member_size else {
+            return Ok(());
+        };
+        let data_size = self.header.data_size();
+        let bytes = data_size.saturating_sub(end);
+        source.seek(SeekFrom::Start(HEADER_LEN as u64 + end))?;
+        let mut rest = BufReader::new(&mut *source).take(bytes);
+        let mut buf = [0u8; 8192];
+        let mut all_zero = true;
+        loop {
+            let n = rest.read(&mut buf)?;
+            if n == 0 {
+                break;
+            }
+            if buf[..n].iter().any(|&b| b != 0) {
+                all_zero = false;
+                break;
+            }
+        }
+        self.payload_padding = Some(PayloadPadding { bytes, all_zero });
+        Ok(())
+    }
 }
 
 /// The outcome of Tier 1.
@@ -412,7 +471,7 @@ fn walk<R: Read>(
     container: &mut Container,
     warnings: &mut Vec<String>,
 ) -> Result<(), WalkError> {
-    let (compression, stream) = payload_stream(payload).map_err(|e| {
+    let (compression, stream, tally) = payload_stream_tallied(payload).map_err(|e| {
         classify(TarError::Io(e), Gate::G10, |t| {
             format!("Failed to open NEFF {t}")
         })
@@ -564,16 +623,17 @@ fn walk<R: Read>(
     if dropped_warnings > 0 {
         warnings.push(format!("… and {dropped_warnings} more warnings"));
     }
-    container.tar_size = tar.offset();
+    container.tar_end_offset = Some(tar.end_marker().unwrap_or(tar.offset()));
+    let walked_to = tar.offset();
     // libarchive stops at the end marker; look a little further only to warn
-    // about a damaged gzip trailer.
+    // about a damaged gzip trailer (and to measure the whole tar stream).
     let mut rest = tar.into_inner().take(TAIL_CHECK_LIMIT);
     match io::copy(&mut rest, &mut io::sink()) {
         Ok(n) if n == TAIL_CHECK_LIMIT => warnings.push(format!(
             "more than {} KiB of data after the tar end marker was not inspected",
             TAIL_CHECK_LIMIT >> 10
         )),
-        Ok(_) => {}
+        Ok(n) => container.tar_size = Some(walked_to + n),
         Err(e) => {
             if let Some(SourceError(inner)) = source_error(&e) {
                 return Err(WalkError::Source(io::Error::new(
@@ -584,6 +644,11 @@ fn walk<R: Read>(
             warnings.push(format!("after the tar end marker: {e}"));
         }
     }
+    if let Some(tally) = tally {
+        container.gzip_members = Some(tally.members());
+        container.gzip_member_size = (tally.members() > 0).then(|| tally.end());
+    }
+    container.walk_complete = true;
     Ok(())
 }
 
@@ -626,23 +691,28 @@ pub fn fetch_member<R: Read + Seek + ?Sized>(
 /// The tar stream inside stored payload bytes: gzip is detected from the
 /// bytes (libarchive's bidder), whatever `pkg_version` says (spec §3.1, §9 C22).
 pub fn payload_stream<'a, R: Read + 'a>(
-    mut payload: R,
+    payload: R,
 ) -> io::Result<(Compression, Box<dyn Read + 'a>)> {
+    let (compression, stream, _) = payload_stream_tallied(payload)?;
+    Ok((compression, stream))
+}
+
+/// [`payload_stream`], with a tally of where the gzip members end (gzip only).
+fn payload_stream_tallied<'a, R: Read + 'a>(
+    mut payload: R,
+) -> io::Result<(Compression, Box<dyn Read + 'a>, Option<MemberTally>)> {
     let mut prefix = [0u8; 4];
     let got = read_prefix(&mut payload, &mut prefix)?;
     let prefix = prefix[..got].to_vec();
     let gzip = looks_like_gzip(&prefix);
     let chained = Cursor::new(prefix).chain(payload);
     Ok(if gzip {
-        (
-            Compression::Gzip,
-            Box::new(GzipReader::new(BufReader::with_capacity(
-                64 * 1024,
-                chained,
-            ))),
-        )
+        let tally = MemberTally::default();
+        let reader =
+            GzipReader::new(BufReader::with_capacity(64 * 1024, chained)).with_tally(tally.clone());
+        (Compression::Gzip, Box::new(reader), Some(tally))
     } else {
-        (Compression::None, Box::new(chained))
+        (Compression::None, Box::new(chained), None)
     })
 }
 

@@ -3,7 +3,9 @@
 //! member's CRC-32 and ISIZE, follows concatenated members, and ends quietly at
 //! bytes that do not start another member.
 
+use std::cell::Cell;
 use std::io::{self, BufRead, Read};
+use std::rc::Rc;
 
 use flate2::{Crc, Decompress, FlushDecompress, Status};
 
@@ -17,6 +19,24 @@ pub fn looks_like_gzip(prefix: &[u8]) -> bool {
         && prefix[3] & 0xE0 == 0
 }
 
+/// Where the complete gzip members of a stream end, shared with whoever made
+/// the reader (which may have been boxed away as a plain `Read` since).
+#[derive(Debug, Clone, Default)]
+pub struct MemberTally(Rc<Cell<(u64, u64)>>);
+
+impl MemberTally {
+    /// How many complete members (trailer checked) have been read.
+    pub fn members(&self) -> u64 {
+        self.0.get().0
+    }
+
+    /// Compressed offset just past the last complete member's trailer (0 when
+    /// none is complete): the gzip data's length, what follows is not gzip.
+    pub fn end(&self) -> u64 {
+        self.0.get().1
+    }
+}
+
 /// Inflates a gzip stream (one or more members).
 pub struct GzipReader<R> {
     inner: R,
@@ -25,6 +45,7 @@ pub struct GzipReader<R> {
     state: State,
     members: u64,
     compressed_offset: u64,
+    tally: Option<MemberTally>,
 }
 
 #[derive(PartialEq, Eq)]
@@ -49,7 +70,14 @@ impl<R: BufRead> GzipReader<R> {
             state: State::Header,
             members: 0,
             compressed_offset: 0,
+            tally: None,
         }
+    }
+
+    /// Records every completed member in `tally` as the reader goes.
+    pub fn with_tally(mut self, tally: MemberTally) -> Self {
+        self.tally = Some(tally);
+        self
     }
 
     /// How many complete members have been read.
@@ -182,6 +210,9 @@ impl<R: BufRead> Read for GzipReader<R> {
                     if status == Status::StreamEnd {
                         self.read_trailer()?;
                         self.members += 1;
+                        if let Some(tally) = &self.tally {
+                            tally.0.set((self.members, self.compressed_offset));
+                        }
                         self.state = State::Header;
                     } else if produced == 0 && consumed == 0 {
                         let why = if at_eof {
@@ -239,6 +270,24 @@ mod tests {
             .write(Vec::new(), Compression::fast());
         e.write_all(b"payload").unwrap();
         assert_eq!(inflate(&e.finish().unwrap()).unwrap(), b"payload");
+    }
+
+    #[test]
+    fn tally_records_where_the_members_end() {
+        let mut data = gz(b"hello ");
+        let first = data.len() as u64;
+        data.extend(gz(b"world"));
+        let end = data.len() as u64;
+        data.extend_from_slice(&[0u8; 100]);
+        let tally = MemberTally::default();
+        let mut out = Vec::new();
+        GzipReader::new(&data[..])
+            .with_tally(tally.clone())
+            .read_to_end(&mut out)
+            .unwrap();
+        assert_eq!(out, b"hello world");
+        assert_eq!((tally.members(), tally.end()), (2, end));
+        assert!(first < end);
     }
 
     #[test]

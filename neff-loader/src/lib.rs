@@ -36,7 +36,9 @@ use std::path::Path;
 
 use neff_schema::Arch;
 
-pub use container::{Compression, Container, EntryFate, EntryRecord, Limits, StoredMember};
+pub use container::{
+    Compression, Container, EntryFate, EntryRecord, Limits, PayloadPadding, StoredMember,
+};
 pub use gate::{Gate, NrtStatus, Rejection};
 pub use model::ModelSummary;
 pub use profile::RuntimeProfile;
@@ -52,8 +54,25 @@ pub struct Loaded {
     pub rejection: Option<Rejection>,
     /// What was read; absent when the header itself could not be read.
     pub container: Option<Container>,
-    /// What the manifest tiers learned (absent when Tier 1 refused).
+    /// What the manifest tiers learned, up to their first refusal. Absent when
+    /// Tier 1 refused before its tar walk was complete. When Tier 1 refused
+    /// only after a complete walk (G9, the hash), the manifest tiers still run
+    /// to fill this in for display: see [`Loaded::model_past_refusal`].
     pub model: Option<ModelSummary>,
+    /// Set when [`Loaded::model`] was read for display only, past a Tier-1
+    /// refusal at which the runtime stops. It plays no part in the verdict.
+    pub model_past_refusal: Option<PastRefusal>,
+}
+
+/// How far the manifest tiers got when they ran for display past a Tier-1
+/// refusal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PastRefusal {
+    /// The Tier-1 gate that refused (the verdict).
+    pub past: Gate,
+    /// The first refusal of the manifest tiers themselves, if any (not part
+    /// of the verdict: the runtime never gets there).
+    pub then: Option<Rejection>,
 }
 
 /// Loads a NEFF from a seekable source under `profile`. `None` stands for a
@@ -79,7 +98,10 @@ pub fn load_reader_arches<R: Read + Seek>(
     limits: &Limits,
 ) -> io::Result<Vec<Loaded>> {
     let mut source = source;
-    let tier1 = container::run(source.as_mut(), profile, limits)?;
+    let mut tier1 = container::run(source.as_mut(), profile, limits)?;
+    if let (Some(src), Some(c)) = (source.as_mut(), tier1.container.as_mut()) {
+        c.measure_padding(src)?;
+    }
     let mut out = Vec::new();
     for &arch in arches {
         let profile = RuntimeProfile {
@@ -87,6 +109,7 @@ pub fn load_reader_arches<R: Read + Seek>(
             ..profile.clone()
         };
         let mut warnings = tier1.warnings.clone();
+        let mut past_refusal = None;
         let (rejection, model, tiers) = match (&tier1.rejection, &tier1.container) {
             (None, Some(container)) => {
                 let src: Option<&mut dyn Source> = source.as_mut().map(|s| s as &mut dyn Source);
@@ -94,16 +117,30 @@ pub fn load_reader_arches<R: Read + Seek>(
                 warnings.extend(more);
                 (rejection, Some(model), tiers)
             }
+            // The walk was complete and only a later Tier-1 check refused:
+            // read the manifests for display; the verdict stays the refusal.
+            (Some(refusal), Some(container)) if container.walk_complete => {
+                let src: Option<&mut dyn Source> = source.as_mut().map(|s| s as &mut dyn Source);
+                let (then, model, _, _) = manifest_tiers(container, src, &profile);
+                past_refusal = Some(PastRefusal {
+                    past: refusal.gate,
+                    then,
+                });
+                (Some(refusal.clone()), Some(model), vec!["container"])
+            }
             (rejection, _) => (rejection.clone(), None, vec!["container"]),
         };
         let mut report = Report::new(&profile, rejection.as_ref(), warnings, &tiers);
-        report.target = model.as_ref().and_then(|m| m.target.clone());
+        if past_refusal.is_none() {
+            report.target = model.as_ref().and_then(|m| m.target.clone());
+        }
         report.hash_layout = tier1.container.as_ref().and_then(|c| c.hash_layout);
         out.push(Loaded {
             report,
             rejection,
             container: None,
             model,
+            model_past_refusal: past_refusal,
         });
     }
     if let Some(first) = out.first_mut() {
@@ -132,6 +169,7 @@ fn manifest_tiers<'a>(
         staging::run(&mut ctx, &staging)
     });
     ctx.finish_references();
+    ctx.model.join_io();
     (result.err(), ctx.model, tiers, ctx.warnings)
 }
 
@@ -154,6 +192,27 @@ impl Verdict {
     /// The deciding report.
     pub fn report(&self) -> &Report {
         &self.loads[self.lead].report
+    }
+
+    /// The load whose model is worth showing: the deciding one, except when
+    /// the model was only read for display past a Tier-1 refusal (which every
+    /// arch shares); then the one on the arch the model's own target names.
+    pub fn display_load(&self) -> &Loaded {
+        let lead = &self.loads[self.lead];
+        if lead.model_past_refusal.is_none() {
+            return lead;
+        }
+        let arches = lead
+            .model
+            .as_ref()
+            .and_then(|m| m.target.as_deref())
+            .and_then(neff_schema::Target::parse_runtime)
+            .map(|t| t.arches())
+            .unwrap_or_default();
+        self.loads
+            .iter()
+            .find(|l| arches.iter().any(|a| a.name() == l.report.instance_arch))
+            .unwrap_or(lead)
     }
 
     fn from_loads(loads: Vec<Loaded>) -> Verdict {
@@ -222,6 +281,7 @@ pub fn load_buffer(buffer: Option<&[u8]>, profile: &RuntimeProfile) -> Loaded {
                 rejection: Some(rejection),
                 container: None,
                 model: None,
+                model_past_refusal: None,
             }
         }
     }

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::access::Ctx;
 use crate::gate::{Gate, Rejection};
-use crate::model::NnTensor;
+use crate::model::{NnTensor, SignatureTensor};
 
 /// A graph named by the KELF descriptor.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,49 +104,52 @@ fn neff_json(ctx: &mut Ctx<'_>) -> Result<String, Rejection> {
         .as_array()
         .map(Vec::as_slice)
         .unwrap_or_default();
-    let tensor = |ctx: &mut Ctx<'_>, name: &str, eid: u64| -> Result<NnTensor, Rejection> {
-        let (Some(dt), Some(sh)) = (dtypes.get(eid as usize), shapes.get(eid as usize)) else {
-            return Err(g14(
-                &format!("EID {eid} out of bounds for dtypes/shapes"),
-                format!(
-                    "tensor {name} has entry id {eid}; attrs list {} dtypes and {} shapes",
-                    dtypes.len(),
-                    shapes.len()
-                ),
-            ));
+    let tensor =
+        |ctx: &mut Ctx<'_>, name: &str, node: &str, eid: u64| -> Result<NnTensor, Rejection> {
+            let (Some(dt), Some(sh)) = (dtypes.get(eid as usize), shapes.get(eid as usize)) else {
+                return Err(g14(
+                    &format!("EID {eid} out of bounds for dtypes/shapes"),
+                    format!(
+                        "tensor {name} has entry id {eid}; attrs list {} dtypes and {} shapes",
+                        dtypes.len(),
+                        shapes.len()
+                    ),
+                ));
+            };
+            let dtype = dt.as_str().unwrap_or_default().to_string();
+            let dims: Vec<u64> = sh
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_u64).collect())
+                .unwrap_or_default();
+            if dims.len() > 32 {
+                return Err(g14(
+                    &format!("Too many dimensions ({})", dims.len()),
+                    format!("tensor {name}"),
+                ));
+            }
+            let elem = dtype_size(&dtype).unwrap_or_else(|| {
+                ctx.warnings
+                    .push(format!("Unknown dtype: {dtype}, defaulting to UNKNOWN"));
+                1
+            });
+            let size = dims
+                .iter()
+                .try_fold(elem, |acc, &d| acc.checked_mul(d))
+                .ok_or_else(|| {
+                    g14(
+                        &format!("Size overflow for tensor {name}"),
+                        format!("shape {dims:?} of {dtype} overflows 64 bits"),
+                    )
+                })?;
+            Ok(NnTensor {
+                name: name.to_string(),
+                node: node.to_string(),
+                entry_id: eid,
+                dtype,
+                shape: dims,
+                size,
+            })
         };
-        let dtype = dt.as_str().unwrap_or_default().to_string();
-        let dims: Vec<u64> = sh
-            .as_array()
-            .map(|a| a.iter().filter_map(Value::as_u64).collect())
-            .unwrap_or_default();
-        if dims.len() > 32 {
-            return Err(g14(
-                &format!("Too many dimensions ({})", dims.len()),
-                format!("tensor {name}"),
-            ));
-        }
-        let elem = dtype_size(&dtype).unwrap_or_else(|| {
-            ctx.warnings
-                .push(format!("Unknown dtype: {dtype}, defaulting to UNKNOWN"));
-            1
-        });
-        let size = dims
-            .iter()
-            .try_fold(elem, |acc, &d| acc.checked_mul(d))
-            .ok_or_else(|| {
-                g14(
-                    &format!("Size overflow for tensor {name}"),
-                    format!("shape {dims:?} of {dtype} overflows 64 bits"),
-                )
-            })?;
-        Ok(NnTensor {
-            name: name.to_string(),
-            dtype,
-            shape: dims,
-            size,
-        })
-    };
     let node_name = |i: usize| {
         nodes
             .get(i)
@@ -165,7 +168,8 @@ fn neff_json(ctx: &mut Ctx<'_>) -> Result<String, Rejection> {
             .get(idx as usize)
             .and_then(Value::as_u64)
             .unwrap_or(idx);
-        let t = tensor(ctx, &node_name(idx as usize), eid)?;
+        let name = node_name(idx as usize);
+        let t = tensor(ctx, &name, &name, eid)?;
         ctx.model.nn_inputs.push(t);
     }
     for head in doc["heads"]
@@ -185,13 +189,24 @@ fn neff_json(ctx: &mut Ctx<'_>) -> Result<String, Rejection> {
             .get(node_id as usize)
             .and_then(Value::as_u64)
             .unwrap_or(node_id);
-        let t = tensor(
-            ctx,
-            &node_name(node_id as usize),
-            base.saturating_add(out_idx),
-        )?;
+        let node = node_name(node_id as usize);
+        // The tensor's own name is in the node's `output_names` (real files);
+        // the node's name stands in when it has none.
+        let name = nodes
+            .get(node_id as usize)
+            .and_then(|n| n.get("output_names"))
+            .and_then(|o| o.get(out_idx as usize))
+            .and_then(Value::as_str)
+            .map_or_else(|| node.clone(), str::to_string);
+        let t = tensor(ctx, &name, &node, base.saturating_add(out_idx))?;
         ctx.model.nn_outputs.push(t);
     }
+    let signature = doc
+        .get("metadata")
+        .and_then(|m| m.get("signatures"))
+        .and_then(|s| s.get("default"));
+    ctx.model.signature_inputs = signature_tensors(signature.and_then(|s| s.get("inputs")));
+    ctx.model.signature_outputs = signature_tensors(signature.and_then(|s| s.get("outputs")));
     let lenient = ctx.profile.lenient_kelf_node;
     let kelf_node = nodes.iter().find(|n| {
         n.get("attrs")
@@ -224,6 +239,39 @@ fn neff_json(ctx: &mut Ctx<'_>) -> Result<String, Rejection> {
     }
     ctx.model.kelf = Some(kelf.to_string());
     Ok(kelf.to_string())
+}
+
+/// The tensors of one side of `metadata.signatures.default` (name → {id,
+/// dtype, shape}), in id order. The runtime does not read them: anything
+/// malformed is left out or left empty.
+fn signature_tensors(side: Option<&Value>) -> Vec<SignatureTensor> {
+    let Some(map) = side.and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    let mut out: Vec<SignatureTensor> =
+        map.iter()
+            .map(|(name, t)| {
+                let dtype = t.get("dtype").and_then(Value::as_str).map(str::to_string);
+                let shape = t
+                    .get("shape")
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().filter_map(Value::as_u64).collect::<Vec<u64>>());
+                let size = match (&dtype, &shape) {
+                    (Some(d), Some(s)) => dtype_size(d)
+                        .and_then(|e| s.iter().try_fold(e, |acc, &x| acc.checked_mul(x))),
+                    _ => None,
+                };
+                SignatureTensor {
+                    name: name.clone(),
+                    id: t.get("id").and_then(Value::as_u64),
+                    dtype,
+                    shape,
+                    size,
+                }
+            })
+            .collect();
+    out.sort_by_key(|t| t.id.unwrap_or(u64::MAX));
+    out
 }
 
 /// Bytes per element of a neff.json dtype (`nrt_dtype_t`), `None` when unknown.

@@ -14,10 +14,20 @@ pub struct ModelSummary {
     pub target: Option<String>,
     /// The architecture the target resolved to on the simulated instance.
     pub resolved_arch: Option<Arch>,
+    /// The model's inputs: neff.json's, each joined with its signature entry
+    /// and the def.json variables of the same name (see [`ModelSummary::join_io`]).
+    pub inputs: Vec<ModelIo>,
+    /// The model's outputs, likewise.
+    pub outputs: Vec<ModelIo>,
     /// neff.json's inputs (from `arg_nodes`).
     pub nn_inputs: Vec<NnTensor>,
     /// neff.json's outputs (from `heads`).
     pub nn_outputs: Vec<NnTensor>,
+    /// neff.json's `metadata.signatures.default.inputs`, in id order.
+    pub signature_inputs: Vec<SignatureTensor>,
+    /// neff.json's `metadata.signatures.default.outputs`, in id order (often
+    /// empty; 1.15 names the KELF node there).
+    pub signature_outputs: Vec<SignatureTensor>,
     /// The graphs (subgraphs) in KELF order.
     pub graphs: Vec<GraphSummary>,
     /// Stored members no manifest refers to (the runtime ignores them).
@@ -30,14 +40,185 @@ pub struct ModelSummary {
 /// A tensor of neff.json.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct NnTensor {
-    /// Node name.
+    /// Tensor name: the node's `output_names` entry for outputs, the node
+    /// name for inputs (and for outputs of nodes without `output_names`).
     pub name: String,
+    /// The node's name.
+    pub node: String,
+    /// Entry id (`node_row_ptr[node] + output index`): the index into
+    /// `attrs.dltype` and `attrs.shape`.
+    pub entry_id: u64,
     /// dtype string.
     pub dtype: String,
     /// Shape.
     pub shape: Vec<u64>,
     /// `prod(shape) * dtype size` in bytes.
     pub size: u64,
+}
+
+/// A tensor of neff.json's `metadata.signatures.default`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct SignatureTensor {
+    /// Its key.
+    pub name: String,
+    /// `id`: the entry id.
+    pub id: Option<u64>,
+    /// `dtype`.
+    pub dtype: Option<String>,
+    /// `shape`.
+    pub shape: Option<Vec<u64>>,
+    /// `prod(shape) * dtype size` in bytes, when both are known.
+    pub size: Option<u64>,
+}
+
+/// One of the model's inputs or outputs, as neff.json and the def.json
+/// variables describe it together.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct ModelIo {
+    /// Tensor name (neff.json's; the same name as the def.json variables).
+    pub name: String,
+    /// dtype (neff.json's `attrs.dltype`, else the signature's, else def.json's).
+    pub dtype: Option<String>,
+    /// Shape (neff.json's `attrs.shape`, else the signature's, else def.json's).
+    pub shape: Option<Vec<u64>>,
+    /// Size in bytes (from dtype and shape, else a def.json variable's `size`).
+    pub size: Option<u64>,
+    /// neff.json entry id, when neff.json lists the tensor.
+    pub entry_id: Option<u64>,
+    /// The name `metadata.signatures.default` gives the same entry id (the
+    /// KELF node's name for 1.15 outputs), when it lists it.
+    pub signature: Option<String>,
+    /// The def.json variables of this name, one per graph that has one.
+    pub vars: Vec<IoVar>,
+    /// How many neff.json entries carry this name (2 for outputs of a
+    /// two-core vnc NEFF, one per core).
+    pub entries: usize,
+}
+
+/// A def.json variable behind a model input or output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct IoVar {
+    /// The graph.
+    pub graph: String,
+    /// Its var_id there.
+    pub var_id: u64,
+    /// Its `size` in bytes, when given.
+    pub size: Option<u64>,
+}
+
+/// A weight: a def.json variable of type `file`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct WeightSummary {
+    /// Variable name.
+    pub name: String,
+    /// var_id.
+    pub var_id: u64,
+    /// The member holding it (`file_name` in the graph's directory).
+    pub member: String,
+    /// The member's stored size in bytes.
+    pub member_size: Option<u64>,
+    /// The variable's `size` in bytes, when given.
+    pub size: Option<u64>,
+    /// dtype, when the variable gives one.
+    pub dtype: Option<String>,
+    /// Shape (`shape`, else `internal_shape`), when the variable gives one.
+    pub shape: Option<Vec<u64>>,
+}
+
+impl ModelSummary {
+    /// Fills in [`ModelSummary::inputs`] and [`ModelSummary::outputs`] from
+    /// neff.json's tensors, its signature and the graphs' variables, matched
+    /// by entry id (signature) and by name (variables). Tensors only the
+    /// signature lists are added after neff.json's; def.json's variables
+    /// stand in only when neff.json names no tensor on that side.
+    pub fn join_io(&mut self) {
+        self.inputs = join_side(&self.nn_inputs, &self.signature_inputs, &self.graphs, |g| {
+            &g.inputs
+        });
+        self.outputs = join_side(
+            &self.nn_outputs,
+            &self.signature_outputs,
+            &self.graphs,
+            |g| &g.outputs,
+        );
+    }
+}
+
+fn join_side(
+    nn: &[NnTensor],
+    signature: &[SignatureTensor],
+    graphs: &[GraphSummary],
+    vars_of: impl Fn(&GraphSummary) -> &Vec<VarSummary>,
+) -> Vec<ModelIo> {
+    let mut out: Vec<ModelIo> = Vec::new();
+    for t in nn {
+        if let Some(row) = out.iter_mut().find(|r| r.name == t.name) {
+            row.entries += 1;
+            continue;
+        }
+        out.push(ModelIo {
+            name: t.name.clone(),
+            dtype: Some(t.dtype.clone()),
+            shape: Some(t.shape.clone()),
+            size: Some(t.size),
+            entry_id: Some(t.entry_id),
+            signature: signature
+                .iter()
+                .find(|s| s.id == Some(t.entry_id))
+                .map(|s| s.name.clone()),
+            vars: Vec::new(),
+            entries: 1,
+        });
+    }
+    for s in signature {
+        let listed = out
+            .iter()
+            .any(|r| r.signature.as_deref() == Some(s.name.as_str()) || r.name == s.name);
+        if !listed {
+            out.push(ModelIo {
+                name: s.name.clone(),
+                dtype: s.dtype.clone(),
+                shape: s.shape.clone(),
+                size: s.size,
+                entry_id: s.id,
+                signature: Some(s.name.clone()),
+                vars: Vec::new(),
+                entries: 0,
+            });
+        }
+    }
+    for g in graphs {
+        for v in vars_of(g) {
+            let var = IoVar {
+                graph: g.name.clone(),
+                var_id: v.var_id,
+                size: v.size,
+            };
+            match out.iter_mut().find(|r| r.name == v.name) {
+                Some(row) => {
+                    row.dtype = row.dtype.take().or_else(|| v.dtype.clone());
+                    row.shape = row.shape.take().or_else(|| v.shape.clone());
+                    row.size = row.size.or(v.size);
+                    row.vars.push(var);
+                }
+                // A variable neff.json does not name is the graph's own (in
+                // 1.15 CPU nodes feed the KELF graph); it stands for the
+                // model only when neff.json names nothing on this side.
+                None if nn.is_empty() && signature.is_empty() => out.push(ModelIo {
+                    name: v.name.clone(),
+                    dtype: v.dtype.clone(),
+                    shape: v.shape.clone(),
+                    size: v.size,
+                    entry_id: None,
+                    signature: None,
+                    vars: vec![var],
+                    entries: 0,
+                }),
+                None => {}
+            }
+        }
+    }
+    out
 }
 
 /// One graph's sections.
@@ -53,6 +234,8 @@ pub struct GraphSummary {
     pub outputs: Vec<VarSummary>,
     /// Number of variables of any type.
     pub vars: usize,
+    /// Weights (variables of type `file`), by var_id.
+    pub weights: Vec<WeightSummary>,
     /// DMA queues.
     pub queues: Vec<QueueSummary>,
     /// The five engines, in the runtime's order pe, act, pool, dve, sp.
@@ -147,4 +330,75 @@ pub struct MissingReference {
     pub key: String,
     /// The missing member.
     pub member: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nn(name: &str, node: &str, entry_id: u64) -> NnTensor {
+        NnTensor {
+            name: name.into(),
+            node: node.into(),
+            entry_id,
+            dtype: "float32".into(),
+            shape: vec![4, 2],
+            size: 32,
+        }
+    }
+
+    fn var(name: &str, var_id: u64) -> VarSummary {
+        VarSummary {
+            name: name.into(),
+            var_id,
+            size: Some(32),
+            dtype: None,
+            shape: None,
+        }
+    }
+
+    #[test]
+    fn join_io_matches_signature_by_entry_and_vars_by_name() {
+        let graph = |name: &str| GraphSummary {
+            name: name.into(),
+            inputs: vec![var("x", 1), var("copy:0", 2)],
+            outputs: vec![var("out", 3)],
+            ..GraphSummary::default()
+        };
+        let mut m = ModelSummary {
+            nn_inputs: vec![nn("x", "x", 0)],
+            nn_outputs: vec![nn("out", "sg", 1), nn("out", "sg", 2)],
+            signature_outputs: vec![SignatureTensor {
+                name: "sg".into(),
+                id: Some(1),
+                dtype: Some("float32".into()),
+                shape: Some(vec![4, 2]),
+                size: Some(32),
+            }],
+            graphs: vec![graph("sg00"), graph("sg01")],
+            ..ModelSummary::default()
+        };
+        m.join_io();
+        // `copy:0` is the graph's own input: neff.json names the model's.
+        assert_eq!(m.inputs.len(), 1);
+        assert_eq!(m.inputs[0].vars.len(), 2);
+        assert_eq!(m.outputs.len(), 1);
+        let out = &m.outputs[0];
+        assert_eq!(
+            (out.entries, out.entry_id, out.signature.as_deref()),
+            (2, Some(1), Some("sg"))
+        );
+        assert_eq!(out.vars[1].graph, "sg01");
+        // Without neff.json tensors, the def.json variables stand in.
+        let mut m = ModelSummary {
+            graphs: vec![graph("sg00")],
+            ..ModelSummary::default()
+        };
+        m.join_io();
+        assert_eq!(m.inputs.len(), 2);
+        assert_eq!(
+            (m.outputs[0].size, m.outputs[0].dtype.clone()),
+            (Some(32), None)
+        );
+    }
 }

@@ -11,6 +11,7 @@ use crate::gate::{Gate, Rejection};
 use crate::manifests::{GraphRef, Kelf};
 use crate::model::{
     CarveoutSummary, EngineSummary, GraphSummary, QueueSummary, UcodeLibSummary, VarSummary,
+    WeightSummary,
 };
 
 /// The engines the runtime loads, in its order (`NEURON_ENG_NAMES`).
@@ -139,10 +140,6 @@ fn graph_sections(
     act_load_queues: &mut usize,
 ) -> Result<GraphStaging, Rejection> {
     let def_member = graph.definition.clone();
-    let sg_dir = def_member
-        .rsplit_once('/')
-        .map_or("", |(d, _)| d)
-        .to_string();
     let Some(def) = ctx.json(&def_member, Gate::G19)? else {
         return Err(reject(
             Gate::G19,
@@ -153,18 +150,42 @@ fn graph_sections(
             ),
         ));
     };
-    let mut summary = GraphSummary {
-        name: graph.name.clone(),
-        definition: def_member.clone(),
-        ..GraphSummary::default()
-    };
-    let mut staging = GraphStaging::default();
-    vars(ctx, &def, &def_member, &sg_dir, &mut summary)?;
-    queues(ctx, &def, &def_member, &mut summary, act_load_queues)?;
-    collectives(&def, &def_member)?;
-    ext_isa(&def, &def_member)?;
-    ucode_libs(ctx, &def, &def_member, &sg_dir, &mut summary, &mut staging)?;
-    carveouts(ctx, &def, &def_member, resolved, &mut summary, &mut staging)?;
+    let mut out = (
+        GraphSummary {
+            name: graph.name.clone(),
+            definition: def_member.clone(),
+            ..GraphSummary::default()
+        },
+        GraphStaging::default(),
+    );
+    let result = graph_body(ctx, resolved, &def, &def_member, &mut out, act_load_queues);
+    // What was learned is kept for display even when a section refused.
+    let (summary, staging) = out;
+    ctx.model.graphs.push(summary);
+    result.map(|()| staging)
+}
+
+/// The sections of one def.json, in the runtime's order, into `out`.
+fn graph_body(
+    ctx: &mut Ctx<'_>,
+    resolved: Arch,
+    def: &Value,
+    def_member: &str,
+    out: &mut (GraphSummary, GraphStaging),
+    act_load_queues: &mut usize,
+) -> Result<(), Rejection> {
+    let (summary, staging) = (&mut out.0, &mut out.1);
+    let def_member = def_member.to_string();
+    let sg_dir = def_member
+        .rsplit_once('/')
+        .map_or("", |(d, _)| d)
+        .to_string();
+    vars(ctx, def, &def_member, &sg_dir, summary)?;
+    queues(ctx, def, &def_member, summary, act_load_queues)?;
+    collectives(def, &def_member)?;
+    ext_isa(def, &def_member)?;
+    ucode_libs(ctx, def, &def_member, &sg_dir, summary, staging)?;
+    carveouts(ctx, def, &def_member, resolved, summary, staging)?;
     if let Some(n) = def.get("num_streams") {
         if n.as_u64().is_none() {
             ctx.warnings.push(format!(
@@ -188,9 +209,8 @@ fn graph_sections(
         let member = in_dir(&sg_dir, wavegraph);
         ctx.tolerated_reference(&def_member, "debug_info.wavegraph", &member);
     }
-    engines(ctx, &def, &def_member, &sg_dir, &mut summary)?;
-    ctx.model.graphs.push(summary);
-    Ok(staging)
+    engines(ctx, def, &def_member, &sg_dir, summary)?;
+    Ok(())
 }
 
 /// G19 and G20: variables.
@@ -268,7 +288,22 @@ fn vars(
                     ));
                 }
             }
-            "file" => weights(ctx, var, name, member, sg_dir)?,
+            "file" => {
+                let path = weights(ctx, var, name, member, sg_dir)?;
+                summary.weights.push(WeightSummary {
+                    name: name.clone(),
+                    var_id,
+                    member_size: ctx.size(&path),
+                    member: path,
+                    size,
+                    dtype: var.get("dtype").and_then(Value::as_str).map(str::to_string),
+                    shape: var
+                        .get("shape")
+                        .or_else(|| var.get("internal_shape"))
+                        .and_then(Value::as_array)
+                        .map(|a| a.iter().filter_map(Value::as_u64).collect()),
+                });
+            }
             "state-buffer" | "remote" | "shared" | "sharded" | "main" | "dge-table" => {}
             other => {
                 return Err(reject(
@@ -301,6 +336,7 @@ fn vars(
     }
     summary.inputs.sort_by_key(|v| v.var_id);
     summary.outputs.sort_by_key(|v| v.var_id);
+    summary.weights.sort_by_key(|v| v.var_id);
     summary.vars = entries.len();
     if ctx.profile.check_var_ids && max_id.checked_add(1) != Some(entries.len() as u64) {
         return Err(reject(
@@ -325,14 +361,15 @@ fn vars(
     Ok(())
 }
 
-/// Weights (`type: "file"`): the member must exist; `.npy` must start with the numpy magic.
+/// Weights (`type: "file"`): the member must exist; `.npy` must start with
+/// the numpy magic. Returns the member's name.
 fn weights(
     ctx: &mut Ctx<'_>,
     var: &Value,
     name: &str,
     member: &str,
     sg_dir: &str,
-) -> Result<(), Rejection> {
+) -> Result<String, Rejection> {
     let Some(file) = var.get("file_name").and_then(Value::as_str) else {
         return Err(reject(
             Gate::G19,
@@ -361,7 +398,7 @@ fn weights(
             ));
         }
     }
-    Ok(())
+    Ok(path)
 }
 
 /// G21: DMA queues.

@@ -191,6 +191,8 @@ pub struct TarReader<R> {
     pending_pad: u64,
     current: Option<Entry>,
     done: bool,
+    /// Offset of the zero block that ended the archive, once read.
+    end_marker: Option<u64>,
     /// Copy buffer, reused across entries.
     buf: Vec<u8>,
 }
@@ -205,8 +207,15 @@ impl<R: Read> TarReader<R> {
             pending_pad: 0,
             current: None,
             done: false,
+            end_marker: None,
             buf: Vec::new(),
         }
+    }
+
+    /// Offset of the zero block that ended the archive (the end-of-archive
+    /// marker), once read; `None` before, or when the stream simply ended.
+    pub fn end_marker(&self) -> Option<u64> {
+        self.end_marker
     }
 
     /// Offset in the tar stream of the next unread byte.
@@ -248,6 +257,7 @@ impl<R: Read> TarReader<R> {
                 // libarchive also consumes a second zero block when present;
                 // either way this is the end of the archive.
                 self.done = true;
+                self.end_marker = Some(header_offset);
                 return Ok(None);
             }
             verify_checksum(&block, header_offset)?;

@@ -12,11 +12,17 @@ use super::{print_json, EXIT_OK, EXIT_REJECTED};
 /// Show every header field, the member table and the model the manifests describe.
 ///
 /// The hash is shown in hex, the UUID in canonical form and feature bits as a mask with
-/// their names. The model part lists the target and version, each graph's inputs and
-/// outputs (name, var_id, size, dtype, shape), DMA queues, engines with instruction
-/// sizes, ucode libraries and carveouts, members no manifest references, and references
-/// to missing members. The gates run too (as `neff verify` runs them, on every arch);
-/// the exit status is 1 when they refuse the file.
+/// their names. The payload part gives the whole tar stream's length and where its
+/// end-of-archive marker starts, the gzip member's length and the bytes after it inside
+/// data_size (whether all zero). The model part lists the target and version, the
+/// model's inputs and outputs (name, dtype, shape, bytes, from neff.json joined with the
+/// def.json variables of the same name), each graph's inputs and outputs (name, var_id,
+/// size, dtype, shape), weights, DMA queues, engines with instruction sizes, ucode
+/// libraries and carveouts, members no manifest references, and references to missing
+/// members, as far as the manifests could be read. The gates run too (as `neff verify`
+/// runs them, on every arch); the exit status is 1 when they refuse the file. When only
+/// the hash check (G9) refuses, the model is still read and shown, marked as read past
+/// the refusal; the verdict stays the refusal.
 #[derive(Args, Debug)]
 pub struct InspectArgs {
     /// The NEFF to inspect.
@@ -79,10 +85,36 @@ fn print_human(r: &InspectReport) {
             neff::loader::Compression::Gzip => "gzip",
             neff::loader::Compression::None => "raw tar",
         };
-        println!(
-            "payload: {how}, tar stream {} bytes up to its end marker",
-            r.tar_size.unwrap_or(0)
-        );
+        let tar = match (r.tar_size, r.tar_end_offset) {
+            (Some(size), Some(end)) => {
+                format!("tar stream {size} bytes (end-of-archive marker at {end})")
+            }
+            (None, Some(end)) => format!("tar stream read to its end-of-archive marker at {end}"),
+            _ => "tar stream not read to its end".to_string(),
+        };
+        println!("payload: {how}, {tar}");
+        if let Some(size) = r.gzip_member_size {
+            let members = r.gzip_members.unwrap_or(1);
+            let what = if members == 1 {
+                "1 member".to_string()
+            } else {
+                format!("{members} members")
+            };
+            println!("  gzip:                {size} bytes ({what})");
+        }
+        if let Some(p) = r.payload_padding {
+            let zero = if p.bytes == 0 {
+                ""
+            } else if p.all_zero {
+                ", all zero"
+            } else {
+                ", NOT all zero"
+            };
+            println!(
+                "  after the gzip data: {} bytes inside data_size{zero}",
+                p.bytes
+            );
+        }
     }
     if !r.members.is_empty() {
         println!("members ({}):", r.members.len());
@@ -103,6 +135,17 @@ fn print_human(r: &InspectReport) {
         }
     }
     if let Some(m) = &r.model {
+        if let Some(past) = &r.model_read_past {
+            println!(
+                "model (read for display past the {} refusal; the runtime stops there):",
+                past.gate
+            );
+            if let Some(then) = &past.then {
+                println!("  the manifest tiers then stop at {then}");
+            }
+        } else {
+            println!("model:");
+        }
         print_model(m);
     }
     match &r.barrier_config {
@@ -124,7 +167,6 @@ fn print_human(r: &InspectReport) {
 }
 
 fn print_model(m: &neff::loader::ModelSummary) {
-    println!("model:");
     if let Some(kelf) = &m.kelf {
         println!(
             "  kelf:    {kelf} (version {})",
@@ -134,17 +176,39 @@ fn print_model(m: &neff::loader::ModelSummary) {
     if let Some(target) = &m.target {
         println!("  target:  {target:?}");
     }
+    for (label, side) in [("inputs", &m.inputs), ("outputs", &m.outputs)] {
+        if side.is_empty() {
+            continue;
+        }
+        println!("  {label}:");
+        for t in side {
+            println!("    {}", io_line(t));
+        }
+    }
     for g in &m.graphs {
         println!("  graph {} ({}, {} vars):", g.name, g.definition, g.vars);
         for (label, vars) in [("input ", &g.inputs), ("output", &g.outputs)] {
             for v in vars {
                 println!(
-                    "    {label} {} var_id {} size {} dtype {} shape {}",
+                    "    {label} {} var_id {} size {}{}",
                     v.name,
                     v.var_id,
                     v.size.map_or("?".into(), |s| s.to_string()),
-                    v.dtype.as_deref().unwrap_or("?"),
-                    v.shape.as_ref().map_or("?".into(), |s| format!("{s:?}"))
+                    dtype_shape(v.dtype.as_deref(), v.shape.as_deref())
+                );
+            }
+        }
+        if !g.weights.is_empty() {
+            let total: u64 = g.weights.iter().filter_map(|w| w.member_size).sum();
+            println!("    weights: {} ({total} bytes stored)", g.weights.len());
+            for w in &g.weights {
+                println!(
+                    "    weight {} var_id {} {} {} bytes{}",
+                    w.name,
+                    w.var_id,
+                    w.member,
+                    w.member_size.map_or("?".into(), |s| s.to_string()),
+                    dtype_shape(w.dtype.as_deref(), w.shape.as_deref())
                 );
             }
         }
@@ -193,6 +257,50 @@ fn print_model(m: &neff::loader::ModelSummary) {
     for r in &m.missing_references {
         println!("  missing: {} ({} in {})", r.member, r.key, r.from);
     }
+}
+
+/// One model input or output: name, dtype, shape, bytes, then where it comes from.
+fn io_line(t: &neff::loader::model::ModelIo) -> String {
+    let mut line = format!(
+        "{} {} {} {} bytes",
+        t.name,
+        t.dtype.as_deref().unwrap_or("?"),
+        t.shape.as_ref().map_or("?".into(), |s| format!("{s:?}")),
+        t.size.map_or("?".into(), |s| s.to_string())
+    );
+    if let Some(id) = t.entry_id {
+        line.push_str(&format!(" (entry {id}"));
+        if t.entries > 1 {
+            line.push_str(&format!(", {} entries", t.entries));
+        }
+        if let Some(sig) = &t.signature {
+            line.push_str(&format!(", signature {sig:?}"));
+        }
+        line.push(')');
+    }
+    if !t.vars.is_empty() {
+        let vars: Vec<String> = t
+            .vars
+            .iter()
+            .map(|v| {
+                let size = v.size.map_or(String::new(), |s| format!(" {s} bytes"));
+                format!("{} var_id {}{size}", v.graph, v.var_id)
+            })
+            .collect();
+        line.push_str(&format!(" [{}]", vars.join("; ")));
+    }
+    line
+}
+
+fn dtype_shape(dtype: Option<&str>, shape: Option<&[u64]>) -> String {
+    let mut s = String::new();
+    if let Some(d) = dtype {
+        s.push_str(&format!(" dtype {d}"));
+    }
+    if let Some(sh) = shape {
+        s.push_str(&format!(" shape {sh:?}"));
+    }
+    s
 }
 
 fn zeros_or_hex(bytes: &[u8]) -> String {
