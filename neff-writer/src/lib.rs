@@ -34,6 +34,7 @@ pub mod header_options;
 pub mod member;
 pub mod packager;
 pub mod parallel_gzip;
+pub mod recover;
 pub mod tar_writer;
 pub mod zlib_gzip;
 
