@@ -89,3 +89,50 @@ fn every_real_neff_is_accepted_with_the_hash_check_off() {
         }
     }
 }
+
+/// The typed manifests read every real def.json and engine JSON and write
+/// them back unchanged (dynamic queues, queues without an owner, cast and
+/// transpose descriptors, `cc_streams`, `dve_tables` arrays).
+#[test]
+fn the_typed_manifests_round_trip_every_real_def_json_and_engine_json() {
+    use neff::schema::manifest::{from_slice, to_vec_pretty, DefJson, Engine, EngineJson};
+    use serde_json::Value;
+
+    let Some(files) = real_neffs() else { return };
+    for path in files {
+        let loaded = load_file(&path, &no_hash()).unwrap();
+        let container = loaded.container.as_ref().unwrap();
+        let text = |key: &str| -> Vec<u8> {
+            container.members[key.as_bytes()]
+                .data
+                .clone()
+                .unwrap_or_else(|| panic!("{}: {key} not kept", path.display()))
+        };
+        let defs: Vec<String> = container
+            .members
+            .keys()
+            .map(|k| String::from_utf8_lossy(k).into_owned())
+            .filter(|k| k.ends_with("/def.json"))
+            .collect();
+        assert!(!defs.is_empty(), "{}", path.display());
+        for def_member in defs {
+            let bytes = text(&def_member);
+            let def: DefJson = from_slice(&def_member, &bytes).unwrap();
+            let back: Value = serde_json::from_slice(&to_vec_pretty(&def).unwrap()).unwrap();
+            let original: Value = serde_json::from_slice(&bytes).unwrap();
+            assert_eq!(back, original, "{}: {def_member}", path.display());
+            let dir = def_member.rsplit_once('/').map_or("", |(d, _)| d);
+            for engine in Engine::ALL {
+                let Some(file) = def.engine(engine) else {
+                    continue;
+                };
+                let member = format!("{dir}/{file}");
+                let bytes = text(&member);
+                let eng: EngineJson = from_slice(&member, &bytes).unwrap();
+                let back: Value = serde_json::from_slice(&to_vec_pretty(&eng).unwrap()).unwrap();
+                let original: Value = serde_json::from_slice(&bytes).unwrap();
+                assert_eq!(back, original, "{}: {member}", path.display());
+            }
+        }
+    }
+}
