@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use neff::loader::{load_buffer, Report, RuntimeProfile};
+use neff::loader::{load_buffer, Loaded, Report, RuntimeProfile};
 use neff::schema::Arch;
 use serde_json::{json, Value};
 
@@ -390,7 +390,7 @@ fn g21_dma_queues() {
     refused(
         &on(
             Arch::Cayman,
-            &q(json!({"owner": "pool", "type": "out", "num_queues": 2})),
+            &q(json!({"owner": "pool", "type": "out", "queue_instances": ["q0_0", "q0_1"]})),
         ),
         "G21c",
         2,
@@ -414,6 +414,355 @@ fn g21_dma_queues() {
         Arch::Cayman,
         &q(json!({"owner": "pool", "type": "data", "num_queues": 4, "semaphore": 3})),
     ));
+}
+
+#[test]
+fn g21a_owner_is_optional_but_a_present_one_must_be_an_engine() {
+    let q = |v: Value| with_def(|d| d["dma_queue"] = json!({"q0": v}));
+    // neuron-cc 1.15 `pinned` queues carry no owner.
+    accepted(&on(
+        Arch::Cayman,
+        &q(json!({"fabric_path": "main", "pinned": true, "type": "data"})),
+    ));
+    for owner in ["pe", "act", "pool", "dve", "sp"] {
+        accepted(&on(Arch::Cayman, &q(json!({"owner": owner, "type": "in"}))));
+    }
+    refused(
+        &on(Arch::Cayman, &q(json!({"owner": "gpsimd", "type": "data"}))),
+        "G21a",
+        2,
+        "Invalid owner 'gpsimd' for DMA queue q0",
+    );
+    // An empty or non-string owner is present and not an engine.
+    refused(
+        &on(Arch::Cayman, &q(json!({"owner": "", "type": "data"}))),
+        "G21a",
+        2,
+        "Invalid owner '' for DMA queue q0",
+    );
+    refused(
+        &on(Arch::Cayman, &q(json!({"owner": 2, "type": "data"}))),
+        "G21a",
+        2,
+        "Invalid owner '' for DMA queue q0",
+    );
+}
+
+#[test]
+fn g21b_dynamic_queues_are_known_and_unknown_types_are_not() {
+    let q = |v: Value| with_def(|d| d["dma_queue"] = json!({"q0": v}));
+    // Every queue neuronx-cc 2.23 writes.
+    accepted(&on(
+        Arch::Cayman,
+        &q(json!({"owner": "act", "type": "dynamic", "num_queues": 16,
+                  "semaphore_set": (0..16).collect::<Vec<u64>>(), "fabric_path": "main",
+                  "dynamic_dma": {"SB_scratch_partition_offset": 0, "SB_scratch_partition_size": 16384}})),
+    ));
+    for kind in ["Dynamic", "dyn", "indirect_memcpy"] {
+        refused(
+            &on(Arch::Cayman, &q(json!({"owner": "pool", "type": kind}))),
+            "G21b",
+            2,
+            &format!("Invalid DMA queue type '{kind}' for q0"),
+        );
+    }
+}
+
+#[test]
+fn g21c_refuses_queue_instances_not_num_queues() {
+    let q = |v: Value| with_def(|d| d["dma_queue"] = json!({"q0": v}));
+    // num_queues 16 on in queues: every neuronx-cc file.
+    for kind in ["in", "out", "data", "embedding_update", "dynamic"] {
+        let r = on(
+            Arch::Cayman,
+            &q(json!({"owner": "pool", "type": kind, "num_queues": 16})),
+        );
+        accepted(&r);
+        assert!(r.warnings.is_empty(), "{kind}: {:?}", r.warnings);
+    }
+    // Above AWS's documented 16: loaded, with a note.
+    let r = on(
+        Arch::Cayman,
+        &q(json!({"owner": "pool", "type": "in", "num_queues": 17})),
+    );
+    accepted(&r);
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("num_queues 17 is above 16")),
+        "{:?}",
+        r.warnings
+    );
+    for (kind, label) in [
+        ("in", "input"),
+        ("out", "output"),
+        ("embedding_update", "embedding update"),
+    ] {
+        let r = on(
+            Arch::Cayman,
+            &q(json!({"owner": "pool", "type": kind, "queue_instances": ["a", "b"]})),
+        );
+        refused(
+            &r,
+            "G21c",
+            2,
+            &format!("Invalid Neff: Queue set instances are not supported for {label} queues (q0)"),
+        );
+        // An empty list names no instance.
+        accepted(&on(
+            Arch::Cayman,
+            &q(json!({"owner": "pool", "type": kind, "queue_instances": []})),
+        ));
+    }
+    // Queue sets are fine on data queues.
+    accepted(&on(
+        Arch::Cayman,
+        &q(json!({"owner": "pool", "type": "data", "queue_instances": ["a", "b"]})),
+    ));
+    // act_load still needs num_queues 1.
+    assert_eq!(
+        on(
+            Arch::Cayman,
+            &q(json!({"owner": "act", "type": "act_load", "num_queues": 16}))
+        )
+        .gate
+        .as_deref(),
+        Some("G21d")
+    );
+}
+
+#[test]
+fn g26_cast_and_transpose_descriptors() {
+    let block =
+        |desc: Value| with_def(|d| d["dma"] = json!([{"queue": "q", "id": 0, "desc": [desc]}]));
+    // neuronx-cc 2.18+: a dtype conversion; no CCE `_dtype` needed.
+    accepted(&on(
+        Arch::Cayman,
+        &block(
+            json!({"from": "SB", "from_dtype": "float32", "from_off": 0, "from_sizes": [8, 2],
+                      "from_steps": [1, 8], "num_tiling_dimensions": 1, "op": "cast", "to": "y",
+                      "to_dtype": "float16", "to_off": 0, "to_sizes": [8, 2], "to_steps": [1, 8]}),
+        ),
+    ));
+    // neuronx-cc 2.21: transposes carry the transpose keys and no op.
+    accepted(&on(
+        Arch::Cayman,
+        &block(
+            json!({"from": "x", "to": "y", "from_sizes": [4], "from_steps": [1],
+                      "to_sizes": [4], "to_steps": [1], "transpose_op": "WZXY",
+                      "transpose_shape": [1, 1, 128, 128], "transpose_element_size": 2}),
+        ),
+    ));
+    for op in ["copy", "transpose", "transpose_op"] {
+        accepted(&on(Arch::Cayman, &block(json!({ "op": op }))));
+    }
+    for op in ["Cast", "convert", "mul"] {
+        refused(
+            &on(Arch::Cayman, &block(json!({ "op": op }))),
+            "G26",
+            2,
+            &format!("Unknown dma operation: {op}"),
+        );
+    }
+    // The documented compute ops still need their dtype.
+    refused(
+        &on(Arch::Cayman, &block(json!({"op": "fma"}))),
+        "G26",
+        2,
+        "Invalid cce desc ap without dtype",
+    );
+}
+
+#[test]
+fn g29_vnc_size_0_reads_as_1() {
+    let zero = graphs(1, 0, &[]);
+    accepted(&on(Arch::Sunda, &zero));
+    accepted(&on(Arch::Cayman, &zero));
+    let r = on(Arch::Cayman, &graphs(2, 0, &[]));
+    refused(
+        &r,
+        "G29a",
+        2,
+        "Insufficient number of pncs, required 2, available 1",
+    );
+    assert!(
+        r.detail.as_deref().is_some_and(|d| d.contains("not set")),
+        "{r:#?}"
+    );
+}
+
+/// The minimal model with the activation and DVE engine files replaced and
+/// `extra` members added.
+fn with_engines(act: Value, dve: Value, extra: &[(&str, &[u8])]) -> Loaded {
+    let act = serde_json::to_vec(&act).unwrap();
+    let dve = serde_json::to_vec(&dve).unwrap();
+    let mut replace: Vec<(&str, &[u8])> = vec![("sg00/act.json", &act), ("sg00/dve.json", &dve)];
+    replace.extend_from_slice(extra);
+    load_buffer(
+        Some(&model_neff(&replace)),
+        &RuntimeProfile::for_arch(Arch::Cayman),
+    )
+}
+
+#[test]
+fn engine_tables_count_as_referenced() {
+    let act_info = serde_json::to_vec(&json!({
+        "pwp_file_keys": ["bkt_bin", "ctrl_bin", "profile_json"],
+        "act_func_sets": [
+            {"name": "exp_and_others", "bkt_bin": "exp_and_others_bkt.bin",
+             "ctrl_bin": "exp_and_others_ctrl.bin", "profile_json": "exp_and_others.json",
+             "act": {"exp": 400}},
+            // Listed in act_info.json but not used: its files need not be stored.
+            {"name": "small", "bkt_bin": "small_bkt.bin", "ctrl_bin": "small_ctrl.bin",
+             "profile_json": "small.json", "act": {"identity": 1}}
+        ]
+    }))
+    .unwrap();
+    let act = json!({"act_info": "act_info.json", "act_semaphore": 12,
+                     "activation_function_sets": ["exp_and_others"], "dma": [],
+                     "instr": "act.bin", "name": "act.json"});
+    let members: Vec<(&str, &[u8])> = vec![
+        ("sg00/act_info.json", &act_info),
+        ("sg00/exp_and_others.json", b"{}"),
+        ("sg00/exp_and_others_bkt.bin", b"\0"),
+        ("sg00/exp_and_others_ctrl.bin", b"\0"),
+        ("sg00/default_control_table.bin", b"\0"),
+        ("sg00/default_control_fast_table.bin", b"\0"),
+        ("sg00/default_control_slow_table.bin", b"\0"),
+        ("sg00/default_datapath_table.bin", b"\0"),
+        ("sg00/default_opcode_table.bin", b"\0"),
+    ];
+    let old = json!([{"control_table": "default_control_table.bin",
+                      "datapath_table": "default_datapath_table.bin",
+                      "opcode_table": "default_opcode_table.bin"}]);
+    let new = json!([{"control_fast_table": "default_control_fast_table.bin",
+                      "control_slow_table": "default_control_slow_table.bin",
+                      "datapath_table": "default_datapath_table.bin",
+                      "opcode_table": "default_opcode_table.bin"}]);
+    let object = json!({"control_table": "default_control_table.bin",
+                        "datapath_table": "default_datapath_table.bin",
+                        "opcode_table": "default_opcode_table.bin"});
+    for (tables, unused) in [
+        (
+            old,
+            &[
+                "sg00/default_control_fast_table.bin",
+                "sg00/default_control_slow_table.bin",
+            ][..],
+        ),
+        (new, &["sg00/default_control_table.bin"][..]),
+        (
+            object,
+            &[
+                "sg00/default_control_fast_table.bin",
+                "sg00/default_control_slow_table.bin",
+            ],
+        ),
+    ] {
+        let dve = json!({"dma": [], "dve_tables": tables, "instr": "dve.bin", "name": "dve.json"});
+        let loaded = with_engines(act.clone(), dve, &members);
+        accepted(&loaded.report);
+        assert!(
+            loaded.report.warnings.is_empty(),
+            "{:?}",
+            loaded.report.warnings
+        );
+        let model = loaded.model.unwrap();
+        assert!(
+            model.missing_references.is_empty(),
+            "{:?}",
+            model.missing_references
+        );
+        let mut left = model.unreferenced_members.clone();
+        left.retain(|m| !unused.contains(&m.as_str()));
+        assert!(left.is_empty(), "{left:?}");
+    }
+    // A set act_info.json does not list, and a set whose files are absent, are noted.
+    let act = json!({"act_info": "act_info.json", "activation_function_sets": ["small", "nope"],
+                     "dma": [], "instr": "act.bin"});
+    let dve = json!({"dma": [], "instr": "dve.bin"});
+    let loaded = with_engines(act, dve, &members[..1]);
+    accepted(&loaded.report);
+    let missing: Vec<String> = loaded
+        .model
+        .unwrap()
+        .missing_references
+        .iter()
+        .map(|m| m.member.clone())
+        .collect();
+    assert_eq!(
+        missing,
+        [
+            "sg00/small_bkt.bin",
+            "sg00/small_ctrl.bin",
+            "sg00/small.json"
+        ]
+    );
+    assert!(
+        loaded
+            .report
+            .warnings
+            .iter()
+            .any(|w| w.contains("\"nope\" is not listed in sg00/act_info.json")),
+        "{:?}",
+        loaded.report.warnings
+    );
+}
+
+#[test]
+fn debug_listings_and_streams_of_real_def_json() {
+    let def = edit(DEF_JSON, |d| {
+        d["cc_streams"] = json!({"num_streams": 0});
+        d["pe_dbg"] = json!(["debug_info_backend_PE.dbg"]);
+        d["dma_dbg"] = json!(["debug_info_backend_DMA.dbg"]);
+    });
+    let n = model_neff(&[
+        ("sg00/def.json", &def),
+        ("sg00/debug_info_backend_PE.dbg", b"x"),
+        ("sg00/debug_info_backend_DMA.dbg", b"x"),
+    ]);
+    let loaded = load_buffer(Some(&n), &RuntimeProfile::for_arch(Arch::Cayman));
+    accepted(&loaded.report);
+    assert!(
+        loaded.report.warnings.is_empty(),
+        "{:?}",
+        loaded.report.warnings
+    );
+    let model = loaded.model.unwrap();
+    assert!(
+        model.unreferenced_members.is_empty(),
+        "{:?}",
+        model.unreferenced_members
+    );
+    let bad = with_def(|d| d["cc_streams"] = json!({"num_streams": "two"}));
+    let r = on(Arch::Cayman, &bad);
+    accepted(&r);
+    assert_eq!(
+        r.warnings,
+        ["sg00/def.json: cc_streams.num_streams \"two\" is not an unsigned integer"]
+    );
+}
+
+#[test]
+fn a_wavegraph_member_in_the_archive_is_not_missing() {
+    // neuron-cc 1.15: def.json names sg00/wavegraph-bin.json, which the
+    // runtime's walk skips but the archive holds.
+    let def = edit(DEF_JSON, |d| {
+        d["debug_info"] = json!({"wavegraph": "wavegraph-bin.json"})
+    });
+    let n = model_neff(&[("sg00/def.json", &def), ("sg00/wavegraph-bin.json", b"{}")]);
+    let loaded = load_buffer(Some(&n), &RuntimeProfile::for_arch(Arch::Cayman));
+    accepted(&loaded.report);
+    assert_eq!(
+        loaded.report.warnings,
+        ["member sg00/wavegraph-bin.json skipped: the runtime never stores members whose names end in wavegraph-bin.json"]
+    );
+    assert!(loaded.model.unwrap().missing_references.is_empty());
+    // Absent from the archive: a missing reference.
+    let n = model_neff(&[("sg00/def.json", &def)]);
+    let loaded = load_buffer(Some(&n), &RuntimeProfile::for_arch(Arch::Cayman));
+    accepted(&loaded.report);
+    assert_eq!(loaded.model.unwrap().missing_references.len(), 1);
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::io::{Read, Seek};
 
 use serde_json::Value;
 
-use crate::container::{fetch_member, Container};
+use crate::container::{fetch_member, Container, EntryFate};
 use crate::gate::{Gate, Rejection};
 use crate::json;
 use crate::model::{MissingReference, ModelSummary};
@@ -80,9 +80,20 @@ impl<'a> Ctx<'a> {
             .map(|m| m.prefix.as_slice())
     }
 
-    /// Notes a reference to a member the runtime never opens; warns when absent.
+    /// True when the archive holds an entry stored under `key` that the
+    /// runtime's walk skipped (a `wavegraph-bin.json`): it is in the NEFF
+    /// even though the runtime never keeps it.
+    pub fn skipped_in_archive(&self, key: &str) -> bool {
+        self.container.entries.iter().any(|e| {
+            e.fate == EntryFate::Wavegraph
+                && e.raw_name.strip_prefix(b"./").unwrap_or(&e.raw_name) == key.as_bytes()
+        })
+    }
+
+    /// Notes a reference to a member the runtime never opens; warns when it
+    /// is not in the archive at all (one the walk skipped is in the archive).
     pub fn tolerated_reference(&mut self, from: &str, key: &str, member: &str) {
-        if !self.exists(member) {
+        if !self.exists(member) && !self.skipped_in_archive(member) {
             self.warnings.push(format!(
                 "{from}: {key} refers to {member}, which is not in the NEFF (the runtime never opens it)"
             ));

@@ -93,9 +93,9 @@ gates! {
     G19 => Invalid, "Every variable parses (no code in the spec).";
     G20a => Invalid, "var_ids are dense 0..N-1 (no code in the spec).";
     G20b => Invalid, "At least one output variable (no code in the spec).";
-    G21a => Invalid, "Each DMA queue has a valid owner engine.";
-    G21b => Invalid, "Each DMA queue has a known `type`.";
-    G21c => Invalid, "No queue-set instances on in/out/embedding_update queues.";
+    G21a => Invalid, "A DMA queue's `owner`, when present, is an engine.";
+    G21b => Invalid, "Each DMA queue has a known `type` (in, out, data, act_load, embedding_update, dynamic).";
+    G21c => Invalid, "No `queue_instances` list on in/out/embedding_update queues (`num_queues` is allowed).";
     G21d => Invalid, "Semaphore and act_load queue limits.";
     G22 => Invalid, "replica_groups and src_target_pairs parse (no code in the spec).";
     G23 => Invalid, "At most 18 default ExtISA ops (no code in the spec).";

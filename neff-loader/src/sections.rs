@@ -26,6 +26,9 @@ const MAX_EXT_ISA_OPS: usize = 18;
 /// Largest number of semaphores per queue set.
 const MAX_QUEUE_SEMAPHORES: usize = 32;
 
+/// Most queues in one queue set (`num_queues`) by AWS's def.json documentation.
+const MAX_QUEUES_PER_SET: u64 = 16;
+
 /// A ucode function as staging sees it.
 #[derive(Debug, Clone)]
 pub struct UcodeFunction {
@@ -69,9 +72,14 @@ pub fn run(ctx: &mut Ctx<'_>, kelf: &Kelf) -> Result<Vec<GraphStaging>, Rejectio
 fn lnc(ctx: &mut Ctx<'_>, graphs: usize) -> Result<(), Rejection> {
     let header = &ctx.container.header;
     let from_config = header.feature_bits() & features::VNC != 0;
+    // vnc_size 0 is "not set" and reads as 1 (the Python packager writes 0, spec §11.1).
+    let header_vnc = match header.vnc_size() {
+        0 => 1,
+        n => n,
+    };
     let core_size = match (from_config, ctx.profile.virtual_core_size) {
         (true, Some(size)) => size,
-        _ => header.vnc_size(),
+        _ => header_vnc,
     };
     let nkbin = graphs as u64;
     let available = u64::from(core_size);
@@ -81,8 +89,9 @@ fn lnc(ctx: &mut Ctx<'_>, graphs: usize) -> Result<(), Rejection> {
             format!("Insufficient number of pncs, required {nkbin}, available {available}"),
         )
         .detail(format!(
-            "{nkbin} graphs need {nkbin} physical cores; the virtual core has {available} (header vnc_size {}{})",
+            "{nkbin} graphs need {nkbin} physical cores; the virtual core has {available} (header vnc_size {}{}{})",
             header.vnc_size(),
+            if header.vnc_size() == 0 { ", i.e. not set: 1" } else { "" },
             if from_config { ", feature 0x400 set: the runtime config decides" } else { "" }
         )));
     }
@@ -186,11 +195,24 @@ fn graph_body(
     ext_isa(def, &def_member)?;
     ucode_libs(ctx, def, &def_member, &sg_dir, summary, staging)?;
     carveouts(ctx, def, &def_member, resolved, summary, staging)?;
+    // Collective streams: a top-level `num_streams`, or (2.18+)
+    // `cc_streams: {"num_streams": N}` (spec §11.4).
     if let Some(n) = def.get("num_streams") {
         if n.as_u64().is_none() {
             ctx.warnings.push(format!(
                 "{def_member}: num_streams {n} is not an unsigned integer"
             ));
+        }
+    }
+    if let Some(cc) = def.get("cc_streams") {
+        match cc.get("num_streams") {
+            Some(n) if n.as_u64().is_some() => {}
+            Some(n) => ctx.warnings.push(format!(
+                "{def_member}: cc_streams.num_streams {n} is not an unsigned integer"
+            )),
+            None => ctx
+                .warnings
+                .push(format!("{def_member}: cc_streams has no num_streams")),
         }
     }
     dma_blocks(def.get("dma"), &def_member, "dma")?;
@@ -208,6 +230,18 @@ fn graph_body(
     {
         let member = in_dir(&sg_dir, wavegraph);
         ctx.tolerated_reference(&def_member, "debug_info.wavegraph", &member);
+    }
+    // Debug listings: `<eng>_dbg`, `<eng>_asm_dbg`, `dma_dbg` (spec §11.4),
+    // each a list of members in the graph's folder.
+    if let Some(map) = def.as_object() {
+        for (key, files) in map.iter().filter(|(k, _)| k.ends_with("_dbg")) {
+            for (i, file) in files.as_array().into_iter().flatten().enumerate() {
+                if let Some(file) = file.as_str() {
+                    let member = in_dir(&sg_dir, file);
+                    ctx.tolerated_reference(&def_member, &format!("{key}[{i}]"), &member);
+                }
+            }
+        }
     }
     engines(ctx, def, &def_member, &sg_dir, summary)?;
     Ok(())
@@ -420,16 +454,24 @@ fn queues(
         ));
     };
     for (name, q) in entries {
-        let owner = q.get("owner").and_then(Value::as_str).unwrap_or_default();
-        if !ENGINES.contains(&owner) {
-            return Err(reject(
-                Gate::G21a,
-                format!("Invalid owner '{owner}' for DMA queue {name}"),
-                format!(
-                    "{member}: dma_queue {name:?}: owner must be one of pe, act, pool, dve, sp"
-                ),
-            ));
-        }
+        // `owner` is optional (absent on neuron-cc 1.15 `pinned` queues, spec
+        // §11.4); one that is present must name an engine.
+        let owner = match q.get("owner") {
+            None => "",
+            Some(o) => {
+                let text = o.as_str().unwrap_or_default();
+                if !ENGINES.contains(&text) {
+                    return Err(reject(
+                        Gate::G21a,
+                        format!("Invalid owner '{text}' for DMA queue {name}"),
+                        format!(
+                            "{member}: dma_queue {name:?}: owner {o} must be one of pe, act, pool, dve, sp (or absent)"
+                        ),
+                    ));
+                }
+                text
+            }
+        };
         let Some(kind) = q.get("type").and_then(Value::as_str) else {
             return Err(reject(
                 Gate::G21b,
@@ -441,25 +483,33 @@ fn queues(
             "in" => Some("input"),
             "out" => Some("output"),
             "embedding_update" => Some("embedding update"),
-            "data" | "act_load" => None,
+            "data" | "act_load" | "dynamic" => None,
             other => {
                 return Err(reject(
                     Gate::G21b,
                     format!("Invalid DMA queue type '{other}' for {name}"),
-                    format!("{member}: dma_queue {name:?}: type must be in, out, data, act_load or embedding_update"),
+                    format!("{member}: dma_queue {name:?}: type must be in, out, data, act_load, embedding_update or dynamic"),
                 ));
             }
         };
-        let instances = ["num_queues", "queue_instances"]
-            .iter()
-            .filter_map(|k| q.get(*k).and_then(Value::as_u64))
-            .max()
-            .unwrap_or(1);
-        if let (Some(label), true) = (set_label, instances > 1) {
+        // Queue-set instances are a `queue_instances` list of strings; refused
+        // on in/out/embedding_update queues. `num_queues` (the queues of the
+        // set, up to 16) is allowed on every type (spec §11.4, §11.5).
+        let listed = q
+            .get("queue_instances")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
+        if let (Some(label), true) = (set_label, listed > 0) {
             return Err(reject(
                 Gate::G21c,
                 format!("Invalid Neff: Queue set instances are not supported for {label} queues ({name})"),
-                format!("{member}: dma_queue {name:?} asks for {instances} queue instances"),
+                format!("{member}: dma_queue {name:?} lists {listed} queue_instances"),
+            ));
+        }
+        let instances = q.get("num_queues").and_then(Value::as_u64).unwrap_or(1);
+        if instances > MAX_QUEUES_PER_SET {
+            ctx.warnings.push(format!(
+                "{member}: dma_queue {name:?}: num_queues {instances} is above {MAX_QUEUES_PER_SET}, the most AWS's def.json documentation allows"
             ));
         }
         let semaphores = match (q.get("semaphore_set"), q.get("semaphore")) {
@@ -782,9 +832,12 @@ fn dma_desc(desc: Option<&Map<String, Value>>, at: &str) -> Result<(), Rejection
             format!("{at} is not an object"),
         ));
     };
+    // No `op` means COPY, or a transpose when the descriptor carries the
+    // transpose keys (`transpose_op` holds a permutation such as "WZXY",
+    // spec §11.4). `cast` converts between from_dtype and to_dtype.
     let op = desc.get("op").and_then(Value::as_str).unwrap_or("copy");
     let compute = match op {
-        "copy" | "transpose" | "transpose_op" => false,
+        "copy" | "cast" | "transpose" | "transpose_op" => false,
         "fma" | "add" | "min" | "max" => true,
         other => {
             return Err(reject(
@@ -893,25 +946,120 @@ fn engines(
                 format!("{instr_member} is {size} bytes"),
             ));
         }
-        for key in ["act_info"] {
-            if let Some(name) = doc.get(key).and_then(Value::as_str) {
-                ctx.tolerated_reference(&eng_member, key, &in_dir(sg_dir, name));
-            }
-        }
-        if let Some(tables) = doc.get("dve_tables").and_then(Value::as_object) {
-            for (key, name) in tables {
-                if let Some(name) = name.as_str() {
-                    ctx.tolerated_reference(
-                        &eng_member,
-                        &format!("dve_tables.{key}"),
-                        &in_dir(sg_dir, name),
-                    );
-                }
-            }
-        }
+        engine_references(ctx, &doc, &eng_member, sg_dir);
         info.instr = Some(instr_member);
         info.instr_size = Some(size);
         summary.engines.push(info);
     }
     Ok(())
+}
+
+/// Members an engine JSON names that the loader does not open: the
+/// activation tables (`act_info` and the sets of `activation_function_sets`)
+/// and the DVE tables. Recorded as referenced; warned about when absent.
+fn engine_references(ctx: &mut Ctx<'_>, doc: &Value, eng_member: &str, sg_dir: &str) {
+    let act_info = doc
+        .get("act_info")
+        .and_then(Value::as_str)
+        .map(|name| in_dir(sg_dir, name));
+    if let Some(info) = &act_info {
+        ctx.tolerated_reference(eng_member, "act_info", info);
+    }
+    if let Some(sets) = doc
+        .get("activation_function_sets")
+        .and_then(Value::as_array)
+    {
+        let info_doc = act_info.as_deref().and_then(|m| act_info_doc(ctx, m));
+        for (i, set) in sets.iter().enumerate() {
+            let Some(set_name) = set.as_str() else {
+                ctx.warnings.push(format!(
+                    "{eng_member}: activation_function_sets[{i}] is not a set name"
+                ));
+                continue;
+            };
+            let Some(info_doc) = &info_doc else {
+                // No act_info.json to resolve through (already warned about):
+                // the compilers' naming, `<set>.json`, `<set>_bkt.bin`, `<set>_ctrl.bin`.
+                for suffix in [".json", "_bkt.bin", "_ctrl.bin"] {
+                    ctx.exists(&in_dir(sg_dir, &format!("{set_name}{suffix}")));
+                }
+                continue;
+            };
+            let entry = info_doc
+                .get("act_func_sets")
+                .and_then(Value::as_array)
+                .and_then(|all| {
+                    all.iter()
+                        .find(|s| s.get("name").and_then(Value::as_str) == Some(set_name))
+                });
+            let Some(entry) = entry else {
+                let info = act_info.as_deref().unwrap_or("act_info");
+                ctx.warnings.push(format!(
+                    "{eng_member}: activation function set {set_name:?} is not listed in {info}'s act_func_sets"
+                ));
+                continue;
+            };
+            // act_info.json names its file keys in `pwp_file_keys`.
+            let file_keys: Vec<&str> = match info_doc.get("pwp_file_keys").and_then(Value::as_array)
+            {
+                Some(keys) => keys.iter().filter_map(Value::as_str).collect(),
+                None => ACT_SET_FILE_KEYS.to_vec(),
+            };
+            for key in file_keys {
+                if let Some(file) = entry.get(key).and_then(Value::as_str) {
+                    ctx.tolerated_reference(
+                        eng_member,
+                        &format!("activation_function_sets[{i}] ({set_name}).{key}"),
+                        &in_dir(sg_dir, file),
+                    );
+                }
+            }
+        }
+    }
+    // `dve_tables`: an array of table objects (real compilers), or one object.
+    let tables: Vec<&Map<String, Value>> = match doc.get("dve_tables") {
+        Some(Value::Array(items)) => items.iter().filter_map(Value::as_object).collect(),
+        Some(Value::Object(map)) => vec![map],
+        _ => Vec::new(),
+    };
+    for (i, table) in tables.iter().enumerate() {
+        for (key, name) in table.iter() {
+            if let Some(name) = name.as_str() {
+                ctx.tolerated_reference(
+                    eng_member,
+                    &format!("dve_tables[{i}].{key}"),
+                    &in_dir(sg_dir, name),
+                );
+            }
+        }
+    }
+}
+
+/// The keys of an `act_func_sets` entry of act_info.json that name members,
+/// when act_info.json has no `pwp_file_keys`.
+const ACT_SET_FILE_KEYS: [&str; 3] = ["bkt_bin", "ctrl_bin", "profile_json"];
+
+/// act_info.json parsed, when stored and valid JSON (the loader never reads
+/// it, so a bad one is a warning, not a rejection).
+fn act_info_doc(ctx: &mut Ctx<'_>, member: &str) -> Option<Value> {
+    let bytes = match ctx.bytes(member, Gate::G27) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => return None,
+        Err(e) => {
+            ctx.warnings.push(format!(
+                "{member} could not be read ({}); its activation sets are not resolved",
+                e.message
+            ));
+            return None;
+        }
+    };
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            ctx.warnings.push(format!(
+                "{member} is not valid JSON ({e}); its activation sets are not resolved"
+            ));
+            None
+        }
+    }
 }

@@ -408,7 +408,11 @@ fn checked_rules_name_the_subgraph_and_key() {
         ),
         (
             NeffBuilder::new().subgraph("sg00", |sg| {
-                base(sg).dma_queue("q", DmaQueue::new(Engine::Pool, QueueType::In).num_queues(2))
+                base(sg).dma_queue(
+                    "q",
+                    DmaQueue::new(Engine::Pool, QueueType::In)
+                        .key("queue_instances", serde_json::json!(["q_0", "q_1"])),
+                )
             }),
             "dma_queue \"q\": Invalid Neff: Queue set instances are not supported for input queues (q)",
         ),
@@ -421,7 +425,7 @@ fn checked_rules_name_the_subgraph_and_key() {
         (
             NeffBuilder::new().subgraph("sg00", |sg| {
                 let mut q = DmaQueue::new(Engine::Pool, QueueType::Data);
-                q.owner = "gpsimd".into();
+                q.owner = Some("gpsimd".into());
                 base(sg).dma_queue("q", q)
             }),
             "Invalid owner 'gpsimd' for DMA queue q",
@@ -657,4 +661,57 @@ fn engine_programs_and_extra_members() {
     let mut first = [0u8; 1];
     reader.read_exact(&mut first).unwrap();
     assert_eq!(first[0], 0xC1);
+}
+
+#[test]
+fn the_checked_builder_takes_the_real_compilers_queue_and_descriptor_forms() {
+    // What neuronx-cc / neuron-cc write (spec §11.4): num_queues 16 on an in
+    // queue, a dynamic queue, a pinned queue with no owner, cast and
+    // transpose descriptors.
+    let mut pinned = DmaQueue::new(Engine::Pool, QueueType::Data).key("pinned", true);
+    pinned.owner = None;
+    let pool = DmaBlock::new("q_in", 0)
+        .desc(
+            DmaDesc::copy("x", "y")
+                .op("cast")
+                .from_ap([4], [1])
+                .to_ap([4], [1])
+                .key("from_dtype", "float32")
+                .key("to_dtype", "float16"),
+        )
+        .desc(
+            DmaDesc::copy("x", "y")
+                .from_ap([4], [1])
+                .to_ap([4], [1])
+                .key("transpose_op", "WZXY")
+                .key("transpose_shape", serde_json::json!([1, 1, 2, 2]))
+                .key("transpose_element_size", 4),
+        );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("real-forms.neff");
+    NeffBuilder::new()
+        .member("hlo_stats.json", br#"{"mac_count": 0}"#.to_vec())
+        .subgraph("sg00", |sg| {
+            sg.input("x", f32s(&[4]))
+                .output("y", f32s(&[4]))
+                .dma_queue(
+                    "q_in",
+                    DmaQueue::new(Engine::Pool, QueueType::In)
+                        .num_queues(16)
+                        .semaphore_set(vec![0; 16]),
+                )
+                .dma_queue(
+                    "q_dyn",
+                    DmaQueue::new(Engine::Act, QueueType::Dynamic).num_queues(16).key(
+                        "dynamic_dma",
+                        serde_json::json!({"SB_scratch_partition_offset": 0, "SB_scratch_partition_size": 16384}),
+                    ),
+                )
+                .dma_queue("q_pinned", pinned)
+                .engine(Engine::Pool, EngineProgram::new().dma(pool))
+        })
+        .write_to_path(&path)
+        .unwrap();
+    let verdict = verify_file(&path, &RuntimeProfile::default()).unwrap();
+    assert!(verdict.accepted, "{:#?}", verdict.report());
 }

@@ -43,7 +43,8 @@ pub struct DefJson {
     /// resolves to CAYMAN unless `NEURON_RT_ALLOW_LEGACY_NEFF=1`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime_statebuffer_reservation: Option<Vec<Carveout>>,
-    /// Collective streams (default 1).
+    /// Collective streams (default 1). neuronx-cc 2.18+ writes
+    /// `cc_streams: {"num_streams": N}` instead, kept in `extra`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub num_streams: Option<u64>,
     /// Top-level DMA blocks.
@@ -337,16 +338,21 @@ pub enum QueueType {
     ActLoad,
     /// `embedding_update` (EMBEDDING_UPDATE 15).
     EmbeddingUpdate,
+    /// `dynamic`: a queue the device fills at run time, with a `dynamic_dma`
+    /// object (`SB_scratch_partition_offset`, `SB_scratch_partition_size`);
+    /// every queue neuronx-cc 2.23 writes (spec §11.4).
+    Dynamic,
 }
 
 impl QueueType {
     /// Every queue type.
-    pub const ALL: [QueueType; 5] = [
+    pub const ALL: [QueueType; 6] = [
         QueueType::In,
         QueueType::Out,
         QueueType::Data,
         QueueType::ActLoad,
         QueueType::EmbeddingUpdate,
+        QueueType::Dynamic,
     ];
 
     /// The manifest spelling.
@@ -357,6 +363,7 @@ impl QueueType {
             QueueType::Data => "data",
             QueueType::ActLoad => "act_load",
             QueueType::EmbeddingUpdate => "embedding_update",
+            QueueType::Dynamic => "dynamic",
         }
     }
 
@@ -365,7 +372,8 @@ impl QueueType {
         QueueType::ALL.into_iter().find(|t| t.as_str() == text)
     }
 
-    /// Whether queue-set instances (`num_queues`) are refused for this type (G21c).
+    /// Whether queue-set instances (a non-empty `queue_instances` list) are
+    /// refused for this type (G21c). `num_queues` is allowed on every type.
     pub fn forbids_queue_sets(self) -> bool {
         matches!(
             self,
@@ -391,7 +399,7 @@ impl<'de> Deserialize<'de> for QueueType {
         let text = String::deserialize(d)?;
         QueueType::parse(&text).ok_or_else(|| {
             serde::de::Error::custom(format!(
-                "unknown DMA queue type {text:?}: expected in, out, data, act_load or embedding_update"
+                "unknown DMA queue type {text:?}: expected in, out, data, act_load, embedding_update or dynamic"
             ))
         })
     }
@@ -406,7 +414,7 @@ impl schemars::JsonSchema for QueueType {
         schemars::json_schema!({
             "description": "DMA queue type (spec §4.3.2).",
             "type": "string",
-            "enum": ["in", "out", "data", "act_load", "embedding_update"]
+            "enum": ["in", "out", "data", "act_load", "embedding_update", "dynamic"]
         })
     }
 }
@@ -417,10 +425,13 @@ pub const MAX_SEMAPHORES_PER_QUEUE_SET: usize = 32;
 /// One `dma_queue` entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DmaQueue {
-    /// REQUIRED. The owning engine: `pe`, `act`, `pool`, `dve` or `sp`.
-    #[schemars(with = "Engine")]
-    pub owner: String,
-    /// REQUIRED. The queue type: in, out, data, act_load or embedding_update.
+    /// The owning engine: `pe`, `act`, `pool`, `dve` or `sp`. Optional
+    /// (neuron-cc 1.15 writes `pinned` queues without one); one that is
+    /// present must be an engine (G21a).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Engine>")]
+    pub owner: Option<String>,
+    /// REQUIRED. The queue type: in, out, data, act_load, embedding_update or dynamic.
     #[serde(rename = "type")]
     #[schemars(with = "QueueType")]
     pub kind: String,
@@ -430,14 +441,16 @@ pub struct DmaQueue {
     /// Completion semaphores, one per queue of the set (at most 32).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub semaphore_set: Option<Vec<u64>>,
-    /// Queues in the set; refused for `in`, `out` and `embedding_update`;
-    /// must be 1 for `act_load`.
+    /// Queues in the set (at most 16 by AWS's documentation; real compilers
+    /// write 16 on `in` queues), allowed on every type; must be 1 for
+    /// `act_load`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub num_queues: Option<u64>,
     /// `data` queues only: an indirect memcpy (INDIRECT_MEMCPY) queue.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub indirect_memcpy: Option<bool>,
-    /// Every other key (`queue_instances`, `pinned`, `dge`, `dynamic_dma`,
+    /// Every other key (`queue_instances`, a list of strings refused on
+    /// in/out/embedding_update queues; `pinned`, `dge`, `dynamic_dma`,
     /// `embedding_update_sync_semaphore`, …), kept as it is.
     #[serde(flatten)]
     pub extra: Extra,
@@ -449,7 +462,7 @@ impl DmaQueue {
     /// A queue owned by `owner` of type `kind`.
     pub fn new(owner: Engine, kind: QueueType) -> DmaQueue {
         DmaQueue {
-            owner: owner.as_str().to_string(),
+            owner: Some(owner.as_str().to_string()),
             kind: kind.as_str().to_string(),
             semaphore: None,
             semaphore_set: None,
@@ -483,9 +496,27 @@ impl DmaQueue {
         self
     }
 
-    /// The owner, if it is an engine name.
+    /// The owner, if it is present and an engine name.
     pub fn owner_engine(&self) -> Option<Engine> {
-        Engine::parse_runtime(&self.owner)
+        self.owner.as_deref().and_then(Engine::parse_runtime)
+    }
+
+    /// The owner's problem (G21a), if any: one that is present must be an engine.
+    pub fn owner_problem(&self) -> Option<String> {
+        match &self.owner {
+            Some(owner) if Engine::parse_runtime(owner).is_none() => {
+                Some(format!("Invalid owner '{owner}'"))
+            }
+            _ => None,
+        }
+    }
+
+    /// How many `queue_instances` the queue lists (0 when absent or not a list).
+    pub fn queue_instance_count(&self) -> usize {
+        self.extra
+            .get("queue_instances")
+            .and_then(serde_json::Value::as_array)
+            .map_or(0, Vec::len)
     }
 
     /// The type, if it is a known one.

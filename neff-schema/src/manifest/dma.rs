@@ -5,9 +5,13 @@ use serde::{Deserialize, Serialize};
 
 use super::{extra_keys, Extra};
 
-/// The descriptor `op` strings the runtime knows; absent means `copy`.
-pub const DMA_OPS: [&str; 7] = [
+/// The descriptor `op` strings the runtime knows (AWS's documented ops plus
+/// the `transpose_op` spelling); absent means `copy`, or a transpose when the
+/// descriptor carries `transpose_op` / `transpose_shape` /
+/// `transpose_element_size` (spec §11.4).
+pub const DMA_OPS: [&str; 8] = [
     "copy",
+    "cast",
     "fma",
     "add",
     "min",
@@ -41,8 +45,10 @@ pub struct DmaBlock {
 /// One DMA descriptor: an access pattern from a source to a destination.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DmaDesc {
-    /// `copy` (or absent), `fma`, `add`, `min`, `max`, `transpose`/`transpose_op`;
-    /// anything else is "Unknown dma operation".
+    /// `copy` (or absent), `cast`, `fma`, `add`, `min`, `max`,
+    /// `transpose`/`transpose_op`; anything else is "Unknown dma operation".
+    /// Real transposes have no `op` but the `transpose_op` key (a
+    /// permutation such as `"WZXY"`), kept in `extra`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub op: Option<String>,
     /// The source (a var name).
@@ -69,8 +75,9 @@ pub struct DmaDesc {
     /// The dtype of `scale`; must be `"float32"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scale_dtype: Option<String>,
-    /// Every other key (`from_arr`, `scale`, `constant`, `constant_dtype`,
-    /// `cast`, `transpose_shape`, `transpose_element_size`,
+    /// Every other key (`from_arr`, `from_dtype`, `to_dtype`, `from_off`,
+    /// `to_off`, `scale`, `constant`, `constant_dtype`, `cast`,
+    /// `transpose_op`, `transpose_shape`, `transpose_element_size`,
     /// `num_tiling_dimensions`, …), kept as it is.
     #[serde(flatten)]
     pub extra: Extra,

@@ -128,11 +128,14 @@ pub struct EngineJson {
     /// ACT only: the activation semaphore (fixture 9).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub act_semaphore: Option<u64>,
-    /// ACT only: an info member name (fixture `"act_info.json"`, absent from the NEFF).
+    /// ACT only: the act_info member (`"act_info.json"`; real compilers store
+    /// it, the spec fixture does not). Its `act_func_sets` resolve the names
+    /// in `activation_function_sets` to `<set>.json`, `_bkt.bin`, `_ctrl.bin`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub act_info: Option<String>,
-    /// Every other key (`activation_function_sets`, `profile_meta_data`,
-    /// `dve_tables`, …), kept as it is.
+    /// Every other key (`activation_function_sets`, a list of set names;
+    /// `profile_meta_data`; `dve_tables`, an array of table objects; …),
+    /// kept as it is.
     #[serde(flatten)]
     pub extra: Extra,
 }

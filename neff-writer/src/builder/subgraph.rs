@@ -748,21 +748,18 @@ fn check_io_tensor(at: &str, dtype: &Dtype, shape: &[u64]) -> Result<(), BuildEr
 
 fn check_queue(sg: &str, name: &str, q: &DmaQueue, ctx: &mut Context) -> Result<(), BuildError> {
     let at = format!("subgraph {sg}: dma_queue {name:?}");
-    if q.owner_engine().is_none() {
+    if let Some(problem) = q.owner_problem() {
         return invalid(format!(
-            "{at}: Invalid owner '{}' for DMA queue {name} (use pe, act, pool, dve or sp)",
-            q.owner
+            "{at}: {problem} for DMA queue {name} (use pe, act, pool, dve or sp, or no owner)"
         ));
     }
     let Some(kind) = q.queue_type() else {
         return invalid(format!(
-            "{at}: type {:?} is not one of in, out, data, act_load, embedding_update",
+            "{at}: type {:?} is not one of in, out, data, act_load, embedding_update, dynamic",
             q.kind
         ));
     };
-    if kind.forbids_queue_sets()
-        && (q.num_queues.is_some() || q.extra.contains_key("queue_instances"))
-    {
+    if kind.forbids_queue_sets() && q.queue_instance_count() > 0 {
         let what = match kind {
             QueueType::In => "input",
             QueueType::Out => "output",
