@@ -5,9 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 use neff::loader::extract::{extract, ExtractError};
 use neff::loader::RuntimeProfile;
-use neff::schema::Uuid;
-use neff::writer::HeaderPatch;
-use sha2::{Digest, Sha256};
+use neff::writer::recover::recover_framing;
 
 use super::{print_json, EXIT_OK, EXIT_REJECTED};
 
@@ -30,9 +28,12 @@ pub struct UnpackArgs {
     /// Unpack even when the payload hash does not match.
     #[arg(long)]
     no_verify_hash: bool,
-    /// Also write the header fields a repack needs as JSON (give a path outside
-    /// DIR). Payload-derived fields are left out; so is the UUID when it is the
-    /// content-derived one.
+    /// Also write, as JSON, everything a byte-identical repack needs that the tree
+    /// does not carry (give a path outside DIR): every header field but the
+    /// payload-derived ones (and the UUID when it is content-derived), and under
+    /// "framing" the tar dialect and per-entry fields, member order, gzip header,
+    /// deflate engine and level, padding and hash layout. What cannot be
+    /// reproduced is listed under "not_reproduced" and printed.
     #[arg(long, value_name = "HEADER.json")]
     header_out: Option<PathBuf>,
     /// Print a JSON summary on stdout.
@@ -45,7 +46,7 @@ pub fn run(args: UnpackArgs) -> Result<u8, Box<dyn std::error::Error>> {
         verify_hash: !args.no_verify_hash,
         ..RuntimeProfile::default()
     };
-    let (summary, container) = match extract(&args.file, &args.output, &profile, args.force) {
+    let (summary, _container) = match extract(&args.file, &args.output, &profile, args.force) {
         Ok(done) => done,
         Err(ExtractError::Rejected(report)) => {
             eprintln!("neff: {}: {}", args.file.display(), report.summary());
@@ -56,19 +57,23 @@ pub fn run(args: UnpackArgs) -> Result<u8, Box<dyn std::error::Error>> {
         }
         Err(e) => return Err(e.into()),
     };
+    let mut repack = None;
     if let Some(path) = &args.header_out {
-        let fields = container.header.fields();
-        let mut patch = HeaderPatch::from_fields(&fields);
-        patch.data_size = None;
-        patch.hash = None;
-        if fields.uuid == content_uuid(&args.file, fields.data_size)? {
-            patch.uuid = None;
-        }
-        let text = serde_json::to_string_pretty(&patch)? + "\n";
-        neff::writer::atomic::write_atomic(path, text.as_bytes())?;
+        let recovered = recover_framing(&args.file)?;
+        neff::writer::atomic::write_atomic(path, recovered.file.to_json().as_bytes())?;
+        repack = Some((path.clone(), recovered));
     }
     if args.json {
-        print_json(&summary)?;
+        let mut value = serde_json::to_value(&summary)?;
+        if let (Some(object), Some((path, r))) = (value.as_object_mut(), &repack) {
+            object.insert("header_out".into(), path.display().to_string().into());
+            object.insert("byte_identical_repack".into(), r.exact.into());
+            object.insert(
+                "not_reproduced".into(),
+                serde_json::to_value(&r.file.not_reproduced)?,
+            );
+        }
+        print_json(&value)?;
     } else {
         eprintln!(
             "unpacked {} files and {} folders ({} bytes) into {}",
@@ -77,24 +82,25 @@ pub fn run(args: UnpackArgs) -> Result<u8, Box<dyn std::error::Error>> {
             summary.bytes,
             args.output.display()
         );
+        if let Some((path, r)) = &repack {
+            if r.exact {
+                eprintln!(
+                    "wrote {}: `neff pack {} --header {}` rebuilds this NEFF byte for byte",
+                    path.display(),
+                    args.output.display(),
+                    path.display()
+                );
+            } else {
+                eprintln!(
+                    "wrote {}: a repack will not be byte-identical:",
+                    path.display()
+                );
+                for note in &r.file.not_reproduced {
+                    eprintln!("  - {note}");
+                }
+            }
+        }
     }
     Ok(EXIT_OK)
 }
 
-/// The UUID the packager derives from this NEFF's stored payload.
-fn content_uuid(file: &std::path::Path, data_size: u64) -> std::io::Result<Uuid> {
-    use std::io::{Read, Seek, SeekFrom};
-    let mut f = std::fs::File::open(file)?;
-    f.seek(SeekFrom::Start(1024))?;
-    let mut hasher = Sha256::new();
-    let mut payload = f.take(data_size);
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = payload.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    Ok(Uuid::from_sha256(&hasher.finalize().into()))
-}

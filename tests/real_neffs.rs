@@ -1,0 +1,136 @@
+//! The real compilers' NEFFs (`../shared/real-neffs/`, spec §11), one named
+//! case per file: accepted with the hash check on (reporting the layout that
+//! matched), its I/O shown by inspect, and `unpack --header-out` then
+//! `pack --header` giving back the very same bytes. A last case runs the
+//! same checks on any other `.neff` put in the folder.
+//!
+//! Without the folder (a clone of the project alone) the cases print a skip
+//! line; under CI (`CI=true`) a missing folder fails them.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use neff::loader::inspect::InspectReport;
+use neff::loader::{verify_file, RuntimeProfile};
+use neff::schema::HashLayout;
+
+fn folder() -> Option<PathBuf> {
+    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/real-neffs"));
+    if dir.is_dir() {
+        return Some(dir.to_path_buf());
+    }
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("{} is missing; CI must provide it", dir.display());
+    }
+    println!("skipped: {} is missing", dir.display());
+    None
+}
+
+fn neff(args: &[&std::ffi::OsStr]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_neff"))
+        .args(args)
+        .output()
+        .expect("run neff")
+}
+
+/// Every check on one file; `layout` is the hash layout it must report.
+fn check(path: &Path, layout: Option<HashLayout>) {
+    let name = path.display().to_string();
+    let verdict = verify_file(path, &RuntimeProfile::default()).unwrap();
+    let report = verdict.report();
+    assert!(verdict.accepted, "{name}: {report:#?}");
+    let matched = report.hash_layout.expect("the hash was checked");
+    if let Some(layout) = layout {
+        assert_eq!(matched, layout, "{name}");
+    }
+    assert!(
+        !report.warnings.iter().any(|w| w.contains("missing")),
+        "{name}: {:?}",
+        report.warnings
+    );
+
+    let inspect = InspectReport::new(&name, &verdict);
+    let model = inspect.model.as_ref().expect("a model");
+    assert!(!model.inputs.is_empty(), "{name}: no inputs shown");
+    assert!(!model.outputs.is_empty(), "{name}: no outputs shown");
+    for io in model.inputs.iter().chain(&model.outputs) {
+        assert!(!io.name.is_empty() && io.dtype.is_some(), "{name}: {io:?}");
+    }
+
+    let tmp = tempfile::tempdir().unwrap();
+    let tree = tmp.path().join("tree");
+    let header = tmp.path().join("header.json");
+    let rebuilt = tmp.path().join("rebuilt.neff");
+    let out = neff(&[
+        "unpack".as_ref(),
+        path.as_os_str(),
+        "-o".as_ref(),
+        tree.as_os_str(),
+        "--header-out".as_ref(),
+        header.as_os_str(),
+        "--json".as_ref(),
+    ]);
+    assert!(out.status.success(), "{name}: {out:?}");
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        summary["byte_identical_repack"], true,
+        "{name}: {summary:#}"
+    );
+    let out = neff(&[
+        "pack".as_ref(),
+        tree.as_os_str(),
+        "-o".as_ref(),
+        rebuilt.as_os_str(),
+        "--header".as_ref(),
+        header.as_os_str(),
+        "-q".as_ref(),
+    ]);
+    assert!(out.status.success(), "{name}: {out:?}");
+    let original = std::fs::read(path).unwrap();
+    let again = std::fs::read(&rebuilt).unwrap();
+    if let Some(at) = original.iter().zip(&again).position(|(a, b)| a != b) {
+        panic!("{name}: the repack differs first at byte {at:#x}");
+    }
+    assert_eq!(original.len(), again.len(), "{name}: lengths differ");
+}
+
+macro_rules! real_neff_cases {
+    ($($test:ident: $file:literal => $layout:ident;)*) => {
+        /// The files the cases below name.
+        const NAMED: &[&str] = &[$($file),*];
+        $(
+            #[test]
+            fn $test() {
+                let Some(dir) = folder() else { return };
+                check(&dir.join($file), Some(HashLayout::$layout));
+            }
+        )*
+    };
+}
+
+real_neff_cases! {
+    neuron_cc_1_15_optimum_neuron: "ncc1.15_optimum-neuron_neuron_model.neff" => Standard;
+    neuronx_cc_2_0_stream: "ncc2.0.99229_ericcsr_stream_256k_fd1k.neff" => Standard;
+    neuronx_cc_2_6_optimum_neuronx: "ncc2.6_optimum-neuron_neuronx_model.neff" => Standard;
+    neuronx_cc_2_16_stream: "ncc2.16_ichuniq_stream_256k_fd1k.neff" => Standard;
+    neuronx_cc_2_18_file_pool: "ncc2.18_waahm7_file_pool_1_float16.neff" => WordReversed;
+    neuronx_cc_2_18_stream: "ncc2.18_waahm7_stream_256k_fd1k.neff" => WordReversed;
+    neuronx_cc_2_21_conv2d: "ncc2.21_chengli2003_conv2d_1_float16_smaller.neff" => WordReversed;
+    neuronx_cc_2_21_stream: "ncc2.21_chengli2003_stream_256k_fd1k.neff" => WordReversed;
+    neuronx_cc_2_21_transpose: "ncc2.21_riya-ranjan_transpose_1024_0.neff" => WordReversed;
+    neuronx_cc_2_23_kernel_fusion: "ncc2.23_kernel-fusion_baseline_fp32_s512.neff" => WordReversed;
+    neuronx_cc_2_23_matmul_large: "ncc2.23_nkipy_matmul_large.neff" => WordReversed;
+    neuronx_cc_2_23_matmul_small: "ncc2.23_nkipy_matmul_small.neff" => WordReversed;
+}
+
+#[test]
+fn any_other_real_neff_in_the_folder() {
+    let Some(dir) = folder() else { return };
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let file = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if file.ends_with(".neff") && !NAMED.contains(&file) {
+            check(&path, None);
+        }
+    }
+}
