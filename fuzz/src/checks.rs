@@ -174,7 +174,7 @@ pub fn repack(members: &[(String, Vec<u8>)], pkg: PkgVersion, level: u32) {
     let kept = packable(members);
     let options = PackOptions {
         pkg_version: pkg,
-        level,
+        framing: framing_at(level),
         allow_invalid: true,
         ..PackOptions::default()
     };
@@ -298,7 +298,7 @@ pub fn repack_bytes(neff: &[u8], level: u32) -> Result<Vec<u8>, String> {
     header.hash = None;
     let options = PackOptions {
         pkg_version: pkg,
-        level,
+        framing: framing_at(level),
         header,
         allow_invalid: true,
         ..PackOptions::default()
@@ -370,7 +370,7 @@ pub fn repack_via_files(neff: &[u8], level: u32) -> Vec<u8> {
     header.hash = None;
     let options = PackOptions {
         pkg_version: PkgVersion::from_value(fields.pkg_version).expect("pkg 1 or 2"),
-        level,
+        framing: framing_at(level),
         header,
         ..PackOptions::default()
     };
@@ -422,4 +422,11 @@ pub fn repack_case_from_json(
         })
         .collect();
     (members, pkg, level)
+}
+
+/// The default framing at deflate `level`.
+fn framing_at(level: u32) -> neff::schema::Framing {
+    let mut framing = neff::schema::Framing::default();
+    framing.gzip.deflate.level = level;
+    framing
 }
