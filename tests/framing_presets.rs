@@ -54,7 +54,11 @@ fn sample(tmp: &TempDir) -> PathBuf {
     common::write_model_tree(&src);
     let long = src.join(LONG_PATH);
     fs::create_dir_all(long.parent().unwrap()).unwrap();
-    fs::write(&long, (0..5000u32).map(|i| (i % 253) as u8).collect::<Vec<_>>()).unwrap();
+    fs::write(
+        &long,
+        (0..5000u32).map(|i| (i % 253) as u8).collect::<Vec<_>>(),
+    )
+    .unwrap();
     src
 }
 
@@ -184,7 +188,11 @@ fn check_preset(preset: &str) {
         );
         // GNU tar notes the zero padding after the gzip member ("trailing garbage ignored").
         if program == "bsdtar" {
-            assert!(x.stderr.is_empty(), "{}", String::from_utf8_lossy(&x.stderr));
+            assert!(
+                x.stderr.is_empty(),
+                "{}",
+                String::from_utf8_lossy(&x.stderr)
+            );
         }
         assert_eq!(
             fs::read(dest.join(LONG_PATH)).unwrap(),
@@ -244,6 +252,10 @@ fn overrides_change_only_their_field() {
     assert_eq!(a[0xAC..0xBC], reversed[..]);
     // --deflate parallel keeps the tar but changes the deflate stream.
     let c = tmp.path().join("c.neff");
-    pack(&src, &c, &["--framing", "neuronx-cc", "--deflate", "parallel"]);
+    pack(
+        &src,
+        &c,
+        &["--framing", "neuronx-cc", "--deflate", "parallel"],
+    );
     assert_ne!(fs::read(c).unwrap()[1024..], a[1024..]);
 }

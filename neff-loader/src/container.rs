@@ -326,7 +326,13 @@ pub fn run<R: Read + Seek>(
                 let expected = neff_schema::hex::encode(&stored[..digest.len()]);
                 let computed: Vec<String> = layouts
                     .iter()
-                    .map(|l| format!("{} {}", neff_schema::hex::encode(&l.apply(&digest)), l.name()))
+                    .map(|l| {
+                        format!(
+                            "{} {}",
+                            neff_schema::hex::encode(&l.apply(&digest)),
+                            l.name()
+                        )
+                    })
                     .collect();
                 let r = Rejection::new(Gate::G9, format!("{name} mismatch!")).detail(format!(
                     "header hash at +0x0AC is {expected}; the {data_size}-byte payload at file offset 0x400 hashes to {} (hash layouts tried: {})",

@@ -10,9 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::header::Blob;
 
 /// How a payload digest is laid out in the header's hash field (spec §11.1).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum HashLayout {
     /// The digest bytes as the hash function outputs them (neuronx-cc ≤ 2.16,
@@ -309,7 +307,9 @@ impl Padding {
 }
 
 /// The named framings for new NEFFs (`--framing NAME`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum FramingPreset {
     /// This project's default: deterministic GNU tar with directory entries,

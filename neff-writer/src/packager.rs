@@ -17,11 +17,11 @@ use neff_loader::{verify_reader, Limits, Report, RuntimeProfile};
 use neff_schema::framing::{DeflateEngine, MemberOrder, TarFraming};
 use neff_schema::{Framing, FramingPreset, HeaderFields, NeffHeader, PkgVersion, Uuid, HEADER_LEN};
 
+use crate::gzip_writer::gzip_header;
 use crate::hashing_writer::{Digests, HashingWriter};
 use crate::header_options::{default_fields, HeaderPatch, UuidChoice};
 use crate::member::{BadName, MemberName, MemberSource};
 use crate::parallel_gzip;
-use crate::gzip_writer::gzip_header;
 use crate::tar_writer::TarWriter;
 use crate::zlib_gzip::ZlibGzipWriter;
 
@@ -274,8 +274,8 @@ impl Packager {
         let mut all: BTreeMap<String, Entry> = BTreeMap::new();
         for d in dirs {
             let name = format!("{d}/");
-            let wanted = framing.directories
-                || (listed && framing.entries.iter().any(|e| e.name == name));
+            let wanted =
+                framing.directories || (listed && framing.entries.iter().any(|e| e.name == name));
             if wanted {
                 all.insert(name, Entry::Dir);
             }

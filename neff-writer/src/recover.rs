@@ -240,7 +240,10 @@ fn bad(msg: String) -> io::Error {
 
 /// Parses a gzip member header; returns its framing (deflate and padding to
 /// be filled in) and its length.
-fn read_gzip_header<R: BufRead>(r: &mut R, notes: &mut Vec<String>) -> io::Result<(GzipFraming, u64)> {
+fn read_gzip_header<R: BufRead>(
+    r: &mut R,
+    notes: &mut Vec<String>,
+) -> io::Result<(GzipFraming, u64)> {
     let mut fixed = [0u8; 10];
     r.read_exact(&mut fixed)
         .map_err(|e| bad(format!("the gzip header is incomplete: {e}")))?;
@@ -290,7 +293,9 @@ fn read_cstring<R: BufRead>(r: &mut R, what: &str) -> io::Result<Vec<u8>> {
     let mut out = Vec::new();
     r.take(MAX_SPECIAL).read_until(0, &mut out)?;
     if out.pop() != Some(0) {
-        return Err(bad(format!("the gzip {what} is not NUL-terminated within 1 MiB")));
+        return Err(bad(format!(
+            "the gzip {what} is not NUL-terminated within 1 MiB"
+        )));
     }
     Ok(out)
 }
@@ -320,8 +325,11 @@ fn octal_field(field: &[u8], what: &str, offset: u64) -> io::Result<u64> {
             .fold(0u64, |v, &b| v.wrapping_shl(8) | u64::from(b)));
     }
     let text = std::str::from_utf8(&text).unwrap_or("?");
-    u64::from_str_radix(text, 8)
-        .map_err(|_| bad(format!("tar {what} field at tar offset {offset} is not octal: {text:?}")))
+    u64::from_str_radix(text, 8).map_err(|_| {
+        bad(format!(
+            "tar {what} field at tar offset {offset} is not octal: {text:?}"
+        ))
+    })
 }
 
 fn text_field(field: &[u8]) -> String {
@@ -349,7 +357,11 @@ fn read_block<R: Read>(r: &mut R, block: &mut [u8; BLOCK]) -> io::Result<Option<
     while got < BLOCK {
         match r.read(&mut block[got..])? {
             0 if got == 0 => return Ok(None),
-            0 => return Err(bad(format!("the tar stream ends inside a block ({got} bytes)"))),
+            0 => {
+                return Err(bad(format!(
+                    "the tar stream ends inside a block ({got} bytes)"
+                )))
+            }
             n => got += n,
         }
     }
@@ -381,13 +393,18 @@ fn parse_pax(body: &[u8], offset: u64) -> io::Result<Vec<(String, String)>> {
             .ok()
             .and_then(|t| t.parse().ok())
             .filter(|&l| l > space && l <= rest.len())
-            .ok_or_else(|| bad(format!("pax header at tar offset {offset}: bad record length")))?;
+            .ok_or_else(|| {
+                bad(format!(
+                    "pax header at tar offset {offset}: bad record length"
+                ))
+            })?;
         let record = &rest[space + 1..len];
         let record = record.strip_suffix(b"\n").unwrap_or(record);
-        let eq = record
-            .iter()
-            .position(|&b| b == b'=')
-            .ok_or_else(|| bad(format!("pax header at tar offset {offset}: record without '='")))?;
+        let eq = record.iter().position(|&b| b == b'=').ok_or_else(|| {
+            bad(format!(
+                "pax header at tar offset {offset}: record without '='"
+            ))
+        })?;
         let key = String::from_utf8_lossy(&record[..eq]).into_owned();
         let value = String::from_utf8_lossy(&record[eq + 1..]).into_owned();
         records.push((key, value));
@@ -408,8 +425,14 @@ fn read_tar<R: Read>(r: &mut R, notes: &mut Vec<String>) -> io::Result<(TarFrami
     let mut pending_pax: Option<PaxFraming> = None;
     let mut long_name: Option<Vec<u8>> = None;
     let mut mismatches = 0usize;
-    let mut check = |tar: &TarFraming, spec: &HeaderSpec<'_>, stored: &[u8; BLOCK], at: u64, notes: &mut Vec<String>| {
-        let ok = encode_header(spec, tar).map(|b| &b == stored).unwrap_or(false);
+    let mut check = |tar: &TarFraming,
+                     spec: &HeaderSpec<'_>,
+                     stored: &[u8; BLOCK],
+                     at: u64,
+                     notes: &mut Vec<String>| {
+        let ok = encode_header(spec, tar)
+            .map(|b| &b == stored)
+            .unwrap_or(false);
         if !ok {
             mismatches += 1;
             if mismatches <= 5 {
@@ -462,15 +485,26 @@ fn read_tar<R: Read>(r: &mut R, notes: &mut Vec<String>) -> io::Result<(TarFrami
                         "the pax header at tar offset {at} is not in the canonical record form"
                     ));
                 }
-                let name = String::from_utf8_lossy(&full_name(&block, &stored_name, tar.format)).into_owned();
+                let name = String::from_utf8_lossy(&full_name(&block, &stored_name, tar.format))
+                    .into_owned();
                 check(
                     &tar,
-                    &HeaderSpec { name: name.as_bytes(), type_flag, size, fields: &fields, mode },
+                    &HeaderSpec {
+                        name: name.as_bytes(),
+                        type_flag,
+                        size,
+                        fields: &fields,
+                        mode,
+                    },
                     &block,
                     at,
                     notes,
                 );
-                pending_pax = Some(PaxFraming { name, fields, records });
+                pending_pax = Some(PaxFraming {
+                    name,
+                    fields,
+                    records,
+                });
             }
             b'L' => {
                 let mut body = read_body(r, size, "long-name", at)?;
@@ -490,15 +524,25 @@ fn read_tar<R: Read>(r: &mut R, notes: &mut Vec<String>) -> io::Result<(TarFrami
                     (None, None) => full_name(&block, &stored_name, tar.format),
                 };
                 let dir = type_flag == b'5';
-                let name = String::from_utf8(name)
-                    .map_err(|_| bad(format!("the tar entry at tar offset {at} has a non-UTF-8 name")))?;
+                let name = String::from_utf8(name).map_err(|_| {
+                    bad(format!(
+                        "the tar entry at tar offset {at} has a non-UTF-8 name"
+                    ))
+                })?;
                 if (type_flag == b'5') != name.ends_with('/') || (type_flag == 0) {
-                    notes.push(format!("the tar entry {name:?} has a type flag this tool does not write"));
+                    notes.push(format!(
+                        "the tar entry {name:?} has a type flag this tool does not write"
+                    ));
                 }
                 if name.starts_with("./") || name.starts_with('/') {
-                    notes.push(format!("the tar entry name {name:?} is not written this way"));
+                    notes.push(format!(
+                        "the tar entry name {name:?} is not written this way"
+                    ));
                 }
-                let written_name: &[u8] = if pending_pax.as_ref().is_some_and(|p| p.records.iter().any(|(k, _)| k == "path")) {
+                let written_name: &[u8] = if pending_pax
+                    .as_ref()
+                    .is_some_and(|p| p.records.iter().any(|(k, _)| k == "path"))
+                {
                     &name.as_bytes()[..name.len().min(100)]
                 } else if name.len() > 100 && tar.format == TarFormat::Gnu {
                     &name.as_bytes()[..100]
@@ -507,7 +551,13 @@ fn read_tar<R: Read>(r: &mut R, notes: &mut Vec<String>) -> io::Result<(TarFrami
                 };
                 check(
                     &tar,
-                    &HeaderSpec { name: written_name, type_flag: if dir { b'5' } else { b'0' }, size, fields: &fields, mode },
+                    &HeaderSpec {
+                        name: written_name,
+                        type_flag: if dir { b'5' } else { b'0' },
+                        size,
+                        fields: &fields,
+                        mode,
+                    },
                     &block,
                     at,
                     notes,
@@ -516,7 +566,13 @@ fn read_tar<R: Read>(r: &mut R, notes: &mut Vec<String>) -> io::Result<(TarFrami
                     skip_data(r, size, &name, at, notes)?;
                     offset += size.div_ceil(BLOCK as u64) * BLOCK as u64;
                 }
-                seen.push(Seen { name, dir, mode, fields, pax: pending_pax.take() });
+                seen.push(Seen {
+                    name,
+                    dir,
+                    mode,
+                    fields,
+                    pax: pending_pax.take(),
+                });
             }
             other => {
                 notes.push(format!(
@@ -530,8 +586,13 @@ fn read_tar<R: Read>(r: &mut R, notes: &mut Vec<String>) -> io::Result<(TarFrami
     };
     // After the marker: count what follows; it must all be zero.
     let (rest, zero) = count_rest(r)?;
-    let had_marker = offset == end_offset && block.iter().all(|&b| b == 0) && rest + BLOCK as u64 > 0;
-    let trailing = if had_marker { rest + BLOCK as u64 } else { rest };
+    let had_marker =
+        offset == end_offset && block.iter().all(|&b| b == 0) && rest + BLOCK as u64 > 0;
+    let trailing = if had_marker {
+        rest + BLOCK as u64
+    } else {
+        rest
+    };
     if !zero {
         notes.push("data after the tar end marker is not all zero; a repack writes zeros".into());
     }
@@ -544,7 +605,10 @@ fn read_tar<R: Read>(r: &mut R, notes: &mut Vec<String>) -> io::Result<(TarFrami
         tar.end_blocks = u32::try_from(trailing / BLOCK as u64).unwrap_or(u32::MAX);
         tar.record_size = BLOCK as u64;
         if trailing % BLOCK as u64 != 0 {
-            notes.push(format!("the tar stream ends with a partial block ({} bytes)", trailing % BLOCK as u64));
+            notes.push(format!(
+                "the tar stream ends with a partial block ({} bytes)",
+                trailing % BLOCK as u64
+            ));
         }
     }
     finish_entries(&mut tar, seen);
@@ -565,10 +629,18 @@ fn full_name(block: &[u8; BLOCK], name: &[u8], format: TarFormat) -> Vec<u8> {
     }
 }
 
-fn skip_data<R: Read>(r: &mut R, size: u64, name: &str, at: u64, notes: &mut Vec<String>) -> io::Result<()> {
+fn skip_data<R: Read>(
+    r: &mut R,
+    size: u64,
+    name: &str,
+    at: u64,
+    notes: &mut Vec<String>,
+) -> io::Result<()> {
     let copied = io::copy(&mut r.take(size), &mut io::sink())?;
     if copied != size {
-        return Err(bad(format!("member {name} at tar offset {at} is truncated")));
+        return Err(bad(format!(
+            "member {name} at tar offset {at} is truncated"
+        )));
     }
     let pad = (BLOCK as u64 - size % BLOCK as u64) % BLOCK as u64;
     let mut p = [0u8; BLOCK];
@@ -628,7 +700,11 @@ fn finish_entries(tar: &mut TarFraming, seen: Vec<Seen>) {
     tar.entries = seen
         .into_iter()
         .filter_map(|s| {
-            let default_mode = if s.dir { defaults.dir_mode } else { defaults.mode };
+            let default_mode = if s.dir {
+                defaults.dir_mode
+            } else {
+                defaults.mode
+            };
             let e = EntryFraming {
                 mode: (s.mode != default_mode).then_some(s.mode),
                 uid: (s.fields.uid != defaults.uid).then_some(s.fields.uid),
@@ -682,9 +758,15 @@ fn packer_order(names: &[&str], order: MemberOrder, directories: bool) -> Vec<St
 
 /// Finds deflate parameters whose output equals the stored stream of `len`
 /// bytes at file offset `offset`.
-fn find_deflate(path: &Path, offset: u64, len: u64, framing: &Framing) -> io::Result<Option<Deflate>> {
+fn find_deflate(
+    path: &Path,
+    offset: u64,
+    len: u64,
+    framing: &Framing,
+) -> io::Result<Option<Deflate>> {
     let mut candidates = Vec::new();
-    let ours = framing.gzip.xfl == 0 && framing.gzip.fname.is_none() && framing.gzip.fextra.is_none();
+    let ours =
+        framing.gzip.xfl == 0 && framing.gzip.fname.is_none() && framing.gzip.fextra.is_none();
     let parallel = (1..=9).map(|level| Deflate {
         engine: DeflateEngine::Parallel,
         level,
@@ -810,7 +892,10 @@ mod tests {
     fn pax_records_parse_and_encode_back() {
         let body = b"29 ctime=1733029749.66387288\n27 mtime=1685462267.836858\n";
         let records = parse_pax(body, 0).unwrap();
-        assert_eq!(records[1], ("mtime".to_string(), "1685462267.836858".to_string()));
+        assert_eq!(
+            records[1],
+            ("mtime".to_string(), "1685462267.836858".to_string())
+        );
         assert_eq!(pax_body(&records), body);
         assert!(parse_pax(b"99 x=y\n", 0).is_err());
     }

@@ -715,3 +715,58 @@ fn the_checked_builder_takes_the_real_compilers_queue_and_descriptor_forms() {
     let verdict = verify_file(&path, &RuntimeProfile::default()).unwrap();
     assert!(verdict.accepted, "{:#?}", verdict.report());
 }
+
+#[test]
+fn info_json_matches_the_header_in_every_framing() {
+    for preset in neff_schema::FramingPreset::ALL {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.neff");
+        model()
+            .framing(preset)
+            .write_to_path(&path)
+            .unwrap_or_else(|e| panic!("{}: {e}", preset.name()));
+        let bytes = std::fs::read(&path).unwrap();
+        let header = neff_schema::NeffHeader::from_prefix(&bytes).unwrap();
+        let loaded = load_file(&path, &RuntimeProfile::default()).unwrap();
+        let container = loaded.container.unwrap();
+        let info = container.members[&b"info.json".to_vec()]
+            .data
+            .clone()
+            .unwrap();
+        let info: serde_json::Value = serde_json::from_slice(&info).unwrap();
+        let per_node: Vec<u64> = header
+            .tpb_per_node()
+            .iter()
+            .map(|&b| u64::from(b))
+            .collect();
+        assert_eq!(
+            info["num_tpb"],
+            u64::from(header.unused_0()),
+            "{}",
+            preset.name()
+        );
+        assert_eq!(
+            info["num_tpb_requested"],
+            u64::from(header.requested_tpb_count()),
+            "{}",
+            preset.name()
+        );
+        assert_eq!(
+            info["num_tpb_per_node"],
+            serde_json::json!(per_node),
+            "{}",
+            preset.name()
+        );
+        if preset.is_compiler_like() {
+            assert_eq!(per_node[0], 1);
+            assert_eq!(header.major(), 1, "no feature bits: major 1");
+            assert_eq!(
+                &bytes[0xDC..0xE4],
+                b"m\0\0\0\0\0\0\0",
+                "an explicit name wins"
+            );
+        } else {
+            assert_eq!(header.major(), 2);
+        }
+    }
+}

@@ -251,14 +251,11 @@ fn conflicts_and_bad_options_are_refused() {
         "{err}"
     );
     let err = sample()
-        .write_to_path(
-            &dir.path().join("o.neff"),
-            &{
-                let mut o = PackOptions::default();
-                o.set_level(0);
-                o
-            },
-        )
+        .write_to_path(&dir.path().join("o.neff"), &{
+            let mut o = PackOptions::default();
+            o.set_level(0);
+            o
+        })
         .unwrap_err();
     assert!(err.to_string().contains("level 0"), "{err}");
     assert!(Packager::new().add_bytes("../x", b"".to_vec()).is_err());

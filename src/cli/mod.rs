@@ -225,6 +225,8 @@ fn parse_engine(text: &str) -> Result<neff::schema::framing::DeflateEngine, Stri
     match text {
         "parallel" => Ok(DeflateEngine::Parallel),
         "zlib" => Ok(DeflateEngine::Zlib),
-        _ => Err(format!("{text:?} is not a deflate engine: use parallel or zlib")),
+        _ => Err(format!(
+            "{text:?} is not a deflate engine: use parallel or zlib"
+        )),
     }
 }

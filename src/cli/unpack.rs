@@ -103,4 +103,3 @@ pub fn run(args: UnpackArgs) -> Result<u8, Box<dyn std::error::Error>> {
     }
     Ok(EXIT_OK)
 }
-
