@@ -22,16 +22,16 @@ fn verify_no_hash(bytes: &[u8]) -> Report {
 #[track_caller]
 fn assert_refused(r: &Report, gate: &str, status: i64, message: &str) {
     assert!(!r.accepted, "{r:?}");
-    assert_eq!(r.gate.as_deref(), Some(gate), "{r:?}");
-    assert_eq!(r.status, status, "{r:?}");
+    assert_eq!(r.gate_id(), Some(gate), "{r:?}");
+    assert_eq!(r.status.code(), status, "{r:?}");
     assert_eq!(r.message.as_deref(), Some(message), "{r:?}");
 }
 
 #[track_caller]
 fn assert_refused_prefix(r: &Report, gate: &str, status: i64, prefix: &str) {
     assert!(!r.accepted, "{r:?}");
-    assert_eq!(r.gate.as_deref(), Some(gate), "{r:?}");
-    assert_eq!(r.status, status, "{r:?}");
+    assert_eq!(r.gate_id(), Some(gate), "{r:?}");
+    assert_eq!(r.status.code(), status, "{r:?}");
     let message = r.message.as_deref().unwrap_or_default();
     assert!(
         message.starts_with(prefix),
@@ -43,7 +43,7 @@ fn assert_refused_prefix(r: &Report, gate: &str, status: i64, prefix: &str) {
 fn the_valid_base_case_passes() {
     let r = verify(&valid_neff());
     assert!(r.accepted, "{r:?}");
-    assert_eq!((r.status, r.status_name.as_str()), (0, "NRT_SUCCESS"));
+    assert_eq!((r.status.code(), r.status.name()), (0, "NRT_SUCCESS"));
     assert!(r.warnings.is_empty(), "{:?}", r.warnings);
 }
 
@@ -51,7 +51,7 @@ fn the_valid_base_case_passes() {
 fn g1_null_buffer() {
     let r = load_buffer(None, &RuntimeProfile::default()).report;
     assert_refused(&r, "G1", 2, "Invalid NEFF buffer");
-    assert_eq!(r.status_name, "NRT_INVALID");
+    assert_eq!(r.status.name(), "NRT_INVALID");
 }
 
 #[test]
@@ -95,7 +95,7 @@ fn g4_major_above_2() {
         10,
         "NEFF version: 3.7 is not supported, accepted version range: 0.x-2.x",
     );
-    assert_eq!(r.status_name, "NRT_UNSUPPORTED_NEFF_VERSION");
+    assert_eq!(r.status.name(), "NRT_UNSUPPORTED_NEFF_VERSION");
 }
 
 #[test]
@@ -158,7 +158,7 @@ fn g8_empty_payload_with_verification_asserts() {
         134,
         "/opt/workspace/KaenaRuntime/kelf/neff.cpp:64: void md5(const uint8_t*, size_t, uint8_t*): Assertion `len > 0' failed.",
     );
-    assert_eq!(r.status_name, "ABORT");
+    assert_eq!(r.status.name(), "ABORT");
     set_u64(&mut n, 0x00, 1);
     assert_refused(
         &verify(&n),
@@ -252,7 +252,7 @@ fn g9_accepts_both_sha256_layouts() {
     let mut reversed = standard.clone();
     word_reverse_hash(&mut reversed, 32);
     let r = verify(&reversed);
-    assert_ne!(r.gate.as_deref(), Some("G9"), "{r:?}");
+    assert_ne!(r.gate_id(), Some("G9"), "{r:?}");
     assert_eq!(r.hash_layout, Some(HashLayout::WordReversed));
     assert_refused(
         &verify_layout(&reversed, HashLayoutPolicy::Standard),
@@ -364,7 +364,7 @@ fn edge_cases_that_must_pass() {
     // An empty archive (only end blocks) opens fine: the container tier passes
     // and the manifest tier then misses neff.json.
     let r = verify(&neff_with_payload(2, &gzip(&[0u8; 10240])));
-    assert_eq!(r.gate.as_deref(), Some("G13"), "{r:?}");
+    assert_eq!(r.gate_id(), Some("G13"), "{r:?}");
 }
 
 #[test]

@@ -51,15 +51,14 @@ fn absurd_declared_sizes_are_refused_cleanly() {
     let mut n = valid_neff();
     set_u64(&mut n, 0x10, u64::MAX);
     let r = load_buffer(Some(&n), &RuntimeProfile::default()).report;
-    assert_eq!(r.gate.as_deref(), Some("G6"));
+    assert_eq!(r.gate_id(), Some("G6"));
     // header_size u64::MAX.
     let mut n = valid_neff();
     set_u64(&mut n, 0x08, u64::MAX);
     assert_eq!(
         load_buffer(Some(&n), &RuntimeProfile::default())
             .report
-            .gate
-            .as_deref(),
+            .gate_id(),
         Some("G3")
     );
     // A member claiming 64 GiB (largest octal size) with 10 bytes behind it.
@@ -70,7 +69,7 @@ fn absurd_declared_sizes_are_refused_cleanly() {
         &RuntimeProfile::default(),
     )
     .report;
-    assert_eq!(r.gate.as_deref(), Some("G12"), "{r:?}");
+    assert_eq!(r.gate_id(), Some("G12"), "{r:?}");
     // A base-256 size of 2^62.
     let mut size = [0u8; 12];
     size[0] = 0x80;
@@ -81,7 +80,7 @@ fn absurd_declared_sizes_are_refused_cleanly() {
         &RuntimeProfile::default(),
     )
     .report;
-    assert_eq!(r.gate.as_deref(), Some("G12"), "{r:?}");
+    assert_eq!(r.gate_id(), Some("G12"), "{r:?}");
     // A GNU long-name record larger than 1 MiB.
     let tar = finish_tar(tar_header(b"././@LongLink", b'L', &size_field((1 << 20) + 1)).to_vec());
     let r = load_buffer(
@@ -89,7 +88,7 @@ fn absurd_declared_sizes_are_refused_cleanly() {
         &RuntimeProfile::default(),
     )
     .report;
-    assert_eq!(r.gate.as_deref(), Some("G11"), "{r:?}");
+    assert_eq!(r.gate_id(), Some("G11"), "{r:?}");
     assert!(
         r.message
             .as_deref()
@@ -147,7 +146,7 @@ fn the_member_map_has_a_memory_budget() {
         ..Default::default()
     };
     let r = load_with(&n, &limits).report;
-    assert_eq!(r.gate.as_deref(), Some("G12"), "{r:?}");
+    assert_eq!(r.gate_id(), Some("G12"), "{r:?}");
     assert!(
         r.message
             .as_deref()
@@ -192,7 +191,7 @@ fn messages_cut_very_long_names_short() {
         &RuntimeProfile::default(),
     )
     .report;
-    assert_eq!(r.gate.as_deref(), Some("G12"));
+    assert_eq!(r.gate_id(), Some("G12"));
     let message = r.message.unwrap();
     assert!(
         message.len() < 400 && message.contains("(5000 bytes)"),
@@ -208,7 +207,7 @@ fn malformed_json_in_manifests_is_refused_cleanly() {
         &RuntimeProfile::default(),
     )
     .report;
-    assert_eq!(r.gate.as_deref(), Some("G14"), "{r:?}");
+    assert_eq!(r.gate_id(), Some("G14"), "{r:?}");
     assert!(r.message.unwrap().starts_with("Failed to parse neff.json"));
     // Huge numbers and wrong types are refused by the gate that reads them.
     let def = DEF_JSON.replace(
@@ -220,7 +219,7 @@ fn malformed_json_in_manifests_is_refused_cleanly() {
         &RuntimeProfile::default(),
     )
     .report;
-    assert_eq!(r.gate.as_deref(), Some("G19"), "{r:?}");
+    assert_eq!(r.gate_id(), Some("G19"), "{r:?}");
     let def = DEF_JSON.replace("\"size\": 16}, \"y\"", "\"size\": \"16\"}, \"y\"");
     let r = load_buffer(
         Some(&model_neff(&[("sg00/def.json", def.as_bytes())])),
@@ -244,7 +243,7 @@ fn malformed_json_in_manifests_is_refused_cleanly() {
     )
     .report;
     assert_eq!(
-        r.gate.as_deref(),
+        r.gate_id(),
         Some("G17"),
         "the first target (cayman) wins: {r:?}"
     );

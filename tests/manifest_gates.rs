@@ -24,8 +24,8 @@ fn legacy(arch: Arch, bytes: &[u8]) -> Report {
 #[track_caller]
 fn refused(r: &Report, gate: &str, status: i64, message: &str) {
     assert!(!r.accepted, "{r:#?}");
-    assert_eq!(r.gate.as_deref(), Some(gate), "{r:#?}");
-    assert_eq!(r.status, status, "{r:#?}");
+    assert_eq!(r.gate_id(), Some(gate), "{r:#?}");
+    assert_eq!(r.status.code(), status, "{r:#?}");
     assert_eq!(r.message.as_deref(), Some(message), "{r:#?}");
 }
 
@@ -182,7 +182,7 @@ fn g14_neff_json_structure() {
         Arch::Cayman,
         &model_neff(&[("neff.json", b"{\"nodes\": [")]),
     );
-    assert_eq!(r.gate.as_deref(), Some("G14"));
+    assert_eq!(r.gate_id(), Some("G14"));
     assert!(r.message.unwrap().starts_with("Failed to parse neff.json"));
     // The producer's op "__kelf" node is accepted only in lenient mode.
     let n = with_nn(|v| {
@@ -260,7 +260,7 @@ fn g18_repeated_graph_name_asserts() {
     );
     let r = on(Arch::Cayman, &n);
     refused(&r, "G18", 134, "/opt/workspace/KaenaRuntime/kelf/kelf.cpp:217: Assertion `graphs.count(name) == 1' failed.");
-    assert_eq!(r.status_name, "ABORT");
+    assert_eq!(r.status.name(), "ABORT");
 }
 
 #[test]
@@ -409,7 +409,7 @@ fn g21_dma_queues() {
     let two = with_def(
         |d| d["dma_queue"] = json!({"a": {"owner": "act", "type": "act_load"}, "b": {"owner": "act", "type": "act_load"}}),
     );
-    assert_eq!(on(Arch::Cayman, &two).gate.as_deref(), Some("G21d"));
+    assert_eq!(on(Arch::Cayman, &two).gate_id(), Some("G21d"));
     accepted(&on(
         Arch::Cayman,
         &q(json!({"owner": "pool", "type": "data", "num_queues": 4, "semaphore": 3})),
@@ -525,8 +525,7 @@ fn g21c_refuses_queue_instances_not_num_queues() {
             Arch::Cayman,
             &q(json!({"owner": "act", "type": "act_load", "num_queues": 16}))
         )
-        .gate
-        .as_deref(),
+        .gate_id(),
         Some("G21d")
     );
 }
@@ -884,7 +883,7 @@ fn g24_ucode_libraries() {
         ..RuntimeProfile::default()
     };
     assert_eq!(
-        load_buffer(Some(&ok), &newer).report.gate.as_deref(),
+        load_buffer(Some(&ok), &newer).report.gate_id(),
         Some("G24b")
     );
 }
@@ -1108,10 +1107,7 @@ fn g29_graphs_must_fit_the_virtual_core() {
         ..RuntimeProfile::default()
     };
     assert_eq!(
-        load_buffer(Some(&n), &from_config(1))
-            .report
-            .gate
-            .as_deref(),
+        load_buffer(Some(&n), &from_config(1)).report.gate_id(),
         Some("G29a")
     );
     accepted(&load_buffer(Some(&n), &from_config(2)).report);
@@ -1272,7 +1268,7 @@ fn random_manifest_mutations_never_panic() {
         assert_eq!(r.accepted, r.gate.is_none(), "{r:#?}");
         if !r.accepted {
             refused += 1;
-            assert!(r.message.is_some() && r.status != 0, "{r:#?}");
+            assert!(r.message.is_some() && r.status.code() != 0, "{r:#?}");
         }
     }
     assert!(

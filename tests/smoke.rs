@@ -63,7 +63,7 @@ fn check(bytes: &[u8], arch: Arch, inspect: bool) -> bool {
     let r = load_buffer(Some(bytes), &RuntimeProfile::for_arch(arch)).report;
     assert_eq!(r.accepted, r.gate.is_none(), "{r:?}");
     if !r.accepted {
-        assert!(r.message.is_some() && r.status != 0, "{r:?}");
+        assert!(r.message.is_some() && r.status.code() != 0, "{r:?}");
     }
     if inspect {
         let verdict = verify_reader(

@@ -71,7 +71,7 @@ fn load_everywhere(data: &[u8], base: &RuntimeProfile) -> Option<&'static str> {
     if tier1 && base.verify_hash {
         extract_contained(data);
     }
-    match loads[0].report.gate.as_deref() {
+    match loads[0].report.gate_id() {
         Some("G9") => Some("G9"),
         Some(_) => Some("other"),
         None => None,
@@ -130,11 +130,11 @@ fn check_loaded(loaded: &Loaded, arch: Arch) {
     let report = &loaded.report;
     assert_eq!(report.accepted, loaded.rejection.is_none());
     assert_eq!(
-        report.gate.as_deref(),
+        report.gate_id(),
         loaded.rejection.as_ref().map(|r| r.gate.id())
     );
-    assert_eq!(report.accepted, report.status == 0);
-    assert_eq!(report.instance_arch, arch.name());
+    assert_eq!(report.accepted, report.status.code() == 0);
+    assert_eq!(report.instance_arch.arch(), Some(arch));
     if report.accepted {
         assert_eq!(report.tiers_run.len(), 4, "accepted without every tier");
         assert!(loaded.model.is_some());
@@ -150,7 +150,7 @@ fn check_verdict(verdict: &Verdict) {
         let targeted = verdict
             .targeted
             .iter()
-            .any(|a| a.name() == load.report.instance_arch);
+            .any(|&a| load.report.instance_arch.arch() == Some(a));
         if targeted && !load.report.accepted {
             assert!(!verdict.accepted, "a targeted arch refused it");
             assert!(!lead.accepted, "the lead load is not a refusal");

@@ -43,7 +43,9 @@ macro_rules! gates {
     ($($gate:ident => $status:ident, $doc:literal;)*) => {
         /// A loader acceptance gate, numbered as in spec §5 (letters split a
         /// gate whose checks return different codes or messages).
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+        #[derive(
+            Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, schemars::JsonSchema,
+        )]
         pub enum Gate {
             $(#[doc = $doc] $gate,)*
         }

@@ -67,9 +67,7 @@ impl InspectReport {
         let container = verdict.loads.first().and_then(|l| l.container.as_ref());
         let header = container.map(|c| c.header.fields());
         let shown = verdict.display_load();
-        let mut report = verdict.report().clone();
-        report.accepted = verdict.accepted;
-        report.instance_arch = "all".to_string();
+        let report = verdict.combined_report();
         InspectReport {
             file: file.to_string(),
             file_size: container.map(|c| c.file_size),

@@ -34,7 +34,7 @@ use std::fs::File;
 use std::io::{self, Cursor, Read, Seek};
 use std::path::Path;
 
-use neff_schema::Arch;
+use neff_schema::{Arch, Target};
 
 pub use container::{
     Compression, Container, EntryFate, EntryRecord, Limits, PayloadPadding, StoredMember,
@@ -42,7 +42,7 @@ pub use container::{
 pub use gate::{Gate, NrtStatus, Rejection};
 pub use model::ModelSummary;
 pub use profile::RuntimeProfile;
-pub use report::Report;
+pub use report::{ArchScope, Report};
 
 use access::{Ctx, Source};
 
@@ -132,7 +132,10 @@ pub fn load_reader_arches<R: Read + Seek>(
         };
         let mut report = Report::new(&profile, rejection.as_ref(), warnings, &tiers);
         if past_refusal.is_none() {
-            report.target = model.as_ref().and_then(|m| m.target.clone());
+            report.target = model
+                .as_ref()
+                .and_then(|m| m.target.as_deref())
+                .and_then(Target::parse_runtime);
         }
         report.hash_layout = tier1.container.as_ref().and_then(|c| c.hash_layout);
         out.push(Loaded {
@@ -211,17 +214,31 @@ impl Verdict {
             .unwrap_or_default();
         self.loads
             .iter()
-            .find(|l| arches.iter().any(|a| a.name() == l.report.instance_arch))
+            .find(|l| {
+                arches
+                    .iter()
+                    .any(|&a| l.report.instance_arch == ArchScope::Arch(a))
+            })
             .unwrap_or(lead)
     }
 
+    /// The all-arch report: the deciding report with `accepted` the verdict's
+    /// and `instance_arch` [`ArchScope::All`]. The one place it is built.
+    pub fn combined_report(&self) -> Report {
+        let mut report = self.report().clone();
+        report.accepted = self.accepted;
+        report.instance_arch = ArchScope::All;
+        report
+    }
+
     fn from_loads(loads: Vec<Loaded>) -> Verdict {
-        let target = loads
-            .iter()
-            .find_map(|l| l.report.target.as_deref())
-            .and_then(neff_schema::Target::parse_runtime);
+        let target = loads.iter().find_map(|l| l.report.target);
         let targeted = target.map_or_else(|| Arch::ALL.to_vec(), |t| t.arches());
-        let is_targeted = |l: &Loaded| targeted.iter().any(|a| a.name() == l.report.instance_arch);
+        let is_targeted = |l: &Loaded| {
+            targeted
+                .iter()
+                .any(|&a| l.report.instance_arch == ArchScope::Arch(a))
+        };
         let failing = loads
             .iter()
             .position(|l| is_targeted(l) && !l.report.accepted);

@@ -484,9 +484,7 @@ fn check(
         &options.profile,
         &Limits::default(),
     )?;
-    let mut report = verdict.report().clone();
-    report.accepted = verdict.accepted;
-    report.instance_arch = "all".to_string();
+    let report = verdict.combined_report();
     if !verdict.accepted && !options.allow_invalid {
         return Err(PackError::Rejected(Box::new(report)));
     }

@@ -377,7 +377,7 @@ fn malformed_npy_is_refused_when_checked_and_written_when_not() {
         .write_to_path(&out)
         .unwrap();
     assert!(!outcome.report.accepted);
-    assert_eq!(outcome.report.gate.as_deref(), Some("G19"));
+    assert_eq!(outcome.report.gate_id(), Some("G19"));
 }
 
 #[test]
@@ -548,7 +548,7 @@ fn the_unchecked_path_writes_what_the_gates_refuse() {
         .write_to_path(&out);
     match refused {
         Err(BuildError::Pack(PackError::Rejected(report))) => {
-            assert_eq!(report.gate.as_deref(), Some("G15"), "{}", report.summary())
+            assert_eq!(report.gate_id(), Some("G15"), "{}", report.summary())
         }
         Err(e) => panic!("unexpected error {e}"),
         Ok(_) => panic!("the gates should refuse it"),
@@ -567,7 +567,7 @@ fn the_unchecked_path_writes_what_the_gates_refuse() {
         )
         .write_to_path(&out)
         .unwrap();
-    assert_eq!(outcome.report.gate.as_deref(), Some("G15"));
+    assert_eq!(outcome.report.gate_id(), Some("G15"));
     assert!(out.exists());
 
     // Omitting neff.json: G13.
@@ -579,7 +579,7 @@ fn the_unchecked_path_writes_what_the_gates_refuse() {
         .omit_member("neff.json")
         .write_to_path(&out)
         .unwrap();
-    assert_eq!(outcome.report.gate.as_deref(), Some("G13"));
+    assert_eq!(outcome.report.gate_id(), Some("G13"));
 
     // Rules the builder would refuse are written as they are: no output (G20b).
     let outcome = NeffBuilder::new()
@@ -587,7 +587,7 @@ fn the_unchecked_path_writes_what_the_gates_refuse() {
         .subgraph("sg00", |sg| sg.input("x", f32s(&[1])))
         .write_to_path(&out)
         .unwrap();
-    assert_eq!(outcome.report.gate.as_deref(), Some("G20b"));
+    assert_eq!(outcome.report.gate_id(), Some("G20b"));
 
     // Extra keys override generated values: a var_id that is not a number (G19).
     let outcome = NeffBuilder::new()
@@ -598,7 +598,7 @@ fn the_unchecked_path_writes_what_the_gates_refuse() {
         })
         .write_to_path(&out)
         .unwrap();
-    assert_eq!(outcome.report.gate.as_deref(), Some("G19"));
+    assert_eq!(outcome.report.gate_id(), Some("G19"));
 
     // A header patch wins over computed fields.
     let outcome = NeffBuilder::new()
@@ -612,7 +612,7 @@ fn the_unchecked_path_writes_what_the_gates_refuse() {
         })
         .write_to_path(&out)
         .unwrap();
-    assert_eq!(outcome.report.gate.as_deref(), Some("G4"));
+    assert_eq!(outcome.report.gate_id(), Some("G4"));
 }
 
 #[test]

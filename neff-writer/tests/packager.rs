@@ -172,8 +172,8 @@ fn refused_outputs_need_allow_invalid() {
     };
     match sample().write_to_path(&path, &options) {
         Err(PackError::Rejected(report)) => {
-            assert_eq!(report.gate.as_deref(), Some("G4"));
-            assert_eq!(report.status, 10);
+            assert_eq!(report.gate_id(), Some("G4"));
+            assert_eq!(report.status.code(), 10);
         }
         other => panic!("expected a refusal, got {other:?}"),
     }

@@ -141,9 +141,7 @@ pub fn run(args: VerifyArgs) -> Result<u8, Box<dyn std::error::Error>> {
             };
             let verdict = verify_file_with(&args.file, &profile, &limits)?;
             drop(progress);
-            let mut report = verdict.report().clone();
-            report.accepted = verdict.accepted;
-            report.instance_arch = "all".to_string();
+            let report = verdict.combined_report();
             let reports: Vec<Report> = verdict.loads.iter().map(|l| l.report.clone()).collect();
             let combined = Combined {
                 report,
@@ -151,7 +149,7 @@ pub fn run(args: VerifyArgs) -> Result<u8, Box<dyn std::error::Error>> {
                 per_arch: Some(
                     reports
                         .iter()
-                        .map(|r| (r.instance_arch.clone(), r.clone()))
+                        .map(|r| (r.instance_arch.name().to_string(), r.clone()))
                         .collect(),
                 ),
             };
