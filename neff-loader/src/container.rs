@@ -216,6 +216,18 @@ pub fn run<R: Read + Seek>(
     profile: &RuntimeProfile,
     limits: &Limits,
 ) -> io::Result<Tier1> {
+    run_with(source, profile, limits, Digester::for_payload)
+}
+
+/// [`run`] with the payload digest chosen by `digester` (a test seam: a
+/// failing hash stage must be an error, never an acceptance).
+fn run_with<R: Read + Seek>(
+    source: Option<&mut R>,
+    profile: &RuntimeProfile,
+    limits: &Limits,
+    digester: fn(bool, Option<PkgVersion>) -> Digester,
+) -> io::Result<Tier1> {
+    let make_digester = digester;
     let mut warnings = Vec::new();
     let reject = |rejection: Rejection, container: Option<Container>, warnings: Vec<String>| {
         Ok(Tier1 {
@@ -267,11 +279,7 @@ pub fn run<R: Read + Seek>(
     }
 
     let pkg = PkgVersion::from_value(header.pkg_version());
-    let mut digester = match (profile.verify_hash, pkg) {
-        (true, Some(PkgVersion::Sha256Tar)) => Digester::Sha256(Default::default()),
-        (true, Some(PkgVersion::Md5Gzip)) => Digester::Md5(Default::default()),
-        _ => Digester::Off,
-    };
+    let mut digester = make_digester(profile.verify_hash, pkg);
     source.seek(SeekFrom::Start(HEADER_LEN as u64))?;
     let mut payload = (&mut *source).take(data_size);
     // The digest runs on its own thread, overlapped with inflate and the walk.
@@ -731,4 +739,56 @@ fn read_prefix<R: Read>(r: &mut R, buf: &mut [u8]) -> io::Result<usize> {
         }
     }
     Ok(filled)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A minimal valid NEFF: header plus a gzip'd tar of one member.
+    fn neff() -> Vec<u8> {
+        use std::io::Write;
+        let mut tar = vec![0u8; 512];
+        tar[..9].copy_from_slice(b"neff.json");
+        tar[100..108].copy_from_slice(b"0000644\0");
+        tar[124..136].copy_from_slice(b"00000000002\0");
+        tar[156] = b'0';
+        tar[148..156].copy_from_slice(b"        ");
+        let sum: u32 = tar.iter().map(|&b| u32::from(b)).sum();
+        tar[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+        tar.extend_from_slice(b"{}");
+        tar.resize(512 * 4, 0);
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&tar).unwrap();
+        let payload = gz.finish().unwrap();
+        let mut h = NeffHeader::default();
+        h.set_pkg_version(2);
+        h.set_header_size(HEADER_LEN as u64);
+        h.set_data_size(payload.len() as u64);
+        let md5 = <md5::Md5 as md5::Digest>::digest(&payload);
+        let mut hash = [0u8; 32];
+        hash[..16].copy_from_slice(&md5);
+        h.set_hash(&hash);
+        let mut out = h.as_bytes().to_vec();
+        out.extend_from_slice(&payload);
+        out
+    }
+
+    #[test]
+    fn a_failing_hash_stage_is_an_error_not_an_acceptance() {
+        let bytes = neff();
+        let profile = RuntimeProfile::default();
+        let ok = run(Some(&mut Cursor::new(&bytes)), &profile, &Limits::default()).unwrap();
+        assert!(ok.rejection.is_none(), "{:?}", ok.rejection);
+        let failing = |_: bool, _: Option<PkgVersion>| Digester::Failing;
+        let err = run_with(
+            Some(&mut Cursor::new(&bytes)),
+            &profile,
+            &Limits::default(),
+            failing,
+        )
+        .err()
+        .expect("a dead hash thread must be an error");
+        assert!(err.to_string().contains("hash"), "{err}");
+    }
 }

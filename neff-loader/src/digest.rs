@@ -17,15 +17,31 @@ pub enum Digester {
     Md5(Md5),
     /// Verification off: nothing is computed.
     Off,
+    /// Tests only: a hash stage that dies on its first bytes.
+    #[cfg(test)]
+    Failing,
 }
 
 impl Digester {
+    /// The digest `pkg` selects, or [`Digester::Off`] when `verify` is false
+    /// or the pkg is unknown.
+    pub fn for_payload(verify: bool, pkg: Option<neff_schema::PkgVersion>) -> Digester {
+        use neff_schema::PkgVersion;
+        match (verify, pkg) {
+            (true, Some(PkgVersion::Sha256Tar)) => Digester::Sha256(Default::default()),
+            (true, Some(PkgVersion::Md5Gzip)) => Digester::Md5(Default::default()),
+            _ => Digester::Off,
+        }
+    }
+
     /// Feeds bytes.
     pub fn update(&mut self, bytes: &[u8]) {
         match self {
             Digester::Sha256(h) => h.update(bytes),
             Digester::Md5(h) => h.update(bytes),
             Digester::Off => {}
+            #[cfg(test)]
+            Digester::Failing => panic!("injected hash-stage failure"),
         }
     }
 
@@ -40,6 +56,8 @@ impl Digester {
             Digester::Sha256(h) => Some(h.finalize().to_vec()),
             Digester::Md5(h) => Some(h.finalize().to_vec()),
             Digester::Off => None,
+            #[cfg(test)]
+            Digester::Failing => None,
         }
     }
 }

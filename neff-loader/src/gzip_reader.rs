@@ -55,8 +55,48 @@ enum State {
     Done,
 }
 
-fn invalid(msg: String) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, msg)
+/// What kind of gzip failure libarchive would report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GzipErrorKind {
+    /// The input ends inside a member.
+    Truncated,
+    /// The bytes do not start a gzip member.
+    NotGzip,
+    /// The deflate data or the trailer is damaged.
+    Corrupt,
+}
+
+impl GzipErrorKind {
+    /// libarchive's short text for the failure (what the runtime's `%s` prints).
+    pub fn libarchive_text(self) -> &'static str {
+        match self {
+            GzipErrorKind::Truncated => "truncated gzip input",
+            GzipErrorKind::NotGzip => "not a gzip member",
+            GzipErrorKind::Corrupt => "gzip decompression failed",
+        }
+    }
+}
+
+/// A gzip failure: its kind and the whole message (which says where).
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct GzipError {
+    /// The kind.
+    pub kind: GzipErrorKind,
+    /// What is wrong, with the compressed offset.
+    pub message: String,
+}
+
+impl GzipError {
+    /// The gzip error inside `e`, if there is one.
+    pub fn inside(e: &io::Error) -> Option<&GzipError> {
+        e.get_ref()
+            .and_then(|inner| inner.downcast_ref::<GzipError>())
+    }
+}
+
+fn invalid(kind: GzipErrorKind, message: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, GzipError { kind, message })
 }
 
 impl<R: BufRead> GzipReader<R> {
@@ -98,10 +138,13 @@ impl<R: BufRead> GzipReader<R> {
 
     fn need_byte(&mut self, what: &str) -> io::Result<u8> {
         self.read_byte()?.ok_or_else(|| {
-            invalid(format!(
-                "truncated gzip input: stream ends in the {what} at compressed offset {}",
-                self.compressed_offset
-            ))
+            invalid(
+                GzipErrorKind::Truncated,
+                format!(
+                    "truncated gzip input: stream ends in the {what} at compressed offset {}",
+                    self.compressed_offset
+                ),
+            )
         })
     }
 
@@ -117,9 +160,12 @@ impl<R: BufRead> GzipReader<R> {
                 None if !first && i == 0 => return Ok(false),
                 None if !first => return Ok(false),
                 None => {
-                    return Err(invalid(format!(
+                    return Err(invalid(
+                        GzipErrorKind::Truncated,
+                        format!(
                         "truncated gzip input: {i} of 10 header bytes at compressed offset {start}"
-                    )))
+                    ),
+                    ))
                 }
             }
         }
@@ -127,7 +173,7 @@ impl<R: BufRead> GzipReader<R> {
             if !first {
                 return Ok(false);
             }
-            return Err(invalid(format!(
+            return Err(invalid(GzipErrorKind::NotGzip, format!(
                 "not a gzip member at compressed offset {start}: starts {:02x} {:02x} {:02x} {:02x}",
                 fixed[0], fixed[1], fixed[2], fixed[3]
             )));
@@ -160,7 +206,7 @@ impl<R: BufRead> GzipReader<R> {
         let crc = u32::from_le_bytes([t[0], t[1], t[2], t[3]]);
         let isize = u32::from_le_bytes([t[4], t[5], t[6], t[7]]);
         if crc != self.crc.sum() || isize != self.crc.amount() {
-            return Err(invalid(format!(
+            return Err(invalid(GzipErrorKind::Corrupt, format!(
                 "gzip decompression failed: trailer at compressed offset {} says CRC32 {crc:08x} ISIZE {isize}, data has CRC32 {:08x} ISIZE {}",
                 self.compressed_offset - 8,
                 self.crc.sum(),
@@ -197,10 +243,13 @@ impl<R: BufRead> Read for GzipReader<R> {
                         .inflate
                         .decompress(input, out, FlushDecompress::None)
                         .map_err(|e| {
-                            invalid(format!(
-                                "gzip decompression failed at compressed offset {}: {e}",
-                                self.compressed_offset
-                            ))
+                            invalid(
+                                GzipErrorKind::Corrupt,
+                                format!(
+                                    "gzip decompression failed at compressed offset {}: {e}",
+                                    self.compressed_offset
+                                ),
+                            )
                         })?;
                     let consumed = (self.inflate.total_in() - in_before) as usize;
                     let produced = (self.inflate.total_out() - out_before) as usize;
@@ -215,15 +264,21 @@ impl<R: BufRead> Read for GzipReader<R> {
                         }
                         self.state = State::Header;
                     } else if produced == 0 && consumed == 0 {
-                        let why = if at_eof {
-                            "truncated gzip input: deflate stream ends early"
+                        let (kind, why) = if at_eof {
+                            (
+                                GzipErrorKind::Truncated,
+                                "truncated gzip input: deflate stream ends early",
+                            )
                         } else {
-                            "gzip decompression failed: inflate made no progress"
+                            (
+                                GzipErrorKind::Corrupt,
+                                "gzip decompression failed: inflate made no progress",
+                            )
                         };
-                        return Err(invalid(format!(
-                            "{why} at compressed offset {}",
-                            self.compressed_offset
-                        )));
+                        return Err(invalid(
+                            kind,
+                            format!("{why} at compressed offset {}", self.compressed_offset),
+                        ));
                     }
                     if produced > 0 {
                         return Ok(produced);

@@ -162,14 +162,10 @@ impl TarError {
     /// runtime's `%s` prints); the `Display` text adds where and why.
     pub fn libarchive_text(&self) -> String {
         match self {
-            TarError::Io(e) => {
-                let text = e.to_string();
-                text.split(':')
-                    .next()
-                    .unwrap_or_default()
-                    .trim()
-                    .to_string()
-            }
+            TarError::Io(e) => match crate::gzip_reader::GzipError::inside(e) {
+                Some(g) => g.kind.libarchive_text().to_string(),
+                None => e.to_string(),
+            },
             TarError::TruncatedHeader { .. }
             | TarError::TruncatedPadding { .. }
             | TarError::DanglingSpecial { .. } => "Truncated tar archive".into(),
