@@ -7,7 +7,10 @@
 //! inputs as `read_verify-<n>.bin`; the structured targets' inputs decoded
 //! to JSON (run the crash with `NEFF_FUZZ_DUMP=FILE`) as `repack-<n>.json`
 //! (members, packaging, level) and `roundtrip-<n>.json` (the build spec),
-//! next to the raw `.bin` libFuzzer input.
+//! next to the raw `.bin` libFuzzer input. `tests/regressions/` also holds
+//! saved structured inputs from the seeds (the example tree as `repack`
+//! cases, the example build specs as `roundtrip` cases), so the structured
+//! replays never pass on nothing.
 
 #[allow(dead_code)]
 #[path = "../fuzz/src/checks.rs"]
@@ -56,6 +59,7 @@ fn replay(inputs: Vec<(PathBuf, Vec<u8>)>, check: fn(&[u8])) -> usize {
 
 #[test]
 fn read_verify_regressions() {
+    // No crash has been found yet; saved ones are replayed when they exist.
     replay(
         inputs(Path::new("tests/regressions"), "read_verify-"),
         checks::read_verify,
@@ -77,7 +81,7 @@ fn json(bytes: &[u8]) -> serde_json::Value {
 
 #[test]
 fn repack_regressions() {
-    replay(
+    let n = replay(
         inputs(Path::new("tests/regressions"), "repack-")
             .into_iter()
             .filter(|(p, _)| p.extension().is_some_and(|e| e == "json"))
@@ -87,15 +91,17 @@ fn repack_regressions() {
             checks::repack(&members, pkg, level);
         },
     );
+    assert!(n >= 4, "only {n} saved repack cases");
 }
 
 #[test]
 fn roundtrip_regressions() {
-    replay(
+    let n = replay(
         inputs(Path::new("tests/regressions"), "roundtrip-")
             .into_iter()
             .filter(|(p, _)| p.extension().is_some_and(|e| e == "json"))
             .collect(),
         |bytes| checks::roundtrip(&json(bytes)),
     );
+    assert!(n >= 3, "only {n} saved roundtrip cases");
 }
