@@ -9,7 +9,9 @@
 
 use neff_schema::{Arch, NeffHeader};
 
-use crate::container::{Container, EntryFate, EntryRecord, StoredMember, PREFIX_LEN, WAVEGRAPH_SUFFIX};
+use crate::container::{
+    Container, EntryFate, EntryRecord, StoredMember, PREFIX_LEN, WAVEGRAPH_SUFFIX,
+};
 use crate::report::Report;
 use crate::tar_reader::{escape_name, EntryKind};
 use crate::{container, manifest_tiers, Loaded, RuntimeProfile, Verdict};

@@ -110,7 +110,10 @@ fn pinned_var_ids_keep_their_place_and_the_rest_fill_in() {
         .subgraph("sg00", |sg| sg.output("y", f32s(&[1]).var_id(5)))
         .build();
     let err = refusal(gap.err().unwrap());
-    assert!(err.contains("G20a Unexpected var_ids set! max=5, size=1"), "{err}");
+    assert!(
+        err.contains("G20a Unexpected var_ids set! max=5, size=1"),
+        "{err}"
+    );
     let twice = NeffBuilder::new()
         .subgraph("sg00", |sg| {
             sg.output("y", f32s(&[1]).var_id(0))
@@ -431,7 +434,10 @@ fn checked_rules_name_the_subgraph_and_key() {
         ),
         (
             NeffBuilder::new().subgraph("sg00", |sg| {
-                base(sg).dma_queue("q", DmaQueue::new(Engine::Pool, QueueType::Data).key("owner", "pe"))
+                base(sg).dma_queue(
+                    "q",
+                    DmaQueue::new(Engine::Pool, QueueType::Data).key("owner", "pe"),
+                )
             }),
             "",
         ),
@@ -526,7 +532,9 @@ fn checked_rules_name_the_subgraph_and_key() {
             "ends in .npy",
         ),
         (
-            NeffBuilder::new().name("n".repeat(300)).subgraph("sg00", base),
+            NeffBuilder::new()
+                .name("n".repeat(300))
+                .subgraph("sg00", base),
             "model name",
         ),
     ];
@@ -786,7 +794,9 @@ fn info_json_matches_the_header_in_every_framing() {
 
 /// The checked build's verdict and the loader's on the same model written
 /// through the unchecked path: `(checked accepted, loader accepted, gates)`.
-fn both_verdicts(builder: impl Fn() -> NeffBuilder) -> (bool, bool, Option<String>, Option<String>) {
+fn both_verdicts(
+    builder: impl Fn() -> NeffBuilder,
+) -> (bool, bool, Option<String>, Option<String>) {
     let checked = builder().build();
     let mut out = Vec::new();
     let outcome = builder().allow_invalid(true).write_to(&mut out).unwrap();
@@ -830,11 +840,13 @@ fn the_ucode_abi_major_comes_from_the_profile() {
         (abi2, "1.21.1.0", false),
     ] {
         let verdicts = both_verdicts(|| {
-            NeffBuilder::new().profile(profile.clone()).subgraph("sg00", |sg| {
-                sg.input("x", f32s(&[1]))
-                    .output("y", f32s(&[1]))
-                    .ucode_lib(UcodeLib::new("l.so", version).function("f"), vec![0u8; 8])
-            })
+            NeffBuilder::new()
+                .profile(profile.clone())
+                .subgraph("sg00", |sg| {
+                    sg.input("x", f32s(&[1]))
+                        .output("y", f32s(&[1]))
+                        .ucode_lib(UcodeLib::new("l.so", version).function("f"), vec![0u8; 8])
+                })
         });
         let gate = (!accepted).then(|| "G24b".to_string());
         assert_eq!(
@@ -864,7 +876,10 @@ fn owners_are_judged_by_the_loader_on_the_bytes_written() {
                 })
             });
             let (checked, loaded, checked_gate, loaded_gate) = verdicts.clone();
-            assert_eq!(checked, loaded, "owner {owner:?} (as key: {as_key}): {verdicts:?}");
+            assert_eq!(
+                checked, loaded,
+                "owner {owner:?} (as key: {as_key}): {verdicts:?}"
+            );
             assert_eq!(checked_gate, loaded_gate, "owner {owner:?}");
             let valid = ["pe", "pool"].contains(&owner);
             if !as_key {

@@ -621,8 +621,6 @@ fn check_byte_size(at: &str, dtype: &Dtype, shape: &[u64]) -> Result<(), BuildEr
     Ok(())
 }
 
-
-
 /// Reads an `.npy` source's header, fills the tensor's dtype and shape from
 /// it, and gives back a source that still yields every byte.
 fn npy_source(
