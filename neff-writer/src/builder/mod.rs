@@ -24,12 +24,14 @@
 //! ```
 //!
 //! Two doors, as in wasm-encoder:
-//! * **checked** (the default): [`NeffBuilder::build`] refuses what the
-//!   runtime's rules refuse (duplicate names, var_ids that are not dense, no
-//!   output, bad ucode versions, EVTACCEL values, queue rules, malformed
-//!   `.npy`…) with an error naming the subgraph and key, and writing refuses
-//!   any NEFF the loader's gates refuse;
-//! * **unchecked**: [`NeffBuilder::allow_invalid`] skips those rules and writes
+//! * **checked** (the default): [`NeffBuilder::build`] runs the loader's gates
+//!   over the generated members in memory ([`neff_loader::check_members`]) on
+//!   every arch the NEFF targets, and refuses with the loader's report
+//!   ([`BuildError::Refused`]: gate and runtime message) before any byte is
+//!   written; the builder itself only refuses what it cannot write (names
+//!   that clash, a tensor whose size overflows, an unreadable or malformed
+//!   `.npy`…). Writing then reads the file back through every gate;
+//! * **unchecked**: [`NeffBuilder::allow_invalid`] skips those checks and writes
 //!   whatever the gates say, and [`NeffBuilder::raw_member`] /
 //!   [`NeffBuilder::omit_member`] replace or drop any generated member with
 //!   any bytes — for negative fixtures.
@@ -394,9 +396,10 @@ impl NeffBuilder {
         self
     }
 
-    /// Generates every member and the header settings. In checked mode this
-    /// is where the builder's rules run; the loader's gates run when the
-    /// result is written.
+    /// Generates every member and the header settings. In checked mode the
+    /// loader's gates run here, over the members in memory, on every arch the
+    /// NEFF targets (the ones that need the written file run when it is
+    /// written).
     pub fn build(self) -> Result<Build, BuildError> {
         let checked = !self.options.allow_invalid;
         let mut names = BTreeSet::new();
