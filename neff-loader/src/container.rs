@@ -266,7 +266,7 @@ fn run_with<R: Read + Seek>(
         file_size,
         ..Container::default()
     };
-    if let Some(r) = header_gates(&header, file_size, profile, &mut warnings) {
+    if let Some(r) = header_gates(&header, Some(file_size), profile, &mut warnings) {
         return reject(r, Some(container), warnings);
     }
     let data_size = header.data_size();
@@ -358,19 +358,24 @@ fn run_with<R: Read + Seek>(
     })
 }
 
-/// G3–G8: the checks on header fields alone, in the runtime's order.
-fn header_gates(
+/// G3–G8: the checks on header fields alone, in the runtime's order. With no
+/// `file_size` (a model still in memory, its payload not yet written) the
+/// checks that depend on the payload (G3, G6, G8) are left out.
+pub(crate) fn header_gates(
     header: &NeffHeader,
-    file_size: u64,
+    file_size: Option<u64>,
     profile: &RuntimeProfile,
     warnings: &mut Vec<String>,
 ) -> Option<Rejection> {
     let header_size = header.header_size();
-    if header_size >= file_size {
+    if file_size.is_some_and(|file_size| header_size >= file_size) {
         return Some(
             Rejection::new(
                 Gate::G3,
-                format!("Invalid NEFF file size hdr sz: {header_size:x}, file sz: {file_size:x}"),
+                format!(
+                    "Invalid NEFF file size hdr sz: {header_size:x}, file sz: {:x}",
+                    file_size.unwrap_or_default()
+                ),
             )
             .detail("header_size (+0x008) must be smaller than the file"),
         );
@@ -407,8 +412,8 @@ fn header_gates(
         );
     }
     let data_size = header.data_size();
-    let room = file_size - HEADER_LEN as u64;
-    if data_size > room {
+    let room = file_size.map(|file_size| file_size - HEADER_LEN as u64);
+    if let Some(room) = room.filter(|&room| data_size > room) {
         return Some(
             Rejection::new(
                 Gate::G6,
@@ -426,7 +431,7 @@ fn header_gates(
                 .detail("pkg_version (+0x000) must be 1 (tar + SHA-256) or 2 (gzip tar + MD5)"),
         );
     };
-    if profile.verify_hash && data_size == 0 {
+    if profile.verify_hash && data_size == 0 && file_size.is_some() {
         let (line, func) = match pkg {
             PkgVersion::Sha256Tar => (0x34, "void sha256(const uint8_t*, size_t, uint8_t*)"),
             PkgVersion::Md5Gzip => (0x40, "void md5(const uint8_t*, size_t, uint8_t*)"),

@@ -23,6 +23,7 @@ pub mod gzip_reader;
 pub mod inspect;
 pub mod json;
 pub mod manifests;
+pub mod memory;
 pub mod model;
 pub mod profile;
 pub mod report;
@@ -40,6 +41,7 @@ pub use container::{
     Compression, Container, EntryFate, EntryRecord, Limits, PayloadPadding, StoredMember,
 };
 pub use gate::{Gate, NrtStatus, Rejection};
+pub use memory::{check_members, MemberData};
 pub use model::ModelSummary;
 pub use profile::RuntimeProfile;
 pub use report::{ArchScope, Report};

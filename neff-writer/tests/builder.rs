@@ -13,7 +13,19 @@ use neff_schema::manifest::{
 use neff_schema::Target;
 use neff_writer::builder::npy::encode_v1;
 use neff_writer::builder::{EngineProgram, Tensor, Weight};
-use neff_writer::{BuildError, HeaderPatch, MemberSource, NeffBuilder, PackError};
+use neff_writer::{BuildError, HeaderPatch, MemberSource, NeffBuilder};
+
+/// A loader refusal as `"<gate> <message>"`; any other error as its text.
+fn refusal(e: BuildError) -> String {
+    match e {
+        BuildError::Refused(report) => format!(
+            "{} {}",
+            report.gate_id().unwrap_or_default(),
+            report.message.unwrap_or_default()
+        ),
+        e => e.to_string(),
+    }
+}
 
 fn f32s(shape: &[u64]) -> Tensor {
     Tensor::new(Dtype::Float32, shape.to_vec())
@@ -97,15 +109,19 @@ fn pinned_var_ids_keep_their_place_and_the_rest_fill_in() {
     let gap = NeffBuilder::new()
         .subgraph("sg00", |sg| sg.output("y", f32s(&[1]).var_id(5)))
         .build();
-    let err = gap.err().unwrap().to_string();
-    assert!(err.contains("var_id 5 leaves a gap"), "{err}");
+    let err = refusal(gap.err().unwrap());
+    assert!(
+        err.contains("G20a Unexpected var_ids set! max=5, size=1"),
+        "{err}"
+    );
     let twice = NeffBuilder::new()
         .subgraph("sg00", |sg| {
             sg.output("y", f32s(&[1]).var_id(0))
                 .input("x", f32s(&[1]).var_id(0))
         })
         .build();
-    assert!(twice.err().unwrap().to_string().contains("pinned twice"));
+    let err = refusal(twice.err().unwrap());
+    assert!(err.starts_with("G20a Unexpected var_ids set!"), "{err}");
 }
 
 #[test]
@@ -385,10 +401,10 @@ fn checked_rules_name_the_subgraph_and_key() {
     let base =
         |sg: neff_writer::builder::Subgraph| sg.input("x", f32s(&[1])).output("y", f32s(&[1]));
     let cases: Vec<(NeffBuilder, &str)> = vec![
-        (NeffBuilder::new(), "at least one subgraph"),
+        (NeffBuilder::new(), "G29b "),
         (
             NeffBuilder::new().subgraph("sg00", |sg| sg.input("x", f32s(&[1]))),
-            "subgraph sg00: no output",
+            "G20b Invalid NEFF: graph sg00/def.json has no Outputs",
         ),
         (
             NeffBuilder::new().subgraph("sg00", |sg| base(sg).tmp_buf("x", Tensor::bytes(4))),
@@ -404,7 +420,7 @@ fn checked_rules_name_the_subgraph_and_key() {
         ),
         (
             NeffBuilder::new().subgraph("sg00", |sg| base(sg).output("big", f32s(&[1; 33]))),
-            "Too many dimensions (33)",
+            "G14 Too many dimensions (33)",
         ),
         (
             NeffBuilder::new().subgraph("sg00", |sg| {
@@ -414,11 +430,14 @@ fn checked_rules_name_the_subgraph_and_key() {
                         .key("queue_instances", serde_json::json!(["q_0", "q_1"])),
                 )
             }),
-            "dma_queue \"q\": Invalid Neff: Queue set instances are not supported for input queues (q)",
+            "G21c Invalid Neff: Queue set instances are not supported for input queues (q)",
         ),
         (
             NeffBuilder::new().subgraph("sg00", |sg| {
-                base(sg).dma_queue("q", DmaQueue::new(Engine::Pool, QueueType::Data).key("owner", "pe"))
+                base(sg).dma_queue(
+                    "q",
+                    DmaQueue::new(Engine::Pool, QueueType::Data).key("owner", "pe"),
+                )
             }),
             "",
         ),
@@ -428,7 +447,7 @@ fn checked_rules_name_the_subgraph_and_key() {
                 q.owner = Some("gpsimd".into());
                 base(sg).dma_queue("q", q)
             }),
-            "Invalid owner 'gpsimd' for DMA queue q",
+            "G21a Invalid owner 'gpsimd' for DMA queue q",
         ),
         (
             NeffBuilder::new().subgraph("sg00", |sg| {
@@ -437,7 +456,7 @@ fn checked_rules_name_the_subgraph_and_key() {
                     DmaQueue::new(Engine::Act, QueueType::Data).semaphore_set(vec![0; 33]),
                 )
             }),
-            "maximum of 32 semaphores",
+            "G21d Runtime supports maximum of 32 semaphores",
         ),
         (
             NeffBuilder::new().subgraph("sg00", |sg| {
@@ -446,13 +465,13 @@ fn checked_rules_name_the_subgraph_and_key() {
                     DmaBlock::new("q", 0).desc(DmaDesc::copy("x", "y").from_ap([0], [1])),
                 )
             }),
-            "engine pool: pool.json dma[0].desc[0]: Size cannot be 0",
+            "G26 Size cannot be 0",
         ),
         (
             NeffBuilder::new().subgraph("sg00", |sg| {
                 base(sg).ucode_lib(UcodeLib::new("l.so", "2.0.0"), vec![])
             }),
-            "ucode_lib \"l.so\": Mismatch between GPSIMD lib version",
+            "G24b Mismatch between GPSIMD lib version",
         ),
         (
             NeffBuilder::new().subgraph("sg00", |sg| {
@@ -460,7 +479,7 @@ fn checked_rules_name_the_subgraph_and_key() {
                     .ucode_lib(UcodeLib::new("l.so", "1.0"), vec![])
                     .ucode_lib(UcodeLib::new("l.so", "1.0"), vec![])
             }),
-            "has already been added",
+            "both named sg00/l.so",
         ),
         (
             NeffBuilder::new().subgraph("sg00", |sg| {
@@ -470,7 +489,7 @@ fn checked_rules_name_the_subgraph_and_key() {
                 }
                 base(sg).ucode_lib(lib, vec![])
             }),
-            "29 per core exceeded the maximum allowed 28",
+            "G31 Number of ucode functions: 29 per core exceeded the maximum allowed 28",
         ),
         (
             NeffBuilder::new().subgraph("sg00", |sg| {
@@ -478,7 +497,7 @@ fn checked_rules_name_the_subgraph_and_key() {
                 c.offset = 0x1000;
                 base(sg).carveout(c)
             }),
-            "runtime_statebuffer_reservation[0]: Event Accel carveout SB partition offset must start at 0x37ff8",
+            "G30 Event Accel carveout SB partition offset must start at 0x37ff8",
         ),
         (
             NeffBuilder::new()
@@ -492,7 +511,7 @@ fn checked_rules_name_the_subgraph_and_key() {
         ),
         (
             NeffBuilder::new().kelf_version("5").subgraph("sg00", base),
-            "has no '.'",
+            "G15 invalid string (.) in 5",
         ),
         (
             NeffBuilder::new()
@@ -513,7 +532,9 @@ fn checked_rules_name_the_subgraph_and_key() {
             "ends in .npy",
         ),
         (
-            NeffBuilder::new().name("n".repeat(300)).subgraph("sg00", base),
+            NeffBuilder::new()
+                .name("n".repeat(300))
+                .subgraph("sg00", base),
             "model name",
         ),
     ];
@@ -525,7 +546,7 @@ fn checked_rules_name_the_subgraph_and_key() {
         }
         let err = match result {
             Ok(_) => panic!("expected an error containing {needle:?}"),
-            Err(e) => e.to_string(),
+            Err(e) => refusal(e),
         };
         assert!(err.contains(needle), "{needle:?} not in {err:?}");
     }
@@ -547,7 +568,7 @@ fn the_unchecked_path_writes_what_the_gates_refuse() {
         )
         .write_to_path(&out);
     match refused {
-        Err(BuildError::Pack(PackError::Rejected(report))) => {
+        Err(BuildError::Refused(report)) => {
             assert_eq!(report.gate_id(), Some("G15"), "{}", report.summary())
         }
         Err(e) => panic!("unexpected error {e}"),
@@ -767,6 +788,103 @@ fn info_json_matches_the_header_in_every_framing() {
             );
         } else {
             assert_eq!(header.major(), 2);
+        }
+    }
+}
+
+/// The checked build's verdict and the loader's on the same model written
+/// through the unchecked path: `(checked accepted, loader accepted, gates)`.
+fn both_verdicts(
+    builder: impl Fn() -> NeffBuilder,
+) -> (bool, bool, Option<String>, Option<String>) {
+    let checked = builder().build();
+    let mut out = Vec::new();
+    let outcome = builder().allow_invalid(true).write_to(&mut out).unwrap();
+    let gate = match &checked {
+        Err(BuildError::Refused(report)) => report.gate_id().map(str::to_string),
+        Err(e) => panic!("not a loader refusal: {e}"),
+        Ok(_) => None,
+    };
+    (
+        checked.is_ok(),
+        outcome.report.accepted,
+        gate,
+        outcome.report.gate_id().map(str::to_string),
+    )
+}
+
+#[test]
+fn an_in_queue_with_one_queue_is_accepted_by_both() {
+    for n in [1, 16] {
+        let verdicts = both_verdicts(|| {
+            NeffBuilder::new().subgraph("sg00", |sg| {
+                sg.input("x", f32s(&[1]))
+                    .output("y", f32s(&[1]))
+                    .dma_queue("q", DmaQueue::new(Engine::Pe, QueueType::In).num_queues(n))
+            })
+        });
+        assert_eq!(verdicts, (true, true, None, None), "num_queues {n}");
+    }
+}
+
+#[test]
+fn the_ucode_abi_major_comes_from_the_profile() {
+    let abi2 = RuntimeProfile {
+        ucode_abi: "2.0.0.0".into(),
+        ..RuntimeProfile::default()
+    };
+    for (profile, version, accepted) in [
+        (RuntimeProfile::default(), "1.21.1.0", true),
+        (RuntimeProfile::default(), "2.0.0", false),
+        (abi2.clone(), "2.3.0.0", true),
+        (abi2, "1.21.1.0", false),
+    ] {
+        let verdicts = both_verdicts(|| {
+            NeffBuilder::new()
+                .profile(profile.clone())
+                .subgraph("sg00", |sg| {
+                    sg.input("x", f32s(&[1]))
+                        .output("y", f32s(&[1]))
+                        .ucode_lib(UcodeLib::new("l.so", version).function("f"), vec![0u8; 8])
+                })
+        });
+        let gate = (!accepted).then(|| "G24b".to_string());
+        assert_eq!(
+            verdicts,
+            (accepted, accepted, gate.clone(), gate),
+            "{version} under ucode ABI {}",
+            profile.ucode_abi
+        );
+    }
+}
+
+#[test]
+fn owners_are_judged_by_the_loader_on_the_bytes_written() {
+    for owner in ["pe", "pool", "PE", " pe", "gpsimd", ""] {
+        for as_key in [false, true] {
+            let verdicts = both_verdicts(|| {
+                NeffBuilder::new().subgraph("sg00", |sg| {
+                    let mut q = DmaQueue::new(Engine::Pool, QueueType::Data);
+                    if as_key {
+                        q = q.key("owner", owner);
+                    } else {
+                        q.owner = Some(owner.into());
+                    }
+                    sg.input("x", f32s(&[1]))
+                        .output("y", f32s(&[1]))
+                        .dma_queue("q", q)
+                })
+            });
+            let (checked, loaded, checked_gate, loaded_gate) = verdicts.clone();
+            assert_eq!(
+                checked, loaded,
+                "owner {owner:?} (as key: {as_key}): {verdicts:?}"
+            );
+            assert_eq!(checked_gate, loaded_gate, "owner {owner:?}");
+            let valid = ["pe", "pool"].contains(&owner);
+            if !as_key {
+                assert_eq!(checked, valid, "owner {owner:?}");
+            }
         }
     }
 }

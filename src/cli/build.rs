@@ -101,7 +101,22 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
         builder = builder.framing_with(framing);
     }
     let spec_name = args.spec.display().to_string();
-    let mut build = builder.build().map_err(|e| format!("{spec_name}: {e}"))?;
+    let mut build = match builder.build() {
+        Ok(build) => build,
+        // The loader's gates, run before writing: reported as a read-back refusal.
+        Err(neff::writer::BuildError::Refused(report)) => {
+            let refused = Err(neff::writer::PackError::Rejected(report));
+            return report_written(
+                refused,
+                &args.output,
+                to_stdout,
+                args.json,
+                args.quiet,
+                "built",
+            );
+        }
+        Err(e) => return Err(format!("{spec_name}: {e}").into()),
+    };
     args.framing.apply(&mut build.options_mut().framing);
     if let Some(level) = args.level {
         build.options_mut().set_level(level);

@@ -371,15 +371,6 @@ impl QueueType {
     pub fn parse(text: &str) -> Option<QueueType> {
         QueueType::ALL.into_iter().find(|t| t.as_str() == text)
     }
-
-    /// Whether queue-set instances (a non-empty `queue_instances` list) are
-    /// refused for this type (G21c). `num_queues` is allowed on every type.
-    pub fn forbids_queue_sets(self) -> bool {
-        matches!(
-            self,
-            QueueType::In | QueueType::Out | QueueType::EmbeddingUpdate
-        )
-    }
 }
 
 impl fmt::Display for QueueType {
@@ -501,24 +492,6 @@ impl DmaQueue {
         self.owner.as_deref().and_then(Engine::parse_runtime)
     }
 
-    /// The owner's problem (G21a), if any: one that is present must be an engine.
-    pub fn owner_problem(&self) -> Option<String> {
-        match &self.owner {
-            Some(owner) if Engine::parse_runtime(owner).is_none() => {
-                Some(format!("Invalid owner '{owner}'"))
-            }
-            _ => None,
-        }
-    }
-
-    /// How many `queue_instances` the queue lists (0 when absent or not a list).
-    pub fn queue_instance_count(&self) -> usize {
-        self.extra
-            .get("queue_instances")
-            .and_then(serde_json::Value::as_array)
-            .map_or(0, Vec::len)
-    }
-
     /// The type, if it is a known one.
     pub fn queue_type(&self) -> Option<QueueType> {
         QueueType::parse(&self.kind)
@@ -571,42 +544,6 @@ impl Carveout {
             partitions: EVTACCEL_PARTITIONS,
             extra: Extra::new(),
         }
-    }
-
-    /// What CAYMAN's staging check (G30) would refuse in this carveout, if
-    /// anything (the runtime's message).
-    pub fn cayman_problem(&self) -> Option<String> {
-        if self.kind != EVTACCEL {
-            return Some(format!(
-                "Invalid runtime_statebuffer_reservation type {}",
-                self.kind
-            ));
-        }
-        if self.base_partition != EVTACCEL_BASE_PARTITION {
-            return Some(format!(
-                "Event Accel carveout SB partition must start at 0. Got {}",
-                self.base_partition
-            ));
-        }
-        if self.partitions != EVTACCEL_PARTITIONS {
-            return Some(format!(
-                "Event Accel carveout SB partition count must be {EVTACCEL_PARTITIONS}. Got {}",
-                self.partitions
-            ));
-        }
-        if self.offset != EVTACCEL_OFFSET {
-            return Some(format!(
-                "Event Accel carveout SB partition offset must start at {EVTACCEL_OFFSET:#x}. Got {:#x}",
-                self.offset
-            ));
-        }
-        if self.size != EVTACCEL_SIZE {
-            return Some(format!(
-                "Event Accel carveout SB size must be 8. Got {}",
-                self.size
-            ));
-        }
-        None
     }
 }
 
@@ -661,26 +598,18 @@ mod tests {
         for t in QueueType::ALL {
             assert_eq!(QueueType::parse(t.as_str()), Some(t));
         }
-        assert!(QueueType::In.forbids_queue_sets());
-        assert!(!QueueType::Data.forbids_queue_sets());
         assert_eq!(VarType::parse("tmp_buf"), None);
     }
 
     #[test]
     fn evtaccel_values() {
         let c = Carveout::evtaccel();
-        assert_eq!(c.cayman_problem(), None);
         let v = serde_json::to_value(&c).unwrap();
         assert_eq!(
             v,
             serde_json::json!({"type": "evtaccel", "offset": 0x37FF8, "size": 8,
                                 "base_partition": 0, "partitions": 128})
         );
-        let mut bad = c.clone();
-        bad.offset = 0;
-        assert!(bad.cayman_problem().unwrap().contains("0x37ff8"));
-        bad.kind = "evaccel".into();
-        assert!(bad.cayman_problem().unwrap().contains("Invalid"));
     }
 
     #[test]

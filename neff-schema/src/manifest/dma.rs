@@ -132,40 +132,6 @@ impl DmaDesc {
         self.to_steps = Some(steps.into());
         self
     }
-
-    /// What is wrong with this descriptor's shape, by the runtime's rules
-    /// (spec §4.4, G26), if anything: an unknown `op`, sizes and steps of
-    /// different lengths, a zero size, a `scale_dtype` other than float32.
-    pub fn problem(&self) -> Option<String> {
-        if let Some(op) = &self.op {
-            if !DMA_OPS.contains(&op.as_str()) {
-                return Some(format!("Unknown dma operation: {op}"));
-            }
-        }
-        for (side, sizes, steps) in [
-            ("from", &self.from_sizes, &self.from_steps),
-            ("to", &self.to_sizes, &self.to_steps),
-        ] {
-            let (n_sizes, n_steps) = (
-                sizes.as_ref().map_or(0, Vec::len),
-                steps.as_ref().map_or(0, Vec::len),
-            );
-            if n_sizes != n_steps {
-                return Some(format!(
-                    "{side}_sizes has {n_sizes} entries but {side}_steps has {n_steps}"
-                ));
-            }
-            if sizes.as_ref().is_some_and(|s| s.contains(&0)) {
-                return Some(format!("Size cannot be 0 ({side}_sizes)"));
-            }
-        }
-        if let Some(d) = &self.scale_dtype {
-            if d != "float32" {
-                return Some(format!("scale_dtype must be \"float32\", not {d:?}"));
-            }
-        }
-        None
-    }
 }
 
 #[cfg(test)]
@@ -192,16 +158,5 @@ mod tests {
         let again: serde_json::Value = serde_json::to_value(&block).unwrap();
         let original: serde_json::Value = serde_json::from_str(text).unwrap();
         assert_eq!(again, original);
-    }
-
-    #[test]
-    fn descriptor_problems() {
-        let ok = DmaDesc::copy("a", "b").from_ap([4], [1]).to_ap([4], [1]);
-        assert_eq!(ok.problem(), None);
-        assert!(ok.clone().op("xor").problem().unwrap().contains("Unknown"));
-        let zero = DmaDesc::copy("a", "b").from_ap([0], [1]);
-        assert!(zero.problem().unwrap().contains("Size cannot be 0"));
-        let uneven = DmaDesc::copy("a", "b").to_ap([4, 2], [1]);
-        assert!(uneven.problem().unwrap().contains("to_steps"));
     }
 }

@@ -10,10 +10,6 @@ use super::{extra_keys, Extra, Manifest};
 pub const CUSTOM_OP_OPCODE: i64 = 133;
 /// The member producers write next to the libraries.
 pub const UCODE_LIB_JSON: &str = "ucode_lib.json";
-/// `total_cpus` values the runtime accepts (`> 1 && != 8` is refused).
-pub const ACCEPTED_TOTAL_CPUS: [u64; 3] = [0, 1, 8];
-/// The only `ulib_to_ucode_version` major the runtime 2.31 accepts.
-pub const UCODE_MAJOR: u64 = 1;
 /// Most ucode functions in the device's global table (staging).
 pub const MAX_FUNCTIONS: usize = 97;
 /// Longest ucode function name (staging).
@@ -123,42 +119,6 @@ impl UcodeLib {
         self.ulib_to_isa_version = Some(version.into());
         self
     }
-
-    /// The major of `ulib_to_ucode_version` as the runtime reads it (the
-    /// digits before the first `.`), if it parses.
-    pub fn version_major(&self) -> Option<u64> {
-        let major = self
-            .ulib_to_ucode_version
-            .split('.')
-            .next()
-            .unwrap_or_default();
-        major.trim().parse().ok()
-    }
-
-    /// What the runtime's ucode-lib parser (G24a–d) would refuse here, if anything.
-    pub fn problem(&self) -> Option<String> {
-        if self.version_major() != Some(UCODE_MAJOR) {
-            return Some(format!(
-                "Mismatch between GPSIMD lib version and NRT version! (ulib_to_ucode_version {:?}: the major must be 1)",
-                self.ulib_to_ucode_version
-            ));
-        }
-        if let Some(n) = self.total_cpus {
-            if !ACCEPTED_TOTAL_CPUS.contains(&n) {
-                return Some(format!(
-                    "UCode Library {} has invalid number of total cpus {n}",
-                    self.library
-                ));
-            }
-        }
-        if self.cpu_id.is_some_and(|c| c != 0) {
-            return Some(format!(
-                "cpu_id must be 0 (the runtime asserts cpu_id == 0), library {}",
-                self.library
-            ));
-        }
-        None
-    }
 }
 
 impl UcodeFunction {
@@ -186,8 +146,6 @@ mod tests {
             "comment": "kept"}"#;
         let doc: UcodeLibJson = from_slice(UCODE_LIB_JSON, text.as_bytes()).unwrap();
         let lib = &doc.ucode_lib[0];
-        assert_eq!(lib.version_major(), Some(1));
-        assert_eq!(lib.problem(), None);
         assert_eq!(lib.extra["add_lib"], true);
         let back: serde_json::Value =
             serde_json::from_slice(&to_vec_pretty(&doc).unwrap()).unwrap();
@@ -195,18 +153,5 @@ mod tests {
             back,
             serde_json::from_str::<serde_json::Value>(text).unwrap()
         );
-    }
-
-    #[test]
-    fn runtime_rules() {
-        let lib = UcodeLib::new("l.so", "2.0");
-        assert!(lib.problem().unwrap().contains("Mismatch"));
-        let lib = UcodeLib::new("l.so", "1.0").total_cpus(4);
-        assert!(lib.problem().unwrap().contains("total cpus 4"));
-        let mut lib = UcodeLib::new("l.so", "1").total_cpus(8).function("f");
-        assert_eq!(lib.problem(), None);
-        lib.cpu_id = Some(3);
-        assert!(lib.problem().unwrap().contains("cpu_id"));
-        assert_eq!(UcodeLib::new("l.so", "x.1").version_major(), None);
     }
 }

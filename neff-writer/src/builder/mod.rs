@@ -24,12 +24,14 @@
 //! ```
 //!
 //! Two doors, as in wasm-encoder:
-//! * **checked** (the default): [`NeffBuilder::build`] refuses what the
-//!   runtime's rules refuse (duplicate names, var_ids that are not dense, no
-//!   output, bad ucode versions, EVTACCEL values, queue rules, malformed
-//!   `.npy`…) with an error naming the subgraph and key, and writing refuses
-//!   any NEFF the loader's gates refuse;
-//! * **unchecked**: [`NeffBuilder::allow_invalid`] skips those rules and writes
+//! * **checked** (the default): [`NeffBuilder::build`] runs the loader's gates
+//!   over the generated members in memory ([`neff_loader::check_members`]) on
+//!   every arch the NEFF targets, and refuses with the loader's report
+//!   ([`BuildError::Refused`]: gate and runtime message) before any byte is
+//!   written; the builder itself only refuses what it cannot write (names
+//!   that clash, a tensor whose size overflows, an unreadable or malformed
+//!   `.npy`…). Writing then reads the file back through every gate;
+//! * **unchecked**: [`NeffBuilder::allow_invalid`] skips those checks and writes
 //!   whatever the gates say, and [`NeffBuilder::raw_member`] /
 //!   [`NeffBuilder::omit_member`] replace or drop any generated member with
 //!   any bytes — for negative fixtures.
@@ -61,12 +63,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use neff_loader::RuntimeProfile;
+use neff_loader::{MemberData, Report, RuntimeProfile};
 use neff_schema::features;
 use neff_schema::header::Text;
 use neff_schema::manifest::neff_json::IoTensor;
 use neff_schema::manifest::{self, Extra, KelfDescriptor, Manifest, ManifestError, NeffJson};
-use neff_schema::{Framing, FramingPreset, PkgVersion, Target};
+use neff_schema::{Framing, FramingPreset, NeffHeader, PkgVersion, Target};
 
 use crate::header_options::{HeaderPatch, UuidChoice};
 use crate::member::{MemberName, MemberSource};
@@ -175,7 +177,11 @@ pub enum BuildError {
     /// A manifest could not be encoded.
     #[error(transparent)]
     Manifest(#[from] ManifestError),
-    /// Packing failed, or the loader's gates refuse the result.
+    /// The loader's gates refuse the model, checked in memory before any
+    /// byte is written: the deciding report (gate, the runtime's message).
+    #[error("the NEFF would be refused by the loader: {}", .0.summary())]
+    Refused(Box<Report>),
+    /// Packing failed, or the loader's gates refuse the written file.
     #[error(transparent)]
     Pack(#[from] PackError),
 }
@@ -390,14 +396,12 @@ impl NeffBuilder {
         self
     }
 
-    /// Generates every member and the header settings. In checked mode this
-    /// is where the builder's rules run; the loader's gates run when the
-    /// result is written.
+    /// Generates every member and the header settings. In checked mode the
+    /// loader's gates run here, over the members in memory, on every arch the
+    /// NEFF targets (the ones that need the written file run when it is
+    /// written).
     pub fn build(self) -> Result<Build, BuildError> {
         let checked = !self.options.allow_invalid;
-        if checked && self.subgraphs.is_empty() {
-            return invalid("a NEFF needs at least one subgraph");
-        }
         let mut names = BTreeSet::new();
         for sg in &self.subgraphs {
             let name = sg.name();
@@ -412,19 +416,8 @@ impl NeffBuilder {
                 ));
             }
         }
-        if checked && !self.kelf_version.contains('.') {
-            return invalid(format!(
-                "kelf version {:?} has no '.': the runtime refuses it (invalid string (.))",
-                self.kelf_version
-            ));
-        }
 
-        let mut ctx = subgraph::Context {
-            checked,
-            target: self.target,
-            act_load_queues: 0,
-            ucode_functions: 0,
-        };
+        let mut ctx = subgraph::Context { checked };
         let mut members: BTreeMap<String, MemberSource> = BTreeMap::new();
         let mut kelf = KelfDescriptor::new(self.target);
         kelf.version = self.kelf_version.clone();
@@ -506,6 +499,9 @@ impl NeffBuilder {
         if patch.feature_bits.is_none() {
             patch.feature_bits = Some(bits);
         }
+        if checked {
+            loader_check(&mut members, &options)?;
+        }
         Ok(Build { members, options })
     }
 
@@ -524,6 +520,73 @@ impl NeffBuilder {
 
 fn bytes(b: Vec<u8>) -> MemberSource {
     MemberSource::Bytes(b)
+}
+
+/// Runs the loader's gates over the members and the header they will be
+/// written with, on every arch the model targets, before any byte is written.
+fn loader_check(
+    members: &mut BTreeMap<String, MemberSource>,
+    options: &PackOptions,
+) -> Result<(), BuildError> {
+    let mut peeked: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    for (name, source) in members.iter_mut() {
+        if !matches!(source, MemberSource::Bytes(_)) {
+            peeked.insert(name.clone(), peek(name, source)?);
+        }
+    }
+    let data = members.iter().map(|(name, source)| {
+        let data = match (source, peeked.get(name)) {
+            (MemberSource::Bytes(b), _) => MemberData::Bytes(b),
+            (_, Some(p)) if name.ends_with(".json") && p.len() as u64 == source.len() => {
+                MemberData::Bytes(p)
+            }
+            (_, p) => MemberData::Sized {
+                size: source.len(),
+                prefix: p.map_or(&[][..], Vec::as_slice),
+            },
+        };
+        (name.as_str(), data)
+    });
+    let header = NeffHeader::from_fields(&crate::packager::planned_header(options));
+    let verdict = neff_loader::check_members(data, &header, &options.profile);
+    if verdict.accepted {
+        return Ok(());
+    }
+    Err(BuildError::Refused(Box::new(verdict.combined_report())))
+}
+
+/// The bytes of a member not in memory that the loader reads before the
+/// file exists: all of a manifest (up to the loader's limit), the first 16
+/// bytes of anything else. A reader is read that far and put back together.
+fn peek(name: &str, source: &mut MemberSource) -> Result<Vec<u8>, BuildError> {
+    let len = source.len();
+    let want = if name.ends_with(".json") && len <= neff_loader::access::MANIFEST_MAX {
+        len
+    } else {
+        len.min(16)
+    };
+    let io_error = |source| BuildError::Io {
+        what: format!("member {name}"),
+        source,
+    };
+    let mut head = Vec::new();
+    match source {
+        MemberSource::Bytes(b) => head.extend_from_slice(b),
+        MemberSource::File { path, .. } => {
+            let file = std::fs::File::open(&*path).map_err(io_error)?;
+            io::Read::read_to_end(&mut io::Read::take(file, want), &mut head).map_err(io_error)?;
+        }
+        MemberSource::Reader { reader, len } => {
+            io::Read::read_to_end(&mut io::Read::take(&mut *reader, want), &mut head)
+                .map_err(io_error)?;
+            let rest = std::mem::replace(reader, Box::new(io::empty()));
+            *source = MemberSource::Reader {
+                reader: Box::new(io::Read::chain(io::Cursor::new(head.clone()), rest)),
+                len: *len,
+            };
+        }
+    }
+    Ok(head)
 }
 
 fn check_name(name: &str) -> Result<(), BuildError> {

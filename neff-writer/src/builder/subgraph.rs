@@ -5,25 +5,16 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Cursor, Read};
 
-use neff_schema::manifest::def_json::{EVTACCEL, MAX_SEMAPHORES_PER_QUEUE_SET};
-use neff_schema::manifest::neff_json::{IoTensor, MAX_DIMS};
-use neff_schema::manifest::ucode::{
-    MAX_FUNCTIONS, MAX_FUNCTIONS_PER_CORE, MAX_FUNCTION_NAME, UCODE_LIB_JSON,
-};
+use neff_schema::manifest::neff_json::IoTensor;
+use neff_schema::manifest::ucode::UCODE_LIB_JSON;
 use neff_schema::manifest::{
     Carveout, DefJson, DmaBlock, DmaQueue, Dtype, Engine, EngineJson, Extra, Fp8Config, Manifest,
-    QueueType, UcodeLib, UcodeLibJson, Var, VarType,
+    UcodeLib, UcodeLibJson, Var, VarType,
 };
-use neff_schema::Target;
 
 use super::npy::{self, NpyHeader};
 use super::{invalid, BuildError, Data};
 use crate::member::{MemberName, MemberSource};
-
-/// Largest instruction stream the runtime takes (G27b).
-const MAX_INSTR_BYTES: u64 = 0xFFFF_FFFF;
-/// Largest sub_opcode (a byte; 0xFF means unset).
-const MAX_SUB_OPCODE: u64 = 254;
 
 /// A variable's settings: element type, shape, size, a pinned var_id and
 /// extra def.json keys. Inputs and outputs need a dtype and a shape
@@ -231,10 +222,8 @@ pub struct Subgraph {
 
 /// Model-wide state while subgraphs are generated.
 pub(crate) struct Context {
+    /// Whether the builder's own checks run (not [`super::NeffBuilder::allow_invalid`]).
     pub checked: bool,
-    pub target: Target,
-    pub act_load_queues: usize,
-    pub ucode_functions: usize,
 }
 
 /// What one subgraph contributes.
@@ -420,17 +409,13 @@ impl Subgraph {
         }
 
         // Variables, in var_id order: inputs, outputs, the rest.
-        let ids = assign_var_ids(&sg, &self.vars, checked)?;
+        let ids = assign_var_ids(&self.vars);
         let mut inputs = Vec::new();
         let mut outputs = Vec::new();
-        let mut outputs_seen = 0usize;
         for (decl, var_id) in self.vars.into_iter().zip(ids) {
             let at = format!("subgraph {sg}: var {:?}", decl.name);
             let group = decl.group();
             let is_io = group < 2;
-            if checked && decl.name.is_empty() {
-                return invalid(format!("subgraph {sg}: a variable has an empty name"));
-            }
             let mut var = Var::of_kind(decl.kind.clone(), var_id);
             let mut tensor = decl.tensor;
             if let Some((data, format, file_name)) = decl.weight {
@@ -479,7 +464,7 @@ impl Subgraph {
                     ));
                 };
                 if checked {
-                    check_io_tensor(&at, &dtype, &shape)?;
+                    check_byte_size(&at, &dtype, &shape)?;
                 }
                 let t = IoTensor {
                     name: decl.name.clone(),
@@ -489,7 +474,6 @@ impl Subgraph {
                 if group == 0 {
                     inputs.push((var_id, t));
                 } else {
-                    outputs_seen += 1;
                     outputs.push((var_id, t));
                 }
             }
@@ -497,20 +481,12 @@ impl Subgraph {
                 return invalid(format!("{at} is declared twice"));
             }
         }
-        if checked && outputs_seen == 0 {
-            return invalid(format!(
-                "subgraph {sg}: no output variable (the runtime refuses a graph with no Outputs)"
-            ));
-        }
         inputs.sort_by_key(|(id, _)| *id);
         outputs.sort_by_key(|(id, _)| *id);
 
         // DMA queues.
         let mut queues = BTreeMap::new();
         for (name, queue) in self.queues {
-            if checked {
-                check_queue(&sg, &name, &queue, ctx)?;
-            }
             if queues.insert(name.clone(), queue).is_some() && checked {
                 return invalid(format!(
                     "subgraph {sg}: dma_queue {name:?} is declared twice"
@@ -522,9 +498,6 @@ impl Subgraph {
         }
 
         // Top-level DMA blocks.
-        if checked {
-            check_blocks(&format!("subgraph {sg}: def.json dma"), &self.dma)?;
-        }
         if !self.dma.is_empty() {
             def.dma = Some(self.dma);
         }
@@ -534,41 +507,12 @@ impl Subgraph {
         let mut libs = Vec::new();
         let mut used_sub_opcodes = BTreeSet::new();
         for (lib, _) in &self.ucode {
-            for f in lib.functions.iter().flatten() {
-                if let Some(op) = f.sub_opcode {
-                    if !used_sub_opcodes.insert(op) && checked {
-                        return invalid(format!(
-                            "subgraph {sg}: ucode function {:?}: sub_opcode {op} is used twice",
-                            f.name
-                        ));
-                    }
-                }
-            }
+            used_sub_opcodes.extend(lib.functions.iter().flatten().filter_map(|f| f.sub_opcode));
         }
         let mut next_sub_opcode = 0u64;
-        let mut function_count = 0usize;
-        let mut lib_names = BTreeSet::new();
         for (mut lib, data) in self.ucode {
             let at = format!("subgraph {sg}: ucode_lib {:?}", lib.library);
-            if checked {
-                if let Some(problem) = lib.problem() {
-                    return invalid(format!("{at}: {problem}"));
-                }
-                if !lib_names.insert(lib.library.clone()) {
-                    return invalid(format!(
-                        "{at}: UCode Library {} has already been added",
-                        lib.library
-                    ));
-                }
-            }
             for f in lib.functions.iter_mut().flatten() {
-                function_count += 1;
-                if checked && f.name.chars().count() > MAX_FUNCTION_NAME {
-                    return invalid(format!(
-                        "{at}: ucode function name ({}) is too long.  Max length = {MAX_FUNCTION_NAME}",
-                        f.name
-                    ));
-                }
                 if f.sub_opcode.is_none() {
                     while used_sub_opcodes.contains(&next_sub_opcode) {
                         next_sub_opcode += 1;
@@ -576,28 +520,10 @@ impl Subgraph {
                     used_sub_opcodes.insert(next_sub_opcode);
                     f.sub_opcode = Some(next_sub_opcode);
                 }
-                if checked && f.sub_opcode.is_some_and(|op| op > MAX_SUB_OPCODE) {
-                    return invalid(format!(
-                        "{at}: function {:?}: sub_opcode above {MAX_SUB_OPCODE} (one byte, 0xFF = unset)",
-                        f.name
-                    ));
-                }
             }
             let source = data.into_source(&format!("{at}: library"))?;
             members.push((member_name(&sg, &lib.library, &at)?, source));
             libs.push(lib);
-        }
-        if checked && function_count > MAX_FUNCTIONS_PER_CORE {
-            return invalid(format!(
-                "subgraph {sg}: Number of ucode functions: {function_count} per core exceeded the maximum allowed {MAX_FUNCTIONS_PER_CORE}"
-            ));
-        }
-        ctx.ucode_functions += function_count;
-        if checked && ctx.ucode_functions > MAX_FUNCTIONS {
-            return invalid(format!(
-                "subgraph {sg}: too many ucode functions in this table.  Max is {MAX_FUNCTIONS} ({} across the subgraphs so far)",
-                ctx.ucode_functions
-            ));
         }
         if has_ucode {
             let doc = UcodeLibJson {
@@ -612,25 +538,6 @@ impl Subgraph {
         }
 
         // Carveouts: always present, at least [].
-        if checked {
-            let on_cayman = matches!(ctx.target, Target::Any) || ctx.target == Target::CAYMAN;
-            for (i, c) in self.carveouts.iter().enumerate() {
-                let at = format!("subgraph {sg}: runtime_statebuffer_reservation[{i}]");
-                if c.kind != EVTACCEL {
-                    return invalid(format!(
-                        "{at}: Invalid runtime_statebuffer_reservation type {}",
-                        c.kind
-                    ));
-                }
-                if on_cayman {
-                    if let Some(problem) = c.cayman_problem() {
-                        return invalid(format!(
-                            "{at}: {problem} (required when the target is cayman or *; Carveout::evtaccel() has the values)"
-                        ));
-                    }
-                }
-            }
-        }
         def.runtime_statebuffer_reservation = Some(self.carveouts);
 
         // Engines: all five, in the runtime's order.
@@ -638,9 +545,6 @@ impl Subgraph {
         for engine in Engine::ALL {
             let program = programs.remove(&engine).unwrap_or_default();
             let at = format!("subgraph {sg}: engine {engine}");
-            if checked {
-                check_blocks(&format!("{at}: {engine}.json dma"), &program.dma)?;
-            }
             let mut json = EngineJson::for_engine(engine);
             json.dma = Some(program.dma);
             if let Some(label) = program.label {
@@ -651,12 +555,6 @@ impl Subgraph {
                 Some(data) => data.into_source(&format!("{at}: instructions"))?,
                 None => MemberSource::Bytes(Vec::new()),
             };
-            if checked && instr.len() > MAX_INSTR_BYTES {
-                return invalid(format!(
-                    "{at}: Instruction size {} exceeds maximum supported size {MAX_INSTR_BYTES}",
-                    instr.len()
-                ));
-            }
             let json_member = format!("{engine}.json");
             members.push((member_name(&sg, &format!("{engine}.bin"), &at)?, instr));
             members.push((
@@ -690,26 +588,8 @@ fn member_name(sg: &str, file: &str, at: &str) -> Result<String, BuildError> {
 
 /// var_ids: pinned ones as given; the others fill the free ids in the order
 /// inputs, outputs, the rest (declaration order within each group).
-fn assign_var_ids(sg: &str, vars: &[VarDecl], checked: bool) -> Result<Vec<u64>, BuildError> {
-    let mut pinned = BTreeSet::new();
-    for v in vars {
-        if let Some(id) = v.tensor.var_id {
-            if !pinned.insert(id) && checked {
-                return invalid(format!(
-                    "subgraph {sg}: var {:?}: var_id {id} is pinned twice",
-                    v.name
-                ));
-            }
-            if checked && id >= vars.len() as u64 {
-                return invalid(format!(
-                    "subgraph {sg}: var {:?}: var_id {id} leaves a gap: with {} variables the ids must be 0..{} (Unexpected var_ids set!)",
-                    v.name,
-                    vars.len(),
-                    vars.len().saturating_sub(1)
-                ));
-            }
-        }
-    }
+fn assign_var_ids(vars: &[VarDecl]) -> Vec<u64> {
+    let pinned: BTreeSet<u64> = vars.iter().filter_map(|v| v.tensor.var_id).collect();
     let mut order: Vec<usize> = (0..vars.len()).collect();
     order.sort_by_key(|&i| vars[i].group());
     let mut ids = vec![0u64; vars.len()];
@@ -726,76 +606,17 @@ fn assign_var_ids(sg: &str, vars: &[VarDecl], checked: bool) -> Result<Vec<u64>,
             }
         };
     }
-    Ok(ids)
+    ids
 }
 
-fn check_io_tensor(at: &str, dtype: &Dtype, shape: &[u64]) -> Result<(), BuildError> {
-    if shape.len() > MAX_DIMS {
-        return invalid(format!(
-            "{at}: Too many dimensions ({}): neff.json tensors have at most {MAX_DIMS}",
-            shape.len()
-        ));
-    }
+/// A tensor whose byte size overflows 64 bits cannot be described.
+fn check_byte_size(at: &str, dtype: &Dtype, shape: &[u64]) -> Result<(), BuildError> {
     let elements = shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d));
     if elements
         .and_then(|e| e.checked_mul(dtype.runtime_element_size()))
         .is_none()
     {
         return invalid(format!("{at}: the tensor's byte size overflows 64 bits"));
-    }
-    Ok(())
-}
-
-fn check_queue(sg: &str, name: &str, q: &DmaQueue, ctx: &mut Context) -> Result<(), BuildError> {
-    let at = format!("subgraph {sg}: dma_queue {name:?}");
-    if let Some(problem) = q.owner_problem() {
-        return invalid(format!(
-            "{at}: {problem} for DMA queue {name} (use pe, act, pool, dve or sp, or no owner)"
-        ));
-    }
-    let Some(kind) = q.queue_type() else {
-        return invalid(format!(
-            "{at}: type {:?} is not one of in, out, data, act_load, embedding_update, dynamic",
-            q.kind
-        ));
-    };
-    if kind.forbids_queue_sets() && q.queue_instance_count() > 0 {
-        let what = match kind {
-            QueueType::In => "input",
-            QueueType::Out => "output",
-            _ => "embedding update",
-        };
-        return invalid(format!(
-            "{at}: Invalid Neff: Queue set instances are not supported for {what} queues ({name})"
-        ));
-    }
-    if let Some(set) = &q.semaphore_set {
-        if set.len() > MAX_SEMAPHORES_PER_QUEUE_SET {
-            return invalid(format!(
-                "{at}: Runtime supports maximum of {MAX_SEMAPHORES_PER_QUEUE_SET} semaphores per queue set, found: {}",
-                set.len()
-            ));
-        }
-    }
-    if kind == QueueType::ActLoad {
-        ctx.act_load_queues += 1;
-        if ctx.act_load_queues > 1 {
-            return invalid(format!("{at}: only one act_load queue per NEFF"));
-        }
-        if q.num_queues.is_some_and(|n| n != 1) {
-            return invalid(format!("{at}: an act_load queue must have num_queues 1"));
-        }
-    }
-    Ok(())
-}
-
-fn check_blocks(at: &str, blocks: &[DmaBlock]) -> Result<(), BuildError> {
-    for (b, block) in blocks.iter().enumerate() {
-        for (d, desc) in block.desc.iter().flatten().enumerate() {
-            if let Some(problem) = desc.problem() {
-                return invalid(format!("{at}[{b}].desc[{d}]: {problem}"));
-            }
-        }
     }
     Ok(())
 }
