@@ -200,6 +200,7 @@ impl Container {
 }
 
 /// The outcome of Tier 1.
+#[derive(Debug)]
 pub struct Tier1 {
     /// What was read (absent only when even the header could not be read).
     pub container: Option<Container>,
