@@ -19,7 +19,7 @@
 //! let dir = tempfile::tempdir()?;
 //! let path = dir.path().join("model.neff");
 //! NeffBuilder::new()
-//!     .target(Target::Cayman)
+//!     .target(Target::CAYMAN)
 //!     .subgraph("sg00", |sg| {
 //!         sg.input("x", Tensor::new(Dtype::Float32, [4]))
 //!             .output("y", Tensor::new(Dtype::Float32, [4]))

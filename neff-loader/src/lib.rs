@@ -19,7 +19,7 @@
 //! # let dir = tempfile::tempdir()?;
 //! # let path = dir.path().join("model.neff");
 //! # NeffBuilder::new()
-//! #     .subgraph("sg00", |sg| sg.input("x", Tensor::new(Dtype::Float32, [4])))
+//! #     .subgraph("sg00", |sg| sg.output("y", Tensor::new(Dtype::Float32, [4])))
 //! #     .write_to_path(&path)?;
 //! // `path` is a NEFF written by neff-writer's `NeffBuilder`.
 //! let loaded = load_file(&path, &RuntimeProfile::default())?;
