@@ -5,7 +5,7 @@
 //! * [`fixtures`]: the deterministic conformance corpus (`neff fixtures`):
 //!   valid, negative (one file per reachable loader gate) and edge-case NEFFs,
 //!   with a manifest of the verdict expected for each;
-//! * [`generate`]: [`ArbitrarySpec`](generate::ArbitrarySpec), a
+//! * [`generate`]: [`ArbitrarySpec`], a
 //!   structure-aware generator of valid build specs from fuzzer bytes;
 //! * [`corpus`]: fuzz seed corpora (`neff corpus`): generated valid NEFFs and
 //!   hash-consistent mutations of them.
