@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use neff::loader::Gate;
-use neff::writer::fixtures::{generate, FixtureKind, FixtureManifest, MANIFEST_FILE};
+use neff::smith::fixtures::{generate, FixtureKind, FixtureManifest, MANIFEST_FILE};
 use serde_json::Value;
 
 fn neff(args: &[&str]) -> Output {
@@ -163,7 +163,7 @@ fn the_corpus_matches_neff_verify_covers_every_gate_and_is_reproducible() {
             .iter()
             .filter(|f| f.file.starts_with(&format!("negative/{gate}-")))
             .collect();
-        let legacy = |f: &&&neff::writer::fixtures::Fixture| {
+        let legacy = |f: &&&neff::smith::fixtures::Fixture| {
             f.verify_args.iter().any(|a| a == "--allow-legacy-neff")
         };
         assert!(

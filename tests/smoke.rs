@@ -9,8 +9,8 @@ use std::io::{Cursor, Read, Write};
 use neff::loader::inspect::InspectReport;
 use neff::loader::{load_buffer, verify_reader, Limits, RuntimeProfile};
 use neff::schema::Arch;
-use neff::writer::corpus::{seed_file, Mix};
-use neff::writer::generate::GenConfig;
+use neff::smith::corpus::{seed_file, Mix};
+use neff::smith::generate::GenConfig;
 use neff::writer::gzip_writer::GzipWriter;
 
 /// Flips, overwrites, inserts, deletes or truncates a few bytes.

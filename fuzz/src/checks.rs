@@ -425,8 +425,8 @@ pub fn repack_case_from_json(
 }
 
 /// The default framing at deflate `level`.
-fn framing_at(level: u32) -> neff::schema::Framing {
-    let mut framing = neff::schema::Framing::default();
+fn framing_at(level: u32) -> neff_schema::Framing {
+    let mut framing = neff_schema::Framing::default();
     framing.gzip.deflate.level = level;
     framing
 }

@@ -38,10 +38,10 @@ pub mod repack {
 }
 
 /// `roundtrip`: a valid build spec from the structure-aware generator
-/// (`neff_writer::generate`), built, loaded, unpacked and packed again.
+/// (`neff_smith::generate`), built, loaded, unpacked and packed again.
 pub mod roundtrip {
     use super::*;
-    use neff_writer::generate::ArbitrarySpec;
+    use neff_smith::generate::ArbitrarySpec;
 
     /// Draws an [`ArbitrarySpec`] and runs [`crate::checks::roundtrip`] on its JSON.
     pub fn run(data: &[u8]) -> Result<()> {

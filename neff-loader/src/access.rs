@@ -37,6 +37,17 @@ pub struct Ctx<'a> {
     referenced: BTreeSet<Vec<u8>>,
 }
 
+impl std::fmt::Debug for Ctx<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ctx")
+            .field("container", &self.container)
+            .field("profile", &self.profile)
+            .field("warnings", &self.warnings)
+            .field("model", &self.model)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<'a> Ctx<'a> {
     /// A context over a container; `source` allows re-reading large manifests.
     pub fn new(

@@ -200,6 +200,7 @@ impl Container {
 }
 
 /// The outcome of Tier 1.
+#[derive(Debug)]
 pub struct Tier1 {
     /// What was read (absent only when even the header could not be read).
     pub container: Option<Container>,
@@ -792,8 +793,7 @@ mod tests {
             &Limits::default(),
             failing,
         )
-        .err()
-        .expect("a dead hash thread must be an error");
+        .expect_err("a dead hash thread must be an error");
         assert!(err.to_string().contains("hash"), "{err}");
     }
 }

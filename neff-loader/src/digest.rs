@@ -10,6 +10,7 @@ use neff_schema::HashLayout;
 use sha2::Sha256;
 
 /// The digest a `pkg_version` selects, running over the stored payload bytes.
+#[derive(Debug)]
 pub enum Digester {
     /// pkg 1: SHA-256 compared with all 32 hash bytes.
     Sha256(Sha256),
@@ -89,6 +90,15 @@ pub struct HashingReader<R> {
     inner: R,
     digest: Option<SyncSender<Vec<u8>>>,
     progress: Option<Arc<AtomicU64>>,
+}
+
+impl<R> std::fmt::Debug for HashingReader<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HashingReader")
+            .field("digest", &self.digest.is_some())
+            .field("progress", &self.progress)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<R: Read> HashingReader<R> {

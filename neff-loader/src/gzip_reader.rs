@@ -48,6 +48,15 @@ pub struct GzipReader<R> {
     tally: Option<MemberTally>,
 }
 
+impl<R> std::fmt::Debug for GzipReader<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GzipReader")
+            .field("members", &self.members)
+            .field("compressed_offset", &self.compressed_offset)
+            .finish_non_exhaustive()
+    }
+}
+
 #[derive(PartialEq, Eq)]
 enum State {
     Header,

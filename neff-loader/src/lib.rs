@@ -1,18 +1,40 @@
 //! Reads a NEFF the way the Neuron runtime (`libnrt` 2.31) does and runs its
 //! acceptance gates in the runtime's order.
 //!
-//! Every gate G1–G31 (spec §5, corrected by §11.5 for what real compiler
-//! output holds) is implemented; each refusal carries the runtime's status
-//! code and log line. The walk streams the
-//! payload: memory stays bounded whatever the input (see [`Limits`]).
+//! Every gate of [`Gate::ALL`] (G1–G31 of spec §5, corrected by §11.5 for
+//! what real compiler output holds) is implemented; each refusal carries the
+//! runtime's status code and log line. The walk streams the payload: memory
+//! stays bounded whatever the input (see [`Limits`]).
 //!
-//! ```no_run
-//! use neff_loader::{load_file, RuntimeProfile};
-//! let loaded = load_file("model.neff".as_ref(), &RuntimeProfile::default())?;
+//! * [`load_file`] / [`load_reader`]: one load under a [`RuntimeProfile`] (the
+//!   simulated runtime), giving a [`Loaded`] with its [`Report`];
+//! * [`verify_file`]: a load on every instance arch, giving a [`Verdict`]
+//!   (accepted when the NEFF loads on every arch it targets);
+//! * [`ProfileSettings`]: a profile as `neff verify` flags, both ways.
+//!
+//! ```
+//! use neff_loader::{load_file, verify_file, RuntimeProfile};
+//! # use neff_schema::manifest::Dtype;
+//! # use neff_writer::{builder::Tensor, NeffBuilder};
+//! # let dir = tempfile::tempdir()?;
+//! # let path = dir.path().join("model.neff");
+//! # NeffBuilder::new()
+//! #     .subgraph("sg00", |sg| sg.output("y", Tensor::new(Dtype::Float32, [4])))
+//! #     .write_to_path(&path)?;
+//! // `path` is a NEFF written by neff-writer's `NeffBuilder`.
+//! let loaded = load_file(&path, &RuntimeProfile::default())?;
 //! println!("{}", loaded.report.summary());
-//! # Ok::<(), std::io::Error>(())
+//! assert!(loaded.report.accepted);
+//! assert!(verify_file(&path, &RuntimeProfile::default())?.accepted);
+//!
+//! // An empty file is refused by the size check, G2.
+//! std::fs::write(&path, b"")?;
+//! let loaded = load_file(&path, &RuntimeProfile::default())?;
+//! assert_eq!(loaded.report.gate, Some(neff_loader::Gate::G2));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![deny(missing_docs)]
+#![deny(missing_debug_implementations)]
 
 pub mod access;
 pub mod container;
@@ -43,12 +65,13 @@ pub use container::{
 pub use gate::{Gate, NrtStatus, Rejection};
 pub use memory::{check_members, MemberData};
 pub use model::ModelSummary;
-pub use profile::RuntimeProfile;
+pub use profile::{ProfileSettings, RuntimeProfile};
 pub use report::{ArchScope, Report};
 
 use access::{Ctx, Source};
 
 /// A NEFF as loaded under one profile.
+#[derive(Debug)]
 pub struct Loaded {
     /// The verdict.
     pub report: Report,
@@ -181,6 +204,7 @@ fn manifest_tiers<'a>(
 /// The verdict over every architecture: a NEFF is accepted when it loads on
 /// every arch it targets (`*` = all three, a named target = that one; all
 /// three when the target could not be read).
+#[derive(Debug)]
 pub struct Verdict {
     /// Whether it loads on every targeted arch.
     pub accepted: bool,
@@ -270,13 +294,13 @@ pub fn verify_reader<R: Read + Seek>(
 }
 
 /// [`verify_reader`] on a file.
-pub fn verify_file(path: &Path, profile: &RuntimeProfile) -> io::Result<Verdict> {
+pub fn verify_file(path: impl AsRef<Path>, profile: &RuntimeProfile) -> io::Result<Verdict> {
     verify_file_with(path, profile, &Limits::default())
 }
 
 /// [`verify_file`] with explicit limits (and a progress counter).
 pub fn verify_file_with(
-    path: &Path,
+    path: impl AsRef<Path>,
     profile: &RuntimeProfile,
     limits: &Limits,
 ) -> io::Result<Verdict> {
@@ -307,14 +331,14 @@ pub fn load_buffer(buffer: Option<&[u8]>, profile: &RuntimeProfile) -> Loaded {
 }
 
 /// Loads a NEFF file. The report's `file` field is set to `path`.
-pub fn load_file(path: &Path, profile: &RuntimeProfile) -> io::Result<Loaded> {
+pub fn load_file(path: impl AsRef<Path>, profile: &RuntimeProfile) -> io::Result<Loaded> {
     let mut all = load_file_arches(path, profile, &[profile.instance_arch])?;
     all.pop().ok_or_else(|| io::Error::other("no load ran"))
 }
 
 /// [`load_reader_arches`] on a file; every report's `file` is set to `path`.
 pub fn load_file_arches(
-    path: &Path,
+    path: impl AsRef<Path>,
     profile: &RuntimeProfile,
     arches: &[Arch],
 ) -> io::Result<Vec<Loaded>> {
@@ -323,11 +347,12 @@ pub fn load_file_arches(
 
 /// [`load_file_arches`] with explicit limits.
 pub fn load_file_arches_with(
-    path: &Path,
+    path: impl AsRef<Path>,
     profile: &RuntimeProfile,
     arches: &[Arch],
     limits: &Limits,
 ) -> io::Result<Vec<Loaded>> {
+    let path = path.as_ref();
     let file = File::open(path)
         .map_err(|e| io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display())))?;
     let mut all = load_reader_arches(

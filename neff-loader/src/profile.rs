@@ -3,6 +3,10 @@
 use neff_schema::features::SUPPORTED_FEATURES_2_31;
 use neff_schema::{Arch, HashLayoutPolicy};
 use serde::Serialize;
+use std::io;
+use std::path::Path;
+
+use crate::report::Report;
 
 /// The GPSIMD ucode ABI version of runtime 2.31 (`.rodata 0x84fe68`).
 pub const UCODE_ABI_2_31: &str = "1.21.1.0";
@@ -87,6 +91,222 @@ impl RuntimeProfile {
     }
 }
 
+/// The settings of a simulated runtime as `neff verify` takes them on its
+/// command line: the one mapping between verify flags and a [`RuntimeProfile`].
+/// The CLI maps its parsed flags onto these fields; the fixture corpus records
+/// them as arguments with [`ProfileSettings::args`] and reads them back with
+/// [`ProfileSettings::from_args`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProfileSettings {
+    /// `--instance-arch`: one arch, or `None` for `all` (every arch, accepted
+    /// when it loads on every arch it targets).
+    pub instance_arch: Option<Arch>,
+    /// `--allow-legacy-neff`.
+    pub allow_legacy_neff: bool,
+    /// `--no-verify-hash`.
+    pub no_verify_hash: bool,
+    /// `--hash-layout POLICY` (`None`: the default, `any`).
+    pub hash_layout: Option<HashLayoutPolicy>,
+    /// `--supported-features MASK`.
+    pub supported_features: Option<u64>,
+    /// `--evtaccel-offset OFFSET`.
+    pub evtaccel_offset: Option<u64>,
+    /// `--no-check-var-ids`.
+    pub no_check_var_ids: bool,
+    /// `--virtual-core-size N`.
+    pub virtual_core_size: Option<u32>,
+    /// `--ucode-abi VERSION`.
+    pub ucode_abi: Option<String>,
+}
+
+impl ProfileSettings {
+    /// The default runtime on one instance arch.
+    pub fn on(arch: Arch) -> ProfileSettings {
+        ProfileSettings {
+            instance_arch: Some(arch),
+            ..ProfileSettings::default()
+        }
+    }
+
+    /// The default runtime on every arch (`--instance-arch all`).
+    pub fn all() -> ProfileSettings {
+        ProfileSettings::default()
+    }
+
+    /// The `neff verify` arguments, `--instance-arch` always first.
+    pub fn args(&self) -> Vec<String> {
+        let mut args = vec![
+            "--instance-arch".to_string(),
+            self.instance_arch.map_or("all", Arch::name).to_string(),
+        ];
+        if self.allow_legacy_neff {
+            args.push("--allow-legacy-neff".into());
+        }
+        if self.no_verify_hash {
+            args.push("--no-verify-hash".into());
+        }
+        if let Some(policy) = self.hash_layout {
+            args.extend(["--hash-layout".into(), policy.name().to_string()]);
+        }
+        if let Some(mask) = self.supported_features {
+            args.extend(["--supported-features".into(), format!("{mask:#x}")]);
+        }
+        if let Some(offset) = self.evtaccel_offset {
+            args.extend(["--evtaccel-offset".into(), format!("{offset:#x}")]);
+        }
+        if self.no_check_var_ids {
+            args.push("--no-check-var-ids".into());
+        }
+        if let Some(n) = self.virtual_core_size {
+            args.extend(["--virtual-core-size".into(), n.to_string()]);
+        }
+        if let Some(abi) = &self.ucode_abi {
+            args.extend(["--ucode-abi".into(), abi.clone()]);
+        }
+        args
+    }
+
+    /// Parses `neff verify` profile arguments (those [`ProfileSettings::args`]
+    /// writes, as `--flag value` or `--flag=value`). `--json` is ignored;
+    /// anything else is an error.
+    pub fn from_args<S: AsRef<str>>(args: &[S]) -> Result<ProfileSettings, String> {
+        let mut s = ProfileSettings::default();
+        let mut it = args.iter().map(AsRef::as_ref);
+        while let Some(arg) = it.next() {
+            let (flag, inline) = match arg.split_once('=') {
+                Some((f, v)) if f.starts_with("--") => (f, Some(v)),
+                _ => (arg, None),
+            };
+            let mut value = |what: &str| -> Result<String, String> {
+                inline
+                    .map(str::to_string)
+                    .or_else(|| it.next().map(str::to_string))
+                    .ok_or_else(|| format!("{flag} needs {what}"))
+            };
+            match flag {
+                "--json" => {}
+                "--instance-arch" => {
+                    let v = value("an arch")?;
+                    s.instance_arch = match v.as_str() {
+                        "all" => None,
+                        other => Some(other.parse().map_err(|e| format!("{flag}: {e}"))?),
+                    };
+                }
+                "--allow-legacy-neff" => s.allow_legacy_neff = true,
+                "--no-verify-hash" => s.no_verify_hash = true,
+                "--no-check-var-ids" => s.no_check_var_ids = true,
+                "--hash-layout" => {
+                    let v = value("a layout")?;
+                    s.hash_layout = Some(
+                        [
+                            HashLayoutPolicy::Any,
+                            HashLayoutPolicy::Standard,
+                            HashLayoutPolicy::WordReversed,
+                        ]
+                        .into_iter()
+                        .find(|p| p.name() == v)
+                        .ok_or_else(|| {
+                            format!("{flag}: {v:?} is not any, standard or word-reversed")
+                        })?,
+                    );
+                }
+                "--supported-features" => {
+                    s.supported_features = Some(parse_number(flag, &value("a mask")?)?)
+                }
+                "--evtaccel-offset" => {
+                    s.evtaccel_offset = Some(parse_number(flag, &value("an offset")?)?)
+                }
+                "--virtual-core-size" => {
+                    let v = value("a number")?;
+                    s.virtual_core_size = Some(
+                        v.parse()
+                            .map_err(|_| format!("{flag}: {v:?} is not a u32"))?,
+                    );
+                }
+                "--ucode-abi" => s.ucode_abi = Some(value("a version")?),
+                other => return Err(format!("unknown verify argument {other:?}")),
+            }
+        }
+        Ok(s)
+    }
+
+    /// The runtime profile these settings describe (`instance_arch` is
+    /// Cayman, the profile default, under `all`; [`ProfileSettings::verify`]
+    /// replaces it per arch).
+    pub fn profile(&self) -> RuntimeProfile {
+        let defaults = RuntimeProfile::default();
+        RuntimeProfile {
+            instance_arch: self.instance_arch.unwrap_or(defaults.instance_arch),
+            allow_legacy_neff: self.allow_legacy_neff,
+            verify_hash: !self.no_verify_hash,
+            hash_layout: self.hash_layout.unwrap_or(defaults.hash_layout),
+            supported_features: self
+                .supported_features
+                .unwrap_or(defaults.supported_features),
+            evtaccel_offset: self.evtaccel_offset.unwrap_or(defaults.evtaccel_offset),
+            check_var_ids: !self.no_check_var_ids,
+            virtual_core_size: self.virtual_core_size,
+            ucode_abi: self.ucode_abi.clone().unwrap_or(defaults.ucode_abi),
+            ..defaults
+        }
+    }
+
+    /// Checks a NEFF file as `neff verify FILE` does with these settings and
+    /// returns the report whose fields `--json` prints at top level: under one
+    /// arch that arch's report; under `all` the deciding report, with
+    /// `accepted` the all-arch verdict and `instance_arch` `"all"`.
+    pub fn verify(&self, path: impl AsRef<Path>) -> io::Result<Report> {
+        let path = path.as_ref();
+        let profile = self.profile();
+        Ok(match self.instance_arch {
+            Some(_) => crate::load_file(path, &profile)?.report,
+            None => crate::verify_file(path, &profile)?.combined_report(),
+        })
+    }
+}
+
+/// A number as `verify` reads masks: `0x` hex, `0b` binary or decimal.
+fn parse_number(flag: &str, text: &str) -> Result<u64, String> {
+    let t = text.trim().replace('_', "");
+    let parsed = if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        u64::from_str_radix(hex, 16)
+    } else if let Some(bin) = t.strip_prefix("0b") {
+        u64::from_str_radix(bin, 2)
+    } else {
+        t.parse()
+    };
+    parsed.map_err(|_| format!("{flag}: {text:?} is not a 64-bit number"))
+}
+
 fn serialize_hex<S: serde::Serializer>(value: &u64, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&format!("{value:#x}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_args_round_trip() {
+        let s = ProfileSettings {
+            instance_arch: Some(Arch::Sunda),
+            allow_legacy_neff: true,
+            no_verify_hash: true,
+            hash_layout: Some(HashLayoutPolicy::WordReversed),
+            supported_features: Some(0xFFF_FFFF),
+            evtaccel_offset: Some(0x1000),
+            no_check_var_ids: true,
+            virtual_core_size: Some(2),
+            ucode_abi: Some("2.0.0.0".into()),
+        };
+        assert_eq!(ProfileSettings::from_args(&s.args()), Ok(s));
+        assert_eq!(
+            ProfileSettings::from_args(&["--instance-arch=all", "--json"]),
+            Ok(ProfileSettings::all())
+        );
+        assert!(ProfileSettings::from_args(&["--bogus"]).is_err());
+        assert!(ProfileSettings::from_args(&["--instance-arch"]).is_err());
+        assert!(ProfileSettings::from_args(&["--supported-features", "zz"]).is_err());
+        assert!(ProfileSettings::from_args(&["--hash-layout", "zz"]).is_err());
+    }
 }

@@ -193,6 +193,17 @@ pub struct TarReader<R> {
     buf: Vec<u8>,
 }
 
+impl<R> std::fmt::Debug for TarReader<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TarReader")
+            .field("offset", &self.offset)
+            .field("pending_data", &self.pending_data)
+            .field("done", &self.done)
+            .field("end_marker", &self.end_marker)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<R: Read> TarReader<R> {
     /// Reads tar data from `inner`.
     pub fn new(inner: R) -> Self {

@@ -14,6 +14,7 @@
 //! Every fact here comes from `shared/spec/neff-format.md`; section numbers in the
 //! doc comments point into it.
 #![deny(missing_docs)]
+#![deny(missing_debug_implementations)]
 
 pub mod arch;
 pub mod barrier;

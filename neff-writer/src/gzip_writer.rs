@@ -69,6 +69,14 @@ pub struct GzipWriter<W: Write> {
     out: Vec<u8>,
 }
 
+impl<W: Write> std::fmt::Debug for GzipWriter<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GzipWriter")
+            .field("chunk_len", &self.chunk.len())
+            .finish_non_exhaustive()
+    }
+}
+
 impl<W: Write> GzipWriter<W> {
     /// Starts a member at compression `level` (1–9) and writes its header.
     pub fn new(mut inner: W, level: u32) -> io::Result<Self> {

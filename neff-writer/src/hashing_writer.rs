@@ -39,6 +39,7 @@ impl Hashers {
 }
 
 /// What a [`HashingWriter`] saw.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Digests {
     /// Bytes written.
     pub count: u64,
@@ -46,6 +47,17 @@ pub struct Digests {
     pub md5: Option<[u8; 16]>,
     /// SHA-256, when computed.
     pub sha256: Option<[u8; 32]>,
+}
+
+impl<W> std::fmt::Debug for HashingWriter<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HashingWriter")
+            .field("count", &self.count)
+            .field("md5", &self.md5.is_some())
+            .field("sha256", &self.sha256.is_some())
+            .field("threaded", &self.thread.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl<W: Write> HashingWriter<W> {

@@ -1,33 +1,43 @@
-//! Writes NEFF files: a deterministic streaming packager (tar → gzip → hash)
-//! whose every output is read back through `neff-loader` before it is handed
-//! over.
+//! Writes NEFF files, the package the AWS Neuron runtime loads.
 //!
-//! ```no_run
-//! use neff_writer::{Packager, PackOptions};
-//! let mut p = Packager::new();
-//! p.add_bytes("neff.json", b"{}".to_vec())?;
-//! p.add_file("sg00/weights.bin", "weights.bin")?;
-//! let outcome = p.write_to_path("model.neff".as_ref(), &PackOptions::default())?;
-//! println!("{}", outcome.header.uuid);
-//! # Ok::<(), neff_writer::PackError>(())
+//! * [`NeffBuilder`]: describe a model (subgraphs, tensors, weights, DMA
+//!   queues, engine programs) and it generates the manifest chain and packs
+//!   it; [`build_spec`] is the same description as JSON (`neff build`);
+//! * [`Packager`]: the deterministic streaming packager (tar → gzip → hash)
+//!   under it, for any set of members, with [`PackOptions`] (framing, header
+//!   fields) and a [`PackOutcome`] describing what was written.
+//!
+//! Every output is read back through `neff-loader`'s gates before it is
+//! handed over: a NEFF the runtime would refuse is an error, not a file
+//! (unless asked for with [`NeffBuilder::allow_invalid`]). Test corpora and
+//! fuzz inputs live in the `neff-smith` crate.
+//!
 //! ```
+//! use neff_schema::manifest::Dtype;
+//! use neff_writer::builder::{Tensor, Weight};
+//! use neff_writer::NeffBuilder;
 //!
-//! Two layers: [`Packager`] writes any set of members; [`NeffBuilder`]
-//! (module [`builder`]) generates the manifest chain for a model described as
-//! subgraphs, tensors, weights, queues and engine programs, then packs it.
-//! [`build_spec`] is the same description as JSON (`neff build`).
+//! let dir = tempfile::tempdir()?;
+//! let path = dir.path().join("model.neff");
+//! let outcome = NeffBuilder::new()
+//!     .subgraph("sg00", |sg| {
+//!         sg.input("x", Tensor::new(Dtype::Float32, [4]))
+//!             .output("y", Tensor::new(Dtype::Float32, [4]))
+//!             .weight("w", Weight::raw(vec![0u8; 16]))
+//!     })
+//!     .write_to_path(&path)?;
+//! assert!(outcome.report.accepted);
+//! println!("{} (uuid {})", path.display(), outcome.header.uuid);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![deny(missing_docs)]
+#![deny(missing_debug_implementations)]
 
 pub mod atomic;
 pub mod barrier;
 pub mod base64;
 pub mod build_spec;
 pub mod builder;
-#[cfg(feature = "arbitrary")]
-pub mod corpus;
-pub mod fixtures;
-#[cfg(feature = "arbitrary")]
-pub mod generate;
 pub mod gzip_writer;
 pub mod hashing_writer;
 pub mod header_options;

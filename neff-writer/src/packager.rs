@@ -133,7 +133,7 @@ enum Entry {
 }
 
 /// Collects members and writes them as a NEFF.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct Packager {
     files: BTreeMap<MemberName, MemberSource>,
     dirs: BTreeSet<MemberName>,
@@ -202,7 +202,8 @@ impl Packager {
 
     /// A package holding a directory tree as it is: every regular file and
     /// folder below `root`. Symlinks and special files are refused.
-    pub fn from_dir(root: &Path) -> Result<Packager, PackError> {
+    pub fn from_dir(root: impl AsRef<Path>) -> Result<Packager, PackError> {
+        let root = root.as_ref();
         let mut packager = Packager::new();
         let meta = std::fs::metadata(root)
             .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", root.display())))?;
@@ -310,9 +311,10 @@ impl Packager {
     /// destination is untouched and the temp file is removed.
     pub fn write_to_path(
         self,
-        path: &Path,
+        path: impl AsRef<Path>,
         options: &PackOptions,
     ) -> Result<PackOutcome, PackError> {
+        let path = path.as_ref();
         let named;
         let options = match path.file_name().and_then(|n| n.to_str()) {
             Some(file_name) if options.compiler_header && options.header.name.is_none() => {

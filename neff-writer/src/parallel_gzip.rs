@@ -46,6 +46,16 @@ pub struct ChunkSink<'scope, W: Write + Send + 'scope> {
     workers: Vec<ScopedJoinHandle<'scope, ()>>,
 }
 
+impl<W: Write + Send> std::fmt::Debug for ChunkSink<'_, W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChunkSink")
+            .field("pending", &self.pending.len())
+            .field("seq", &self.seq)
+            .field("workers", &self.workers.len())
+            .finish_non_exhaustive()
+    }
+}
+
 /// Starts the pipeline inside `scope`: `threads` compressors (at least 1) at
 /// `level`, and a writer thread that writes the gzip member (behind the
 /// default header) into `out`.

@@ -39,7 +39,17 @@ pub struct TarWriter<W> {
     buf: Vec<u8>,
 }
 
+impl<W> std::fmt::Debug for TarWriter<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TarWriter")
+            .field("written", &self.written)
+            .field("framing", &self.framing)
+            .finish_non_exhaustive()
+    }
+}
+
 /// The fields one header block carries.
+#[derive(Debug)]
 pub struct HeaderSpec<'a> {
     /// The name (at most 100 bytes, or 255 split into prefix/name for ustar).
     pub name: &'a [u8],

@@ -158,6 +158,14 @@ pub struct ZlibGzipWriter<W: Write> {
     out: Vec<u8>,
 }
 
+impl<W: Write> std::fmt::Debug for ZlibGzipWriter<W> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ZlibGzipWriter")
+            .field("out", &self.out.len())
+            .finish_non_exhaustive()
+    }
+}
+
 impl<W: Write> ZlibGzipWriter<W> {
     /// Writes `header` (a complete gzip member header) and starts deflating
     /// at `level` with zlib's `mem_level`.
@@ -209,6 +217,12 @@ pub fn deflate_raw(data: &[u8], level: u32, mem_level: u32) -> io::Result<Vec<u8
 /// An incremental raw-deflate stream, for comparing candidate parameters
 /// against an existing stream chunk by chunk.
 pub struct ZlibStream(Deflater);
+
+impl std::fmt::Debug for ZlibStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ZlibStream").finish_non_exhaustive()
+    }
+}
 
 impl ZlibStream {
     /// A stream at `level` and `mem_level`.

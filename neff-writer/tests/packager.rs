@@ -63,7 +63,7 @@ fn round_trip_through_the_loader() {
         assert_eq!(tar_size % 10240, 0);
         let dir2 = tempfile::tempdir().unwrap();
         let outcome = sample()
-            .write_to_path(&dir2.path().join("o.neff"), &options)
+            .write_to_path(dir2.path().join("o.neff"), &options)
             .unwrap();
         assert_eq!(outcome.tar_size % 10240, 0);
         assert_eq!(outcome.tar_size, tar_size);
@@ -244,14 +244,14 @@ fn conflicts_and_bad_options_are_refused() {
     p.add_bytes("a/b", b"y".to_vec()).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let err = p
-        .write_to_path(&dir.path().join("o.neff"), &PackOptions::default())
+        .write_to_path(dir.path().join("o.neff"), &PackOptions::default())
         .unwrap_err();
     assert!(
         err.to_string().contains("both a member and a folder"),
         "{err}"
     );
     let err = sample()
-        .write_to_path(&dir.path().join("o.neff"), &{
+        .write_to_path(dir.path().join("o.neff"), &{
             let mut o = PackOptions::default();
             o.set_level(0);
             o

@@ -4,9 +4,9 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Args;
+use neff::smith::corpus::seed_file;
+use neff::smith::generate::GenConfig;
 use neff::writer::atomic::write_atomic;
-use neff::writer::corpus::seed_file;
-use neff::writer::generate::GenConfig;
 
 use super::EXIT_OK;
 

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use neff::writer::fixtures::{generate, FixtureKind, MANIFEST_FILE};
+use neff::smith::fixtures::{generate, FixtureKind, MANIFEST_FILE};
 
 use super::EXIT_OK;
 

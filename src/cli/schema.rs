@@ -79,7 +79,7 @@ const SCHEMAS: &[Entry] = &[
     (
         "fixtures-manifest",
         "manifest.json of `neff fixtures`: each fixture and its expected verdict",
-        || schemars::schema_for!(neff::writer::fixtures::FixtureManifest),
+        || schemars::schema_for!(neff::smith::fixtures::FixtureManifest),
     ),
 ];
 

@@ -4,8 +4,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use neff::loader::{load_file, verify_file_with, Limits, Report, RuntimeProfile};
-use neff::schema::features::SUPPORTED_FEATURES_2_31;
+use neff::loader::{load_file, verify_file_with, Limits, ProfileSettings, Report, RuntimeProfile};
 use neff::schema::{Arch, HashLayoutPolicy};
 
 use super::progress::Progress;
@@ -100,24 +99,26 @@ struct Combined {
 }
 
 pub fn run(args: VerifyArgs) -> Result<u8, Box<dyn std::error::Error>> {
-    let defaults = RuntimeProfile::default();
-    let profile = RuntimeProfile {
-        allow_legacy_neff: args.allow_legacy_neff,
-        verify_hash: !args.no_verify_hash,
-        hash_layout: args.hash_layout.policy(),
-        supported_features: args.supported_features.unwrap_or(SUPPORTED_FEATURES_2_31),
-        evtaccel_offset: args.evtaccel_offset.unwrap_or(defaults.evtaccel_offset),
-        check_var_ids: !args.no_check_var_ids,
-        virtual_core_size: args.virtual_core_size,
-        ucode_abi: args.ucode_abi.clone().unwrap_or(defaults.ucode_abi),
-        ..defaults
-    };
     let single = match args.instance_arch {
         ArchArg::Sunda => Some(Arch::Sunda),
         ArchArg::Cayman => Some(Arch::Cayman),
         ArchArg::Mariana => Some(Arch::Mariana),
         ArchArg::All => None,
     };
+    // The flags map onto the loader's profile settings, the one place that
+    // turns verify options into a runtime profile.
+    let profile = ProfileSettings {
+        instance_arch: single,
+        allow_legacy_neff: args.allow_legacy_neff,
+        no_verify_hash: args.no_verify_hash,
+        hash_layout: Some(args.hash_layout.policy()),
+        supported_features: args.supported_features,
+        evtaccel_offset: args.evtaccel_offset,
+        no_check_var_ids: args.no_check_var_ids,
+        virtual_core_size: args.virtual_core_size,
+        ucode_abi: args.ucode_abi.clone(),
+    }
+    .profile();
     let (accepted, combined, reports) = match single {
         Some(arch) => {
             let profile = RuntimeProfile {

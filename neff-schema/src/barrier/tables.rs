@@ -124,7 +124,7 @@ pub const BARRIER_STEP_SIZES: [u8; 4] = [1, 4, 4, 1];
 /// `barrier_step_sizes_for_switch_family` (`.rodata 0x857af8`).
 pub const BARRIER_STEP_SIZES_FOR_SWITCH_FAMILY: [u8; 4] = [1, 2, 2, 1];
 
-/// `barrier_algorithm_steps` (`.rodata 0x857ba0`): [step][entry].
+/// `barrier_algorithm_steps` (`.rodata 0x857ba0`): \[step\]\[entry\].
 pub const BARRIER_ALGORITHM_STEPS: [[Entry; 4]; 4] = [
     [(IntraChip, E), PAD, PAD, PAD],
     [
@@ -142,7 +142,7 @@ pub const BARRIER_ALGORITHM_STEPS: [[Entry; 4]; 4] = [
     [(IntraChip, X), PAD, PAD, PAD],
 ];
 
-/// `barrier_algorithm_steps_for_switch_family` (`.rodata 0x857b00`): [step][entry].
+/// `barrier_algorithm_steps_for_switch_family` (`.rodata 0x857b00`): \[step\]\[entry\].
 pub const BARRIER_ALGORITHM_STEPS_FOR_SWITCH_FAMILY: [[Entry; 4]; 4] = [
     [(IntraChip, E), PAD, PAD, PAD],
     [(IntraRack, E), (InterRack, E), PAD, PAD],

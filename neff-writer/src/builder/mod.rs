@@ -18,7 +18,7 @@
 //!             .weight("w", Weight::npy(std::path::PathBuf::from("w.npy")))
 //!             .instructions(Engine::Pe, vec![0u8; 64])
 //!     })
-//!     .write_to_path("m.neff".as_ref())?;
+//!     .write_to_path("m.neff")?;
 //! println!("{}", outcome.report.summary());
 //! # Ok::<(), neff_writer::builder::BuildError>(())
 //! ```
@@ -153,6 +153,26 @@ impl From<&Path> for Data {
     }
 }
 
+impl From<&PathBuf> for Data {
+    fn from(path: &PathBuf) -> Data {
+        Data::Path(path.clone())
+    }
+}
+
+/// A string is a file path (bytes are `&[u8]`, `b"…"` or `Vec<u8>`).
+impl From<&str> for Data {
+    fn from(path: &str) -> Data {
+        Data::Path(PathBuf::from(path))
+    }
+}
+
+/// A string is a file path (bytes are `&[u8]`, `b"…"` or `Vec<u8>`).
+impl From<String> for Data {
+    fn from(path: String) -> Data {
+        Data::Path(PathBuf::from(path))
+    }
+}
+
 impl From<MemberSource> for Data {
     fn from(source: MemberSource) -> Data {
         Data::Source(source)
@@ -195,6 +215,7 @@ pub(crate) fn invalid<T>(message: impl Into<String>) -> Result<T, BuildError> {
 pub const BARRIER_CONFIG_MEMBER: &str = "barrier_config.json";
 
 /// Builds a NEFF from subgraphs, tensors, weights, queues and programs.
+#[derive(Debug)]
 pub struct NeffBuilder {
     name: Option<String>,
     target: Target,
@@ -508,7 +529,7 @@ impl NeffBuilder {
     /// Builds and writes the NEFF at `path` atomically (see
     /// [`Packager::write_to_path`]); refused by the loader's gates unless
     /// [`NeffBuilder::allow_invalid`].
-    pub fn write_to_path(self, path: &Path) -> Result<PackOutcome, BuildError> {
+    pub fn write_to_path(self, path: impl AsRef<Path>) -> Result<PackOutcome, BuildError> {
         Ok(self.build()?.write_to_path(path)?)
     }
 
@@ -634,6 +655,7 @@ fn merge_io(
 }
 
 /// A generated model: every member and the packaging options, ready to write.
+#[derive(Debug)]
 pub struct Build {
     members: BTreeMap<String, MemberSource>,
     options: PackOptions,
@@ -728,7 +750,7 @@ impl Build {
     }
 
     /// Writes the NEFF at `path` atomically, checked by the loader's gates.
-    pub fn write_to_path(self, path: &Path) -> Result<PackOutcome, PackError> {
+    pub fn write_to_path(self, path: impl AsRef<Path>) -> Result<PackOutcome, PackError> {
         let (packager, options) = self.into_packager()?;
         packager.write_to_path(path, &options)
     }

@@ -6,10 +6,11 @@
 use arbitrary::Unstructured;
 use serde_json::Value;
 
-use crate::build_spec::BuildSpec;
-use crate::builder::Build;
+use neff_writer::build_spec::BuildSpec;
+use neff_writer::builder::Build;
+use neff_writer::header_options::HeaderPatch;
+
 use crate::generate::{generate, GenConfig};
-use crate::header_options::HeaderPatch;
 
 /// One corpus file.
 #[derive(Debug, Clone)]
@@ -24,6 +25,7 @@ pub struct Seed {
 
 /// SplitMix64: a small, well-mixed deterministic generator (also handy for
 /// seeded tests).
+#[derive(Debug, Clone)]
 pub struct Mix(pub u64);
 
 impl Mix {
@@ -142,7 +144,7 @@ fn mutate(spec: &Value, build: &Build, mix: &mut Mix) -> Option<(Vec<u8>, String
     )
 }
 
-fn finish(builder: crate::NeffBuilder, what: String) -> Option<(Vec<u8>, String)> {
+fn finish(builder: neff_writer::NeffBuilder, what: String) -> Option<(Vec<u8>, String)> {
     let build = builder.build().ok()?;
     Some((write(build)?, what))
 }

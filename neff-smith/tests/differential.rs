@@ -2,12 +2,11 @@
 //! and mutations of them, the checked build accepts exactly when the loader
 //! accepts the NEFF written through the unchecked path, and refuses with the
 //! loader's gate.
-#![cfg(feature = "arbitrary")]
 
 use arbitrary::Unstructured;
 use neff_loader::RuntimeProfile;
+use neff_smith::generate::{generate, GenConfig};
 use neff_writer::build_spec::BuildSpec;
-use neff_writer::generate::{generate, GenConfig};
 use neff_writer::BuildError;
 use serde_json::{json, Value};
 
@@ -240,7 +239,7 @@ fn run_cases(cases: impl Iterator<Item = u64>) -> (u64, u64, u64) {
         let checked = checked.build();
         let checked_gate = match &checked {
             Ok(_) => None,
-            Err(BuildError::Refused(report)) => report.gate.clone(),
+            Err(BuildError::Refused(report)) => report.gate,
             // A rule of the builder's own (a description it cannot write).
             Err(_) => {
                 builder_only += 1;

@@ -8,9 +8,9 @@
 use arbitrary::{Arbitrary, Result, Unstructured};
 use serde_json::{json, Value};
 
-use crate::base64;
-use crate::build_spec::BuildSpec;
-use crate::builder::npy::encode_v1;
+use neff_writer::base64;
+use neff_writer::build_spec::BuildSpec;
+use neff_writer::builder::npy::encode_v1;
 
 /// Knobs bounding what is generated.
 #[derive(Debug, Clone, PartialEq, Eq)]
