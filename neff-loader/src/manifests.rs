@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 
+use neff_schema::manifest::Dtype;
 use neff_schema::{Arch, Target};
 use serde_json::Value;
 
@@ -274,15 +275,13 @@ fn signature_tensors(side: Option<&Value>) -> Vec<SignatureTensor> {
     out
 }
 
-/// Bytes per element of a neff.json dtype (`nrt_dtype_t`), `None` when unknown.
+/// Bytes per element of a neff.json dtype, `None` when the runtime does not
+/// know it.
 fn dtype_size(dtype: &str) -> Option<u64> {
-    Some(match dtype {
-        "int8" | "uint8" => 1,
-        "float16" | "bfloat16" | "int16" | "uint16" => 2,
-        "float32" | "int32" | "uint32" => 4,
-        "int64" | "uint64" => 8,
-        _ => return None,
-    })
+    let dtype = Dtype::parse(dtype);
+    (dtype.nrt_code() != 0)
+        .then(|| dtype.element_size())
+        .flatten()
 }
 
 /// G15–G18: the KELF descriptor, its target, the arch check, unique graphs.

@@ -3,6 +3,8 @@
 
 use std::collections::BTreeSet;
 
+use neff_schema::manifest::dma::{COMPUTE_DMA_OPS, DMA_OPS};
+use neff_schema::manifest::{Engine, QueueType, VarType};
 use neff_schema::{features, Arch};
 use serde_json::{Map, Value};
 
@@ -15,7 +17,6 @@ use crate::model::{
 };
 
 /// The engines the runtime loads, in its order (`NEURON_ENG_NAMES`).
-pub const ENGINES: [&str; 5] = ["pe", "act", "pool", "dve", "sp"];
 
 /// Largest instruction stream the runtime accepts.
 const MAX_INSTR: u64 = 0xFFFF_FFFF;
@@ -292,8 +293,19 @@ fn vars(
             }
         }
         let size = var.get("size").and_then(Value::as_u64);
-        match kind {
-            "input" | "output" | "tmp-buf" | "virtual" | "pointer" => {
+        let Some(var_type) = VarType::parse(kind) else {
+            return Err(reject(
+                Gate::G19,
+                format!("Unknown variable type {kind}"),
+                at("type"),
+            ));
+        };
+        match var_type {
+            VarType::Input
+            | VarType::Output
+            | VarType::TmpBuf
+            | VarType::Virtual
+            | VarType::Pointer => {
                 let Some(size) = size else {
                     return Err(reject(
                         Gate::G19,
@@ -301,7 +313,7 @@ fn vars(
                         at("size missing for a sized variable"),
                     ));
                 };
-                if kind == "pointer" && size != 8 {
+                if var_type == VarType::Pointer && size != 8 {
                     return Err(reject(
                         Gate::G19,
                         format!("Invalid pointer size {size} for {name}, must be 8"),
@@ -309,7 +321,7 @@ fn vars(
                     ));
                 }
             }
-            "list" => {
+            VarType::List => {
                 let ok = var
                     .get("list")
                     .and_then(Value::as_array)
@@ -322,7 +334,7 @@ fn vars(
                     ));
                 }
             }
-            "file" => {
+            VarType::File => {
                 let path = weights(ctx, var, name, member, sg_dir)?;
                 summary.weights.push(WeightSummary {
                     name: name.clone(),
@@ -338,14 +350,12 @@ fn vars(
                         .map(|a| a.iter().filter_map(Value::as_u64).collect()),
                 });
             }
-            "state-buffer" | "remote" | "shared" | "sharded" | "main" | "dge-table" => {}
-            other => {
-                return Err(reject(
-                    Gate::G19,
-                    format!("Unknown variable type {other}"),
-                    at("type"),
-                ));
-            }
+            VarType::StateBuffer
+            | VarType::Remote
+            | VarType::Shared
+            | VarType::Sharded
+            | VarType::Main
+            | VarType::DgeTable => {}
         }
         let shape = var
             .get("shape")
@@ -359,9 +369,9 @@ fn vars(
             dtype: var.get("dtype").and_then(Value::as_str).map(str::to_string),
             shape,
         };
-        match kind {
-            "input" => summary.inputs.push(info),
-            "output" => {
+        match var_type {
+            VarType::Input => summary.inputs.push(info),
+            VarType::Output => {
                 outputs += 1;
                 summary.outputs.push(info);
             }
@@ -460,7 +470,7 @@ fn queues(
             None => "",
             Some(o) => {
                 let text = o.as_str().unwrap_or_default();
-                if !ENGINES.contains(&text) {
+                if Engine::parse_runtime(text).is_none() {
                     return Err(reject(
                         Gate::G21a,
                         format!("Invalid owner '{text}' for DMA queue {name}"),
@@ -479,16 +489,20 @@ fn queues(
                 format!("{member}: dma_queue {name:?} has no type"),
             ));
         };
-        let set_label = match kind {
-            "in" => Some("input"),
-            "out" => Some("output"),
-            "embedding_update" => Some("embedding update"),
-            "data" | "act_load" | "dynamic" => None,
-            other => {
+        let set_label = match QueueType::parse(kind) {
+            Some(QueueType::In) => Some("input"),
+            Some(QueueType::Out) => Some("output"),
+            Some(QueueType::EmbeddingUpdate) => Some("embedding update"),
+            Some(QueueType::Data | QueueType::ActLoad | QueueType::Dynamic) => None,
+            None => {
+                let known: Vec<&str> = QueueType::ALL.iter().map(|t| t.as_str()).collect();
                 return Err(reject(
                     Gate::G21b,
-                    format!("Invalid DMA queue type '{other}' for {name}"),
-                    format!("{member}: dma_queue {name:?}: type must be in, out, data, act_load, embedding_update or dynamic"),
+                    format!("Invalid DMA queue type '{kind}' for {name}"),
+                    format!(
+                        "{member}: dma_queue {name:?}: type must be one of {}",
+                        known.join(", ")
+                    ),
                 ));
             }
         };
@@ -836,17 +850,14 @@ fn dma_desc(desc: Option<&Map<String, Value>>, at: &str) -> Result<(), Rejection
     // transpose keys (`transpose_op` holds a permutation such as "WZXY",
     // spec §11.4). `cast` converts between from_dtype and to_dtype.
     let op = desc.get("op").and_then(Value::as_str).unwrap_or("copy");
-    let compute = match op {
-        "copy" | "cast" | "transpose" | "transpose_op" => false,
-        "fma" | "add" | "min" | "max" => true,
-        other => {
-            return Err(reject(
-                Gate::G26,
-                format!("Unknown dma operation: {other}"),
-                at.to_string(),
-            ))
-        }
-    };
+    if !DMA_OPS.contains(&op) {
+        return Err(reject(
+            Gate::G26,
+            format!("Unknown dma operation: {op}"),
+            at.to_string(),
+        ));
+    }
+    let compute = COMPUTE_DMA_OPS.contains(&op);
     for side in ["from", "to"] {
         let list = |k: String| desc.get(&k).and_then(Value::as_array).map(Vec::as_slice);
         let (sizes, steps) = (list(format!("{side}_sizes")), list(format!("{side}_steps")));
@@ -898,7 +909,7 @@ fn engines(
     sg_dir: &str,
     summary: &mut GraphSummary,
 ) -> Result<(), Rejection> {
-    for engine in ENGINES {
+    for engine in Engine::ALL.map(Engine::as_str) {
         let mut info = EngineSummary {
             engine: engine.to_string(),
             json: None,

@@ -8,6 +8,7 @@
 use arbitrary::{Arbitrary, Result, Unstructured};
 use serde_json::{json, Value};
 
+use neff_schema::manifest::Engine;
 use neff_writer::base64;
 use neff_writer::build_spec::BuildSpec;
 use neff_writer::builder::npy::encode_v1;
@@ -79,7 +80,8 @@ const DTYPES: [(&str, &str, u64); 6] = [
     ("uint8", "|u1", 1),
     ("int8", "|i1", 1),
 ];
-const ENGINES: [&str; 5] = ["pe", "act", "pool", "dve", "sp"];
+/// The engines' manifest names.
+const ENGINES: [&str; 5] = Engine::ALL_NAMES;
 
 fn pick<'v, T>(u: &mut Unstructured<'_>, items: &'v [T]) -> Result<&'v T> {
     u.choose(items)

@@ -410,9 +410,6 @@ impl schemars::JsonSchema for QueueType {
     }
 }
 
-/// Most completion semaphores a queue set may name (G21d).
-pub const MAX_SEMAPHORES_PER_QUEUE_SET: usize = 32;
-
 /// One `dma_queue` entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DmaQueue {

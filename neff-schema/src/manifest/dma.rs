@@ -20,6 +20,9 @@ pub const DMA_OPS: [&str; 8] = [
     "transpose_op",
 ];
 
+/// The ops of [`DMA_OPS`] that compute (they need `from_dtype`/`to_dtype`).
+pub const COMPUTE_DMA_OPS: [&str; 4] = ["fma", "add", "min", "max"];
+
 /// One DMA block: descriptors a `PSEUDO_DMA_TRIGGER <queue> block_id=<id>`
 /// instruction transfers.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

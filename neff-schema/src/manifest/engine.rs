@@ -35,15 +35,12 @@ impl Engine {
         Engine::Sp,
     ];
 
+    /// Every engine's lower-case name, in [`Engine::ALL`] order.
+    pub const ALL_NAMES: [&'static str; 5] = ["pe", "act", "pool", "dve", "sp"];
+
     /// The lower-case name (`pe`, `act`, `pool`, `dve`, `sp`).
     pub fn as_str(self) -> &'static str {
-        match self {
-            Engine::Pe => "pe",
-            Engine::Act => "act",
-            Engine::Pool => "pool",
-            Engine::Dve => "dve",
-            Engine::Sp => "sp",
-        }
+        Engine::ALL_NAMES[self as usize]
     }
 
     /// The runtime's engine type number (pe 0 … sp 4).

@@ -8,8 +8,6 @@ use super::{extra_keys, Extra, Manifest};
 
 /// The `attrs.func_name` that marks the KELF node.
 pub const KELF_FUNC_NAME: &str = "__kelf";
-/// Most dimensions a tensor may have ("Too many dimensions").
-pub const MAX_DIMS: usize = 32;
 
 /// `neff.json`. All five modelled top-level keys are required by the runtime.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -10,12 +10,6 @@ use super::{extra_keys, Extra, Manifest};
 pub const CUSTOM_OP_OPCODE: i64 = 133;
 /// The member producers write next to the libraries.
 pub const UCODE_LIB_JSON: &str = "ucode_lib.json";
-/// Most ucode functions in the device's global table (staging).
-pub const MAX_FUNCTIONS: usize = 97;
-/// Longest ucode function name (staging).
-pub const MAX_FUNCTION_NAME: usize = 64;
-/// Most ucode functions per core (staging).
-pub const MAX_FUNCTIONS_PER_CORE: usize = 28;
 
 /// One ucode library.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
