@@ -1,0 +1,200 @@
+//! G19 and G20: variables and weights.
+
+use super::*;
+
+/// G19 and G20: variables.
+pub(super) fn vars(
+    ctx: &mut Ctx<'_>,
+    def: &Value,
+    member: &str,
+    sg_dir: &str,
+    summary: &mut GraphSummary,
+) -> Result<(), Rejection> {
+    let Some(entries) = def.get("var").and_then(|v| named_entries(ctx, v)) else {
+        return Err(reject(
+            Gate::G19,
+            "Failed to parse, key: var",
+            format!("{member} has no var object"),
+        ));
+    };
+    let mut max_id: u64 = 0;
+    let mut outputs = 0usize;
+    for (name, var) in &entries {
+        let at = |key: &str| format!("{member}: var {name:?}: {key}");
+        let Some(kind) = var.get("type").and_then(Value::as_str) else {
+            return Err(reject(
+                Gate::G19,
+                "Failed to parse, key: type",
+                at("type missing or not a string"),
+            ));
+        };
+        let Some(var_id) = var.get("var_id").and_then(Value::as_u64) else {
+            return Err(reject(
+                Gate::G19,
+                "missing <var_id>",
+                at("var_id missing or not an unsigned integer"),
+            ));
+        };
+        max_id = max_id.max(var_id);
+        if let Some(alignment) = var.get("alignment") {
+            let a = alignment.as_u64().unwrap_or(0);
+            if !a.is_power_of_two() {
+                return Err(reject(
+                    Gate::G19,
+                    format!("alignment provided not power of 2. alignment={a}"),
+                    at("alignment"),
+                ));
+            }
+        }
+        let size = var.get("size").and_then(Value::as_u64);
+        let Some(var_type) = VarType::parse(kind) else {
+            return Err(reject(
+                Gate::G19,
+                format!("Unknown variable type {kind}"),
+                at("type"),
+            ));
+        };
+        match var_type {
+            VarType::Input
+            | VarType::Output
+            | VarType::TmpBuf
+            | VarType::Virtual
+            | VarType::Pointer => {
+                let Some(size) = size else {
+                    return Err(reject(
+                        Gate::G19,
+                        "Failed to parse, key: size",
+                        at("size missing for a sized variable"),
+                    ));
+                };
+                if var_type == VarType::Pointer && size != 8 {
+                    return Err(reject(
+                        Gate::G19,
+                        format!("Invalid pointer size {size} for {name}, must be 8"),
+                        at("size"),
+                    ));
+                }
+            }
+            VarType::List => {
+                let ok = var
+                    .get("list")
+                    .and_then(Value::as_array)
+                    .is_some_and(|l| l.iter().all(|v| v.as_u64().is_some()));
+                if !ok {
+                    return Err(reject(
+                        Gate::G19,
+                        "Failed to parse, key: list",
+                        at("list is not an array of unsigned integers"),
+                    ));
+                }
+            }
+            VarType::File => {
+                let path = weights(ctx, var, name, member, sg_dir)?;
+                summary.weights.push(WeightSummary {
+                    name: name.clone(),
+                    var_id,
+                    member_size: ctx.size(&path),
+                    member: path,
+                    size,
+                    dtype: var.get("dtype").and_then(Value::as_str).map(str::to_string),
+                    shape: var
+                        .get("shape")
+                        .or_else(|| var.get("internal_shape"))
+                        .and_then(Value::as_array)
+                        .map(|a| a.iter().filter_map(Value::as_u64).collect()),
+                });
+            }
+            VarType::StateBuffer
+            | VarType::Remote
+            | VarType::Shared
+            | VarType::Sharded
+            | VarType::Main
+            | VarType::DgeTable => {}
+        }
+        let shape = var
+            .get("shape")
+            .or_else(|| var.get("internal_shape"))
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_u64).collect());
+        let info = VarSummary {
+            name: name.clone(),
+            var_id,
+            size,
+            dtype: var.get("dtype").and_then(Value::as_str).map(str::to_string),
+            shape,
+        };
+        match var_type {
+            VarType::Input => summary.inputs.push(info),
+            VarType::Output => {
+                outputs += 1;
+                summary.outputs.push(info);
+            }
+            _ => {}
+        }
+    }
+    summary.inputs.sort_by_key(|v| v.var_id);
+    summary.outputs.sort_by_key(|v| v.var_id);
+    summary.weights.sort_by_key(|v| v.var_id);
+    summary.vars = entries.len();
+    if ctx.profile.check_var_ids && max_id.checked_add(1) != Some(entries.len() as u64) {
+        return Err(reject(
+            Gate::G20a,
+            format!(
+                "Unexpected var_ids set! max={max_id}, size={}",
+                entries.len()
+            ),
+            format!(
+                "{member}: var_ids must be dense 0..{}",
+                entries.len().saturating_sub(1)
+            ),
+        ));
+    }
+    if outputs == 0 {
+        return Err(reject(
+            Gate::G20b,
+            format!("Invalid NEFF: graph {member} has no Outputs"),
+            format!("{member}: no variable has type \"output\""),
+        ));
+    }
+    Ok(())
+}
+
+/// Weights (`type: "file"`): the member must exist; `.npy` must start with
+/// the numpy magic. Returns the member's name.
+pub(super) fn weights(
+    ctx: &mut Ctx<'_>,
+    var: &Value,
+    name: &str,
+    member: &str,
+    sg_dir: &str,
+) -> Result<String, Rejection> {
+    let Some(file) = var.get("file_name").and_then(Value::as_str) else {
+        return Err(reject(
+            Gate::G19,
+            "Failed to parse, key: file_name",
+            format!("{member}: var {name:?}: file_name missing"),
+        ));
+    };
+    let path = in_dir(sg_dir, file);
+    let Some(prefix) = ctx.prefix(&path) else {
+        return Err(reject(
+            Gate::G19,
+            format!("Failed to load weights file {path}"),
+            format!("{member}: var {name:?} names {path}, which is not in the NEFF"),
+        ));
+    };
+    if file.ends_with(".npy") {
+        let magic = match prefix {
+            [a, b, ..] => u16::from_le_bytes([*a, *b]),
+            _ => 0,
+        };
+        if magic != 0x4e93 {
+            return Err(reject(
+                Gate::G19,
+                format!("NUMPY {path} bad header {magic:x} != 0x4e93"),
+                format!("{path} does not start with the .npy magic \\x93NUMPY"),
+            ));
+        }
+    }
+    Ok(path)
+}
