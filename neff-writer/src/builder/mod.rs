@@ -58,6 +58,8 @@
 
 pub mod npy;
 mod subgraph;
+mod tensor;
+mod weights;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, Write};
@@ -74,7 +76,8 @@ use crate::header_options::{HeaderPatch, UuidChoice};
 use crate::member::{MemberName, MemberSource};
 use crate::packager::{PackError, PackOptions, PackOutcome, Packager};
 
-pub use subgraph::{EngineProgram, Subgraph, Tensor, Weight, WeightFormat};
+pub use subgraph::Subgraph;
+pub use tensor::{EngineProgram, Tensor, Weight, WeightFormat};
 
 /// The KELF descriptor member the builder writes (producer naming).
 pub const DEFAULT_KELF_MEMBER: &str = "kelf-0.json";

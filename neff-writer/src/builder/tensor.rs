@@ -1,0 +1,179 @@
+//! The values a subgraph is described with: tensors, weights and engine
+//! programs.
+
+use neff_schema::manifest::{DmaBlock, Dtype, Extra};
+
+use super::Data;
+
+/// A variable's settings: element type, shape, size, a pinned var_id and
+/// extra def.json keys. Inputs and outputs need a dtype and a shape
+/// (`neff.json` declares them); sized variables need a size or a dtype and
+/// shape to compute it from.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tensor {
+    pub(super) dtype: Option<Dtype>,
+    pub(super) shape: Option<Vec<u64>>,
+    pub(super) size: Option<u64>,
+    pub(super) var_id: Option<u64>,
+    pub(super) extra: Extra,
+}
+
+impl Tensor {
+    /// A tensor of `dtype` and `shape`; its size is computed from them.
+    pub fn new(dtype: Dtype, shape: impl Into<Vec<u64>>) -> Tensor {
+        Tensor {
+            dtype: Some(dtype),
+            shape: Some(shape.into()),
+            ..Tensor::default()
+        }
+    }
+
+    /// A buffer of `size` bytes with no dtype or shape.
+    pub fn bytes(size: u64) -> Tensor {
+        Tensor {
+            size: Some(size),
+            ..Tensor::default()
+        }
+    }
+
+    /// Sets the size in bytes (instead of computing it).
+    pub fn size(mut self, size: u64) -> Self {
+        self.size = Some(size);
+        self
+    }
+
+    /// Sets the element type.
+    pub fn dtype(mut self, dtype: Dtype) -> Self {
+        self.dtype = Some(dtype);
+        self
+    }
+
+    /// Sets the shape.
+    pub fn shape(mut self, shape: impl Into<Vec<u64>>) -> Self {
+        self.shape = Some(shape.into());
+        self
+    }
+
+    /// Pins the var_id (the others fill the free ids). The runtime needs ids
+    /// dense 0..N-1; the binding contract wants inputs then outputs first.
+    pub fn var_id(mut self, id: u64) -> Self {
+        self.var_id = Some(id);
+        self
+    }
+
+    /// An extra key in the def.json var object (e.g. `"#transfer-type"`,
+    /// `"internal_shape"`, `"alignment"`); a modelled key's name replaces the
+    /// generated value.
+    pub fn key(mut self, key: impl Into<String>, value: impl Into<serde_json::Value>) -> Self {
+        self.extra.insert(key.into(), value.into());
+        self
+    }
+
+    /// The size: given, or elements × element size.
+    pub(super) fn byte_size(&self) -> Option<u64> {
+        if self.size.is_some() {
+            return self.size;
+        }
+        let elements = self
+            .shape
+            .as_ref()?
+            .iter()
+            .try_fold(1u64, |acc, &d| acc.checked_mul(d))?;
+        elements.checked_mul(self.dtype.as_ref()?.element_size()?)
+    }
+}
+
+/// How a weights file is read by the runtime: by its member name's extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WeightFormat {
+    /// `.npy` version 1 (`numpy_load`: data after the header).
+    Npy,
+    /// Raw bytes, any other extension.
+    Raw,
+}
+
+/// Weights for a `type: "file"` variable.
+#[derive(Debug)]
+pub struct Weight {
+    pub(super) data: Data,
+    pub(super) format: WeightFormat,
+    pub(super) file_name: Option<String>,
+    pub(super) tensor: Tensor,
+}
+
+impl Weight {
+    /// A `.npy` v1 file (its dtype and shape are read from the header). The
+    /// member is `<var name>.npy` unless [`Weight::file_name`] says otherwise.
+    pub fn npy(data: impl Into<Data>) -> Weight {
+        Weight {
+            data: data.into(),
+            format: WeightFormat::Npy,
+            file_name: None,
+            tensor: Tensor::default(),
+        }
+    }
+
+    /// Raw bytes (streamed). The member is `<var name>.bin` unless
+    /// [`Weight::file_name`] says otherwise.
+    pub fn raw(data: impl Into<Data>) -> Weight {
+        Weight {
+            data: data.into(),
+            format: WeightFormat::Raw,
+            file_name: None,
+            tensor: Tensor::default(),
+        }
+    }
+
+    /// The member name inside the subgraph folder (`.npy` iff the format is npy).
+    pub fn file_name(mut self, name: impl Into<String>) -> Self {
+        self.file_name = Some(name.into());
+        self
+    }
+
+    /// Dtype, shape, size, var_id and extra keys for the var entry.
+    pub fn tensor(mut self, tensor: Tensor) -> Self {
+        self.tensor = tensor;
+        self
+    }
+}
+
+/// One engine's program: instruction bytes (`<eng>.bin`) and the engine
+/// manifest's DMA blocks and extra keys (`<eng>.json`).
+#[derive(Debug, Default)]
+pub struct EngineProgram {
+    pub(super) instructions: Option<Data>,
+    pub(super) dma: Vec<DmaBlock>,
+    pub(super) label: Option<String>,
+    pub(super) extra: Extra,
+}
+
+impl EngineProgram {
+    /// An empty program.
+    pub fn new() -> EngineProgram {
+        EngineProgram::default()
+    }
+
+    /// The instruction stream (64-byte slots; SP 8-byte).
+    pub fn instructions(mut self, data: impl Into<Data>) -> Self {
+        self.instructions = Some(data.into());
+        self
+    }
+
+    /// Appends a DMA block to the engine manifest.
+    pub fn dma(mut self, block: DmaBlock) -> Self {
+        self.dma.push(block);
+        self
+    }
+
+    /// The manifest's `name` (default `<eng>_array_json`).
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+
+    /// An extra key in the engine manifest (e.g. `act_semaphore`).
+    pub fn key(mut self, key: impl Into<String>, value: impl Into<serde_json::Value>) -> Self {
+        self.extra.insert(key.into(), value.into());
+        self
+    }
+}
