@@ -162,7 +162,7 @@ fn check_verdict(verdict: &Verdict) {
 }
 
 /// `repack`: packs a member set (names the packager refuses are skipped),
-/// first with `allow_invalid`, then without, and checks:
+/// first with `keep_refused`, then without, and checks:
 /// * the packager's own output always passes the container tier;
 /// * its read-back verdict is the loader's verdict on the same bytes, and
 ///   each targeted arch's `load_buffer` agrees with it;
@@ -175,7 +175,7 @@ pub fn repack(members: &[(String, Vec<u8>)], pkg: PkgVersion, level: u32) {
     let options = PackOptions {
         pkg_version: pkg,
         framing: framing_at(level),
-        allow_invalid: true,
+        keep_refused: true,
         ..PackOptions::default()
     };
     let mut bytes = Vec::new();
@@ -203,7 +203,7 @@ pub fn repack(members: &[(String, Vec<u8>)], pkg: PkgVersion, level: u32) {
     }
 
     let checked = PackOptions {
-        allow_invalid: false,
+        keep_refused: false,
         ..options
     };
     let mut again = Vec::new();
@@ -300,7 +300,7 @@ pub fn repack_bytes(neff: &[u8], level: u32) -> Result<Vec<u8>, String> {
         pkg_version: pkg,
         framing: framing_at(level),
         header,
-        allow_invalid: true,
+        keep_refused: true,
         ..PackOptions::default()
     };
     let mut out = Vec::new();

@@ -467,7 +467,9 @@ impl BuildSpec {
     /// `base` (the spec file's folder).
     pub fn into_builder(self, base: &Path) -> Result<NeffBuilder, SpecError> {
         let blobs = Blobs { base };
-        let mut b = NeffBuilder::new().allow_invalid(self.allow_invalid);
+        let mut b = NeffBuilder::new()
+            .unchecked(self.allow_invalid)
+            .keep_refused(self.allow_invalid);
         if let Some(name) = self.name {
             b = b.name(name);
         }

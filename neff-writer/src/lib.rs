@@ -9,7 +9,7 @@
 //!
 //! Every output is read back through `neff-loader`'s gates before it is
 //! handed over: a NEFF the runtime would refuse is an error, not a file
-//! (unless asked for with [`NeffBuilder::allow_invalid`]). Test corpora and
+//! (unless asked for with [`NeffBuilder::unchecked`]). Test corpora and
 //! fuzz inputs live in the `neff-smith` crate.
 //!
 //! ```

@@ -4,7 +4,7 @@
 //! payload, hashed while it is written; the real header is patched in at the
 //! end. Before the output is handed over it is read back through
 //! `neff-loader`, and a NEFF its gates refuse is an error unless
-//! [`PackOptions::allow_invalid`] is set.
+//! [`PackOptions::keep_refused`] is set.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
@@ -47,8 +47,10 @@ pub struct PackOptions {
     pub uuid: UuidChoice,
     /// Header fields to set over the defaults and the computed fields.
     pub header: HeaderPatch,
-    /// Hand over a NEFF even when the loader's gates refuse it.
-    pub allow_invalid: bool,
+    /// Keep and hand over the written NEFF even when the read-back gates
+    /// refuse it (the verdict is still in the outcome). Only this; it skips no
+    /// check.
+    pub keep_refused: bool,
     /// The runtime the read-back check simulates. The check runs on every
     /// architecture the NEFF targets (the profile's `instance_arch` is replaced).
     pub profile: RuntimeProfile,
@@ -85,7 +87,7 @@ impl Default for PackOptions {
             progress: None,
             uuid: UuidChoice::FromContent,
             header: HeaderPatch::default(),
-            allow_invalid: false,
+            keep_refused: false,
             profile: RuntimeProfile::default(),
         }
     }
@@ -106,7 +108,7 @@ pub enum PackError {
     /// An option is out of range.
     #[error("{0}")]
     BadOption(String),
-    /// The loader's gates refuse the result (pass `allow_invalid` to keep it).
+    /// The loader's gates refuse the result (set `keep_refused` to keep it).
     #[error("the built NEFF is refused by the loader: {}", .0.summary())]
     Rejected(Box<Report>),
 }
@@ -487,7 +489,7 @@ fn check(
         &Limits::default(),
     )?;
     let report = verdict.combined_report();
-    if !verdict.accepted && !options.allow_invalid {
+    if !verdict.accepted && !options.keep_refused {
         return Err(PackError::Rejected(Box::new(report)));
     }
     Ok(PackOutcome {

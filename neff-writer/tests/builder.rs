@@ -388,7 +388,8 @@ fn malformed_npy_is_refused_when_checked_and_written_when_not() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("bad.neff");
     let outcome = NeffBuilder::new()
-        .allow_invalid(true)
+        .unchecked(true)
+        .keep_refused(true)
         .subgraph("sg00", |sg| describe(sg, bad.clone()))
         .write_to_path(&out)
         .unwrap();
@@ -578,7 +579,8 @@ fn the_unchecked_path_writes_what_the_gates_refuse() {
 
     // Unchecked: the raw member replaces the generated one and is written.
     let outcome = NeffBuilder::new()
-        .allow_invalid(true)
+        .unchecked(true)
+        .keep_refused(true)
         .subgraph("sg00", |sg| {
             sg.input("x", f32s(&[1])).output("y", f32s(&[1]))
         })
@@ -593,7 +595,8 @@ fn the_unchecked_path_writes_what_the_gates_refuse() {
 
     // Omitting neff.json: G13.
     let outcome = NeffBuilder::new()
-        .allow_invalid(true)
+        .unchecked(true)
+        .keep_refused(true)
         .subgraph("sg00", |sg| {
             sg.input("x", f32s(&[1])).output("y", f32s(&[1]))
         })
@@ -604,7 +607,8 @@ fn the_unchecked_path_writes_what_the_gates_refuse() {
 
     // Rules the builder would refuse are written as they are: no output (G20b).
     let outcome = NeffBuilder::new()
-        .allow_invalid(true)
+        .unchecked(true)
+        .keep_refused(true)
         .subgraph("sg00", |sg| sg.input("x", f32s(&[1])))
         .write_to_path(&out)
         .unwrap();
@@ -612,7 +616,8 @@ fn the_unchecked_path_writes_what_the_gates_refuse() {
 
     // Extra keys override generated values: a var_id that is not a number (G19).
     let outcome = NeffBuilder::new()
-        .allow_invalid(true)
+        .unchecked(true)
+        .keep_refused(true)
         .subgraph("sg00", |sg| {
             sg.input("x", f32s(&[1]).key("var_id", "zero"))
                 .output("y", f32s(&[1]))
@@ -623,7 +628,8 @@ fn the_unchecked_path_writes_what_the_gates_refuse() {
 
     // A header patch wins over computed fields.
     let outcome = NeffBuilder::new()
-        .allow_invalid(true)
+        .unchecked(true)
+        .keep_refused(true)
         .header(HeaderPatch {
             neff_version_major: Some(3),
             ..HeaderPatch::default()
@@ -799,7 +805,11 @@ fn both_verdicts(
 ) -> (bool, bool, Option<String>, Option<String>) {
     let checked = builder().build();
     let mut out = Vec::new();
-    let outcome = builder().allow_invalid(true).write_to(&mut out).unwrap();
+    let outcome = builder()
+        .unchecked(true)
+        .keep_refused(true)
+        .write_to(&mut out)
+        .unwrap();
     let gate = match &checked {
         Err(BuildError::Refused(report)) => report.gate_id().map(str::to_string),
         Err(e) => panic!("not a loader refusal: {e}"),

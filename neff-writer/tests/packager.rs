@@ -159,7 +159,7 @@ fn header_defaults_and_overrides() {
 }
 
 #[test]
-fn refused_outputs_need_allow_invalid() {
+fn refused_outputs_need_keep_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bad.neff");
     let patch = HeaderPatch {
@@ -184,7 +184,7 @@ fn refused_outputs_need_allow_invalid() {
         "temp file removed"
     );
     let options = PackOptions {
-        allow_invalid: true,
+        keep_refused: true,
         ..options
     };
     let outcome = sample().write_to_path(&path, &options).unwrap();

@@ -136,7 +136,7 @@ pub fn run(args: PackArgs) -> Result<u8, Box<dyn std::error::Error>> {
         compiler_header: preset.is_compiler_like(),
         uuid,
         header: patch,
-        allow_invalid: args.allow_invalid,
+        keep_refused: args.allow_invalid,
         threads: args
             .threads
             .map_or(PackOptions::default().threads, |t| t as usize),

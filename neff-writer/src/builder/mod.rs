@@ -31,8 +31,9 @@
 //!   written; the builder itself only refuses what it cannot write (names
 //!   that clash, a tensor whose size overflows, an unreadable or malformed
 //!   `.npy`…). Writing then reads the file back through every gate;
-//! * **unchecked**: [`NeffBuilder::allow_invalid`] skips those checks and writes
-//!   whatever the gates say, and [`NeffBuilder::raw_member`] /
+//! * **unchecked**: [`NeffBuilder::unchecked`] skips that check, and
+//!   [`NeffBuilder::keep_refused`] (a separate choice) keeps an output the
+//!   read-back refuses; with them [`NeffBuilder::raw_member`] /
 //!   [`NeffBuilder::omit_member`] replace or drop any generated member with
 //!   any bytes — for negative fixtures.
 //!
@@ -231,6 +232,7 @@ pub struct NeffBuilder {
     members: Vec<(String, Data)>,
     raw: BTreeMap<String, Option<Data>>,
     feature_bits: u64,
+    unchecked: bool,
     options: PackOptions,
 }
 
@@ -256,6 +258,7 @@ impl NeffBuilder {
             members: Vec::new(),
             raw: BTreeMap::new(),
             feature_bits: 0,
+            unchecked: false,
             options: PackOptions::default(),
         }
     }
@@ -407,10 +410,20 @@ impl NeffBuilder {
         self
     }
 
-    /// The unchecked path: skip the builder's rules and write the NEFF even
-    /// when the loader's gates refuse it.
-    pub fn allow_invalid(mut self, allow: bool) -> Self {
-        self.options.allow_invalid = allow;
+    /// The unchecked door: skip the loader's check of the model before
+    /// writing (with [`NeffBuilder::raw_member`] / [`NeffBuilder::omit_member`],
+    /// for deliberately invalid inputs). The read-back still runs; see
+    /// [`NeffBuilder::keep_refused`].
+    pub fn unchecked(mut self, unchecked: bool) -> Self {
+        self.unchecked = unchecked;
+        self
+    }
+
+    /// Keep the written NEFF even when the read-back gates refuse it (the
+    /// verdict is in the outcome). A separate choice from
+    /// [`NeffBuilder::unchecked`]; negative fixtures need both.
+    pub fn keep_refused(mut self, keep: bool) -> Self {
+        self.options.keep_refused = keep;
         self
     }
 
@@ -425,7 +438,7 @@ impl NeffBuilder {
     /// NEFF targets (the ones that need the written file run when it is
     /// written).
     pub fn build(self) -> Result<Build, BuildError> {
-        let checked = !self.options.allow_invalid;
+        let checked = !self.unchecked;
         let mut names = BTreeSet::new();
         for sg in &self.subgraphs {
             let name = sg.name();
@@ -531,7 +544,7 @@ impl NeffBuilder {
 
     /// Builds and writes the NEFF at `path` atomically (see
     /// [`Packager::write_to_path`]); refused by the loader's gates unless
-    /// [`NeffBuilder::allow_invalid`].
+    /// [`NeffBuilder::unchecked`] and [`NeffBuilder::keep_refused`].
     pub fn write_to_path(self, path: impl AsRef<Path>) -> Result<PackOutcome, BuildError> {
         Ok(self.build()?.write_to_path(path)?)
     }

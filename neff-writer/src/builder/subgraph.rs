@@ -50,7 +50,7 @@ pub struct Subgraph {
 
 /// Model-wide state while subgraphs are generated.
 pub(crate) struct Context {
-    /// Whether the builder's own checks run (not [`super::NeffBuilder::allow_invalid`]).
+    /// Whether the builder's own checks run (not [`super::NeffBuilder::unchecked`]).
     pub checked: bool,
 }
 
