@@ -4,7 +4,7 @@ use serde::Serialize;
 
 /// The runtime's `NRT_STATUS` values that gates return, plus the process abort
 /// that an assert-type gate causes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NrtStatus {
     /// `NRT_SUCCESS` (0).
     Success,
@@ -36,6 +36,35 @@ impl NrtStatus {
             NrtStatus::UnsupportedNeffVersion => "NRT_UNSUPPORTED_NEFF_VERSION",
             NrtStatus::Abort => "ABORT",
         }
+    }
+}
+
+/// Serializes as `{"status": <code>, "status_name": <name>}` (flattened
+/// into a report).
+impl Serialize for NrtStatus {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(2))?;
+        map.serialize_entry("status", &self.code())?;
+        map.serialize_entry("status_name", self.name())?;
+        map.end()
+    }
+}
+
+impl schemars::JsonSchema for NrtStatus {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "NrtStatus".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "object",
+            "properties": {
+                "status": {"description": "The runtime's status code (0 when accepted; 134 for an assert's abort).", "type": "integer"},
+                "status_name": {"description": "The status code's name, e.g. `NRT_INVALID`.", "type": "string"}
+            },
+            "required": ["status", "status_name"]
+        })
     }
 }
 

@@ -265,8 +265,9 @@ impl ProfileSettings {
     }
 }
 
-/// A number as `verify` reads masks: `0x` hex, `0b` binary or decimal.
-fn parse_number(flag: &str, text: &str) -> Result<u64, String> {
+/// A 64-bit number as `verify` reads masks: `0x` hex, `0b` binary or decimal
+/// (`_` separators allowed).
+pub fn parse_mask(text: &str) -> Result<u64, String> {
     let t = text.trim().replace('_', "");
     let parsed = if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
         u64::from_str_radix(hex, 16)
@@ -275,7 +276,12 @@ fn parse_number(flag: &str, text: &str) -> Result<u64, String> {
     } else {
         t.parse()
     };
-    parsed.map_err(|_| format!("{flag}: {text:?} is not a 64-bit number"))
+    parsed
+        .map_err(|_| format!("{text:?} is not a 64-bit number (use decimal, 0x hex or 0b binary)"))
+}
+
+fn parse_number(flag: &str, text: &str) -> Result<u64, String> {
+    parse_mask(text).map_err(|e| format!("{flag}: {e}"))
 }
 
 fn serialize_hex<S: serde::Serializer>(value: &u64, s: S) -> Result<S::Ok, S::Error> {

@@ -60,14 +60,16 @@ impl schemars::JsonSchema for ArchScope {
     }
 }
 
-/// What a load under one [`RuntimeProfile`] concluded.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What a load under one [`RuntimeProfile`] concluded. In JSON the status is
+/// two keys, `status` (the code) and `status_name`, and the gate its id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Report {
     /// The file checked, when there was one.
     pub file: Option<String>,
     /// Whether every implemented gate passed.
     pub accepted: bool,
     /// The runtime's status (success when accepted).
+    #[serde(flatten)]
     pub status: NrtStatus,
     /// The refusing gate.
     pub gate: Option<Gate>,
@@ -94,81 +96,6 @@ pub struct Report {
     pub tiers_run: Vec<String>,
     /// Tiers this version of the verifier does not implement yet.
     pub tiers_not_implemented: Vec<String>,
-}
-
-/// The JSON shape of a [`Report`] (`neff verify --json`): the status as its
-/// code and name, the gate as its id.
-#[derive(Serialize, schemars::JsonSchema)]
-#[schemars(rename = "Report")]
-struct ReportJson<'a> {
-    /// The file checked, when there was one.
-    file: &'a Option<String>,
-    /// Whether every implemented gate passed.
-    accepted: bool,
-    /// The runtime's status code (0 when accepted).
-    status: i64,
-    /// The status code's name, e.g. `NRT_INVALID`.
-    status_name: &'static str,
-    /// The refusing gate, e.g. `"G9"`.
-    gate: Option<Gate>,
-    /// The runtime's log line for the refusal, arguments filled in.
-    message: &'a Option<String>,
-    /// This tool's explanation of the refusal: what and where.
-    detail: &'a Option<String>,
-    /// The runtime's error cause, e.g. `NEFF_ARCH_INCOMPAT`.
-    error_cause: &'a Option<String>,
-    /// Warnings: the runtime's WARN lines and this tool's notes.
-    warnings: &'a [String],
-    /// The simulated instance arch, or `all`.
-    instance_arch: ArchScope,
-    /// The layout in which the stored digest matched (G9), when checked.
-    hash_layout: Option<HashLayout>,
-    /// The KELF descriptor's target, once read.
-    target: Option<Target>,
-    /// The full runtime profile.
-    profile: &'a RuntimeProfile,
-    /// Tiers whose gates ran.
-    tiers_run: &'a [String],
-    /// Tiers this version of the verifier does not implement yet.
-    tiers_not_implemented: &'a [String],
-}
-
-impl Report {
-    fn json(&self) -> ReportJson<'_> {
-        ReportJson {
-            file: &self.file,
-            accepted: self.accepted,
-            status: self.status.code(),
-            status_name: self.status.name(),
-            gate: self.gate,
-            message: &self.message,
-            detail: &self.detail,
-            error_cause: &self.error_cause,
-            warnings: &self.warnings,
-            instance_arch: self.instance_arch,
-            hash_layout: self.hash_layout,
-            target: self.target,
-            profile: &self.profile,
-            tiers_run: &self.tiers_run,
-            tiers_not_implemented: &self.tiers_not_implemented,
-        }
-    }
-}
-
-impl Serialize for Report {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.json().serialize(s)
-    }
-}
-
-impl schemars::JsonSchema for Report {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "Report".into()
-    }
-
-    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        ReportJson::json_schema(generator)
-    }
 }
 
 impl Report {

@@ -65,19 +65,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
     Ok(ExitCode::from(code))
 }
 
-/// Parses a 64-bit mask given as `0x…` hex, `0b…` binary or decimal.
-pub fn parse_mask(text: &str) -> Result<u64, String> {
-    let t = text.trim().replace('_', "");
-    let parsed = if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        u64::from_str_radix(hex, 16)
-    } else if let Some(bin) = t.strip_prefix("0b") {
-        u64::from_str_radix(bin, 2)
-    } else {
-        t.parse()
-    };
-    parsed
-        .map_err(|_| format!("{text:?} is not a 64-bit number (use decimal, 0x hex or 0b binary)"))
-}
+pub use neff::loader::profile::parse_mask;
 
 /// Prints a value as pretty JSON on stdout.
 pub fn print_json<T: serde::Serialize>(value: &T) -> Result<(), Box<dyn std::error::Error>> {
