@@ -4,7 +4,7 @@
 //!
 //! `cargo run --example build_model -- [OUT.neff]` (default: a temp file).
 
-use neff::loader::inspect::InspectReport;
+use neff::loader::InspectReport;
 use neff::loader::{verify_file, RuntimeProfile};
 use neff::schema::manifest::{DmaQueue, Dtype, Engine, QueueType};
 use neff::schema::Target;

@@ -6,7 +6,7 @@ use std::io::Write;
 
 use common::*;
 use neff::loader::{load_buffer, RuntimeProfile};
-use neff::writer::gzip_writer::GzipWriter;
+use neff::writer::GzipWriter;
 
 #[test]
 fn a_payload_inflating_to_gibibytes_streams_without_being_held() {

@@ -1025,7 +1025,7 @@ fn g27_engines() {
 
 #[test]
 fn g27_instruction_streams_over_4_gib_are_refused() {
-    use neff::writer::gzip_writer::GzipWriter;
+    use neff::writer::GzipWriter;
     use std::io::Write;
     const SIZE: u64 = (1 << 32) + 64;
     let zeros = vec![0u8; 1 << 20];

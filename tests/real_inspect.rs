@@ -9,7 +9,7 @@ mod common;
 use std::io::{Cursor, Read};
 use std::path::{Path, PathBuf};
 
-use neff::loader::inspect::InspectReport;
+use neff::loader::InspectReport;
 use neff::loader::{verify_reader, Limits, RuntimeProfile};
 use serde_json::{json, Value};
 

@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use neff::loader::inspect::InspectReport;
+use neff::loader::InspectReport;
 use neff::loader::{verify_file, RuntimeProfile};
 use neff::schema::HashLayout;
 

@@ -6,12 +6,12 @@ mod common;
 
 use std::io::{Cursor, Read, Write};
 
-use neff::loader::inspect::InspectReport;
+use neff::loader::InspectReport;
 use neff::loader::{load_buffer, verify_reader, Limits, RuntimeProfile};
 use neff::schema::Arch;
 use neff::smith::corpus::{seed_file, Mix};
 use neff::smith::generate::GenConfig;
-use neff::writer::gzip_writer::GzipWriter;
+use neff::writer::GzipWriter;
 
 /// Flips, overwrites, inserts, deletes or truncates a few bytes.
 fn mutate_bytes(data: &mut Vec<u8>, mix: &mut Mix) {

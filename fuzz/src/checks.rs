@@ -9,11 +9,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
 
-use neff_loader::container::{payload_stream, EntryFate};
-use neff_loader::extract::extract;
-use neff_loader::inspect::InspectReport;
-use neff_loader::tar_reader::{EntryKind, TarReader};
+use neff_loader::extract;
+use neff_loader::InspectReport;
 use neff_loader::{load_buffer, verify_reader, Limits, Loaded, RuntimeProfile, Verdict};
+use neff_loader::{payload_stream, EntryFate};
+use neff_loader::{EntryKind, TarReader};
 use neff_schema::{Arch, NeffHeader, PkgVersion, HEADER_LEN};
 use neff_writer::build_spec::BuildSpec;
 use neff_writer::{HeaderPatch, MemberName, PackError, PackOptions, Packager};

@@ -9,8 +9,8 @@ use std::collections::BTreeSet;
 use std::sync::OnceLock;
 
 use arbitrary::{Arbitrary, Result, Unstructured};
-use neff_loader::container::payload_stream;
-use neff_loader::tar_reader::{EntryKind, TarReader};
+use neff_loader::payload_stream;
+use neff_loader::{EntryKind, TarReader};
 use neff_schema::{PkgVersion, HEADER_LEN};
 use serde_json::Value;
 

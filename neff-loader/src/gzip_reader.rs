@@ -129,11 +129,6 @@ impl<R: BufRead> GzipReader<R> {
         self
     }
 
-    /// How many complete members have been read.
-    pub fn members(&self) -> u64 {
-        self.members
-    }
-
     fn read_byte(&mut self) -> io::Result<Option<u8>> {
         let mut b = [0u8; 1];
         match self.inner.read(&mut b)? {

@@ -36,22 +36,22 @@
 #![deny(missing_docs)]
 #![deny(missing_debug_implementations)]
 
-pub mod access;
-pub mod container;
-pub mod digest;
-pub mod extract;
-pub mod gate;
-pub mod gzip_reader;
-pub mod inspect;
-pub mod json;
-pub mod manifests;
-pub mod memory;
-pub mod model;
-pub mod profile;
-pub mod report;
-pub mod sections;
-pub mod staging;
-pub mod tar_reader;
+mod access;
+mod container;
+mod digest;
+mod extract;
+mod gate;
+mod gzip_reader;
+mod inspect;
+mod json;
+mod manifests;
+mod memory;
+mod model;
+mod profile;
+mod report;
+mod sections;
+mod staging;
+mod tar_reader;
 
 use std::fs::File;
 use std::io::{self, Cursor, Read, Seek};
@@ -59,14 +59,20 @@ use std::path::Path;
 
 use neff_schema::{Arch, Target};
 
+pub use access::MANIFEST_MAX;
 pub use container::{
-    Compression, Container, EntryFate, EntryRecord, Limits, PayloadPadding, StoredMember,
+    payload_stream, Compression, Container, EntryFate, EntryRecord, Limits, PayloadPadding,
+    StoredMember, PREFIX_LEN, WAVEGRAPH_SUFFIX,
 };
+pub use extract::{extract, ExtractError, ExtractSummary};
 pub use gate::{Gate, NrtStatus, Rejection};
+pub use gzip_reader::{GzipError, GzipErrorKind};
+pub use inspect::{InspectReport, ModelReadPast, BARRIER_CONFIG_MEMBER};
 pub use memory::{check_members, MemberData};
-pub use model::ModelSummary;
-pub use profile::{ProfileSettings, RuntimeProfile};
-pub use report::{ArchScope, Report};
+pub use model::*;
+pub use profile::{parse_mask, ProfileSettings, RuntimeProfile, EVTACCEL_OFFSET, UCODE_ABI_2_31};
+pub use report::{ArchScope, Report, TIERS};
+pub use tar_reader::{Dialect, Entry, EntryKind, TarError, TarReader};
 
 use access::{Ctx, Source};
 

@@ -2,8 +2,9 @@
 //!
 //! * [`header`]: the 1024-byte `neff_header_t` codec (a lossless byte view with
 //!   typed accessors, plus a plain [`HeaderFields`] record for JSON).
-//! * [`uuid`]: the header UUID, including the content-derived v4 UUID.
-//! * [`arch`]: the runtime's `al_hal_tpb_arch_type` (SUNDA 2, CAYMAN 3, MARIANA 4).
+//! * [`Uuid`]: the header UUID, including the content-derived v4 UUID.
+//! * [`Arch`] and [`Target`]: the runtime's `al_hal_tpb_arch_type` (SUNDA 2,
+//!   CAYMAN 3, MARIANA 4) and the KELF descriptor's target.
 //! * [`features`]: the feature-bit mask constants the loader's trapdoor uses.
 //! * [`framing`]: how a payload is framed (tar, gzip, hash layout) and the
 //!   named framing presets.
@@ -16,18 +17,18 @@
 #![deny(missing_docs)]
 #![deny(missing_debug_implementations)]
 
-pub mod arch;
+mod arch;
 pub mod barrier;
 pub mod features;
 pub mod framing;
 pub mod header;
 pub mod hex;
 pub mod manifest;
-pub mod target;
-pub mod uuid;
+mod target;
+mod uuid;
 
-pub use arch::Arch;
+pub use arch::{Arch, UnknownArch};
 pub use framing::{Framing, FramingPreset, HashLayout, HashLayoutPolicy};
 pub use header::{HeaderFields, NeffHeader, PkgVersion, HEADER_LEN};
-pub use target::Target;
-pub use uuid::Uuid;
+pub use target::{BadTarget, Target};
+pub use uuid::{BadUuid, Uuid};

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use neff_writer::build_spec::BuildSpec;
 use neff_writer::builder::Build;
-use neff_writer::header_options::HeaderPatch;
+use neff_writer::HeaderPatch;
 
 use crate::generate::{generate, GenConfig};
 

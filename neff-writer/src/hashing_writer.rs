@@ -38,7 +38,7 @@ impl Hashers {
     }
 }
 
-/// What a [`HashingWriter`] saw.
+/// What the packager's hashing stage saw.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Digests {
     /// Bytes written.

@@ -33,22 +33,28 @@
 #![deny(missing_docs)]
 #![deny(missing_debug_implementations)]
 
-pub mod atomic;
+mod atomic;
 pub mod barrier;
 pub mod base64;
 pub mod build_spec;
 pub mod builder;
-pub mod gzip_writer;
-pub mod hashing_writer;
-pub mod header_options;
-pub mod member;
-pub mod packager;
-pub mod parallel_gzip;
-pub mod recover;
+mod gzip_writer;
+mod hashing_writer;
+mod header_options;
+mod member;
+mod packager;
+mod parallel_gzip;
+mod recover;
 pub mod tar_writer;
-pub mod zlib_gzip;
+mod zlib_gzip;
 
+pub use atomic::{persist, temp_beside, write_atomic};
 pub use builder::{Build, BuildError, Data, NeffBuilder};
+pub use gzip_writer::{gzip_header, GzipWriter, GZIP_HEADER};
+pub use hashing_writer::Digests;
 pub use header_options::{HeaderFile, HeaderPatch, UuidChoice, DEFAULT_BUILD_VERSION};
 pub use member::{MemberName, MemberSource};
 pub use packager::{PackError, PackOptions, PackOutcome, Packager};
+pub use parallel_gzip::compress_to_vec;
+pub use recover::{recover_framing, Recovered};
+pub use zlib_gzip::{deflate_raw, ZlibGzipWriter};

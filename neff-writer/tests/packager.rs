@@ -72,7 +72,7 @@ fn round_trip_through_the_loader() {
         let dirs: Vec<&str> = c
             .entries
             .iter()
-            .filter(|e| e.kind == neff_loader::tar_reader::EntryKind::Directory)
+            .filter(|e| e.kind == neff_loader::EntryKind::Directory)
             .map(|e| e.name.as_str())
             .collect();
         assert_eq!(dirs.len(), 31);

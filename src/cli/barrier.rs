@@ -7,8 +7,8 @@ use neff::schema::barrier::json::{from_json, to_json};
 use neff::schema::barrier::tables::{self, BarrierType, Fabric};
 use neff::schema::barrier::{BarrierConfigs, BARRIER_CONFIGS_LEN};
 use neff::schema::hex;
-use neff::writer::atomic::write_atomic;
 use neff::writer::barrier::{compose, ComposeInputs};
+use neff::writer::write_atomic;
 
 use super::{parse_mask, print_json, EXIT_OK};
 

@@ -6,7 +6,7 @@ use std::time::Instant;
 use clap::Args;
 use neff::smith::corpus::seed_file;
 use neff::smith::generate::GenConfig;
-use neff::writer::atomic::write_atomic;
+use neff::writer::write_atomic;
 
 use super::EXIT_OK;
 

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use neff::loader::inspect::InspectReport;
+use neff::loader::InspectReport;
 use neff::loader::{verify_file, EntryFate, RuntimeProfile};
 use neff::schema::hex;
 
@@ -151,7 +151,7 @@ fn print_human(r: &InspectReport) {
     match &r.barrier_config {
         Some(Ok(b)) => println!(
             "barrier config ({}): execute_device_barrier {} (decode it with `neff barrier encode`; see --json)",
-            neff::loader::inspect::BARRIER_CONFIG_MEMBER,
+            neff::loader::BARRIER_CONFIG_MEMBER,
             if b.execute_device_barrier.0 { "0x1" } else { "0x0" }
         ),
         Some(Err(e)) => println!("barrier config: does not decode: {e}"),
@@ -260,7 +260,7 @@ fn print_model(m: &neff::loader::ModelSummary) {
 }
 
 /// One model input or output: name, dtype, shape, bytes, then where it comes from.
-fn io_line(t: &neff::loader::model::ModelIo) -> String {
+fn io_line(t: &neff::loader::ModelIo) -> String {
     let mut line = format!(
         "{} {} {} {} bytes",
         t.name,

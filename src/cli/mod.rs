@@ -65,7 +65,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
     Ok(ExitCode::from(code))
 }
 
-pub use neff::loader::profile::parse_mask;
+pub use neff::loader::parse_mask;
 
 /// Prints a value as pretty JSON on stdout.
 pub fn print_json<T: serde::Serialize>(value: &T) -> Result<(), Box<dyn std::error::Error>> {

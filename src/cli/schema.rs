@@ -39,7 +39,7 @@ const SCHEMAS: &[Entry] = &[
     (
         "inspect-report",
         "what `neff inspect --json` prints",
-        || schemars::schema_for!(neff::loader::inspect::InspectReport),
+        || schemars::schema_for!(neff::loader::InspectReport),
     ),
     (
         "neff-json",

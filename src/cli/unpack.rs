@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use neff::loader::extract::{extract, ExtractError};
 use neff::loader::RuntimeProfile;
-use neff::writer::recover::recover_framing;
+use neff::loader::{extract, ExtractError};
+use neff::writer::recover_framing;
 
 use super::{print_json, EXIT_OK, EXIT_REJECTED};
 
@@ -60,7 +60,7 @@ pub fn run(args: UnpackArgs) -> Result<u8, Box<dyn std::error::Error>> {
     let mut repack = None;
     if let Some(path) = &args.header_out {
         let recovered = recover_framing(&args.file)?;
-        neff::writer::atomic::write_atomic(path, recovered.file.to_json().as_bytes())?;
+        neff::writer::write_atomic(path, recovered.file.to_json().as_bytes())?;
         repack = Some((path.clone(), recovered));
     }
     if args.json {

@@ -597,7 +597,7 @@ fn loader_check(
 /// bytes of anything else. A reader is read that far and put back together.
 fn peek(name: &str, source: &mut MemberSource) -> Result<Vec<u8>, BuildError> {
     let len = source.len();
-    let want = if name.ends_with(".json") && len <= neff_loader::access::MANIFEST_MAX {
+    let want = if name.ends_with(".json") && len <= neff_loader::MANIFEST_MAX {
         len
     } else {
         len.min(16)
