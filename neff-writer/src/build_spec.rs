@@ -469,28 +469,14 @@ impl BuildSpec {
         let blobs = Blobs { base };
         let mut b = NeffBuilder::new()
             .unchecked(self.allow_invalid)
-            .keep_refused(self.allow_invalid);
-        if let Some(name) = self.name {
-            b = b.name(name);
-        }
-        if let Some(target) = self.target {
-            b = b.target(target);
-        }
-        if let Some(member) = self.kelf_member {
-            b = b.kelf_member(member);
-        }
-        if let Some(name) = self.kelf_node_name {
-            b = b.kelf_node_name(name);
-        }
-        if let Some(version) = self.kelf_version {
-            b = b.kelf_version(version);
-        }
-        for (k, v) in self.kelf_extra {
-            b = b.kelf_key(k, v);
-        }
-        for (k, v) in self.neff_json_extra {
-            b = b.neff_json_key(k, v);
-        }
+            .keep_refused(self.allow_invalid)
+            .maybe(self.name, NeffBuilder::name)
+            .maybe(self.target, NeffBuilder::target)
+            .maybe(self.kelf_member, NeffBuilder::kelf_member)
+            .maybe(self.kelf_node_name, NeffBuilder::kelf_node_name)
+            .maybe(self.kelf_version, NeffBuilder::kelf_version)
+            .each(self.kelf_extra, |b, (k, v)| b.kelf_key(k, v))
+            .each(self.neff_json_extra, |b, (k, v)| b.neff_json_key(k, v));
         for (i, sg) in self.subgraphs.into_iter().enumerate() {
             b = b.add_subgraph(sg.into_subgraph(&format!("subgraphs[{i}]"), &blobs)?);
         }
@@ -538,11 +524,7 @@ impl BuildSpec {
         }
         let bits =
             features::mask_of(&self.features).or_else(|e| invalid("features", e.to_string()))?;
-        b = b.feature_bits(bits);
-        if let Some(header) = header {
-            b = b.header(header);
-        }
-        Ok(b)
+        Ok(b.feature_bits(bits).maybe(header, NeffBuilder::header))
     }
 }
 
@@ -586,57 +568,53 @@ fn tensor(
     var_id: Option<u64>,
     extra: Extra,
 ) -> Tensor {
-    let mut t = Tensor::default();
-    if let Some(d) = dtype {
-        t = t.dtype(d);
-    }
-    if let Some(s) = shape {
-        t = t.shape(s);
-    }
-    if let Some(n) = size {
-        t = t.size(n);
-    }
-    if let Some(id) = var_id {
-        t = t.var_id(id);
-    }
-    for (k, v) in extra {
-        t = t.key(k, v);
-    }
-    t
+    Tensor::default()
+        .maybe(dtype, Tensor::dtype)
+        .maybe(shape, Tensor::shape)
+        .maybe(size, Tensor::size)
+        .maybe(var_id, Tensor::var_id)
+        .each(extra, |t, (k, v)| t.key(k, v))
 }
 
-impl TensorSpec {
-    fn into_tensor(self) -> (String, Tensor) {
-        let t = tensor(self.dtype, self.shape, self.size, self.var_id, self.extra);
-        (self.name, t)
+/// Builder steps for optional and repeated spec values.
+trait Steps: Sized {
+    /// `step(self, value)` when there is a value.
+    fn maybe<T>(self, value: Option<T>, step: impl FnOnce(Self, T) -> Self) -> Self {
+        match value {
+            Some(v) => step(self, v),
+            None => self,
+        }
     }
+
+    /// `step` once for each item, in order.
+    fn each<T>(
+        self,
+        items: impl IntoIterator<Item = T>,
+        step: impl FnMut(Self, T) -> Self,
+    ) -> Self {
+        items.into_iter().fold(self, step)
+    }
+}
+
+impl<B> Steps for B {}
+
+fn tensors(specs: Vec<TensorSpec>) -> impl Iterator<Item = (String, Tensor)> {
+    specs
+        .into_iter()
+        .map(|t| (t.name, tensor(t.dtype, t.shape, t.size, t.var_id, t.extra)))
 }
 
 impl SubgraphSpec {
     fn into_subgraph(self, key: &str, blobs: &Blobs<'_>) -> Result<Subgraph, SpecError> {
-        let mut sg = Subgraph::new(self.name);
-        if let Some(name) = self.def_name {
-            sg = sg.def_name(name);
-        }
-        if let Some(version) = self.def_version {
-            sg = sg.def_version(version);
-        }
-        for t in self.inputs {
-            let (name, t) = t.into_tensor();
-            sg = sg.input(name, t);
-        }
-        for t in self.outputs {
-            let (name, t) = t.into_tensor();
-            sg = sg.output(name, t);
-        }
-        for t in self.tmp_bufs {
-            let (name, t) = t.into_tensor();
-            sg = sg.tmp_buf(name, t);
-        }
-        for t in self.state_buffers {
-            let (name, t) = t.into_tensor();
-            sg = sg.state_buffer(name, t);
-        }
+        let mut sg = Subgraph::new(self.name)
+            .maybe(self.def_name, Subgraph::def_name)
+            .maybe(self.def_version, Subgraph::def_version)
+            .each(tensors(self.inputs), |sg, (n, t)| sg.input(n, t))
+            .each(tensors(self.outputs), |sg, (n, t)| sg.output(n, t))
+            .each(tensors(self.tmp_bufs), |sg, (n, t)| sg.tmp_buf(n, t))
+            .each(tensors(self.state_buffers), |sg, (n, t)| {
+                sg.state_buffer(n, t)
+            });
         for (i, w) in self.weights.into_iter().enumerate() {
             let at = format!("{key}.weights[{i}]");
             let weight = match (w.npy, w.raw) {
@@ -644,17 +622,14 @@ impl SubgraphSpec {
                 (None, Some(blob)) => Weight::raw(blobs.data(&format!("{at}.raw"), blob)?),
                 _ => return invalid(at, "give exactly one of \"npy\" and \"raw\""),
             };
-            let weight = match w.file_name {
-                Some(file) => weight.file_name(file),
-                None => weight,
-            };
+            let weight = weight.maybe(w.file_name, Weight::file_name);
             let t = tensor(w.dtype, w.shape, w.size, w.var_id, w.extra);
             sg = sg.weight(w.name, weight.tensor(t));
         }
-        for v in self.vars {
+        sg = sg.each(self.vars, |sg, v| {
             let t = tensor(v.dtype, v.shape, v.size, v.var_id, v.extra);
-            sg = sg.var(v.name, v.kind, t);
-        }
+            sg.var(v.name, v.kind, t)
+        });
         for (name, q) in self.dma_queues {
             let mut queue = DmaQueue::new(q.owner, q.kind);
             queue.semaphore = q.semaphore;
@@ -664,24 +639,17 @@ impl SubgraphSpec {
             queue.extra = q.extra;
             sg = sg.dma_queue(name, queue);
         }
-        for block in self.dma {
-            sg = sg.dma(block);
-        }
+        sg = sg.each(self.dma, Subgraph::dma);
         for (engine, e) in self.engines {
             let mut program = EngineProgram::new();
             if let Some(blob) = e.instructions {
                 let at = format!("{key}.engines.{engine}.instructions");
                 program = program.instructions(blobs.data(&at, blob)?);
             }
-            for block in e.dma {
-                program = program.dma(block);
-            }
-            if let Some(name) = e.name {
-                program = program.label(name);
-            }
-            for (k, v) in e.extra {
-                program = program.key(k, v);
-            }
+            let program = program
+                .each(e.dma, EngineProgram::dma)
+                .maybe(e.name, EngineProgram::label)
+                .each(e.extra, |p, (k, v)| p.key(k, v));
             sg = sg.engine(engine, program);
         }
         for (i, l) in self.ucode_libs.into_iter().enumerate() {
@@ -707,28 +675,14 @@ impl SubgraphSpec {
             lib.extra = l.extra;
             sg = sg.ucode_lib(lib, data);
         }
-        if self.evtaccel {
-            sg = sg.carveout(Carveout::evtaccel());
-        }
-        for c in self.carveouts {
-            sg = sg.carveout(c);
-        }
-        if let Some(groups) = self.replica_groups {
-            sg = sg.replica_groups(groups);
-        }
-        if let Some(pairs) = self.src_target_pairs {
-            sg = sg.src_target_pairs(pairs);
-        }
-        if let Some(n) = self.num_streams {
-            sg = sg.num_streams(n);
-        }
-        if let Some(cfg) = self.fp8_conversion_config {
-            sg = sg.fp8_config(cfg);
-        }
-        for (k, v) in self.extra {
-            sg = sg.key(k, v);
-        }
-        Ok(sg)
+        Ok(sg
+            .maybe(self.evtaccel.then(Carveout::evtaccel), Subgraph::carveout)
+            .each(self.carveouts, Subgraph::carveout)
+            .maybe(self.replica_groups, Subgraph::replica_groups)
+            .maybe(self.src_target_pairs, Subgraph::src_target_pairs)
+            .maybe(self.num_streams, Subgraph::num_streams)
+            .maybe(self.fp8_conversion_config, Subgraph::fp8_config)
+            .each(self.extra, |sg, (k, v)| sg.key(k, v)))
     }
 }
 

@@ -157,13 +157,13 @@ impl<W: Write> TarWriter<W> {
             self.pad(body.len() as u64)?;
         }
         let bytes = name.as_bytes();
-        let has_pax_path = pax_path;
-        let stored: &[u8] = if has_pax_path {
+        let stored: &[u8] = if pax_path {
             &bytes[..bytes.len().min(100)]
         } else {
             bytes
         };
-        if stored.len() > 100 && self.framing.format == TarFormat::Gnu {
+        let long = stored.len() > 100 && self.framing.format == TarFormat::Gnu;
+        if long {
             let long_len = stored.len() as u64 + 1;
             let block = encode_header(
                 &HeaderSpec {
@@ -179,21 +179,10 @@ impl<W: Write> TarWriter<W> {
             self.put(stored)?;
             self.put(&[0])?;
             self.pad(long_len)?;
-            let block = encode_header(
-                &HeaderSpec {
-                    name: &stored[..100],
-                    type_flag,
-                    size,
-                    fields: &fields,
-                    mode,
-                },
-                &self.framing,
-            )?;
-            return self.put(&block);
         }
         let block = encode_header(
             &HeaderSpec {
-                name: stored,
+                name: if long { &stored[..100] } else { stored },
                 type_flag,
                 size,
                 fields: &fields,

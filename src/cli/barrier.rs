@@ -162,28 +162,16 @@ fn compose_cmd(c: ComposeArgs) -> Result<(), Box<dyn std::error::Error>> {
     if !c.dma_sync_semas.is_empty() {
         inputs.dma_sync_semas = c.dma_sync_semas;
     }
-    if let Some(v) = c.sema_stride {
-        inputs.sema_stride = v;
-    }
-    if let Some(v) = c.dma_sync_value {
-        inputs.dma_sync_sema_value = v;
-    }
+    inputs.sema_stride = c.sema_stride.unwrap_or(inputs.sema_stride);
+    inputs.dma_sync_sema_value = c.dma_sync_value.unwrap_or(inputs.dma_sync_sema_value);
     if let Some(v) = c.dma_engines {
         inputs.dma_engines_bitmap =
             u16::try_from(v).map_err(|_| format!("--dma-engines {v:#x} does not fit 16 bits"))?;
     }
-    if let Some(v) = c.queue_id {
-        inputs.queue_id = v;
-    }
-    if let Some(v) = c.tdrbp {
-        inputs.tdrbp = v;
-    }
-    if let Some(v) = c.desc_count {
-        inputs.desc_count = v;
-    }
-    if let Some(v) = c.total_desc_n {
-        inputs.total_desc_n = v;
-    }
+    inputs.queue_id = c.queue_id.unwrap_or(inputs.queue_id);
+    inputs.tdrbp = c.tdrbp.unwrap_or(inputs.tdrbp);
+    inputs.desc_count = c.desc_count.unwrap_or(inputs.desc_count);
+    inputs.total_desc_n = c.total_desc_n.unwrap_or(inputs.total_desc_n);
     let composed = compose(&inputs)?;
     write_atomic(&c.output, composed.configs.as_bytes())?;
     if c.json {

@@ -1,6 +1,6 @@
 //! `neff build`: a JSON build spec → a NEFF, manifests generated.
 
-use std::io::{self, IsTerminal};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
@@ -8,7 +8,7 @@ use neff::writer::build_spec::{parse_uuid, BuildSpec};
 use neff::writer::HeaderPatch;
 
 use super::progress::Progress;
-use super::{read_header_file, report_written, FramingArgs, PkgArg};
+use super::{read_header_file, report_written, FramingArgs, Output, PkgArg};
 
 /// Build a NEFF from a JSON build spec, generating its manifests.
 ///
@@ -81,12 +81,7 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
     if let Some(preset) = args.framing.framing {
         spec.framing = Some(preset.name().to_string());
     }
-    let to_stdout = args.output.as_os_str() == "-";
-    if to_stdout && io::stdout().is_terminal() {
-        return Err(
-            "refusing to write a binary NEFF to a terminal: redirect stdout or give -o FILE".into(),
-        );
-    }
+    let out = Output::new(&args.output, args.json, args.quiet)?;
     let base = match args.spec.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -106,14 +101,7 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
         // The loader's gates, run before writing: reported as a read-back refusal.
         Err(neff::writer::BuildError::Refused(report)) => {
             let refused = Err(neff::writer::PackError::Rejected(report));
-            return report_written(
-                refused,
-                &args.output,
-                to_stdout,
-                args.json,
-                args.quiet,
-                "built",
-            );
+            return report_written(refused, &out, "built");
         }
         Err(e) => return Err(format!("{spec_name}: {e}").into()),
     };
@@ -123,18 +111,11 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
     }
     let progress = Progress::start(args.quiet || args.json, build.input_bytes(), "building");
     let build = build.progress(progress.counter());
-    let result = if to_stdout {
+    let result = if out.to_stdout {
         build.write_to(&mut io::stdout().lock())
     } else {
         build.write_to_path(&args.output)
     };
     drop(progress);
-    report_written(
-        result,
-        &args.output,
-        to_stdout,
-        args.json,
-        args.quiet,
-        "built",
-    )
+    report_written(result, &out, "built")
 }

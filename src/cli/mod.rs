@@ -73,17 +73,46 @@ pub fn print_json<T: serde::Serialize>(value: &T) -> Result<(), Box<dyn std::err
     Ok(())
 }
 
+/// Where `pack` and `build` write a NEFF (`-` is stdout), and how they report it.
+pub struct Output<'a> {
+    path: &'a std::path::Path,
+    to_stdout: bool,
+    json: bool,
+    quiet: bool,
+}
+
+impl<'a> Output<'a> {
+    /// Refuses stdout when it is a terminal.
+    pub fn new(
+        path: &'a std::path::Path,
+        json: bool,
+        quiet: bool,
+    ) -> Result<Self, Box<dyn std::error::Error>> {
+        let to_stdout = path.as_os_str() == "-";
+        if to_stdout && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+            return Err(
+                "refusing to write a binary NEFF to a terminal: redirect stdout or give -o FILE"
+                    .into(),
+            );
+        }
+        Ok(Output {
+            path,
+            to_stdout,
+            json,
+            quiet,
+        })
+    }
+}
+
 /// Reports the result of writing a NEFF (`pack`, `build`): a refusal by the
 /// read-back gates is exit 1 with the gate and how to force it; success prints
 /// a summary on stderr, or the header and verdict as JSON on stdout.
 pub fn report_written(
     result: Result<neff::writer::PackOutcome, neff::writer::PackError>,
-    output: &std::path::Path,
-    to_stdout: bool,
-    json: bool,
-    quiet: bool,
+    out: &Output<'_>,
     verb: &str,
 ) -> Result<u8, Box<dyn std::error::Error>> {
+    let (output, to_stdout, json, quiet) = (out.path, out.to_stdout, out.json, out.quiet);
     let outcome = match result {
         Ok(outcome) => outcome,
         Err(neff::writer::PackError::Rejected(report)) => {

@@ -1,6 +1,6 @@
 //! `neff pack`: a directory tree → a NEFF.
 
-use std::io::{self, IsTerminal};
+use std::io;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -9,7 +9,7 @@ use neff::schema::{PkgVersion, Uuid};
 use neff::writer::{HeaderFile, PackOptions, Packager, UuidChoice};
 
 use super::progress::Progress;
-use super::{parse_mask, read_header_file, report_written, FramingArgs, PkgArg};
+use super::{parse_mask, read_header_file, report_written, FramingArgs, Output, PkgArg};
 
 /// Pack a directory tree into a NEFF, as it is (like `neuron-packager create`).
 ///
@@ -142,30 +142,18 @@ pub fn run(args: PackArgs) -> Result<u8, Box<dyn std::error::Error>> {
             .map_or(PackOptions::default().threads, |t| t as usize),
         ..PackOptions::default()
     };
-    let to_stdout = args.output.as_os_str() == "-";
-    if to_stdout && io::stdout().is_terminal() {
-        return Err(
-            "refusing to write a binary NEFF to a terminal: redirect stdout or give -o FILE".into(),
-        );
-    }
+    let out = Output::new(&args.output, args.json, args.quiet)?;
     let packager = Packager::from_dir(&args.dir)?;
     let progress = Progress::start(args.quiet || args.json, packager.input_bytes(), "packing");
     let options = PackOptions {
         progress: progress.counter(),
         ..options
     };
-    let result = if to_stdout {
+    let result = if out.to_stdout {
         packager.write_to(&mut io::stdout().lock(), &options)
     } else {
         packager.write_to_path(&args.output, &options)
     };
     drop(progress);
-    report_written(
-        result,
-        &args.output,
-        to_stdout,
-        args.json,
-        args.quiet,
-        "wrote",
-    )
+    report_written(result, &out, "wrote")
 }

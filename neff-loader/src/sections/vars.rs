@@ -47,6 +47,12 @@ pub(super) fn vars(
             }
         }
         let size = var.get("size").and_then(Value::as_u64);
+        let dtype = var.get("dtype").and_then(Value::as_str).map(str::to_string);
+        let shape: Option<Vec<u64>> = var
+            .get("shape")
+            .or_else(|| var.get("internal_shape"))
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_u64).collect());
         let Some(var_type) = VarType::parse(kind) else {
             return Err(reject(
                 Gate::G19,
@@ -96,12 +102,8 @@ pub(super) fn vars(
                     member_size: ctx.size(&path),
                     member: path,
                     size,
-                    dtype: var.get("dtype").and_then(Value::as_str).map(str::to_string),
-                    shape: var
-                        .get("shape")
-                        .or_else(|| var.get("internal_shape"))
-                        .and_then(Value::as_array)
-                        .map(|a| a.iter().filter_map(Value::as_u64).collect()),
+                    dtype: dtype.clone(),
+                    shape: shape.clone(),
                 });
             }
             VarType::StateBuffer
@@ -111,16 +113,11 @@ pub(super) fn vars(
             | VarType::Main
             | VarType::DgeTable => {}
         }
-        let shape = var
-            .get("shape")
-            .or_else(|| var.get("internal_shape"))
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_u64).collect());
         let info = VarSummary {
             name: name.clone(),
             var_id,
             size,
-            dtype: var.get("dtype").and_then(Value::as_str).map(str::to_string),
+            dtype,
             shape,
         };
         match var_type {

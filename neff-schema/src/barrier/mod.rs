@@ -185,16 +185,12 @@ impl BarrierConfigs {
 
     /// Writes the host view (overwriting the first 16 bytes of the device view).
     pub fn set_host_barrier(&mut self, host: &HostBarrier) {
-        put(
-            &mut self.bytes,
-            offset::BARRIER_START,
-            &host.barrier_start.to_le_bytes(),
-        );
-        put(
-            &mut self.bytes,
-            offset::BARRIER_DONE,
-            &host.barrier_done.to_le_bytes(),
-        );
+        for (off, v) in [
+            (offset::BARRIER_START, host.barrier_start),
+            (offset::BARRIER_DONE, host.barrier_done),
+        ] {
+            put(&mut self.bytes, off, &v.to_le_bytes());
+        }
     }
 
     /// The device view (`neff_device_barrier_configs_t`, the first 0x124 bytes).
@@ -310,69 +306,40 @@ impl DeviceBarrierConfigs {
     /// Encodes to 0x124 bytes.
     pub fn encode(&self) -> [u8; DEVICE_BARRIER_LEN] {
         let mut b = [0u8; DEVICE_BARRIER_LEN];
+        let mut le = |off: usize, value: &[u8]| put(&mut b, off, value);
         for (i, step) in self.steps.iter().enumerate() {
             let base = offset::STEPS + i * STEP_LEN;
-            put(
-                &mut b,
-                base + offset::STEP_M2S_VAL,
-                &step.m2s_val.to_le_bytes(),
-            );
-            put(
-                &mut b,
-                base + offset::STEP_S2M_VAL,
-                &step.s2m_val.to_le_bytes(),
-            );
+            le(base + offset::STEP_M2S_VAL, &step.m2s_val.to_le_bytes());
+            le(base + offset::STEP_S2M_VAL, &step.s2m_val.to_le_bytes());
             for l in 0..MAX_LEADERS {
-                put(
-                    &mut b,
-                    base + offset::STEP_BARRIER_SEMA + 8 * l,
-                    &step.barrier_sema[l].to_le_bytes(),
-                );
-                put(
-                    &mut b,
-                    base + offset::STEP_TARGET_SEMA_VAL + 4 * l,
-                    &step.target_sema_val[l].to_le_bytes(),
-                );
+                let sema = base + offset::STEP_BARRIER_SEMA + 8 * l;
+                le(sema, &step.barrier_sema[l].to_le_bytes());
+                let target = base + offset::STEP_TARGET_SEMA_VAL + 4 * l;
+                le(target, &step.target_sema_val[l].to_le_bytes());
             }
         }
         for (i, s) in self.dma_sync_sema.iter().enumerate() {
-            put(&mut b, offset::DMA_SYNC_SEMA + 8 * i, &s.to_le_bytes());
+            le(offset::DMA_SYNC_SEMA + 8 * i, &s.to_le_bytes());
         }
-        put(
-            &mut b,
-            offset::APB_M2S_TAIL_PTR,
-            &self.dma_apb_bcast.m2s_tail_ptr.to_le_bytes(),
-        );
-        put(
-            &mut b,
-            offset::APB_S2M_TAIL_PTR,
-            &self.dma_apb_bcast.s2m_tail_ptr.to_le_bytes(),
-        );
-        put(
-            &mut b,
-            offset::APB_MASK,
-            &self.dma_apb_bcast.mask.to_le_bytes(),
-        );
-        put(
-            &mut b,
-            offset::START_NETWORK_PROXY,
-            &self.start_network_proxy.to_le_bytes(),
-        );
-        put(
-            &mut b,
-            offset::DMA_SYNC_SEMA_VALUE,
-            &self.dma_sync_sema_value.to_le_bytes(),
-        );
-        put(&mut b, offset::TDRBP_LOW, &self.tdrbp_low.to_le_bytes());
-        put(&mut b, offset::TDRBP_HIGH, &self.tdrbp_high.to_le_bytes());
-        put(&mut b, offset::DESC_COUNT, &self.desc_count.to_le_bytes());
-        put(
-            &mut b,
-            offset::TOTAL_DESC_N,
-            &self.total_desc_n.to_le_bytes(),
-        );
-        put(
-            &mut b,
+        let apb = &self.dma_apb_bcast;
+        for (off, v) in [
+            (offset::APB_M2S_TAIL_PTR, apb.m2s_tail_ptr),
+            (offset::APB_S2M_TAIL_PTR, apb.s2m_tail_ptr),
+            (offset::START_NETWORK_PROXY, self.start_network_proxy),
+        ] {
+            le(off, &v.to_le_bytes());
+        }
+        for (off, v) in [
+            (offset::APB_MASK, apb.mask),
+            (offset::DMA_SYNC_SEMA_VALUE, self.dma_sync_sema_value),
+            (offset::TDRBP_LOW, self.tdrbp_low),
+            (offset::TDRBP_HIGH, self.tdrbp_high),
+            (offset::DESC_COUNT, self.desc_count),
+            (offset::TOTAL_DESC_N, self.total_desc_n),
+        ] {
+            le(off, &v.to_le_bytes());
+        }
+        le(
             offset::DMA_ENGINES_BITMAP,
             &self.dma_engines_bitmap.to_le_bytes(),
         );
