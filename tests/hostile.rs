@@ -6,13 +6,13 @@ use std::io::Write;
 
 use common::*;
 use neff::loader::{load_buffer, RuntimeProfile};
-use neff::writer::GzipWriter;
+use neff::writer::{ZlibGzipWriter, GZIP_HEADER};
 
 #[test]
 fn a_payload_inflating_to_gibibytes_streams_without_being_held() {
     // A 2 GiB member of zeros compresses to about 10 MiB at level 1.
     const SIZE: u64 = 2 << 30;
-    let mut gz = GzipWriter::new(Vec::new(), 1).unwrap();
+    let mut gz = ZlibGzipWriter::new(Vec::new(), &GZIP_HEADER, 1, 8).unwrap();
     gz.write_all(&model_entries(&[])).unwrap();
     gz.write_all(&tar_header(b"sg00/huge.bin", b'0', &size_field(SIZE)))
         .unwrap();
@@ -284,7 +284,7 @@ fn verify_of_a_4_gib_inflate_stays_under_256_mib() {
     const SIZE: u64 = 4 << 30;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bomb.neff");
-    let mut gz = GzipWriter::new(Vec::new(), 1).unwrap();
+    let mut gz = ZlibGzipWriter::new(Vec::new(), &GZIP_HEADER, 1, 8).unwrap();
     gz.write_all(&model_entries(&[])).unwrap();
     gz.write_all(&tar_header(b"sg00/bomb.bin", b'0', &size_field(SIZE)))
         .unwrap();

@@ -1025,12 +1025,12 @@ fn g27_engines() {
 
 #[test]
 fn g27_instruction_streams_over_4_gib_are_refused() {
-    use neff::writer::GzipWriter;
+    use neff::writer::{ZlibGzipWriter, GZIP_HEADER};
     use std::io::Write;
     const SIZE: u64 = (1 << 32) + 64;
     let zeros = vec![0u8; 1 << 20];
     let pe = br#"{"dma": [], "instr": "big.bin"}"#;
-    let mut gz = GzipWriter::new(Vec::new(), 1).unwrap();
+    let mut gz = ZlibGzipWriter::new(Vec::new(), &GZIP_HEADER, 1, 8).unwrap();
     gz.write_all(&model_entries(&[("sg00/pe.json", pe)]))
         .unwrap();
     gz.write_all(&tar_header(b"sg00/big.bin", b'0', &size_field(SIZE)))

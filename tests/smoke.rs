@@ -11,7 +11,7 @@ use neff::loader::{load_buffer, verify_reader, Limits, RuntimeProfile};
 use neff::schema::Arch;
 use neff::smith::corpus::{seed_file, Mix};
 use neff::smith::generate::GenConfig;
-use neff::writer::GzipWriter;
+use neff::writer::{ZlibGzipWriter, GZIP_HEADER};
 
 /// Flips, overwrites, inserts, deletes or truncates a few bytes.
 fn mutate_bytes(data: &mut Vec<u8>, mix: &mut Mix) {
@@ -49,7 +49,7 @@ fn inflate(neff: &[u8]) -> Option<Vec<u8>> {
 /// Re-wraps a (mutated) tar as pkg 2 with a correct MD5, so the mutation
 /// reaches the tar walk and the manifests.
 fn rewrap(original: &[u8], tar: &[u8]) -> Vec<u8> {
-    let mut gz = GzipWriter::new(Vec::new(), 1).unwrap();
+    let mut gz = ZlibGzipWriter::new(Vec::new(), &GZIP_HEADER, 1, 8).unwrap();
     gz.write_all(tar).unwrap();
     let payload = gz.finish().unwrap();
     let mut out = original[..1024].to_vec();

@@ -50,11 +50,10 @@ mod zlib_gzip;
 
 pub use atomic::{persist, temp_beside, write_atomic};
 pub use builder::{Build, BuildError, Data, NeffBuilder};
-pub use gzip_writer::{gzip_header, GzipWriter, GZIP_HEADER};
+pub use gzip_writer::{gzip_header, GZIP_HEADER};
 pub use hashing_writer::Digests;
 pub use header_options::{HeaderFile, HeaderPatch, UuidChoice, DEFAULT_BUILD_VERSION};
 pub use member::{MemberName, MemberSource};
 pub use packager::{PackError, PackOptions, PackOutcome, Packager};
-pub use parallel_gzip::compress_to_vec;
 pub use recover::{recover_framing, Recovered};
-pub use zlib_gzip::{deflate_raw, ZlibGzipWriter};
+pub use zlib_gzip::ZlibGzipWriter;

@@ -412,7 +412,7 @@ impl Packager {
                     // Tar framing here, deflate on `threads` workers, hashing
                     // and writing on the pipeline's writer thread.
                     DeflateEngine::Parallel => {
-                        let gzip = parallel_gzip::start_with_header(
+                        let gzip = parallel_gzip::start(
                             scope,
                             sink,
                             gzip_header,

@@ -18,8 +18,6 @@ use std::thread::{Scope, ScopedJoinHandle};
 
 use flate2::{Compress, Compression, Crc, FlushCompress, Status};
 
-use crate::gzip_writer::GZIP_HEADER;
-
 /// Input bytes per independently compressed chunk.
 pub const CHUNK: usize = 1 << 20;
 
@@ -57,19 +55,9 @@ impl<W: Write + Send> std::fmt::Debug for ChunkSink<'_, W> {
 }
 
 /// Starts the pipeline inside `scope`: `threads` compressors (at least 1) at
-/// `level`, and a writer thread that writes the gzip member (behind the
-/// default header) into `out`.
+/// `level`, and a writer thread that writes the gzip member, behind `header`,
+/// into `out`.
 pub fn start<'scope, 'env, W: Write + Send + 'scope>(
-    scope: &'scope Scope<'scope, 'env>,
-    out: W,
-    level: u32,
-    threads: usize,
-) -> ChunkSink<'scope, W> {
-    start_with_header(scope, out, GZIP_HEADER.to_vec(), level, threads)
-}
-
-/// [`start`] behind a given gzip member header.
-pub fn start_with_header<'scope, 'env, W: Write + Send + 'scope>(
     scope: &'scope Scope<'scope, 'env>,
     out: W,
     header: Vec<u8>,
@@ -263,17 +251,17 @@ impl<'scope, W: Write + Send + 'scope> Drop for ChunkSink<'scope, W> {
     }
 }
 
-/// Compresses `data` with the pipeline into a Vec (for tests and small inputs).
-pub fn compress_to_vec(data: &[u8], level: u32, threads: usize) -> io::Result<Vec<u8>> {
-    std::thread::scope(|scope| {
-        let mut sink = start(scope, Vec::new(), level, threads);
-        sink.write_all(data)?;
-        sink.finish()
-    })
-}
-
 #[cfg(test)]
 mod tests {
+    use crate::gzip_writer::GZIP_HEADER;
+    /// Compresses `data` with the pipeline into a Vec (for tests and small inputs).
+    fn compress_to_vec(data: &[u8], level: u32, threads: usize) -> io::Result<Vec<u8>> {
+        std::thread::scope(|scope| {
+            let mut sink = start(scope, Vec::new(), GZIP_HEADER.to_vec(), level, threads);
+            sink.write_all(data)?;
+            sink.finish()
+        })
+    }
     use super::*;
     use std::io::Read;
 
@@ -325,7 +313,7 @@ mod tests {
         for level in [1, 6, 9] {
             let whole = compress_to_vec(&data, level, 2).unwrap();
             let split = std::thread::scope(|scope| {
-                let mut sink = start(scope, Vec::new(), level, 2);
+                let mut sink = start(scope, Vec::new(), GZIP_HEADER.to_vec(), level, 2);
                 for piece in data.chunks(7777) {
                     sink.write_all(piece).unwrap();
                 }
@@ -353,7 +341,7 @@ mod tests {
     fn a_writer_error_stops_the_pipeline_with_that_error() {
         let data = sample(5 * CHUNK);
         let err = std::thread::scope(|scope| {
-            let mut sink = start(scope, FailingWriter, 1, 2);
+            let mut sink = start(scope, FailingWriter, GZIP_HEADER.to_vec(), 1, 2);
             let written = sink.write_all(&data);
             match written {
                 Err(e) => e,

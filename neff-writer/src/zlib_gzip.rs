@@ -206,14 +206,6 @@ impl<W: Write> Write for ZlibGzipWriter<W> {
     }
 }
 
-/// Raw-deflates `data` in one call (for tests and for matching a stream).
-pub fn deflate_raw(data: &[u8], level: u32, mem_level: u32) -> io::Result<Vec<u8>> {
-    let mut d = Deflater::new(level, mem_level)?;
-    let mut out = Vec::new();
-    d.run(data, true, &mut out)?;
-    Ok(out)
-}
-
 /// An incremental raw-deflate stream, for comparing candidate parameters
 /// against an existing stream chunk by chunk.
 pub struct ZlibStream(Deflater);
@@ -238,6 +230,14 @@ impl ZlibStream {
 
 #[cfg(test)]
 mod tests {
+    /// Raw-deflates `data` in one call (for tests and for matching a stream).
+    fn deflate_raw(data: &[u8], level: u32, mem_level: u32) -> io::Result<Vec<u8>> {
+        let mut d = Deflater::new(level, mem_level)?;
+        let mut out = Vec::new();
+        d.run(data, true, &mut out)?;
+        Ok(out)
+    }
+
     use super::*;
     use std::io::Read;
 
