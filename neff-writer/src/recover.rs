@@ -519,6 +519,7 @@ fn read_tar<R: Read>(r: &mut R, notes: &mut Vec<String>) -> io::Result<(TarFrami
                     .as_ref()
                     .and_then(|p| p.records.iter().find(|(k, _)| k == "path"))
                     .map(|(_, v)| v.as_bytes().to_vec());
+                let has_pax_path = pax_path.is_some();
                 let name = match (long_name.take(), pax_path) {
                     (Some(n), _) | (None, Some(n)) => n,
                     (None, None) => full_name(&block, &stored_name, tar.format),
@@ -539,16 +540,13 @@ fn read_tar<R: Read>(r: &mut R, notes: &mut Vec<String>) -> io::Result<(TarFrami
                         "the tar entry name {name:?} is not written this way"
                     ));
                 }
-                let written_name: &[u8] = if pending_pax
-                    .as_ref()
-                    .is_some_and(|p| p.records.iter().any(|(k, _)| k == "path"))
-                {
-                    &name.as_bytes()[..name.len().min(100)]
-                } else if name.len() > 100 && tar.format == TarFormat::Gnu {
-                    &name.as_bytes()[..100]
-                } else {
-                    name.as_bytes()
-                };
+                // A pax `path` or a GNU long name leaves the first 100 bytes here.
+                let written_name: &[u8] =
+                    if has_pax_path || (name.len() > 100 && tar.format == TarFormat::Gnu) {
+                        &name.as_bytes()[..name.len().min(100)]
+                    } else {
+                        name.as_bytes()
+                    };
                 check(
                     &tar,
                     &HeaderSpec {
