@@ -56,6 +56,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
 
+use neff::smith::corpus::Mix;
+
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
 /// Size of the NEFF header; the payload starts right after it.
@@ -257,24 +259,6 @@ fn parse_positive(text: &str) -> Result<u64> {
 // ---------------------------------------------------------------------------
 // Test tree
 
-/// A deterministic, fast PRNG (SplitMix64).
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A uniform value in `0..n`.
-    fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n
-    }
-}
-
 /// One large file of the tree.
 struct LargeFile {
     /// Path relative to the tree root.
@@ -351,7 +335,7 @@ fn ensure_tree(root: &Path, size_mib: u64) -> Result<u64> {
         let started = Instant::now();
         let _ = fs::remove_file(&marker);
         fs::create_dir_all(root.join("data"))?;
-        let mut rng = SplitMix64(SEED);
+        let mut rng = Mix(SEED);
         for f in &files {
             write_large_file(&root.join(&f.rel), f.size, f.kind, &mut rng)?;
         }
@@ -378,7 +362,7 @@ fn ensure_single_member_tree(root: &Path, member_mib: u64) -> Result<u64> {
             root.display()
         );
         fs::create_dir_all(root)?;
-        write_large_file(&path, size, DataKind::Weights, &mut SplitMix64(SEED ^ 1))?;
+        write_large_file(&path, size, DataKind::Weights, &mut Mix(SEED ^ 1))?;
         copy_model(root)?;
     }
     Ok(size)
@@ -416,7 +400,7 @@ fn ensure_small_members_tree(root: &Path) -> Result<u64> {
             "bench: generating {SMALL_MEMBERS} small members in {} ...",
             root.display()
         );
-        let mut rng = SplitMix64(SEED ^ 2);
+        let mut rng = Mix(SEED ^ 2);
         for i in 0..SMALL_MEMBERS {
             let dir = root.join(format!("m{:02}", i % 100));
             fs::create_dir_all(&dir)?;
@@ -432,7 +416,7 @@ fn ensure_small_members_tree(root: &Path) -> Result<u64> {
 }
 
 /// Writes `size` bytes of `kind` data to `path`.
-fn write_large_file(path: &Path, size: u64, kind: DataKind, rng: &mut SplitMix64) -> Result<()> {
+fn write_large_file(path: &Path, size: u64, kind: DataKind, rng: &mut Mix) -> Result<()> {
     const CHUNK: usize = 4 << 20;
     let mut out = File::create(path)?;
     let mut buf = vec![0u8; CHUNK];
@@ -451,7 +435,7 @@ fn write_large_file(path: &Path, size: u64, kind: DataKind, rng: &mut SplitMix64
 }
 
 /// Fills `buf` with PRNG bytes.
-fn fill_random(buf: &mut [u8], rng: &mut SplitMix64) {
+fn fill_random(buf: &mut [u8], rng: &mut Mix) {
     let mut chunks = buf.chunks_exact_mut(8);
     for c in &mut chunks {
         c.copy_from_slice(&rng.next_u64().to_le_bytes());
@@ -465,7 +449,7 @@ fn fill_random(buf: &mut [u8], rng: &mut SplitMix64) {
 /// little-endian f32 values of a roughly normal distribution (mean 0, std
 /// 0.02, like initialised weights), rounded to bf16 precision: the low 16
 /// bits of every value are zero.
-fn fill_weights(buf: &mut [u8], rng: &mut SplitMix64) {
+fn fill_weights(buf: &mut [u8], rng: &mut Mix) {
     // Irwin-Hall with 4 uniform 16-bit terms: mean 2 * 65535, variance
     // 4 * (65536^2 - 1) / 12, i.e. std ~= 37837.
     const MEAN: f32 = 2.0 * 65535.0;
@@ -488,11 +472,11 @@ fn round_to_bf16(value: f32) -> u32 {
 }
 
 /// Writes the small JSON files: `meta/gNN/tensor-NNN.json`, 1-4 KiB each.
-fn write_json_files(root: &Path, rng: &mut SplitMix64) -> Result<()> {
+fn write_json_files(root: &Path, rng: &mut Mix) -> Result<()> {
     for i in 0..JSON_FILES {
         let folder = root.join(format!("meta/g{:02}", i % JSON_FOLDERS));
         fs::create_dir_all(&folder)?;
-        let target = 1024 + rng.below(3 * 1024) as usize;
+        let target = 1024 + rng.below(3 * 1024);
         let text = json_document(i, target, rng)?;
         fs::write(folder.join(format!("tensor-{i:03}.json")), text)?;
     }
@@ -501,9 +485,9 @@ fn write_json_files(root: &Path, rng: &mut SplitMix64) -> Result<()> {
 
 /// A pretty-printed JSON description of a made-up tensor, padded with a
 /// statistics array until it is about `target` bytes long.
-fn json_document(index: usize, target: usize, rng: &mut SplitMix64) -> Result<String> {
+fn json_document(index: usize, target: usize, rng: &mut Mix) -> Result<String> {
     let dims: Vec<u64> = (0..1 + rng.below(3))
-        .map(|_| 1 << (4 + rng.below(8)))
+        .map(|_| 1u64 << (4 + rng.below(8)))
         .collect();
     let mut doc = serde_json::json!({
         "name": format!("layers.{}.mlp.w{}", index / 4, index % 4),

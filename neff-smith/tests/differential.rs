@@ -5,33 +5,13 @@
 
 use arbitrary::Unstructured;
 use neff_loader::RuntimeProfile;
+use neff_smith::corpus::Mix;
 use neff_smith::generate::{generate, GenConfig};
 use neff_writer::build_spec::BuildSpec;
 use neff_writer::BuildError;
 use serde_json::{json, Value};
 
 const CASES: u64 = 2_000;
-
-/// A small deterministic generator (splitmix64).
-struct Mix(u64);
-
-impl Mix {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n.max(1) as u64) as usize
-    }
-
-    fn bytes(&mut self, len: usize) -> Vec<u8> {
-        (0..len).map(|_| self.next_u64() as u8).collect()
-    }
-}
 
 /// Picks one of `items`.
 fn pick<'v, T>(mix: &mut Mix, items: &'v [T]) -> &'v T {
