@@ -31,6 +31,14 @@ impl ArchScope {
         }
     }
 
+    /// Parses `"all"` or an arch name.
+    pub fn parse(text: &str) -> Option<ArchScope> {
+        match text {
+            "all" => Some(ArchScope::All),
+            arch => arch.parse().ok().map(ArchScope::Arch),
+        }
+    }
+
     /// The arch, unless this is the all-arch scope.
     pub fn arch(self) -> Option<Arch> {
         match self {

@@ -67,6 +67,18 @@ pub enum HashLayoutPolicy {
 }
 
 impl HashLayoutPolicy {
+    /// Every policy.
+    pub const ALL: [HashLayoutPolicy; 3] = [
+        HashLayoutPolicy::Any,
+        HashLayoutPolicy::Standard,
+        HashLayoutPolicy::WordReversed,
+    ];
+
+    /// Parses [`HashLayoutPolicy::name`].
+    pub fn parse(text: &str) -> Option<HashLayoutPolicy> {
+        HashLayoutPolicy::ALL.into_iter().find(|p| p.name() == text)
+    }
+
     /// The layouts this policy accepts, in the order they are tried.
     pub fn layouts(self) -> &'static [HashLayout] {
         match self {

@@ -13,7 +13,10 @@ mod verify;
 
 use std::process::ExitCode;
 
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Parser, Subcommand};
+use neff::schema::framing::DeflateEngine;
+use neff::schema::{FramingPreset, HashLayout};
 
 /// Exit status: success, or the NEFF was accepted.
 pub const EXIT_OK: u8 = 0;
@@ -194,16 +197,19 @@ pub struct FramingArgs {
     /// with gzip MTIME 0: POSIX ustar, uid/gid 1000, no directory entries, neff.json
     /// last, classic zlib level 1, padded to 10240, MD5 word-reversed) or
     /// `neuronx-cc-2.16` (as neuronx-cc 2.16: standard MD5, neff.json sorted).
-    #[arg(long, value_name = "NAME", value_parser = parse_preset)]
-    pub framing: Option<neff::schema::FramingPreset>,
+    #[arg(long, value_name = "NAME", value_parser = PossibleValuesParser::new(FramingPreset::ALL.map(FramingPreset::name))
+        .map(|s| FramingPreset::parse(&s).unwrap_or_default()))]
+    pub framing: Option<FramingPreset>,
     /// Override the preset's hash layout: `standard` or `word-reversed` (each 4-byte
     /// word of the digest byte-reversed, as neuronx-cc 2.18+ writes).
-    #[arg(long, value_name = "LAYOUT", value_parser = parse_layout)]
-    pub hash_layout: Option<neff::schema::HashLayout>,
+    #[arg(long, value_name = "LAYOUT", value_parser = PossibleValuesParser::new(HashLayout::ALL.map(HashLayout::name))
+        .map(|s| HashLayout::parse(&s).unwrap_or(HashLayout::Standard)))]
+    pub hash_layout: Option<HashLayout>,
     /// Override the preset's deflate engine: `parallel` (fast, this tool's own
     /// stream) or `zlib` (classic zlib, one stream: the compilers' exact bytes).
-    #[arg(long, value_name = "ENGINE", value_parser = parse_engine)]
-    pub deflate: Option<neff::schema::framing::DeflateEngine>,
+    #[arg(long, value_name = "ENGINE", value_parser = PossibleValuesParser::new(["parallel", "zlib"])
+        .map(|s| if s == "zlib" { DeflateEngine::Zlib } else { DeflateEngine::Parallel }))]
+    pub deflate: Option<DeflateEngine>,
     /// Override the gzip header's MTIME (seconds; default 0, for reproducible output).
     #[arg(long, value_name = "SECONDS")]
     pub gzip_mtime: Option<u32>,
@@ -221,29 +227,5 @@ impl FramingArgs {
         if let Some(mtime) = self.gzip_mtime {
             framing.gzip.mtime = mtime;
         }
-    }
-}
-
-fn parse_preset(text: &str) -> Result<neff::schema::FramingPreset, String> {
-    use neff::schema::FramingPreset;
-    FramingPreset::parse(text).ok_or_else(|| {
-        let names: Vec<&str> = FramingPreset::ALL.iter().map(|p| p.name()).collect();
-        format!("{text:?} is not a framing preset: use {}", names.join(", "))
-    })
-}
-
-fn parse_layout(text: &str) -> Result<neff::schema::HashLayout, String> {
-    neff::schema::HashLayout::parse(text)
-        .ok_or_else(|| format!("{text:?} is not a hash layout: use standard or word-reversed"))
-}
-
-fn parse_engine(text: &str) -> Result<neff::schema::framing::DeflateEngine, String> {
-    use neff::schema::framing::DeflateEngine;
-    match text {
-        "parallel" => Ok(DeflateEngine::Parallel),
-        "zlib" => Ok(DeflateEngine::Zlib),
-        _ => Err(format!(
-            "{text:?} is not a deflate engine: use parallel or zlib"
-        )),
     }
 }

@@ -3,8 +3,11 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
-use neff::loader::{load_file, verify_file_with, Limits, ProfileSettings, Report, RuntimeProfile};
+use clap::builder::{PossibleValuesParser, TypedValueParser};
+use clap::Args;
+use neff::loader::{
+    load_file, verify_file_with, ArchScope, Limits, ProfileSettings, Report, RuntimeProfile,
+};
 use neff::schema::{Arch, HashLayoutPolicy};
 
 use super::progress::Progress;
@@ -26,8 +29,9 @@ pub struct VerifyArgs {
     json: bool,
     /// The instance the runtime runs on; `all` evaluates each and requires every
     /// targeted one to load.
-    #[arg(long, value_enum, default_value = "all")]
-    instance_arch: ArchArg,
+    #[arg(long, default_value = "all", value_parser = PossibleValuesParser::new(["sunda", "cayman", "mariana", "all"])
+        .map(|s| ArchScope::parse(&s).unwrap_or(ArchScope::All)))]
+    instance_arch: ArchScope,
     /// Simulate NEURON_RT_ALLOW_LEGACY_NEFF=1 (relaxes the arch check and Cayman's
     /// state-buffer reservation check to warnings).
     #[arg(long)]
@@ -39,8 +43,10 @@ pub struct VerifyArgs {
     /// store MD5 either as is (standard: neuron-cc, neuronx-cc <= 2.16) or with each
     /// 4-byte word byte-reversed (neuronx-cc 2.18+); which one a runtime started with
     /// NEURON_RT_VALIDATE_HASH=true computes is not known, so `any` is the default.
-    #[arg(long, value_enum, default_value = "any", value_name = "LAYOUT")]
-    hash_layout: HashLayoutArg,
+    #[arg(long, default_value = "any", value_name = "LAYOUT",
+        value_parser = PossibleValuesParser::new(HashLayoutPolicy::ALL.map(HashLayoutPolicy::name))
+            .map(|s| HashLayoutPolicy::parse(&s).unwrap_or_default()))]
+    hash_layout: HashLayoutPolicy,
     /// Feature bits the runtime supports (default 0x7FFFFFF, runtime 2.31).
     #[arg(long, value_name = "MASK", value_parser = parse_mask)]
     supported_features: Option<u64>,
@@ -59,33 +65,6 @@ pub struct VerifyArgs {
     ucode_abi: Option<String>,
 }
 
-/// `--hash-layout`.
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum HashLayoutArg {
-    Any,
-    Standard,
-    WordReversed,
-}
-
-impl HashLayoutArg {
-    /// The profile setting.
-    pub fn policy(self) -> HashLayoutPolicy {
-        match self {
-            HashLayoutArg::Any => HashLayoutPolicy::Any,
-            HashLayoutArg::Standard => HashLayoutPolicy::Standard,
-            HashLayoutArg::WordReversed => HashLayoutPolicy::WordReversed,
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum ArchArg {
-    Sunda,
-    Cayman,
-    Mariana,
-    All,
-}
-
 /// The JSON verdict: the deciding report (the first refusal on a targeted
 /// arch, else the accepted outcome), plus every arch's report under `all`.
 #[derive(serde::Serialize)]
@@ -99,19 +78,14 @@ struct Combined {
 }
 
 pub fn run(args: VerifyArgs) -> Result<u8, Box<dyn std::error::Error>> {
-    let single = match args.instance_arch {
-        ArchArg::Sunda => Some(Arch::Sunda),
-        ArchArg::Cayman => Some(Arch::Cayman),
-        ArchArg::Mariana => Some(Arch::Mariana),
-        ArchArg::All => None,
-    };
+    let single = args.instance_arch.arch();
     // The flags map onto the loader's profile settings, the one place that
     // turns verify options into a runtime profile.
     let profile = ProfileSettings {
         instance_arch: single,
         allow_legacy_neff: args.allow_legacy_neff,
         no_verify_hash: args.no_verify_hash,
-        hash_layout: Some(args.hash_layout.policy()),
+        hash_layout: Some(args.hash_layout),
         supported_features: args.supported_features,
         evtaccel_offset: args.evtaccel_offset,
         no_check_var_ids: args.no_check_var_ids,
