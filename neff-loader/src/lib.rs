@@ -133,6 +133,20 @@ pub fn load_reader_arches<R: Read + Seek>(
     if let (Some(src), Some(c)) = (source.as_mut(), tier1.container.as_mut()) {
         c.measure_padding(src)?;
     }
+    let mut out = arch_loads(&tier1, &mut source, profile, arches);
+    if let Some(first) = out.first_mut() {
+        first.container = tier1.container;
+    }
+    Ok(out)
+}
+
+/// The arch-dependent tiers after Tier 1, once per arch of `arches`.
+fn arch_loads<R: Read + Seek>(
+    tier1: &container::Tier1,
+    source: &mut Option<R>,
+    profile: &RuntimeProfile,
+    arches: &[Arch],
+) -> Vec<Loaded> {
     let mut out = Vec::new();
     for &arch in arches {
         let profile = RuntimeProfile {
@@ -141,9 +155,9 @@ pub fn load_reader_arches<R: Read + Seek>(
         };
         let mut warnings = tier1.warnings.clone();
         let mut past_refusal = None;
+        let src: Option<&mut dyn Source> = source.as_mut().map(|s| s as &mut dyn Source);
         let (rejection, model, tiers) = match (&tier1.rejection, &tier1.container) {
             (None, Some(container)) => {
-                let src: Option<&mut dyn Source> = source.as_mut().map(|s| s as &mut dyn Source);
                 let (rejection, model, tiers, more) = manifest_tiers(container, src, &profile);
                 warnings.extend(more);
                 (rejection, Some(model), tiers)
@@ -151,7 +165,6 @@ pub fn load_reader_arches<R: Read + Seek>(
             // The walk was complete and only a later Tier-1 check refused:
             // read the manifests for display; the verdict stays the refusal.
             (Some(refusal), Some(container)) if container.walk_complete => {
-                let src: Option<&mut dyn Source> = source.as_mut().map(|s| s as &mut dyn Source);
                 let (then, model, _, _) = manifest_tiers(container, src, &profile);
                 past_refusal = Some(PastRefusal {
                     past: refusal.gate,
@@ -177,10 +190,7 @@ pub fn load_reader_arches<R: Read + Seek>(
             model_past_refusal: past_refusal,
         });
     }
-    if let Some(first) = out.first_mut() {
-        first.container = tier1.container;
-    }
-    Ok(out)
+    out
 }
 
 /// Tiers 2, 3 and 3b over a container that passed Tier 1.

@@ -12,9 +12,8 @@ use neff_schema::{Arch, NeffHeader};
 use crate::container::{
     Container, EntryFate, EntryRecord, StoredMember, PREFIX_LEN, WAVEGRAPH_SUFFIX,
 };
-use crate::report::Report;
 use crate::tar_reader::{escape_name, EntryKind};
-use crate::{container, manifest_tiers, Loaded, RuntimeProfile, Verdict};
+use crate::{arch_loads, container, RuntimeProfile, Verdict};
 
 /// One member of an in-memory model, as [`check_members`] reads it.
 #[derive(Debug, Clone, Copy)]
@@ -85,37 +84,12 @@ pub fn check_members<'a>(
             warnings.push(format!("duplicate member {key}: the later one replaces it"));
         }
     }
-    let header_refusal = container::header_gates(header, None, profile, &mut warnings);
-    let loads = Arch::ALL
-        .iter()
-        .map(|&arch| {
-            let profile = RuntimeProfile {
-                instance_arch: arch,
-                ..profile.clone()
-            };
-            let mut warnings = warnings.clone();
-            let (rejection, model, tiers) = match &header_refusal {
-                Some(r) => (Some(r.clone()), None, vec!["container"]),
-                None => {
-                    let (rejection, model, tiers, more) =
-                        manifest_tiers(&container, None, &profile);
-                    warnings.extend(more);
-                    (rejection, Some(model), tiers)
-                }
-            };
-            let mut report = Report::new(&profile, rejection.as_ref(), warnings, &tiers);
-            report.target = model
-                .as_ref()
-                .and_then(|m| m.target.as_deref())
-                .and_then(neff_schema::Target::parse_runtime);
-            Loaded {
-                report,
-                rejection,
-                container: None,
-                model,
-                model_past_refusal: None,
-            }
-        })
-        .collect();
+    let rejection = container::header_gates(header, None, profile, &mut warnings);
+    let tier1 = container::Tier1 {
+        container: Some(container),
+        rejection,
+        warnings,
+    };
+    let loads = arch_loads(&tier1, &mut None::<std::io::Empty>, profile, &Arch::ALL);
     Verdict::from_loads(loads)
 }
