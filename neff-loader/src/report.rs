@@ -54,20 +54,6 @@ impl Serialize for ArchScope {
     }
 }
 
-impl schemars::JsonSchema for ArchScope {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "ArchScope".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "description": "`all` (every targeted arch) or one instance arch.",
-            "type": "string",
-            "enum": ["all", "sunda", "cayman", "mariana"]
-        })
-    }
-}
-
 /// What a load under one [`RuntimeProfile`] concluded. In JSON the status is
 /// two keys, `status` (the code) and `status_name`, and the gate its id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -89,7 +75,8 @@ pub struct Report {
     pub error_cause: Option<String>,
     /// Warnings: the runtime's WARN lines and this tool's notes.
     pub warnings: Vec<String>,
-    /// The simulated instance arch, or all targeted ones.
+    /// The simulated instance arch, or `all` (every targeted arch).
+    #[schemars(with = "String")]
     pub instance_arch: ArchScope,
     /// The layout in which the header stores the payload digest, when G9 ran
     /// and matched. Which layout a runtime that validates hashes computes is

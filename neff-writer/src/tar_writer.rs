@@ -86,11 +86,6 @@ impl<W: Write> TarWriter<W> {
         }
     }
 
-    /// Bytes of tar written so far.
-    pub fn written(&self) -> u64 {
-        self.written
-    }
-
     fn put(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.inner.write_all(bytes)?;
         self.written += bytes.len() as u64;
