@@ -443,12 +443,13 @@ fn read_tar<R: Read>(r: &mut R, notes: &mut Vec<String>) -> io::Result<(TarFrami
             }
         }
     };
-    let end_offset = loop {
+    // Where the last entry ends, and whether a zero block follows it.
+    let (end_offset, had_marker) = loop {
         if read_block(r, &mut block)?.is_none() {
-            break offset;
+            break (offset, false);
         }
         if block.iter().all(|&b| b == 0) {
-            break offset;
+            break (offset, true);
         }
         let at = offset;
         offset += BLOCK as u64;
@@ -583,9 +584,10 @@ fn read_tar<R: Read>(r: &mut R, notes: &mut Vec<String>) -> io::Result<(TarFrami
         }
     };
     // After the marker: count what follows; it must all be zero.
+    if mismatches > 5 {
+        notes.push(format!("… and {} more such tar headers", mismatches - 5));
+    }
     let (rest, zero) = count_rest(r)?;
-    let had_marker =
-        offset == end_offset && block.iter().all(|&b| b == 0) && rest + BLOCK as u64 > 0;
     let trailing = if had_marker {
         rest + BLOCK as u64
     } else {

@@ -155,13 +155,16 @@ pub struct ZlibGzipWriter<W: Write> {
     inner: W,
     deflater: Deflater,
     crc: Crc,
+    /// Input gathered into [`OUT_CHUNK`]-byte pieces, so small writes (tar
+    /// headers) do not each cost a deflate call.
+    pending: Vec<u8>,
     out: Vec<u8>,
 }
 
 impl<W: Write> std::fmt::Debug for ZlibGzipWriter<W> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ZlibGzipWriter")
-            .field("out", &self.out.len())
+            .field("pending", &self.pending.len())
             .finish_non_exhaustive()
     }
 }
@@ -176,15 +179,22 @@ impl<W: Write> ZlibGzipWriter<W> {
             inner,
             deflater,
             crc: Crc::new(),
+            pending: Vec::with_capacity(OUT_CHUNK),
             out: Vec::with_capacity(OUT_CHUNK),
         })
     }
 
+    /// Deflates the pending input (ending the stream with `finish`).
+    fn deflate_pending(&mut self, finish: bool) -> io::Result<()> {
+        self.out.clear();
+        self.deflater.run(&self.pending, finish, &mut self.out)?;
+        self.pending.clear();
+        self.inner.write_all(&self.out)
+    }
+
     /// Ends the member: the final deflate block and the CRC-32/ISIZE trailer.
     pub fn finish(mut self) -> io::Result<W> {
-        self.out.clear();
-        self.deflater.run(&[], true, &mut self.out)?;
-        self.inner.write_all(&self.out)?;
+        self.deflate_pending(true)?;
         self.inner.write_all(&self.crc.sum().to_le_bytes())?;
         self.inner.write_all(&self.crc.amount().to_le_bytes())?;
         Ok(self.inner)
@@ -193,11 +203,13 @@ impl<W: Write> ZlibGzipWriter<W> {
 
 impl<W: Write> Write for ZlibGzipWriter<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.crc.update(buf);
-        self.out.clear();
-        self.deflater.run(buf, false, &mut self.out)?;
-        self.inner.write_all(&self.out)?;
-        Ok(buf.len())
+        let take = buf.len().min(OUT_CHUNK - self.pending.len());
+        self.crc.update(&buf[..take]);
+        self.pending.extend_from_slice(&buf[..take]);
+        if self.pending.len() == OUT_CHUNK {
+            self.deflate_pending(false)?;
+        }
+        Ok(take)
     }
 
     fn flush(&mut self) -> io::Result<()> {
