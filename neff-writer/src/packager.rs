@@ -439,7 +439,7 @@ impl Packager {
                     }
                 };
                 let padding = options.framing.gzip.padding.after(sink.count());
-                write_zeros(&mut sink, padding)?;
+                io::copy(&mut io::repeat(0).take(padding), &mut sink)?;
                 let (buf, digests) = sink.finish()?;
                 buf.into_inner().map_err(|e| e.into_error())?;
                 Ok((tar_size, digests))
@@ -571,17 +571,6 @@ fn compiler_header(h: &mut HeaderFields, patch: &HeaderPatch) {
     h.tpb_per_node.0[0] = 1;
     let features = patch.feature_bits.unwrap_or(h.feature_bits);
     h.neff_version_major = if features == 0 { 1 } else { 2 };
-}
-
-/// Writes `n` zero bytes.
-fn write_zeros<W: Write>(out: &mut W, mut n: u64) -> io::Result<()> {
-    let zeros = [0u8; 4096];
-    while n > 0 {
-        let take = n.min(zeros.len() as u64) as usize;
-        out.write_all(&zeros[..take])?;
-        n -= take as u64;
-    }
-    Ok(())
 }
 
 /// A random v4 UUID from the standard library's per-process random keys.
