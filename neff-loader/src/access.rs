@@ -130,7 +130,8 @@ impl<'a> Ctx<'a> {
         let data_size = container.header.data_size();
         let fetched = match self.source.as_mut() {
             Some(source) => fetch_member(&mut **source, data_size, key.as_bytes(), MANIFEST_MAX),
-            None => Err(std::io::Error::other(
+            None => Err(crate::Error::new(
+                crate::ErrorKind::Read,
                 "the NEFF source is no longer available",
             )),
         };

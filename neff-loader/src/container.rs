@@ -9,11 +9,12 @@ use neff_schema::features::unsupported_bits;
 use neff_schema::{HashLayout, NeffHeader, PkgVersion, HEADER_LEN};
 use serde::Serialize;
 
-use crate::digest::{matching_layout, source_error, Digester, HashingReader, SourceError};
+use crate::digest::{matching_layout, Digester, HashingReader};
+use crate::error::{Error, ErrorKind, TarErrorKind};
 use crate::gate::{Gate, Rejection};
 use crate::gzip_reader::{looks_like_gzip, GzipReader, MemberTally};
 use crate::profile::RuntimeProfile;
-use crate::tar_reader::{display_name, escape_name, EntryKind, TarError, TarReader};
+use crate::tar_reader::{display_name, escape_name, EntryKind, TarReader};
 
 /// Members whose names end with this suffix are skipped by the runtime's walk.
 pub const WAVEGRAPH_SUFFIX: &[u8] = b"wavegraph-bin.json";
@@ -174,7 +175,10 @@ impl Container {
     /// the end of the gzip data and the end of `data_size` from `source`
     /// again (stopping at the first non-zero byte). Does nothing unless the
     /// gzip data was read to its end.
-    pub fn measure_padding<R: Read + Seek + ?Sized>(&mut self, source: &mut R) -> io::Result<()> {
+    pub fn measure_padding<R: Read + Seek + ?Sized>(
+        &mut self,
+        source: &mut R,
+    ) -> Result<(), Error> {
         let Some(end) = self.gzip_member_size else {
             return Ok(());
         };
@@ -216,7 +220,7 @@ pub fn run<R: Read + Seek>(
     source: Option<&mut R>,
     profile: &RuntimeProfile,
     limits: &Limits,
-) -> io::Result<Tier1> {
+) -> Result<Tier1, Error> {
     run_with(source, profile, limits, Digester::for_payload)
 }
 
@@ -227,7 +231,7 @@ fn run_with<R: Read + Seek>(
     profile: &RuntimeProfile,
     limits: &Limits,
     digester: fn(bool, Option<PkgVersion>) -> Digester,
-) -> io::Result<Tier1> {
+) -> Result<Tier1, Error> {
     let make_digester = digester;
     let mut warnings = Vec::new();
     let reject = |rejection: Rejection, container: Option<Container>, warnings: Vec<String>| {
@@ -307,9 +311,9 @@ fn run_with<R: Read + Seek>(
             Some((tx, handle)) => {
                 drop(tx);
                 // A dead hash thread must never turn G9 off.
-                handle
-                    .join()
-                    .map_err(|_| io::Error::other("the payload hash thread panicked"))
+                handle.join().map_err(|_| {
+                    Error::new(ErrorKind::Pipeline, "the payload hash thread panicked")
+                })
             }
             None => Ok(Digester::Off),
         };
@@ -470,18 +474,16 @@ impl io::Write for KeepSink {
 }
 
 enum WalkError {
-    Source(io::Error),
+    Source(Error),
     Gate(Rejection),
 }
 
 /// Maps a tar error to its gate; source I/O errors pass through.
-fn classify(e: TarError, gate: Gate, message: impl FnOnce(&str) -> String) -> WalkError {
-    if let TarError::Io(io) = &e {
-        if let Some(SourceError(inner)) = source_error(io) {
-            return WalkError::Source(io::Error::new(inner.kind(), inner.to_string()));
-        }
+fn classify(e: Error, gate: Gate, message: impl FnOnce(&str) -> String) -> WalkError {
+    if e.kind() == ErrorKind::Read {
+        return WalkError::Source(e);
     }
-    WalkError::Gate(Rejection::new(gate, message(&e.libarchive_text())).detail(e.to_string()))
+    WalkError::Gate(Rejection::new(gate, message(e.libarchive_text())).detail(e.to_string()))
 }
 
 /// The walk of spec §3.4 over the stored payload bytes.
@@ -491,11 +493,8 @@ fn walk<R: Read>(
     container: &mut Container,
     warnings: &mut Vec<String>,
 ) -> Result<(), WalkError> {
-    let (compression, stream, tally) = payload_stream_tallied(payload).map_err(|e| {
-        classify(TarError::Io(e), Gate::G10, |t| {
-            format!("Failed to open NEFF {t}")
-        })
-    })?;
+    let (compression, stream, tally) = payload_stream_tallied(payload)
+        .map_err(|e| classify(e.into(), Gate::G10, |t| format!("Failed to open NEFF {t}")))?;
     container.compression = Some(compression);
     let mut tar = TarReader::new(stream);
     let mut index_used: u64 = 0;
@@ -525,10 +524,12 @@ fn walk<R: Read>(
                 // is an open failure, later ones are header read failures.
                 let opening = tar.offset() <= 512
                     && matches!(
-                        e,
-                        TarError::Io(_)
-                            | TarError::TruncatedHeader { .. }
-                            | TarError::BadChecksum { .. }
+                        e.kind(),
+                        ErrorKind::Read
+                            | ErrorKind::Gzip(_)
+                            | ErrorKind::Tar(
+                                TarErrorKind::TruncatedHeader | TarErrorKind::BadChecksum
+                            )
                     );
                 return Err(if opening {
                     classify(e, Gate::G10, |t| format!("Failed to open NEFF {t}"))
@@ -655,11 +656,9 @@ fn walk<R: Read>(
         )),
         Ok(n) => container.tar_size = Some(walked_to + n),
         Err(e) => {
-            if let Some(SourceError(inner)) = source_error(&e) {
-                return Err(WalkError::Source(io::Error::new(
-                    inner.kind(),
-                    inner.to_string(),
-                )));
+            let e = Error::from(e);
+            if e.kind() == ErrorKind::Read {
+                return Err(WalkError::Source(e));
             }
             warnings.push(format!("after the tar end marker: {e}"));
         }
@@ -681,28 +680,23 @@ pub fn fetch_member<R: Read + Seek + ?Sized>(
     data_size: u64,
     key: &[u8],
     max: u64,
-) -> io::Result<Option<Vec<u8>>> {
+) -> Result<Option<Vec<u8>>, Error> {
     source.seek(SeekFrom::Start(HEADER_LEN as u64))?;
     let (_, stream) = payload_stream(BufReader::new(&mut *source).take(data_size))?;
     let mut tar = TarReader::new(stream);
     let mut found = None;
-    while let Some(entry) = tar.next_entry().map_err(io::Error::other)? {
+    while let Some(entry) = tar.next_entry()? {
         let name = entry.name.strip_prefix(b"./").unwrap_or(&entry.name);
         if entry.kind == EntryKind::Directory || name != key {
             continue;
         }
         let size = entry.size.max(0) as u64;
         if size > max {
-            return Err(io::Error::new(
-                io::ErrorKind::OutOfMemory,
-                format!(
-                    "member {} is {size} bytes, more than this verifier parses ({max})",
-                    display_name(key)
-                ),
-            ));
+            let message = format!("{size} bytes, more than this verifier parses ({max})");
+            return Err(Error::new(ErrorKind::Limit, message).in_member(display_name(key)));
         }
         let mut data = Vec::with_capacity(size as usize);
-        tar.copy_data(&mut data).map_err(io::Error::other)?;
+        tar.copy_data(&mut data)?;
         found = Some(data);
     }
     Ok(found)
@@ -712,7 +706,7 @@ pub fn fetch_member<R: Read + Seek + ?Sized>(
 /// bytes (libarchive's bidder), whatever `pkg_version` says (spec §3.1, §9 C22).
 pub fn payload_stream<'a, R: Read + 'a>(
     payload: R,
-) -> io::Result<(Compression, Box<dyn Read + 'a>)> {
+) -> Result<(Compression, Box<dyn Read + 'a>), Error> {
     let (compression, stream, _) = payload_stream_tallied(payload)?;
     Ok((compression, stream))
 }

@@ -80,7 +80,7 @@ pub fn matching_layout(
 /// An I/O failure of the NEFF source itself (not of the data's format).
 #[derive(Debug, thiserror::Error)]
 #[error("reading the NEFF failed: {0}")]
-pub struct SourceError(#[source] pub io::Error);
+pub(crate) struct SourceError(#[source] pub(crate) io::Error);
 
 /// Passes reads through, sending a copy of every byte to a digest thread
 /// (when one runs) and counting them (when asked). Errors of the underlying
@@ -134,10 +134,4 @@ impl<R: Read> Read for HashingReader<R> {
         }
         Ok(n)
     }
-}
-
-/// The source error inside `e`, if `e` came from the NEFF source.
-pub fn source_error(e: &io::Error) -> Option<&SourceError> {
-    e.get_ref()
-        .and_then(|inner| inner.downcast_ref::<SourceError>())
 }

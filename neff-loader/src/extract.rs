@@ -28,6 +28,12 @@ pub enum ExtractError {
     NotEmpty(PathBuf),
 }
 
+impl From<crate::Error> for ExtractError {
+    fn from(e: crate::Error) -> Self {
+        ExtractError::Io(io::Error::other(e))
+    }
+}
+
 /// What was unpacked.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ExtractSummary {

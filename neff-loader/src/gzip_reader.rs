@@ -65,7 +65,7 @@ enum State {
 }
 
 /// What kind of gzip failure libarchive would report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum GzipErrorKind {
     /// The input ends inside a member.
     Truncated,
@@ -86,26 +86,26 @@ impl GzipErrorKind {
     }
 }
 
-/// A gzip failure: its kind and the whole message (which says where).
+/// A gzip failure: its kind, the compressed offset and the whole message
+/// (which says where). It travels inside the `io::Error` of [`Read`] and
+/// becomes a [`crate::Error`] of kind [`crate::ErrorKind::Gzip`].
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
-pub struct GzipError {
-    /// The kind.
-    pub kind: GzipErrorKind,
-    /// What is wrong, with the compressed offset.
-    pub message: String,
+pub(crate) struct GzipError {
+    pub(crate) kind: GzipErrorKind,
+    pub(crate) offset: u64,
+    pub(crate) message: String,
 }
 
-impl GzipError {
-    /// The gzip error inside `e`, if there is one.
-    pub fn inside(e: &io::Error) -> Option<&GzipError> {
-        e.get_ref()
-            .and_then(|inner| inner.downcast_ref::<GzipError>())
-    }
-}
-
-fn invalid(kind: GzipErrorKind, message: String) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, GzipError { kind, message })
+fn invalid(kind: GzipErrorKind, offset: u64, message: String) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        GzipError {
+            kind,
+            offset,
+            message,
+        },
+    )
 }
 
 impl<R: BufRead> GzipReader<R> {
@@ -144,6 +144,7 @@ impl<R: BufRead> GzipReader<R> {
         self.read_byte()?.ok_or_else(|| {
             invalid(
                 GzipErrorKind::Truncated,
+                self.compressed_offset,
                 format!(
                     "truncated gzip input: stream ends in the {what} at compressed offset {}",
                     self.compressed_offset
@@ -166,6 +167,7 @@ impl<R: BufRead> GzipReader<R> {
                 None => {
                     return Err(invalid(
                         GzipErrorKind::Truncated,
+                        start,
                         format!(
                         "truncated gzip input: {i} of 10 header bytes at compressed offset {start}"
                     ),
@@ -177,7 +179,7 @@ impl<R: BufRead> GzipReader<R> {
             if !first {
                 return Ok(false);
             }
-            return Err(invalid(GzipErrorKind::NotGzip, format!(
+            return Err(invalid(GzipErrorKind::NotGzip, start, format!(
                 "not a gzip member at compressed offset {start}: starts {:02x} {:02x} {:02x} {:02x}",
                 fixed[0], fixed[1], fixed[2], fixed[3]
             )));
@@ -210,7 +212,7 @@ impl<R: BufRead> GzipReader<R> {
         let crc = u32::from_le_bytes([t[0], t[1], t[2], t[3]]);
         let isize = u32::from_le_bytes([t[4], t[5], t[6], t[7]]);
         if crc != self.crc.sum() || isize != self.crc.amount() {
-            return Err(invalid(GzipErrorKind::Corrupt, format!(
+            return Err(invalid(GzipErrorKind::Corrupt, self.compressed_offset - 8, format!(
                 "gzip decompression failed: trailer at compressed offset {} says CRC32 {crc:08x} ISIZE {isize}, data has CRC32 {:08x} ISIZE {}",
                 self.compressed_offset - 8,
                 self.crc.sum(),
@@ -249,6 +251,7 @@ impl<R: BufRead> Read for GzipReader<R> {
                         .map_err(|e| {
                             invalid(
                                 GzipErrorKind::Corrupt,
+                                self.compressed_offset,
                                 format!(
                                     "gzip decompression failed at compressed offset {}: {e}",
                                     self.compressed_offset
@@ -281,6 +284,7 @@ impl<R: BufRead> Read for GzipReader<R> {
                         };
                         return Err(invalid(
                             kind,
+                            self.compressed_offset,
                             format!("{why} at compressed offset {}", self.compressed_offset),
                         ));
                     }

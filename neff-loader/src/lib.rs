@@ -39,6 +39,7 @@
 mod access;
 mod container;
 mod digest;
+mod error;
 mod extract;
 mod gate;
 mod gzip_reader;
@@ -64,15 +65,15 @@ pub use container::{
     payload_stream, Compression, Container, EntryFate, EntryRecord, Limits, PayloadPadding,
     StoredMember, PREFIX_LEN, WAVEGRAPH_SUFFIX,
 };
+pub use error::{Error, ErrorKind, GzipErrorKind, TarErrorKind};
 pub use extract::{extract, ExtractError, ExtractSummary};
 pub use gate::{Gate, NrtStatus, Rejection};
-pub use gzip_reader::{GzipError, GzipErrorKind};
 pub use inspect::{InspectReport, ModelReadPast, BARRIER_CONFIG_MEMBER};
 pub use memory::{check_members, MemberData};
 pub use model::*;
 pub use profile::{parse_mask, ProfileSettings, RuntimeProfile, EVTACCEL_OFFSET, UCODE_ABI_2_31};
 pub use report::{ArchScope, Report, TIERS};
-pub use tar_reader::{Dialect, Entry, EntryKind, TarError, TarReader};
+pub use tar_reader::{Dialect, Entry, EntryKind, TarReader};
 
 use access::{Ctx, Source};
 
@@ -107,15 +108,16 @@ pub struct PastRefusal {
 }
 
 /// Loads a NEFF from a seekable source under `profile`. `None` stands for a
-/// NULL buffer. `Err` means the source could not be read (an I/O failure),
-/// never that the NEFF is bad: refusals are in the report.
+/// NULL buffer. `Err` means the source could not be read (an I/O failure,
+/// [`ErrorKind::Read`]), never that the NEFF is bad: refusals are in the report.
 pub fn load_reader<R: Read + Seek>(
     source: Option<R>,
     profile: &RuntimeProfile,
     limits: &Limits,
-) -> io::Result<Loaded> {
+) -> Result<Loaded, Error> {
     let mut all = load_reader_arches(source, profile, &[profile.instance_arch], limits)?;
-    all.pop().ok_or_else(|| io::Error::other("no load ran"))
+    all.pop()
+        .ok_or_else(|| Error::new(ErrorKind::Pipeline, "no load ran"))
 }
 
 /// Loads a NEFF once and runs the arch-dependent tiers under `profile` for
@@ -127,7 +129,7 @@ pub fn load_reader_arches<R: Read + Seek>(
     profile: &RuntimeProfile,
     arches: &[Arch],
     limits: &Limits,
-) -> io::Result<Vec<Loaded>> {
+) -> Result<Vec<Loaded>, Error> {
     let mut source = source;
     let mut tier1 = container::run(source.as_mut(), profile, limits)?;
     if let (Some(src), Some(c)) = (source.as_mut(), tier1.container.as_mut()) {
@@ -300,7 +302,7 @@ pub fn verify_reader<R: Read + Seek>(
     source: Option<R>,
     profile: &RuntimeProfile,
     limits: &Limits,
-) -> io::Result<Verdict> {
+) -> Result<Verdict, Error> {
     Ok(Verdict::from_loads(load_reader_arches(
         source,
         profile,
@@ -310,7 +312,7 @@ pub fn verify_reader<R: Read + Seek>(
 }
 
 /// [`verify_reader`] on a file.
-pub fn verify_file(path: impl AsRef<Path>, profile: &RuntimeProfile) -> io::Result<Verdict> {
+pub fn verify_file(path: impl AsRef<Path>, profile: &RuntimeProfile) -> Result<Verdict, Error> {
     verify_file_with(path, profile, &Limits::default())
 }
 
@@ -319,7 +321,7 @@ pub fn verify_file_with(
     path: impl AsRef<Path>,
     profile: &RuntimeProfile,
     limits: &Limits,
-) -> io::Result<Verdict> {
+) -> Result<Verdict, Error> {
     Ok(Verdict::from_loads(load_file_arches_with(
         path,
         profile,
@@ -347,9 +349,10 @@ pub fn load_buffer(buffer: Option<&[u8]>, profile: &RuntimeProfile) -> Loaded {
 }
 
 /// Loads a NEFF file. The report's `file` field is set to `path`.
-pub fn load_file(path: impl AsRef<Path>, profile: &RuntimeProfile) -> io::Result<Loaded> {
+pub fn load_file(path: impl AsRef<Path>, profile: &RuntimeProfile) -> Result<Loaded, Error> {
     let mut all = load_file_arches(path, profile, &[profile.instance_arch])?;
-    all.pop().ok_or_else(|| io::Error::other("no load ran"))
+    all.pop()
+        .ok_or_else(|| Error::new(ErrorKind::Pipeline, "no load ran"))
 }
 
 /// [`load_reader_arches`] on a file; every report's `file` is set to `path`.
@@ -357,7 +360,7 @@ pub fn load_file_arches(
     path: impl AsRef<Path>,
     profile: &RuntimeProfile,
     arches: &[Arch],
-) -> io::Result<Vec<Loaded>> {
+) -> Result<Vec<Loaded>, Error> {
     load_file_arches_with(path, profile, arches, &Limits::default())
 }
 
@@ -367,17 +370,16 @@ pub fn load_file_arches_with(
     profile: &RuntimeProfile,
     arches: &[Arch],
     limits: &Limits,
-) -> io::Result<Vec<Loaded>> {
+) -> Result<Vec<Loaded>, Error> {
     let path = path.as_ref();
-    let file = File::open(path)
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display())))?;
+    let file = File::open(path).map_err(|e| Error::io(ErrorKind::Read, "cannot open", path, e))?;
     let mut all = load_reader_arches(
         Some(io::BufReader::with_capacity(1 << 20, file)),
         profile,
         arches,
         limits,
     )
-    .map_err(|e| io::Error::new(e.kind(), format!("cannot read {}: {e}", path.display())))?;
+    .map_err(|e| e.at_path(path))?;
     for loaded in &mut all {
         loaded.report.file = Some(path.display().to_string());
     }

@@ -3,7 +3,6 @@
 use neff_schema::features::SUPPORTED_FEATURES_2_31;
 use neff_schema::{Arch, HashLayoutPolicy};
 use serde::Serialize;
-use std::io;
 use std::path::Path;
 
 use crate::report::Report;
@@ -255,7 +254,7 @@ impl ProfileSettings {
     /// returns the report whose fields `--json` prints at top level: under one
     /// arch that arch's report; under `all` the deciding report, with
     /// `accepted` the all-arch verdict and `instance_arch` `"all"`.
-    pub fn verify(&self, path: impl AsRef<Path>) -> io::Result<Report> {
+    pub fn verify(&self, path: impl AsRef<Path>) -> Result<Report, crate::Error> {
         let path = path.as_ref();
         let profile = self.profile();
         Ok(match self.instance_arch {

@@ -7,6 +7,8 @@
 
 use std::io::{self, Read, Write};
 
+use crate::error::{Error, TarErrorKind};
+
 /// Size of a tar block.
 pub const BLOCK: usize = 512;
 
@@ -73,109 +75,19 @@ pub struct Entry {
     pub dialect: Dialect,
 }
 
-/// Why the tar stream could not be read.
-#[derive(Debug, thiserror::Error)]
-pub enum TarError {
-    /// The stream below failed (I/O, or gzip decompression).
-    #[error("{0}")]
-    Io(#[from] io::Error),
-    /// The stream ended inside a header block.
-    #[error("Truncated tar archive: {got} of 512 header bytes at tar offset {offset}")]
-    TruncatedHeader {
-        /// Offset of the incomplete block.
-        offset: u64,
-        /// How many bytes of it were present.
-        got: usize,
-    },
-    /// A header's checksum does not match its bytes.
-    #[error("Damaged tar archive: header checksum at tar offset {offset} is {stored:?}, the block sums to {computed:o}")]
-    BadChecksum {
-        /// Offset of the header.
-        offset: u64,
-        /// The checksum field as stored.
-        stored: String,
-        /// The unsigned byte sum.
-        computed: u64,
-    },
-    /// A numeric field holds something that is not a number.
-    #[error("Damaged tar archive: {field} field at tar offset {offset} is not a number: {raw:?}")]
-    BadNumber {
-        /// The field's name.
-        field: &'static str,
-        /// Offset of the header.
-        offset: u64,
-        /// The field's bytes.
-        raw: String,
-    },
-    /// An `L`/`K`/`x`/`g` header is larger than this reader buffers.
-    #[error("Special header too large: {kind:?} header of {size} bytes at tar offset {offset} (limit {MAX_SPECIAL_HEADER})")]
-    SpecialTooLarge {
-        /// The type flag.
-        kind: char,
-        /// Its declared size.
-        size: i64,
-        /// Offset of the header.
-        offset: u64,
-    },
-    /// A pax extended header does not parse.
-    #[error("Damaged tar archive: invalid pax extended header at tar offset {offset}: {why}")]
-    BadPax {
-        /// Offset of the `x` header.
-        offset: u64,
-        /// What is wrong.
-        why: String,
-    },
-    /// Special headers without an entry after them.
-    #[error(
+/// Special headers at `offset` without an entry after them.
+fn dangling(kind: char, offset: u64) -> Error {
+    let message = format!(
         "Truncated tar archive: {kind:?} header at tar offset {offset} is not followed by an entry"
-    )]
-    DanglingSpecial {
-        /// The type flag.
-        kind: char,
-        /// Offset of the special header.
-        offset: u64,
-    },
-    /// The stream ended inside the zero padding after a member's data.
-    #[error("Truncated tar archive: padding at tar offset {offset} is incomplete")]
-    TruncatedPadding {
-        /// Offset of the padding.
-        offset: u64,
-    },
-    /// The stream ended inside a member's data.
-    #[error(
-        "truncated data for {name}: {got} of {size} bytes present (data at tar offset {offset})"
-    )]
-    TruncatedData {
-        /// The member name (escaped).
-        name: String,
-        /// Declared size.
-        size: u64,
-        /// Bytes present.
-        got: u64,
-        /// Offset of the data.
-        offset: u64,
-    },
+    );
+    Error::tar(TarErrorKind::DanglingSpecial, offset, message)
 }
 
-impl TarError {
-    /// The short text libarchive would give for this failure (what the
-    /// runtime's `%s` prints); the `Display` text adds where and why.
-    pub fn libarchive_text(&self) -> String {
-        match self {
-            TarError::Io(e) => match crate::gzip_reader::GzipError::inside(e) {
-                Some(g) => g.kind.libarchive_text().to_string(),
-                None => e.to_string(),
-            },
-            TarError::TruncatedHeader { .. }
-            | TarError::TruncatedPadding { .. }
-            | TarError::DanglingSpecial { .. } => "Truncated tar archive".into(),
-            TarError::BadChecksum { .. } | TarError::BadNumber { .. } | TarError::BadPax { .. } => {
-                "Damaged tar archive".into()
-            }
-            TarError::SpecialTooLarge { .. } => "Special header too large".into(),
-            TarError::TruncatedData { .. } => "Truncated tar archive".into(),
-        }
-    }
+/// The stream ended after `got` of a body's `size` bytes, which start at `offset`.
+fn truncated_data(size: u64, got: u64, offset: u64) -> Error {
+    let message =
+        format!("truncated data: {got} of {size} bytes present (data at tar offset {offset})");
+    Error::tar(TarErrorKind::TruncatedData, offset, message)
 }
 
 /// Reads a tar stream entry by entry.
@@ -238,7 +150,7 @@ impl<R: Read> TarReader<R> {
     /// Advances to the next entry, skipping any unread data of the current one.
     /// Returns `None` at the end-of-archive marker (one or two zero blocks) or
     /// when the stream ends cleanly on a block boundary, as libarchive does.
-    pub fn next_entry(&mut self) -> Result<Option<Entry>, TarError> {
+    pub fn next_entry(&mut self) -> Result<Option<Entry>, Error> {
         self.skip_data()?;
         self.current = None;
         if self.done {
@@ -252,14 +164,14 @@ impl<R: Read> TarReader<R> {
             let header_offset = self.offset;
             let Some(block) = self.read_header_block()? else {
                 if let Some((kind, offset)) = pending_special {
-                    return Err(TarError::DanglingSpecial { kind, offset });
+                    return Err(dangling(kind, offset));
                 }
                 self.done = true;
                 return Ok(None);
             };
             if block.iter().all(|&b| b == 0) {
                 if let Some((kind, offset)) = pending_special {
-                    return Err(TarError::DanglingSpecial { kind, offset });
+                    return Err(dangling(kind, offset));
                 }
                 // libarchive also consumes a second zero block when present;
                 // either way this is the end of the archive.
@@ -274,11 +186,11 @@ impl<R: Read> TarReader<R> {
                 b'L' | b'K' | b'x' | b'g' => {
                     let kind = type_flag as char;
                     if !(0..=MAX_SPECIAL_HEADER as i64).contains(&size) {
-                        return Err(TarError::SpecialTooLarge {
-                            kind,
-                            size,
-                            offset: header_offset,
-                        });
+                        return Err(Error::tar(
+                            TarErrorKind::SpecialTooLarge,
+                            header_offset,
+                            format!("Special header too large: {kind:?} header of {size} bytes at tar offset {header_offset} (limit {MAX_SPECIAL_HEADER})"),
+                        ));
                     }
                     let body = self.read_body(size as u64, header_offset)?;
                     pending_special = Some((kind, header_offset));
@@ -306,7 +218,7 @@ impl<R: Read> TarReader<R> {
         long_name: Option<Vec<u8>>,
         long_link: Option<Vec<u8>>,
         pax: PaxOverrides,
-    ) -> Result<Entry, TarError> {
+    ) -> Result<Entry, Error> {
         let dialect = match (&block[257..263], &block[263..265]) {
             (b"ustar\0", _) => Dialect::Ustar,
             (b"ustar ", _) => Dialect::Gnu,
@@ -374,7 +286,7 @@ impl<R: Read> TarReader<R> {
 
     /// Copies the current entry's data to `sink`, then consumes its padding.
     /// Returns the number of bytes copied.
-    pub fn copy_data<W: Write + ?Sized>(&mut self, sink: &mut W) -> Result<u64, TarError> {
+    pub fn copy_data<W: Write + ?Sized>(&mut self, sink: &mut W) -> Result<u64, Error> {
         let size = self.pending_data;
         let data_offset = self.offset;
         if self.buf.is_empty() && size > 0 {
@@ -388,19 +300,15 @@ impl<R: Read> TarReader<R> {
             let got = read_full(&mut self.inner, &mut buf[..want])?;
             self.offset += got as u64;
             self.pending_data -= got as u64;
-            sink.write_all(&buf[..got])?;
+            sink.write_all(&buf[..got]).map_err(Error::sink)?;
             if got < want {
                 let name = self
                     .current
                     .as_ref()
                     .map(|e| display_name(&e.name))
                     .unwrap_or_default();
-                return Err(TarError::TruncatedData {
-                    name,
-                    size,
-                    got: size - self.pending_data,
-                    offset: data_offset,
-                });
+                let got = size - self.pending_data;
+                return Err(truncated_data(size, got, data_offset).in_member(name));
             }
         }
         self.skip_padding()?;
@@ -408,11 +316,11 @@ impl<R: Read> TarReader<R> {
     }
 
     /// Skips the rest of the current entry's data and padding.
-    pub fn skip_data(&mut self) -> Result<u64, TarError> {
+    pub fn skip_data(&mut self) -> Result<u64, Error> {
         self.copy_data(&mut io::sink())
     }
 
-    fn skip_padding(&mut self) -> Result<(), TarError> {
+    fn skip_padding(&mut self) -> Result<(), Error> {
         if self.pending_pad > 0 {
             let mut pad = [0u8; BLOCK];
             let want = self.pending_pad as usize;
@@ -420,15 +328,16 @@ impl<R: Read> TarReader<R> {
             self.offset += got as u64;
             self.pending_pad = 0;
             if got < want {
-                return Err(TarError::TruncatedPadding {
-                    offset: self.offset - got as u64,
-                });
+                let offset = self.offset - got as u64;
+                let message =
+                    format!("Truncated tar archive: padding at tar offset {offset} is incomplete");
+                return Err(Error::tar(TarErrorKind::TruncatedPadding, offset, message));
             }
         }
         Ok(())
     }
 
-    fn read_header_block(&mut self) -> Result<Option<[u8; BLOCK]>, TarError> {
+    fn read_header_block(&mut self) -> Result<Option<[u8; BLOCK]>, Error> {
         let mut block = [0u8; BLOCK];
         let got = read_full(&mut self.inner, &mut block)?;
         let offset = self.offset;
@@ -436,11 +345,15 @@ impl<R: Read> TarReader<R> {
         match got {
             0 => Ok(None),
             BLOCK => Ok(Some(block)),
-            got => Err(TarError::TruncatedHeader { offset, got }),
+            got => Err(Error::tar(
+                TarErrorKind::TruncatedHeader,
+                offset,
+                format!("Truncated tar archive: {got} of 512 header bytes at tar offset {offset}"),
+            )),
         }
     }
 
-    fn read_body(&mut self, size: u64, header_offset: u64) -> Result<Vec<u8>, TarError> {
+    fn read_body(&mut self, size: u64, header_offset: u64) -> Result<Vec<u8>, Error> {
         let mut body = Vec::with_capacity(size as usize);
         self.pending_data = size;
         self.pending_pad = padding(size);
@@ -450,12 +363,8 @@ impl<R: Read> TarReader<R> {
         self.offset += got;
         self.pending_data = 0;
         if got < size {
-            return Err(TarError::TruncatedData {
-                name: format!("special header at tar offset {header_offset}"),
-                size,
-                got,
-                offset: data_offset,
-            });
+            let special = format!("special header at tar offset {header_offset}");
+            return Err(truncated_data(size, got, data_offset).in_member(special));
         }
         self.skip_padding()?;
         Ok(body)
@@ -472,8 +381,13 @@ struct PaxOverrides {
 
 impl PaxOverrides {
     /// Parses `"<len> <key>=<value>\n"` records.
-    fn apply(&mut self, body: &[u8], offset: u64) -> Result<(), TarError> {
-        let bad = |why: String| TarError::BadPax { offset, why };
+    fn apply(&mut self, body: &[u8], offset: u64) -> Result<(), Error> {
+        let bad = |why: String| {
+            let message = format!(
+                "Damaged tar archive: invalid pax extended header at tar offset {offset}: {why}"
+            );
+            Error::tar(TarErrorKind::BadPax, offset, message)
+        };
         let mut rest = body;
         while !rest.is_empty() && rest[0] != 0 {
             let space = rest
@@ -539,7 +453,7 @@ fn read_full<R: Read + ?Sized>(r: &mut R, buf: &mut [u8]) -> io::Result<usize> {
 
 /// Checks the header checksum. Like libarchive, both the unsigned and the
 /// signed byte sums are accepted.
-fn verify_checksum(block: &[u8; BLOCK], offset: u64) -> Result<(), TarError> {
+fn verify_checksum(block: &[u8; BLOCK], offset: u64) -> Result<(), Error> {
     let field = &block[148..156];
     let stored = parse_octal(field);
     let (mut unsigned, mut signed) = (0u64, 0i64);
@@ -550,11 +464,11 @@ fn verify_checksum(block: &[u8; BLOCK], offset: u64) -> Result<(), TarError> {
     }
     match stored {
         Some(v) if v == unsigned as i64 || v == signed => Ok(()),
-        _ => Err(TarError::BadChecksum {
-            offset,
-            stored: escape_name(trim_nul(field)),
-            computed: unsigned,
-        }),
+        _ => {
+            let stored = escape_name(trim_nul(field));
+            let message = format!("Damaged tar archive: header checksum at tar offset {offset} is {stored:?}, the block sums to {unsigned:o}");
+            Err(Error::tar(TarErrorKind::BadChecksum, offset, message))
+        }
     }
 }
 
@@ -578,11 +492,13 @@ fn parse_octal(field: &[u8]) -> Option<i64> {
 
 /// Parses a numeric field: octal, or GNU base-256 when the top bit is set
 /// (0x80 positive, 0xFF negative, two's complement).
-fn parse_number(field: &[u8], name: &'static str, offset: u64) -> Result<i64, TarError> {
-    let bad = || TarError::BadNumber {
-        field: name,
-        offset,
-        raw: escape_name(field),
+fn parse_number(field: &[u8], name: &'static str, offset: u64) -> Result<i64, Error> {
+    let bad = || {
+        let raw = escape_name(field);
+        let message = format!(
+            "Damaged tar archive: {name} field at tar offset {offset} is not a number: {raw:?}"
+        );
+        Error::tar(TarErrorKind::BadNumber, offset, message)
     };
     match field.first() {
         Some(&first) if first & 0x80 != 0 => {
@@ -634,6 +550,7 @@ pub fn escape_name(name: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ErrorKind;
 
     fn header(name: &str, type_flag: u8, size_field: &[u8], magic: &[u8; 8]) -> [u8; BLOCK] {
         let mut h = [0u8; BLOCK];
@@ -659,7 +576,7 @@ mod tests {
         out
     }
 
-    fn entries(data: &[u8]) -> Result<Vec<(Entry, Vec<u8>)>, TarError> {
+    fn entries(data: &[u8]) -> Result<Vec<(Entry, Vec<u8>)>, Error> {
         let mut r = TarReader::new(data);
         let mut out = Vec::new();
         while let Some(e) = r.next_entry()? {
@@ -755,11 +672,22 @@ mod tests {
             err.contains("Damaged tar archive") && err.contains("offset 512"),
             "{err}"
         );
-        let err = entries(&good[..300]).unwrap_err().to_string();
-        assert!(err.contains("Truncated tar archive: 300 of 512"), "{err}");
+        let err = entries(&good[..300]).unwrap_err();
+        assert_eq!(err.libarchive_text(), "Truncated tar archive");
+        assert!(
+            err.to_string()
+                .contains("Truncated tar archive: 300 of 512"),
+            "{err}"
+        );
         let data = archive(&[&header("f", b'0', b"00000000010\0", GNU), b"abc"]);
-        let err = entries(&data[..515]).unwrap_err().to_string();
-        assert!(err.contains("truncated data for f: 3 of 8"), "{err}");
+        let err = entries(&data[..515]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Tar(TarErrorKind::TruncatedData));
+        assert_eq!(err.location().member.as_deref(), Some("f"));
+        assert_eq!(err.location().offset, Some(512));
+        assert_eq!(
+            err.to_string(),
+            "f: truncated data: 3 of 8 bytes present (data at tar offset 512)"
+        );
         let err = entries(&archive(&[&header("x", b'L', b"77777777777\0", GNU)]))
             .unwrap_err()
             .to_string();

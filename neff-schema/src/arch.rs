@@ -3,6 +3,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::error::{Error, ErrorKind};
+
 /// A NeuronCore architecture as the runtime numbers it (`al_hal_tpb_arch_type`).
 ///
 /// The loader prints these ordinals as `v%u` (spec §5.2, G17).
@@ -47,12 +49,9 @@ impl fmt::Display for Arch {
 }
 
 /// An architecture name that is not one of the known spellings.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown architecture {0:?}: expected sunda (v2), cayman (v3) or mariana (v4)")]
-pub struct UnknownArch(pub String);
 
 impl FromStr for Arch {
-    type Err = UnknownArch;
+    type Err = Error;
 
     /// Accepts the canonical names and the `v2`/`v3`/`v4` aliases, case-insensitively.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
@@ -60,7 +59,12 @@ impl FromStr for Arch {
             "sunda" | "v2" => Ok(Arch::Sunda),
             "cayman" | "v3" => Ok(Arch::Cayman),
             "mariana" | "v4" => Ok(Arch::Mariana),
-            _ => Err(UnknownArch(s.to_string())),
+            _ => Err(Error::new(
+                ErrorKind::UnknownArch,
+                format!(
+                    "unknown architecture {s:?}: expected sunda (v2), cayman (v3) or mariana (v4)"
+                ),
+            )),
         }
     }
 }

@@ -4,6 +4,8 @@
 //! Names are the producer's `def.json` `neff_features` strings where one exists;
 //! the others carry the name the producer's feature table uses, in lower case.
 
+use crate::error::{Error, ErrorKind};
+
 /// Feature bits understood by runtime 2.31 (bits 0..=26).
 pub const SUPPORTED_FEATURES_2_31: u64 = 0x7FF_FFFF;
 
@@ -74,13 +76,8 @@ pub fn names(mask: u64) -> Vec<String> {
     out
 }
 
-/// A feature name or hex bit that is not known.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown feature {0:?}: use a known name (see `neff schema`) or a 0x… bit")]
-pub struct UnknownFeature(pub String);
-
 /// The mask for a list of names (or `0x…` bits), the inverse of [`names`].
-pub fn mask_of<S: AsRef<str>>(names: &[S]) -> Result<u64, UnknownFeature> {
+pub fn mask_of<S: AsRef<str>>(names: &[S]) -> Result<u64, Error> {
     let mut mask = 0;
     for name in names {
         let name = name.as_ref();
@@ -94,7 +91,12 @@ pub fn mask_of<S: AsRef<str>>(names: &[S]) -> Result<u64, UnknownFeature> {
                     .ok()
                     .filter(|v| v.count_ones() == 1)
             })
-            .ok_or_else(|| UnknownFeature(name.to_string()))?;
+            .ok_or_else(|| {
+                let message = format!(
+                    "unknown feature {name:?}: use a known name (see `neff schema`) or a 0x… bit"
+                );
+                Error::new(ErrorKind::UnknownFeature, message)
+            })?;
         mask |= bit;
     }
     Ok(mask)

@@ -10,6 +10,7 @@ use std::fmt;
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::error::{Error, ErrorKind};
 use crate::hex;
 use crate::uuid::Uuid;
 
@@ -335,26 +336,22 @@ pub struct HeaderFields {
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Text<const N: usize>(pub [u8; N]);
 
-/// A text value that does not fit its fixed-width field.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("text of {len} bytes does not fit a {width}-byte field with its NUL terminator (at most {max} bytes)", max = width - 1)]
-pub struct TextTooLong {
-    /// Length of the text in bytes.
-    pub len: usize,
-    /// Width of the field.
-    pub width: usize,
-}
-
 impl<const N: usize> Text<N> {
     /// A field holding `text`, NUL-terminated and zero-filled. Fails when `text`
     /// has a NUL byte or leaves no room for the terminator.
-    pub fn new(text: &str) -> Result<Self, TextTooLong> {
+    pub fn new(text: &str) -> Result<Self, Error> {
         let bytes = text.as_bytes();
-        if bytes.len() >= N || bytes.contains(&0) {
-            return Err(TextTooLong {
-                len: bytes.len(),
-                width: N,
-            });
+        if let Some(at) = bytes.iter().position(|&b| b == 0) {
+            let message = format!("text {text:?} has a NUL byte at {at}");
+            return Err(Error::new(ErrorKind::TextTooLong, message).at_offset(at as u64));
+        }
+        if bytes.len() >= N {
+            let message = format!(
+                "text of {} bytes does not fit a {N}-byte field with its NUL terminator (at most {} bytes)",
+                bytes.len(),
+                N - 1
+            );
+            return Err(Error::new(ErrorKind::TextTooLong, message));
         }
         let mut out = [0u8; N];
         out[..bytes.len()].copy_from_slice(bytes);
@@ -669,7 +666,11 @@ mod tests {
     fn text_fields_reject_what_does_not_fit() {
         assert!(Text::<4>::new("abc").is_ok());
         let err = Text::<4>::new("abcd").unwrap_err();
-        assert_eq!(err, TextTooLong { len: 4, width: 4 });
+        assert_eq!(err.kind(), ErrorKind::TextTooLong);
+        assert_eq!(
+            err.to_string(),
+            "text of 4 bytes does not fit a 4-byte field with its NUL terminator (at most 3 bytes)"
+        );
         assert!(Text::<4>::new("a\0b").is_err());
         let dirty = Text::<4>([b'a', 0, b'b', 0]);
         assert_eq!(dirty.as_clean_str(), None);

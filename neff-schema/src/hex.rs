@@ -1,5 +1,7 @@
 //! Lower-case hex encoding and decoding.
 
+use crate::error::{Error, ErrorKind};
+
 /// Encodes bytes as lower-case hex.
 pub fn encode(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
@@ -11,33 +13,20 @@ pub fn encode(bytes: &[u8]) -> String {
     out
 }
 
-/// Why a hex string could not be decoded.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum HexError {
-    /// The string has an odd number of digits.
-    #[error("odd number of hex digits ({0})")]
-    OddLength(usize),
-    /// A character is not a hex digit.
-    #[error("invalid hex digit {ch:?} at position {pos}")]
-    BadDigit {
-        /// The offending character.
-        ch: char,
-        /// Its character position in the string.
-        pos: usize,
-    },
-}
-
-/// Decodes a hex string (either case) into bytes.
-pub fn decode(text: &str) -> Result<Vec<u8>, HexError> {
+/// Decodes a hex string (either case) into bytes. A bad digit's error has
+/// its character position as the offset.
+pub fn decode(text: &str) -> Result<Vec<u8>, Error> {
     let chars: Vec<char> = text.chars().collect();
     if chars.len() % 2 != 0 {
-        return Err(HexError::OddLength(chars.len()));
+        let message = format!("odd number of hex digits ({})", chars.len());
+        return Err(Error::new(ErrorKind::BadHex, message));
     }
-    let digit = |pos: usize| -> Result<u8, HexError> {
+    let digit = |pos: usize| -> Result<u8, Error> {
         let ch = chars[pos];
-        ch.to_digit(16)
-            .map(|d| d as u8)
-            .ok_or(HexError::BadDigit { ch, pos })
+        ch.to_digit(16).map(|d| d as u8).ok_or_else(|| {
+            let message = format!("invalid hex digit {ch:?} at position {pos}");
+            Error::new(ErrorKind::BadHex, message).at_offset(pos as u64)
+        })
     };
     (0..chars.len() / 2)
         .map(|i| Ok((digit(2 * i)? << 4) | digit(2 * i + 1)?))
@@ -58,7 +47,11 @@ mod tests {
 
     #[test]
     fn rejects_bad_input() {
-        assert_eq!(decode("abc"), Err(HexError::OddLength(3)));
-        assert_eq!(decode("zz"), Err(HexError::BadDigit { ch: 'z', pos: 0 }));
+        let odd = decode("abc").unwrap_err();
+        assert_eq!(odd.kind(), ErrorKind::BadHex);
+        assert_eq!(odd.to_string(), "odd number of hex digits (3)");
+        let bad = decode("0z").unwrap_err();
+        assert_eq!(bad.to_string(), "invalid hex digit 'z' at position 1");
+        assert_eq!(bad.location().offset, Some(1));
     }
 }

@@ -19,6 +19,7 @@
 
 mod arch;
 pub mod barrier;
+mod error;
 pub mod features;
 pub mod framing;
 pub mod header;
@@ -27,8 +28,9 @@ pub mod manifest;
 mod target;
 mod uuid;
 
-pub use arch::{Arch, UnknownArch};
+pub use arch::Arch;
+pub use error::{write_prefix, Error, ErrorKind, Location};
 pub use framing::{Framing, FramingPreset, HashLayout, HashLayoutPolicy};
 pub use header::{HeaderFields, NeffHeader, PkgVersion, HEADER_LEN};
-pub use target::{BadTarget, Target};
-pub use uuid::{BadUuid, Uuid};
+pub use target::Target;
+pub use uuid::Uuid;

@@ -4,6 +4,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::arch::Arch;
+use crate::error::{Error, ErrorKind};
 
 /// What a NEFF was compiled for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -67,19 +68,19 @@ impl fmt::Display for Target {
 }
 
 /// A target string the runtime would refuse.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "invalid target {0:?}: expected sunda (v2), cayman (v3), mariana (v4), * or an empty string"
-)]
-pub struct BadTarget(pub String);
 
 impl FromStr for Target {
-    type Err = BadTarget;
+    type Err = Error;
 
     /// Like [`Target::parse_runtime`], but also accepts any letter case
     /// (for command lines and build specs).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Target::parse_runtime(&s.to_ascii_lowercase()).ok_or_else(|| BadTarget(s.to_string()))
+        Target::parse_runtime(&s.to_ascii_lowercase()).ok_or_else(|| {
+            Error::new(
+                ErrorKind::BadTarget,
+                format!("invalid target {s:?}: expected sunda (v2), cayman (v3), mariana (v4), * or an empty string"),
+            )
+        })
     }
 }
 

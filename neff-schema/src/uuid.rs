@@ -3,6 +3,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::error::{Error, ErrorKind};
+
 /// A UUID as stored in the NEFF header: 16 raw bytes, printed in canonical
 /// `8-4-4-4-12` form.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -43,24 +45,24 @@ impl fmt::Display for Uuid {
     }
 }
 
-/// A string that is not a UUID.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid UUID {0:?}: expected 32 hex digits, optionally as 8-4-4-4-12")]
-pub struct BadUuid(pub String);
-
 impl FromStr for Uuid {
-    type Err = BadUuid;
+    type Err = Error;
 
     /// Parses 32 hex digits, with or without the canonical hyphens.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = || {
+            Error::new(
+                ErrorKind::BadUuid,
+                format!("invalid UUID {s:?}: expected 32 hex digits, optionally as 8-4-4-4-12"),
+            )
+        };
         let compact: String = s.chars().filter(|c| *c != '-').collect();
         let hyphens_ok = compact.len() + 4 == s.len() || compact.len() == s.len();
-        let bytes = crate::hex::decode(&compact).map_err(|_| BadUuid(s.to_string()))?;
-        let bytes: [u8; 16] = bytes.try_into().map_err(|_| BadUuid(s.to_string()))?;
-        if !hyphens_ok {
-            return Err(BadUuid(s.to_string()));
+        let bytes = crate::hex::decode(&compact).map_err(|_| bad())?;
+        match bytes.try_into() {
+            Ok(bytes) if hyphens_ok => Ok(Uuid(bytes)),
+            _ => Err(bad()),
         }
-        Ok(Uuid(bytes))
     }
 }
 

@@ -108,6 +108,9 @@ pub enum PackError {
     /// An option is out of range.
     #[error("{0}")]
     BadOption(String),
+    /// The loader could not read the output back.
+    #[error(transparent)]
+    ReadBack(#[from] neff_loader::Error),
     /// The loader's gates refuse the result (set `keep_refused` to keep it).
     #[error("the built NEFF is refused by the loader: {}", .0.summary())]
     Rejected(Box<Report>),

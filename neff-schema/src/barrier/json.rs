@@ -16,6 +16,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{ApbBcast, BarrierConfigs, DeviceBarrierConfigs, HostBarrier, StepConfig, MAX_LEADERS};
+use crate::error::{Error, ErrorKind};
 
 /// An address as the logger prints it: `{"addr": {"soc_addr": "0x…"}}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -250,29 +251,6 @@ pub struct ApbBcastJson {
     pub mask: u32,
 }
 
-/// JSON that cannot become a barrier config.
-#[derive(Debug, thiserror::Error)]
-pub enum BarrierJsonError {
-    /// Not the logger's shape (unknown key, wrong type, value out of range).
-    #[error("{0}")]
-    Json(#[from] serde_json::Error),
-    /// `__reserved0` does not fit 7 bits.
-    #[error("__reserved0 is {0}; the field has 7 bits (0 to 127)")]
-    ReservedBits(u8),
-    /// The two views describe the first 16 bytes differently.
-    #[error("host_barrier.{field} is {host:#018X} but device_barrier gives {device:#018X} for the same bytes (+{offset:#04x}): the two views overlay each other")]
-    Overlap {
-        /// The host view's field.
-        field: &'static str,
-        /// Its byte offset.
-        offset: usize,
-        /// The host view's value.
-        host: u64,
-        /// The value the device view puts there.
-        device: u64,
-    },
-}
-
 impl From<&BarrierConfigs> for BarrierConfigsJson {
     fn from(c: &BarrierConfigs) -> Self {
         let d = c.device_barrier();
@@ -315,7 +293,7 @@ impl From<&BarrierConfigs> for BarrierConfigsJson {
 impl BarrierConfigsJson {
     /// The binary config. The device view is written first, then the host
     /// view, which must agree with it where both are given.
-    pub fn to_configs(&self) -> Result<BarrierConfigs, BarrierJsonError> {
+    pub fn to_configs(&self) -> Result<BarrierConfigs, Error> {
         let mut c = BarrierConfigs::default();
         if let Some(d) = &self.device_barrier {
             c.set_device_barrier(&DeviceBarrierConfigs {
@@ -364,19 +342,21 @@ impl BarrierConfigsJson {
                     ),
                 ] {
                     if mine != theirs {
-                        return Err(BarrierJsonError::Overlap {
-                            field,
-                            offset,
-                            host: mine,
-                            device: theirs,
-                        });
+                        let message = format!("host_barrier.{field} is {mine:#018X} but device_barrier gives {theirs:#018X} for the same bytes (+{offset:#04x}): the two views overlay each other");
+                        return Err(Error::new(ErrorKind::BarrierJson, message)
+                            .at_key(format!("host_barrier.{field}"))
+                            .at_offset(offset));
                     }
                 }
             }
             c.set_host_barrier(&host);
         }
         if self.reserved0 > 0x7F {
-            return Err(BarrierJsonError::ReservedBits(self.reserved0));
+            let message = format!(
+                "__reserved0 is {}; the field has 7 bits (0 to 127)",
+                self.reserved0
+            );
+            return Err(Error::new(ErrorKind::BarrierJson, message).at_key("__reserved0"));
         }
         c.set_execute_device_barrier(self.execute_device_barrier.0);
         c.set_reserved_bits(self.reserved0);
@@ -386,8 +366,9 @@ impl BarrierConfigsJson {
 }
 
 /// Parses the logger-shaped JSON into a binary config.
-pub fn from_json(text: &[u8]) -> Result<BarrierConfigs, BarrierJsonError> {
-    let parsed: BarrierConfigsJson = serde_json::from_slice(text)?;
+pub fn from_json(text: &[u8]) -> Result<BarrierConfigs, Error> {
+    let parsed: BarrierConfigsJson = serde_json::from_slice(text)
+        .map_err(|e| Error::new(ErrorKind::BarrierJson, e.to_string()).with_source(e))?;
     parsed.to_configs()
 }
 

@@ -37,6 +37,8 @@ pub mod ucode;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use crate::error::{Error, ErrorKind};
+
 pub use def_json::{Carveout, DefJson, DmaQueue, Fp8Config, QueueType, Var, VarType};
 pub use dma::{DmaBlock, DmaDesc};
 pub use dtype::Dtype;
@@ -49,48 +51,25 @@ pub use ucode::{UcodeFunction, UcodeLib, UcodeLibJson};
 /// they are.
 pub type Extra = serde_json::Map<String, serde_json::Value>;
 
-/// A manifest that could not be read or written.
-#[derive(Debug, thiserror::Error)]
-pub enum ManifestError {
-    /// The bytes are not JSON of the expected shape. serde_json's message
-    /// names the line and column.
-    #[error("{member}: {source}")]
-    Parse {
-        /// The member (or file) being read.
-        member: String,
-        /// What serde_json found.
-        #[source]
-        source: serde_json::Error,
-    },
-    /// The value could not be encoded (a map key that is not a string).
-    #[error("{member}: cannot encode as JSON: {source}")]
-    Encode {
-        /// The manifest being written.
-        member: String,
-        /// What serde_json found.
-        #[source]
-        source: serde_json::Error,
-    },
-}
-
-/// Parses `bytes` as the manifest `T`; errors name `member`.
-pub fn from_slice<T: DeserializeOwned>(member: &str, bytes: &[u8]) -> Result<T, ManifestError> {
-    serde_json::from_slice(bytes).map_err(|source| ManifestError::Parse {
-        member: member.to_string(),
-        source,
+/// Parses `bytes` as the manifest `T`; errors ([`ErrorKind::ManifestSyntax`])
+/// name `member`, and serde_json's message the line and column.
+pub fn from_slice<T: DeserializeOwned>(member: &str, bytes: &[u8]) -> Result<T, Error> {
+    serde_json::from_slice(bytes).map_err(|source| {
+        Error::new(ErrorKind::ManifestSyntax, source.to_string())
+            .in_member(member)
+            .with_source(source)
     })
 }
 
 /// Encodes `value` the way producers write manifests: pretty-printed with a
 /// 2-space indent, object keys sorted (at every depth), no trailing newline.
-pub fn to_vec_pretty<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, ManifestError> {
-    let encode = |source| ManifestError::Encode {
-        member: std::any::type_name::<T>()
-            .rsplit("::")
-            .next()
-            .unwrap_or("manifest")
-            .to_string(),
-        source,
+pub fn to_vec_pretty<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, Error> {
+    let encode = |source: serde_json::Error| {
+        let name = std::any::type_name::<T>().rsplit("::").next();
+        let message = format!("cannot encode as JSON: {source}");
+        Error::new(ErrorKind::ManifestEncode, message)
+            .in_member(name.unwrap_or("manifest"))
+            .with_source(source)
     };
     // serde_json's Map is a BTreeMap (no `preserve_order`): going through a
     // Value sorts every object's keys and merges flattened extras.
@@ -104,12 +83,12 @@ pub trait Manifest: Serialize + DeserializeOwned + schemars::JsonSchema {
     const SCHEMA_NAME: &'static str;
 
     /// Parses a member's bytes; errors name `member` and the line and column.
-    fn from_slice(member: &str, bytes: &[u8]) -> Result<Self, ManifestError> {
+    fn from_slice(member: &str, bytes: &[u8]) -> Result<Self, Error> {
         from_slice(member, bytes)
     }
 
     /// Encodes as producers do (see [`to_vec_pretty`]).
-    fn to_vec_pretty(&self) -> Result<Vec<u8>, ManifestError> {
+    fn to_vec_pretty(&self) -> Result<Vec<u8>, Error> {
         to_vec_pretty(self)
     }
 }

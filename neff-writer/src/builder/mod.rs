@@ -70,7 +70,7 @@ use neff_loader::{MemberData, Report, RuntimeProfile};
 use neff_schema::features;
 use neff_schema::header::Text;
 use neff_schema::manifest::neff_json::IoTensor;
-use neff_schema::manifest::{self, Extra, KelfDescriptor, Manifest, ManifestError, NeffJson};
+use neff_schema::manifest::{self, Extra, KelfDescriptor, Manifest, NeffJson};
 use neff_schema::{Framing, FramingPreset, NeffHeader, PkgVersion, Target};
 
 use crate::header_options::{HeaderPatch, UuidChoice};
@@ -200,7 +200,7 @@ pub enum BuildError {
     },
     /// A manifest could not be encoded.
     #[error(transparent)]
-    Manifest(#[from] ManifestError),
+    Manifest(#[from] neff_schema::Error),
     /// The loader's gates refuse the model, checked in memory before any
     /// byte is written: the deciding report (gate, the runtime's message).
     #[error("the NEFF would be refused by the loader: {}", .0.summary())]
