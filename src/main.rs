@@ -7,7 +7,13 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    restore_sigpipe();
+    cli::signals::install();
+    neff::writer::report_stale_temp_files(|path| {
+        eprintln!(
+            "neff: note: removed {}, a temp file left by a killed run",
+            path.display()
+        )
+    });
     let args = cli::Cli::parse();
     match cli::run(args) {
         Ok(code) => code,
@@ -17,22 +23,3 @@ fn main() -> ExitCode {
         }
     }
 }
-
-/// Restores the default SIGPIPE action, so `neff … | head` ends quietly
-/// instead of panicking on a closed pipe (Rust ignores SIGPIPE by default).
-#[cfg(unix)]
-fn restore_sigpipe() {
-    const SIGPIPE: i32 = 13;
-    const SIG_DFL: usize = 0;
-    extern "C" {
-        fn signal(signum: i32, handler: usize) -> usize;
-    }
-    // SAFETY: `signal` with SIG_DFL only resets the disposition of SIGPIPE; it
-    // runs before any other thread exists.
-    unsafe {
-        signal(SIGPIPE, SIG_DFL);
-    }
-}
-
-#[cfg(not(unix))]
-fn restore_sigpipe() {}

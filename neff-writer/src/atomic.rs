@@ -1,10 +1,61 @@
-//! Atomic small-file output: a temp file beside the target, fsynced, then
-//! renamed into place. A failure leaves any existing file untouched.
+//! Atomic output: a temp file beside the target, fsynced, then renamed into
+//! place. A failure leaves any existing file untouched and removes the temp.
+//!
+//! Every temp file of the process is listed in a process-wide registry until
+//! it is renamed into place or dropped, so a signal handler can remove the
+//! live ones before the process ends ([`abandon_temp_files`]; the `neff` CLI
+//! installs one, the library never does). SIGKILL cannot be caught: the temp
+//! file it leaves is named `.<target>.neff-tmp.<pid>.<n>` and is locked while
+//! written, and the next temp file created in that folder removes it once its
+//! process is gone ([`crate::stale`]).
 
-use std::io::{self, Write};
-use std::path::Path;
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
 
-use tempfile::NamedTempFile;
+use crate::labelled::Labelled;
+
+/// What separates the target's name from the pid in a temp file's name.
+pub(crate) const MARKER: &str = ".neff-tmp.";
+
+/// The temp files not yet renamed or removed, and the folders already swept
+/// for stale ones.
+struct Registry {
+    live: Vec<PathBuf>,
+    swept: BTreeSet<PathBuf>,
+    next: u64,
+    reporter: Option<fn(&Path)>,
+}
+
+static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
+    live: Vec::new(),
+    swept: BTreeSet::new(),
+    next: 0,
+    reporter: None,
+});
+
+fn registry() -> MutexGuard<'static, Registry> {
+    REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Removes every temp file of this process not yet renamed into place, and
+/// keeps any more from being created or renamed (threads that try wait
+/// forever): for a signal handler about to end the process.
+pub fn abandon_temp_files() {
+    let registry = registry();
+    for path in &registry.live {
+        let _ = std::fs::remove_file(path);
+    }
+    std::mem::forget(registry);
+}
+
+/// Calls `report` with each stale temp file (one left by a killed process)
+/// removed beside a new output. By default they are removed silently.
+pub fn report_stale_temp_files(report: fn(&Path)) {
+    registry().reporter = Some(report);
+}
 
 /// The folder `path` lives in (`.` for a bare file name).
 pub fn parent_dir(path: &Path) -> &Path {
@@ -14,8 +65,20 @@ pub fn parent_dir(path: &Path) -> &Path {
     }
 }
 
-/// A temp file beside `path` (`.<name>.XXXX.tmp`), removed when dropped.
-pub fn temp_beside(path: &Path) -> io::Result<NamedTempFile> {
+/// A temp file being written beside its target: removed when dropped unless
+/// [`TempFile::persist`] renamed it into place. Its read, write and seek
+/// errors name the target and the temp file.
+#[derive(Debug)]
+pub struct TempFile {
+    file: Labelled<File>,
+    path: PathBuf,
+    target: PathBuf,
+    live: bool,
+}
+
+/// A temp file beside `path`, `.<name>.neff-tmp.<pid>.<n>`. The first one in
+/// a folder removes the stale temp files there.
+pub fn temp_beside(path: &Path) -> io::Result<TempFile> {
     let dir = parent_dir(path);
     let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
         io::Error::new(
@@ -23,44 +86,136 @@ pub fn temp_beside(path: &Path) -> io::Result<NamedTempFile> {
             format!("{} is not a file path", path.display()),
         )
     })?;
-    tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("cannot create a temp file in {}: {e}", dir.display()),
-            )
-        })
+    let mut registry = registry();
+    if registry.swept.insert(dir.to_path_buf()) {
+        crate::stale::sweep(dir, registry.reporter);
+    }
+    let mut attempts = 0;
+    loop {
+        let n = registry.next;
+        registry.next += 1;
+        let temp = dir.join(format!(".{name}{MARKER}{}.{n}", std::process::id()));
+        match File::options()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&temp)
+        {
+            Ok(file) => {
+                crate::stale::hold_lock(&file);
+                registry.live.push(temp.clone());
+                let label = format!(
+                    "cannot write {} (temp file {})",
+                    path.display(),
+                    temp.display()
+                );
+                return Ok(TempFile {
+                    file: Labelled::new(file, label),
+                    path: temp,
+                    target: path.to_path_buf(),
+                    live: true,
+                });
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempts < 100 => attempts += 1,
+            Err(e) => {
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("cannot create a temp file in {}: {e}", dir.display()),
+                ))
+            }
+        }
+    }
 }
 
-/// Renames a finished (already fsynced) temp file to `path`, then makes the
-/// rename durable where the platform can sync a folder.
-pub fn persist(tmp: NamedTempFile, path: &Path) -> io::Result<()> {
-    tmp.persist(path).map_err(|e| {
-        io::Error::new(
-            e.error.kind(),
-            format!("cannot write {}: {}", path.display(), e.error),
-        )
-    })?;
-    if let Ok(d) = std::fs::File::open(parent_dir(path)) {
-        let _ = d.sync_all();
+impl TempFile {
+    /// The open temp file.
+    pub fn as_file(&self) -> &File {
+        self.file.get_ref()
     }
-    Ok(())
+
+    /// Where the temp file is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// `e`, naming the target and the temp file.
+    pub fn context(&self, e: io::Error) -> io::Error {
+        self.file.context(e)
+    }
+
+    /// Flushes the file's data and metadata to the device.
+    pub fn sync_all(&self) -> io::Result<()> {
+        self.file.get_ref().sync_all().map_err(|e| self.context(e))
+    }
+
+    /// Renames the finished (already synced) file to its target, then makes
+    /// the rename durable where the platform can sync a folder.
+    pub fn persist(mut self) -> io::Result<()> {
+        {
+            let mut registry = registry();
+            std::fs::rename(&self.path, &self.target).map_err(|e| self.context(e))?;
+            registry.live.retain(|p| p != &self.path);
+            self.live = false;
+        }
+        if let Ok(d) = File::open(parent_dir(&self.target)) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if self.live {
+            let mut registry = registry();
+            let _ = std::fs::remove_file(&self.path);
+            registry.live.retain(|p| p != &self.path);
+        }
+    }
+}
+
+impl Write for TempFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.file.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+}
+
+impl Read for TempFile {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.file.read(buf)
+    }
+}
+
+impl Seek for TempFile {
+    fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+        self.file.seek(pos)
+    }
 }
 
 /// Writes `bytes` to `path` atomically.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut tmp = temp_beside(path)?;
     tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    persist(tmp, path)
+    tmp.sync_all()?;
+    tmp.persist()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
+    }
 
     #[test]
     fn writes_and_replaces() {
@@ -69,7 +224,49 @@ mod tests {
         write_atomic(&path, b"one").unwrap();
         write_atomic(&path, b"two").unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"two");
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        assert_eq!(names(dir.path()), ["x.bin"]);
         assert!(write_atomic(&dir.path().join("missing/x.bin"), b"").is_err());
+    }
+
+    #[test]
+    fn a_temp_file_is_named_for_its_target_registered_and_removed_on_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let tmp = temp_beside(&dir.path().join("x.neff")).unwrap();
+        let name = tmp
+            .path()
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string();
+        let prefix = format!(".x.neff.neff-tmp.{}.", std::process::id());
+        assert!(name.starts_with(&prefix), "{name}");
+        assert!(registry().live.contains(&tmp.path().to_path_buf()));
+        let path = tmp.path().to_path_buf();
+        drop(tmp);
+        assert!(!path.exists());
+        assert!(!registry().live.contains(&path));
+        assert!(names(dir.path()).is_empty());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_full_disk_names_the_target_and_the_temp_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out.neff");
+        let mut tmp = temp_beside(&target).unwrap();
+        // The temp file's descriptor now refers to /dev/full: writes fail with ENOSPC.
+        let full = File::options().write(true).open("/dev/full").unwrap();
+        use std::os::fd::AsRawFd;
+        // SAFETY: both descriptors are open and owned by these `File`s.
+        assert!(unsafe { libc::dup2(full.as_raw_fd(), tmp.as_file().as_raw_fd()) } >= 0);
+        let err = tmp.write_all(&[0u8; 4096]).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::StorageFull);
+        let text = err.to_string();
+        assert!(text.contains(&target.display().to_string()), "{text}");
+        assert!(text.contains(&tmp.path().display().to_string()), "{text}");
+        assert!(text.contains("No space left on device"), "{text}");
+        drop(tmp);
+        assert!(names(dir.path()).is_empty());
     }
 }

@@ -38,18 +38,24 @@ pub mod barrier;
 pub mod base64;
 pub mod build_spec;
 pub mod builder;
+mod clobber;
 mod gzip_writer;
 mod hashing_writer;
 mod header_options;
+mod labelled;
 mod member;
 mod packager;
 mod parallel_gzip;
 mod recover;
+mod stale;
 pub mod tar_writer;
 mod zlib_gzip;
 
-pub use atomic::{persist, temp_beside, write_atomic};
+pub use atomic::{
+    abandon_temp_files, report_stale_temp_files, temp_beside, write_atomic, TempFile,
+};
 pub use builder::{Build, BuildError, Data, NeffBuilder};
+pub use clobber::OutputGuard;
 pub use gzip_writer::{gzip_header, GZIP_HEADER};
 pub use hashing_writer::Digests;
 pub use header_options::{HeaderFile, HeaderPatch, UuidChoice, DEFAULT_BUILD_VERSION};

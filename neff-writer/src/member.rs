@@ -3,7 +3,7 @@
 use std::fmt;
 use std::fs::File;
 use std::io::{self, Read};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Longest member name accepted (the loader refuses longer GNU long-name records).
 pub const MAX_NAME_LEN: usize = 1 << 20;
@@ -148,6 +148,14 @@ impl MemberSource {
             ),
             MemberSource::Reader { reader, .. } => reader,
         })
+    }
+
+    /// The file the bytes come from, for a file source.
+    pub(crate) fn path(&self) -> Option<&Path> {
+        match self {
+            MemberSource::File { path, .. } => Some(path),
+            _ => None,
+        }
     }
 
     /// A description for error messages.

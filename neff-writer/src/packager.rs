@@ -17,9 +17,11 @@ use neff_loader::{verify_reader, Limits, Report, RuntimeProfile};
 use neff_schema::framing::{DeflateEngine, MemberOrder, TarFraming};
 use neff_schema::{Framing, FramingPreset, HeaderFields, NeffHeader, PkgVersion, Uuid, HEADER_LEN};
 
+use crate::clobber::OutputGuard;
 use crate::gzip_writer::gzip_header;
 use crate::hashing_writer::{Digests, HashingWriter};
 use crate::header_options::{default_fields, HeaderPatch, UuidChoice};
+use crate::labelled::Labelled;
 use crate::member::{BadName, MemberName, MemberSource};
 use crate::parallel_gzip;
 use crate::tar_writer::TarWriter;
@@ -111,6 +113,10 @@ pub enum PackError {
     /// The loader could not read the output back.
     #[error(transparent)]
     ReadBack(#[from] neff_loader::Error),
+    /// The output would replace one of the inputs, or land inside a folder
+    /// being packed.
+    #[error("{0}")]
+    OutputIsInput(String),
     /// The loader's gates refuse the result (set `keep_refused` to keep it).
     #[error("the built NEFF is refused by the loader: {}", .0.summary())]
     Rejected(Box<Report>),
@@ -142,6 +148,8 @@ enum Entry {
 pub struct Packager {
     files: BTreeMap<MemberName, MemberSource>,
     dirs: BTreeSet<MemberName>,
+    /// The folders [`Packager::from_dir`] packs: no output goes inside them.
+    roots: Vec<PathBuf>,
 }
 
 impl Packager {
@@ -219,6 +227,7 @@ impl Packager {
             )));
         }
         packager.add_tree(root, root)?;
+        packager.roots.push(root.to_path_buf());
         Ok(packager)
     }
 
@@ -313,7 +322,9 @@ impl Packager {
 
     /// Builds the NEFF at `path` atomically: a temp file beside it is
     /// written, fsynced, checked and renamed into place. On any failure the
-    /// destination is untouched and the temp file is removed.
+    /// destination is untouched and the temp file is removed. A `path` that is
+    /// one of the member files, or lies inside a folder given to
+    /// [`Packager::from_dir`], is refused ([`PackError::OutputIsInput`]).
     pub fn write_to_path(
         self,
         path: impl AsRef<Path>,
@@ -330,22 +341,28 @@ impl Packager {
             }
             _ => options,
         };
+        OutputGuard::new(path)
+            .check_all(
+                self.roots.iter().map(PathBuf::as_path),
+                self.files.values().filter_map(MemberSource::path),
+            )
+            .map_err(PackError::OutputIsInput)?;
         let mut tmp = crate::atomic::temp_beside(path)?;
-        let written = self.write_payload(tmp.as_file_mut(), options)?;
+        let written = self.write_payload(&mut tmp, options)?;
         // The fsync (I/O-bound) runs while the read-back check (CPU-bound) reads
         // the same bytes from the page cache.
-        let syncing = tmp.as_file().try_clone()?;
+        let syncing = tmp.as_file().try_clone().map_err(|e| tmp.context(e))?;
         let outcome = std::thread::scope(|scope| {
             let sync = scope.spawn(move || syncing.sync_all());
-            let checked = check(tmp.as_file_mut(), options, written);
+            let checked = check(&mut tmp, options, written);
             let synced = sync
                 .join()
                 .unwrap_or_else(|_| Err(io::Error::other("the fsync thread panicked")));
             let outcome = checked?;
-            synced?;
+            synced.map_err(|e| tmp.context(e))?;
             Ok::<_, PackError>(outcome)
         })?;
-        crate::atomic::persist(tmp, path)?;
+        tmp.persist()?;
         Ok(outcome)
     }
 
@@ -357,10 +374,16 @@ impl Packager {
         out: &mut W,
         options: &PackOptions,
     ) -> Result<PackOutcome, PackError> {
-        let mut spool = tempfile::tempfile()?;
-        let outcome = self.write_file(&mut spool, options)?;
+        let dir = std::env::temp_dir();
+        let label = format!("cannot spool the output in {}", dir.display());
+        let spool = tempfile::tempfile_in(&dir)
+            .map_err(|e| io::Error::new(e.kind(), format!("{label}: {e}")))?;
+        let mut spool = Labelled::new(spool, label);
+        let written = self.write_payload(&mut spool, options)?;
+        let outcome = check(&mut spool, options, written)?;
         spool.seek(SeekFrom::Start(0))?;
-        io::copy(&mut spool, out)?;
+        let mut out = Labelled::new(out, "cannot write the output".to_string());
+        io::copy(&mut spool, &mut out)?;
         out.flush()?;
         Ok(outcome)
     }
@@ -372,12 +395,18 @@ impl Packager {
         file: &mut File,
         options: &PackOptions,
     ) -> Result<PackOutcome, PackError> {
+        file.set_len(0)?;
         let written = self.write_payload(file, options)?;
         check(file, options, written)
     }
 
-    /// Writes the NEFF (payload, then the patched header) without checking it.
-    fn write_payload(self, file: &mut File, options: &PackOptions) -> Result<Written, PackError> {
+    /// Writes the NEFF (payload, then the patched header) into an empty file
+    /// without checking it.
+    fn write_payload<F: Write + Seek + Send>(
+        self,
+        file: &mut F,
+        options: &PackOptions,
+    ) -> Result<Written, PackError> {
         let deflate = options.framing.gzip.deflate;
         if !(1..=9).contains(&deflate.level) {
             return Err(PackError::BadOption(format!(
@@ -403,7 +432,6 @@ impl Packager {
             .count();
         let directories = entries.len() - files;
 
-        file.set_len(0)?;
         file.seek(SeekFrom::Start(0))?;
         file.write_all(&[0u8; HEADER_LEN])?;
         let out = BufWriter::with_capacity(1 << 20, &mut *file);
@@ -480,8 +508,8 @@ struct Written {
 }
 
 /// Reads the written NEFF back through every gate on every targeted arch.
-fn check(
-    file: &mut File,
+fn check<F: Read + Seek>(
+    file: &mut F,
     options: &PackOptions,
     written: Written,
 ) -> Result<PackOutcome, PackError> {

@@ -81,7 +81,9 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
     if let Some(preset) = args.framing.framing {
         spec.framing = Some(preset.name().to_string());
     }
-    let out = Output::new(&args.output, args.json, args.quiet)?;
+    let mut side_inputs = vec![args.spec.as_path()];
+    side_inputs.extend(args.header.as_deref());
+    let out = Output::new(&args.output, args.json, args.quiet, &side_inputs)?;
     let base = match args.spec.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),

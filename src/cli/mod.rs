@@ -8,6 +8,7 @@ mod inspect;
 mod pack;
 mod progress;
 mod schema;
+pub mod signals;
 mod unpack;
 mod verify;
 
@@ -85,11 +86,13 @@ pub struct Output<'a> {
 }
 
 impl<'a> Output<'a> {
-    /// Refuses stdout when it is a terminal.
+    /// Refuses stdout when it is a terminal, and a file that is one of the
+    /// `inputs` read before writing (a spec, a header file).
     pub fn new(
         path: &'a std::path::Path,
         json: bool,
         quiet: bool,
+        inputs: &[&std::path::Path],
     ) -> Result<Self, Box<dyn std::error::Error>> {
         let to_stdout = path.as_os_str() == "-";
         if to_stdout && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
@@ -97,6 +100,10 @@ impl<'a> Output<'a> {
                 "refusing to write a binary NEFF to a terminal: redirect stdout or give -o FILE"
                     .into(),
             );
+        }
+        if !to_stdout {
+            let guard = neff::writer::OutputGuard::new(path);
+            inputs.iter().try_for_each(|input| guard.check(input))?;
         }
         Ok(Output {
             path,

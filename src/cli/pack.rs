@@ -1,7 +1,7 @@
 //! `neff pack`: a directory tree → a NEFF.
 
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use neff::schema::header::Text;
@@ -18,7 +18,10 @@ use super::{parse_mask, read_header_file, report_written, FramingArgs, Output, P
 /// nobody), then gzip-compressed (pkg 2) or left raw (pkg 1) and hashed; `--framing
 /// neuronx-cc` writes exactly as the compiler does instead. The same tree and flags
 /// always give the same bytes. The output is written to a temp file beside OUT,
-/// read back through the loader's gates, and only then renamed into place.
+/// read back through the loader's gates, and only then renamed into place; on an
+/// error, Ctrl-C, SIGTERM or SIGHUP the temp file is removed and OUT is untouched
+/// (one left by `kill -9` is removed by the next run writing there). OUT may not
+/// be inside DIR.
 #[derive(Args, Debug)]
 pub struct PackArgs {
     /// The directory to pack.
@@ -142,7 +145,8 @@ pub fn run(args: PackArgs) -> Result<u8, Box<dyn std::error::Error>> {
             .map_or(PackOptions::default().threads, |t| t as usize),
         ..PackOptions::default()
     };
-    let out = Output::new(&args.output, args.json, args.quiet)?;
+    let side_inputs: Vec<&Path> = args.header.iter().map(PathBuf::as_path).collect();
+    let out = Output::new(&args.output, args.json, args.quiet, &side_inputs)?;
     let packager = Packager::from_dir(&args.dir)?;
     let progress = Progress::start(args.quiet || args.json, packager.input_bytes(), "packing");
     let options = PackOptions {

@@ -1,0 +1,67 @@
+//! Signal dispositions for the `neff` binary (never installed by the library).
+//!
+//! SIGINT, SIGTERM and SIGHUP are blocked in every thread and taken by a
+//! dedicated thread with `sigwait`, which removes the live temp files
+//! ([`neff::writer::abandon_temp_files`]) and then ends the process with the
+//! same signal, so the exit status still reports it. A signal that was
+//! ignored when `neff` started (`nohup`, a background job) stays ignored.
+//! SIGXFSZ is ignored, so a write past `ulimit -f` fails with "File too
+//! large" and the normal error path removes the temp file and names it.
+//! SIGPIPE gets its default action back, so `neff … | head` ends quietly
+//! (Rust ignores it). SIGKILL cannot be caught: the next write beside the
+//! output removes the temp file it leaves.
+
+/// Installs the dispositions; call it first, before any thread starts.
+#[cfg(unix)]
+pub fn install() {
+    // SAFETY: plain libc calls on a zeroed, then initialised, signal set; they
+    // run before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            if !ignored(sig) {
+                libc::sigaddset(&mut set, sig);
+            }
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        let waiter = std::thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || wait_then_exit(set));
+        if waiter.is_err() {
+            libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        }
+    }
+}
+
+#[cfg(not(unix))]
+pub fn install() {}
+
+/// True when `sig` is ignored (as `nohup` and background jobs set up).
+#[cfg(unix)]
+unsafe fn ignored(sig: libc::c_int) -> bool {
+    let mut old: libc::sigaction = std::mem::zeroed();
+    libc::sigaction(sig, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
+}
+
+/// Waits for one of `set`, removes the temp files, and dies of that signal.
+#[cfg(unix)]
+fn wait_then_exit(set: libc::sigset_t) {
+    let mut sig: libc::c_int = 0;
+    // SAFETY: `set` is initialised and `sig` is a valid out-pointer.
+    while unsafe { libc::sigwait(&set, &mut sig) } != 0 {}
+    neff::writer::abandon_temp_files();
+    // SAFETY: restores the default action and unblocks `sig` in this thread
+    // only, then sends it to this thread, which ends the process.
+    unsafe {
+        let mut one: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut one);
+        libc::sigaddset(&mut one, sig);
+        libc::signal(sig, libc::SIG_DFL);
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &one, std::ptr::null_mut());
+        libc::raise(sig);
+    }
+    std::process::exit(128 + sig);
+}
