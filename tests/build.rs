@@ -430,6 +430,107 @@ fn spec_errors_name_the_key_or_position() {
     assert!(!out.exists());
 }
 
+/// A spec of `n` float32 inputs and one output.
+fn inputs_spec(n: usize) -> Value {
+    let inputs: Vec<Value> = (0..n)
+        .map(|i| json!({"name": format!("x{i}"), "dtype": "float32", "shape": [4]}))
+        .collect();
+    json!({"subgraphs": [{
+        "name": "sg00",
+        "inputs": inputs,
+        "outputs": [{"name": "y", "dtype": "float32", "shape": [4]}]
+    }]})
+}
+
+/// `neff build SPEC --json` under /usr/bin/time: (CPU seconds, peak RSS
+/// KiB, the verdict's `accepted`).
+fn timed_build(dir: &Path, n: usize) -> (f64, u64, Value) {
+    let spec_path = write_spec(dir, &format!("in{n}.json"), &inputs_spec(n));
+    let out = dir.join(format!("in{n}.neff"));
+    let time = Path::new("/usr/bin/time");
+    assert!(
+        time.exists(),
+        "/usr/bin/time is missing: apt-get install -y time"
+    );
+    let r = Command::new(time)
+        .args(["-f", "%U %S %M"])
+        .arg(env!("CARGO_BIN_EXE_neff"))
+        .args(["build", s(&spec_path), "-o", s(&out), "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&r), 0, "{n} inputs: {}", stderr(&r));
+    let err = stderr(&r);
+    let fields: Vec<f64> = err
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .split(' ')
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    let [user, sys, kib] = fields[..] else {
+        panic!("no times in {err}");
+    };
+    let v: Value = serde_json::from_str(&stdout(&r)).unwrap();
+    (user + sys, kib as u64, v["verdict"]["accepted"].clone())
+}
+
+/// A spec with 10^5 inputs builds, and ten times the inputs cost about ten
+/// times the work (the model I/O merge and the loader's I/O join were a
+/// search per tensor: 100× here).
+#[test]
+fn a_hundred_thousand_inputs_build_in_linear_time_and_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let (small_cpu, small_kib, small_ok) = timed_build(dir.path(), 10_000);
+    let (big_cpu, big_kib, big_ok) = timed_build(dir.path(), 100_000);
+    eprintln!(
+        "10^4 inputs: {small_cpu:.2} s, {small_kib} KiB; 10^5: {big_cpu:.2} s, {big_kib} KiB"
+    );
+    assert_eq!((small_ok, big_ok), (json!(true), json!(true)));
+    assert!(
+        big_cpu < 30.0 * small_cpu.max(0.1),
+        "10^5 inputs took {big_cpu:.2} s of CPU against {small_cpu:.2} s for 10^4"
+    );
+    assert!(
+        big_kib < 30 * small_kib && big_kib < 2 << 20,
+        "peak RSS {big_kib} KiB for 10^5 inputs, {small_kib} KiB for 10^4"
+    );
+}
+
+#[test]
+fn weight_sizes_and_shapes_that_overflow_are_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.neff");
+    fs::write(dir.path().join("w.bin"), [0u8; 16]).unwrap();
+    let mut raw = minimal();
+    raw["subgraphs"][0]["weights"] =
+        json!([{"name": "w", "raw": "w.bin", "dtype": "float32", "shape": [1000]}]);
+    let path = write_spec(dir.path(), "raw.json", &raw);
+    let r = neff(&["build", s(&path), "-o", s(&out)]);
+    assert_eq!(code(&r), 2, "{}", stderr(&r));
+    let shown = dir.path().join("w.bin").display().to_string();
+    for needle in ["var \"w\"", &shown, "4000 bytes", "the file has 16"] {
+        assert!(stderr(&r).contains(needle), "{needle:?}: {}", stderr(&r));
+    }
+    assert!(!out.exists());
+
+    let mut count = minimal();
+    count["subgraphs"][0]["inputs"][0]["shape"] = json!([1u64 << 32, 1u64 << 32, 2]);
+    let path = write_spec(dir.path(), "count.json", &count);
+    let r = neff(&["build", s(&path), "-o", s(&out)]);
+    assert_eq!(code(&r), 2, "{}", stderr(&r));
+    let needle =
+        "var \"x\": shape [4294967296, 4294967296, 2]: the element count overflows 64 bits";
+    assert!(stderr(&r).contains(needle), "{}", stderr(&r));
+
+    let mut bytes = minimal();
+    bytes["subgraphs"][0]["outputs"][0]["shape"] = json!([1u64 << 62]);
+    let path = write_spec(dir.path(), "bytes.json", &bytes);
+    let r = neff(&["build", s(&path), "-o", s(&out)]);
+    assert_eq!(code(&r), 2, "{}", stderr(&r));
+    let needle = "var \"y\": shape [4611686018427387904] of float32: the byte size (4611686018427387904 elements × 4 bytes) overflows 64 bits";
+    assert!(stderr(&r).contains(needle), "{}", stderr(&r));
+}
+
 #[test]
 fn help_for_build_and_schema_matches_the_golden_files() {
     let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");

@@ -7,8 +7,11 @@
 //! the hash). The header gates on fields alone (G4, G5, G7) and every manifest
 //! tier run as in [`crate::verify_reader`].
 
+use std::io;
+
 use neff_schema::{Arch, NeffHeader};
 
+use crate::access::MANIFEST_MAX;
 use crate::container::{
     Container, EntryFate, EntryRecord, StoredMember, PREFIX_LEN, WAVEGRAPH_SUFFIX,
 };
@@ -34,7 +37,9 @@ pub enum MemberData<'a> {
 /// [`crate::verify_reader`] would over the NEFF holding these members (stored
 /// under these names, `./` already stripped) and `header` (its payload-derived
 /// fields, `data_size` and `hash`, are not read). A member named like a
-/// manifest (`.json`) must be given as [`MemberData::Bytes`] to be parsed.
+/// manifest (`.json`) must be given as [`MemberData::Bytes`] to be parsed;
+/// one longer than [`crate::MANIFEST_MAX`] is refused as the read-back of
+/// the written file would refuse it.
 pub fn check_members<'a>(
     members: impl IntoIterator<Item = (&'a str, MemberData<'a>)>,
     header: &NeffHeader,
@@ -48,8 +53,8 @@ pub fn check_members<'a>(
     let mut warnings = Vec::new();
     for (name, data) in members {
         let key = name.strip_prefix("./").unwrap_or(name);
-        let (size, kept, prefix) = match data {
-            MemberData::Bytes(b) => (b.len() as u64, Some(b.to_vec()), b),
+        let (size, whole, prefix) = match data {
+            MemberData::Bytes(b) => (b.len() as u64, Some(b), b),
             MemberData::Sized { size, prefix } => (size, None, prefix),
         };
         let skipped = key.as_bytes().ends_with(WAVEGRAPH_SUFFIX);
@@ -73,7 +78,10 @@ pub fn check_members<'a>(
             size,
             kind: EntryKind::File,
             header_offset: 0,
-            data: kept.filter(|_| key.ends_with(".json")),
+            // Manifests are kept as the walk keeps them; the rest by prefix.
+            data: whole
+                .filter(|_| key.ends_with(".json") && size <= MANIFEST_MAX)
+                .map(<[u8]>::to_vec),
             prefix: prefix[..prefix.len().min(PREFIX_LEN)].to_vec(),
         };
         if container
@@ -90,6 +98,57 @@ pub fn check_members<'a>(
         rejection,
         warnings,
     };
-    let loads = arch_loads(&tier1, &mut None::<std::io::Empty>, profile, &Arch::ALL);
+    let loads = arch_loads(&tier1, &mut Some(NotKept), profile, &Arch::ALL);
     Verdict::from_loads(loads)
+}
+
+/// The source the manifest tiers re-read a member not kept from: there is
+/// none in memory, so reading fails with the reason.
+struct NotKept;
+
+impl NotKept {
+    fn error() -> io::Error {
+        io::Error::new(
+            io::ErrorKind::OutOfMemory,
+            format!(
+                "this verifier parses only manifests given in full of at most {MANIFEST_MAX} bytes"
+            ),
+        )
+    }
+}
+
+impl io::Read for NotKept {
+    fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+        Err(NotKept::error())
+    }
+}
+
+impl io::Seek for NotKept {
+    fn seek(&mut self, _: io::SeekFrom) -> io::Result<u64> {
+        Err(NotKept::error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Gate;
+
+    #[test]
+    fn a_manifest_longer_than_the_verifier_parses_is_refused_as_on_read_back() {
+        let big = vec![b' '; MANIFEST_MAX as usize + 1];
+        let members = [("neff.json", MemberData::Bytes(&big))];
+        let mut header = NeffHeader::default();
+        header.set_pkg_version(2);
+        header.set_header_size(0x400);
+        let verdict = check_members(members, &header, &RuntimeProfile::default());
+        assert!(!verdict.accepted);
+        let report = verdict.combined_report();
+        assert_eq!(report.gate, Some(Gate::G14), "{}", report.summary());
+        let message = report.message.unwrap_or_default();
+        let wanted = format!("fail to allocate memory({}) for file neff.json", big.len());
+        assert_eq!(message, wanted);
+        let detail = report.detail.unwrap_or_default();
+        assert!(detail.contains("at most 134217728 bytes"), "{detail}");
+    }
 }

@@ -1,5 +1,7 @@
 //! What the manifest tiers learned about the model, for `inspect` and reports.
 
+use std::collections::{HashMap, HashSet};
+
 use neff_schema::Arch;
 use serde::Serialize;
 
@@ -150,42 +152,49 @@ fn join_side(
     graphs: &[GraphSummary],
     vars_of: impl Fn(&GraphSummary) -> &Vec<VarSummary>,
 ) -> Vec<ModelIo> {
+    // Indexes keep the join linear in the tensor count: row by name, the
+    // first signature name of each entry id.
     let mut out: Vec<ModelIo> = Vec::new();
+    let mut rows: HashMap<String, usize> = HashMap::new();
+    let mut signature_of: HashMap<u64, &str> = HashMap::new();
+    for s in signature {
+        if let Some(id) = s.id {
+            signature_of.entry(id).or_insert(&s.name);
+        }
+    }
     for t in nn {
-        if let Some(row) = out.iter_mut().find(|r| r.name == t.name) {
-            row.entries += 1;
+        if let Some(&i) = rows.get(&t.name) {
+            out[i].entries += 1;
             continue;
         }
-        out.push(ModelIo {
+        let row = ModelIo {
             name: t.name.clone(),
             dtype: Some(t.dtype.clone()),
             shape: Some(t.shape.clone()),
             size: Some(t.size),
             entry_id: Some(t.entry_id),
-            signature: signature
-                .iter()
-                .find(|s| s.id == Some(t.entry_id))
-                .map(|s| s.name.clone()),
+            signature: signature_of.get(&t.entry_id).map(|s| s.to_string()),
             vars: Vec::new(),
             entries: 1,
-        });
+        };
+        push_row(&mut out, &mut rows, row);
     }
+    let mut listed: HashSet<String> = out.iter().filter_map(|r| r.signature.clone()).collect();
     for s in signature {
-        let listed = out
-            .iter()
-            .any(|r| r.signature.as_deref() == Some(s.name.as_str()) || r.name == s.name);
-        if !listed {
-            out.push(ModelIo {
-                name: s.name.clone(),
-                dtype: s.dtype.clone(),
-                shape: s.shape.clone(),
-                size: s.size,
-                entry_id: s.id,
-                signature: Some(s.name.clone()),
-                vars: Vec::new(),
-                entries: 0,
-            });
+        if rows.contains_key(&s.name) || !listed.insert(s.name.clone()) {
+            continue;
         }
+        let row = ModelIo {
+            name: s.name.clone(),
+            dtype: s.dtype.clone(),
+            shape: s.shape.clone(),
+            size: s.size,
+            entry_id: s.id,
+            signature: Some(s.name.clone()),
+            vars: Vec::new(),
+            entries: 0,
+        };
+        push_row(&mut out, &mut rows, row);
     }
     for g in graphs {
         for v in vars_of(g) {
@@ -194,8 +203,9 @@ fn join_side(
                 var_id: v.var_id,
                 size: v.size,
             };
-            match out.iter_mut().find(|r| r.name == v.name) {
-                Some(row) => {
+            match rows.get(&v.name) {
+                Some(&i) => {
+                    let row = &mut out[i];
                     row.dtype = row.dtype.take().or_else(|| v.dtype.clone());
                     row.shape = row.shape.take().or_else(|| v.shape.clone());
                     row.size = row.size.or(v.size);
@@ -204,21 +214,30 @@ fn join_side(
                 // A variable neff.json does not name is the graph's own (in
                 // 1.15 CPU nodes feed the KELF graph); it stands for the
                 // model only when neff.json names nothing on this side.
-                None if nn.is_empty() && signature.is_empty() => out.push(ModelIo {
-                    name: v.name.clone(),
-                    dtype: v.dtype.clone(),
-                    shape: v.shape.clone(),
-                    size: v.size,
-                    entry_id: None,
-                    signature: None,
-                    vars: vec![var],
-                    entries: 0,
-                }),
+                None if nn.is_empty() && signature.is_empty() => {
+                    let row = ModelIo {
+                        name: v.name.clone(),
+                        dtype: v.dtype.clone(),
+                        shape: v.shape.clone(),
+                        size: v.size,
+                        entry_id: None,
+                        signature: None,
+                        vars: vec![var],
+                        entries: 0,
+                    };
+                    push_row(&mut out, &mut rows, row);
+                }
                 None => {}
             }
         }
     }
     out
+}
+
+/// Appends `row`, indexed by its name (the first row of a name keeps it).
+fn push_row(out: &mut Vec<ModelIo>, rows: &mut HashMap<String, usize>, row: ModelIo) {
+    rows.entry(row.name.clone()).or_insert(out.len());
+    out.push(row);
 }
 
 /// One graph's sections.

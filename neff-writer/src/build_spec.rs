@@ -224,13 +224,15 @@ pub struct WeightSpec {
     /// A .npy version 1 file (checked; its dtype and shape fill the var).
     #[serde(default)]
     pub npy: Option<Blob>,
-    /// Raw bytes (streamed as they are).
+    /// Raw bytes (streamed as they are). With a `dtype` of known element size
+    /// and a `shape`, their length must be elements × element size.
     #[serde(default)]
     pub raw: Option<Blob>,
     /// The member name in the subgraph folder (default `<name>.npy` / `<name>.bin`).
     #[serde(default)]
     pub file_name: Option<String>,
-    /// Element type (default: from the .npy header).
+    /// Element type (default: from the .npy header; one given must fit the
+    /// data's length with the shape).
     #[serde(default)]
     pub dtype: Option<Dtype>,
     /// Shape (default: from the .npy header).

@@ -398,6 +398,81 @@ fn malformed_npy_is_refused_when_checked_and_written_when_not() {
 }
 
 #[test]
+fn weight_data_must_be_as_long_as_its_dtype_and_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("w.bin");
+    std::fs::write(&bin, [0u8; 16]).unwrap();
+    let with = |w: Weight| {
+        NeffBuilder::new()
+            .subgraph("sg00", |sg| {
+                sg.input("x", f32s(&[4]))
+                    .output("y", f32s(&[4]))
+                    .weight("w", w)
+            })
+            .build()
+    };
+    let err = with(Weight::raw(bin.clone()).tensor(f32s(&[1000])))
+        .err()
+        .unwrap()
+        .to_string();
+    let shown = bin.display().to_string();
+    for needle in ["var \"w\"", &shown, "4000 bytes", "has 16"] {
+        assert!(err.contains(needle), "{needle:?} not in {err:?}");
+    }
+    // A declared dtype and shape must fit an .npy file's data too.
+    let npy = encode_v1("<f4", &[4], &[0; 16]);
+    let err = with(Weight::npy(npy.clone()).tensor(f32s(&[8])))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("32 bytes but the file has 16 data bytes after its 128-byte npy header"),
+        "{err}"
+    );
+    // Sizes that match, a reshape of the same bytes, and unchecked builds pass.
+    assert!(with(Weight::raw(bin.clone()).tensor(f32s(&[2, 2]))).is_ok());
+    assert!(with(Weight::npy(npy).tensor(Tensor::new(Dtype::Int8, [16]))).is_ok());
+    let unchecked = NeffBuilder::new().unchecked(true).subgraph("sg00", |sg| {
+        sg.input("x", f32s(&[4]))
+            .output("y", f32s(&[4]))
+            .weight("w", Weight::raw(bin.clone()).tensor(f32s(&[1000])))
+    });
+    assert!(unchecked.build().is_ok());
+}
+
+#[test]
+fn shapes_whose_size_overflows_are_refused_with_the_reason() {
+    let base =
+        |sg: neff_writer::builder::Subgraph| sg.input("x", f32s(&[1])).output("y", f32s(&[1]));
+    let huge = [1u64 << 32, 1 << 32, 2];
+    let cases: Vec<(neff_writer::builder::Subgraph, &str)> = vec![
+        (
+            base(neff_writer::builder::Subgraph::new("sg00")).input("big", f32s(&huge)),
+            "var \"big\": shape [4294967296, 4294967296, 2]: the element count overflows 64 bits",
+        ),
+        (
+            base(neff_writer::builder::Subgraph::new("sg00"))
+                .state_buffer("sb", Tensor::default().shape(huge)),
+            "var \"sb\": shape [4294967296, 4294967296, 2]: the element count overflows",
+        ),
+        (
+            base(neff_writer::builder::Subgraph::new("sg00"))
+                .tmp_buf("t", f32s(&[1 << 62]).size(64)),
+            "var \"t\": shape [4611686018427387904] of float32: the byte size (4611686018427387904 elements × 4 bytes) overflows 64 bits",
+        ),
+        (
+            base(neff_writer::builder::Subgraph::new("sg00")).output("o", f32s(&[1 << 62])),
+            "var \"o\": shape [4611686018427387904] of float32: the byte size",
+        ),
+    ];
+    for (sg, needle) in cases {
+        let err = NeffBuilder::new().add_subgraph(sg).build().err().unwrap();
+        let err = refusal(err);
+        assert!(err.contains(needle), "{needle:?} not in {err:?}");
+    }
+}
+
+#[test]
 fn checked_rules_name_the_subgraph_and_key() {
     let base =
         |sg: neff_writer::builder::Subgraph| sg.input("x", f32s(&[1])).output("y", f32s(&[1]));

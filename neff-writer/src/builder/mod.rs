@@ -28,9 +28,11 @@
 //!   over the generated members in memory ([`neff_loader::check_members`]) on
 //!   every arch the NEFF targets, and refuses with the loader's report
 //!   ([`BuildError::Refused`]: gate and runtime message) before any byte is
-//!   written; the builder itself only refuses what it cannot write (names
-//!   that clash, a tensor whose size overflows, an unreadable or malformed
-//!   `.npy`…). Writing then reads the file back through every gate;
+//!   written; the builder itself only refuses what the loader cannot know
+//!   (names that clash, a shape whose element count or byte size overflows
+//!   64 bits, weight data whose length is not its dtype × shape, an
+//!   unreadable or malformed `.npy`…). Writing then reads the file back
+//!   through every gate;
 //! * **unchecked**: [`NeffBuilder::unchecked`] skips that check, and
 //!   [`NeffBuilder::keep_refused`] (a separate choice) keeps an output the
 //!   read-back refuses; with them [`NeffBuilder::raw_member`] /
@@ -54,15 +56,17 @@
 //!   present and `neff_feature_vnc` (0x400) with `vnc_size` = the subgraph
 //!   count when there is more than one subgraph.
 //!
-//! Every manifest is pretty-printed with sorted keys; the same description
-//! always gives the same bytes.
+//! Every manifest is pretty-printed with sorted keys, or compact when the
+//! pretty form would pass the loader's parse limit
+//! ([`neff_loader::MANIFEST_MAX`], 128 MiB); the same description always
+//! gives the same bytes. Generation is linear in the number of variables.
 
 pub mod npy;
 mod subgraph;
 mod tensor;
 mod weights;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -459,8 +463,8 @@ impl NeffBuilder {
         let mut kelf = KelfDescriptor::new(self.target);
         kelf.version = self.kelf_version.clone();
         kelf.extra = self.kelf_extra.clone();
-        let mut inputs: Vec<IoTensor> = Vec::new();
-        let mut outputs: Vec<IoTensor> = Vec::new();
+        let mut inputs = ModelIo::default();
+        let mut outputs = ModelIo::default();
         let mut custom_ops = false;
         let subgraph_count = self.subgraphs.len();
         for sg in self.subgraphs {
@@ -468,28 +472,32 @@ impl NeffBuilder {
             let out = sg.generate(&mut ctx)?;
             custom_ops |= out.has_ucode;
             kelf = kelf.graph(&name);
-            merge_io(&mut inputs, out.inputs, &name, "input", checked)?;
-            merge_io(&mut outputs, out.outputs, &name, "output", checked)?;
+            inputs.merge(out.inputs, &name, "input", checked)?;
+            outputs.merge(out.outputs, &name, "output", checked)?;
             for (member, source) in out.members {
                 insert_member(&mut members, member, source)?;
             }
         }
-        let mut graph =
-            NeffJson::single_kelf(&self.kelf_node_name, &self.kelf_member, &inputs, &outputs);
+        let mut graph = NeffJson::single_kelf(
+            &self.kelf_node_name,
+            &self.kelf_member,
+            &inputs.tensors,
+            &outputs.tensors,
+        );
         graph.extra = self.neff_json_extra;
-        insert_member(
-            &mut members,
-            "neff.json".into(),
-            bytes(graph.to_vec_pretty()?),
-        )?;
+        insert_member(&mut members, "neff.json".into(), manifest_bytes(&graph)?)?;
         insert_member(
             &mut members,
             self.kelf_member.clone(),
-            bytes(kelf.to_vec_pretty()?),
+            manifest_bytes(&kelf)?,
         )?;
 
         let info = info_json(&self.options.header, self.options.compiler_header);
-        insert_member(&mut members, INFO_MEMBER.to_string(), bytes(info))?;
+        insert_member(
+            &mut members,
+            INFO_MEMBER.to_string(),
+            MemberSource::Bytes(info),
+        )?;
         for (name, data) in self.members {
             check_name(&name)?;
             let source = data.into_source(&format!("member {name}"))?;
@@ -555,8 +563,33 @@ impl NeffBuilder {
     }
 }
 
-fn bytes(b: Vec<u8>) -> MemberSource {
-    MemberSource::Bytes(b)
+/// A generated manifest's bytes: pretty-printed as producers write them, or
+/// compact when the pretty form would be longer than the loader parses
+/// ([`neff_loader::MANIFEST_MAX`]; a model of about 500,000 variables).
+pub(crate) fn manifest_bytes<T: Manifest>(manifest: &T) -> Result<MemberSource, BuildError> {
+    let pretty = manifest.to_vec_pretty()?;
+    if pretty.len() as u64 <= neff_loader::MANIFEST_MAX {
+        return Ok(MemberSource::Bytes(pretty));
+    }
+    Ok(MemberSource::Bytes(compact(&pretty)))
+}
+
+/// JSON text without the whitespace between tokens (strings kept as they are).
+fn compact(json: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(json.len() / 2);
+    let (mut in_string, mut escaped) = (false, false);
+    for &b in json {
+        if in_string {
+            in_string = escaped || b != b'"';
+            escaped = !escaped && b == b'\\';
+        } else if b == b'"' {
+            in_string = true;
+        } else if b.is_ascii_whitespace() {
+            continue;
+        }
+        out.push(b);
+    }
+    out
 }
 
 /// Runs the loader's gates over the members and the header they will be
@@ -647,27 +680,43 @@ fn insert_member(
     Ok(())
 }
 
-/// Adds a subgraph's inputs or outputs to the model's, by name.
-fn merge_io(
-    all: &mut Vec<IoTensor>,
-    more: Vec<IoTensor>,
-    subgraph: &str,
-    what: &str,
-    checked: bool,
-) -> Result<(), BuildError> {
-    for t in more {
-        match all.iter().find(|known| known.name == t.name) {
-            Some(known) if checked && (known.dtype != t.dtype || known.shape != t.shape) => {
-                return invalid(format!(
-                    "subgraph {subgraph}: {what} {:?} is {} {:?} here but {} {:?} in an earlier subgraph",
-                    t.name, t.dtype, t.shape, known.dtype, known.shape
-                ));
+/// The model's inputs or outputs, gathered from the subgraphs by name (the
+/// first subgraph's declaration of a name is the model's).
+#[derive(Default)]
+struct ModelIo {
+    tensors: Vec<IoTensor>,
+    index: HashMap<String, usize>,
+}
+
+impl ModelIo {
+    /// Adds a subgraph's tensors; in checked mode a name must keep its
+    /// dtype and shape.
+    fn merge(
+        &mut self,
+        more: Vec<IoTensor>,
+        subgraph: &str,
+        what: &str,
+        checked: bool,
+    ) -> Result<(), BuildError> {
+        for t in more {
+            match self.index.get(&t.name) {
+                Some(&i) => {
+                    let known = &self.tensors[i];
+                    if checked && (known.dtype != t.dtype || known.shape != t.shape) {
+                        return invalid(format!(
+                            "subgraph {subgraph}: {what} {:?} is {} {:?} here but {} {:?} in an earlier subgraph",
+                            t.name, t.dtype, t.shape, known.dtype, known.shape
+                        ));
+                    }
+                }
+                None => {
+                    self.index.insert(t.name.clone(), self.tensors.len());
+                    self.tensors.push(t);
+                }
             }
-            Some(_) => {}
-            None => all.push(t),
         }
+        Ok(())
     }
-    Ok(())
 }
 
 /// A generated model: every member and the packaging options, ready to write.
@@ -775,5 +824,23 @@ impl Build {
     pub fn write_to<W: Write>(self, out: &mut W) -> Result<PackOutcome, PackError> {
         let (packager, options) = self.into_packager()?;
         packager.write_to(out, &options)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compact_drops_whitespace_between_tokens_only() {
+        let value = serde_json::json!({
+            "a b": [1, {"c": "x \" y \\", "d": []}],
+            "e\\": " \n\t ",
+        });
+        let pretty = serde_json::to_vec_pretty(&value).unwrap();
+        let compact = compact(&pretty);
+        assert_eq!(compact, serde_json::to_vec(&value).unwrap());
+        let back: serde_json::Value = serde_json::from_slice(&compact).unwrap();
+        assert_eq!(back, value);
     }
 }

@@ -7,15 +7,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use neff_schema::manifest::neff_json::IoTensor;
 use neff_schema::manifest::ucode::UCODE_LIB_JSON;
 use neff_schema::manifest::{
-    Carveout, DefJson, DmaBlock, DmaQueue, Engine, EngineJson, Extra, Fp8Config, Manifest,
-    UcodeLib, UcodeLibJson, Var, VarType,
+    Carveout, DefJson, DmaBlock, DmaQueue, Engine, EngineJson, Extra, Fp8Config, UcodeLib,
+    UcodeLibJson, Var, VarType,
 };
 
-use super::{invalid, BuildError, Data};
+use super::{invalid, manifest_bytes, BuildError, Data};
 use crate::member::{MemberName, MemberSource};
 
 use super::tensor::{EngineProgram, Tensor, Weight, WeightFormat};
-use super::weights::{check_byte_size, npy_source};
+use super::weights::weight_source;
 
 #[derive(Debug)]
 struct VarDecl {
@@ -257,32 +257,16 @@ impl Subgraph {
                         "{at}: file_name {file:?}: the runtime reads a weight as .npy exactly when its name ends in .npy"
                     ));
                 }
-                let source = data.into_source(&format!("{at}: weights"))?;
-                let source = match format {
-                    WeightFormat::Npy => npy_source(source, &mut tensor, checked, &at)?,
-                    WeightFormat::Raw => source,
-                };
+                let source = weight_source(data, format, &mut tensor, checked, &at)?;
                 members.push((member_name(&sg, &file, &at)?, source));
                 var.file_name = Some(file);
             }
+            if checked {
+                tensor.check_shape(&at)?;
+            }
+            var.size = var_size(&decl.kind, &tensor, &at)?;
             var.dtype = tensor.dtype.clone();
             var.shape = tensor.shape.clone();
-            let sized = matches!(
-                decl.kind.as_str(),
-                "input" | "output" | "tmp-buf" | "virtual" | "pointer"
-            );
-            var.size = if sized {
-                let size = tensor.byte_size().or((decl.kind == "pointer").then_some(8));
-                if size.is_none() {
-                    return invalid(format!(
-                        "{at}: a {} variable needs a size (or a dtype with a known element size and a shape)",
-                        decl.kind
-                    ));
-                }
-                size
-            } else {
-                tensor.size
-            };
             var.extra = tensor.extra;
             if is_io {
                 let (Some(dtype), Some(shape)) = (tensor.dtype, tensor.shape) else {
@@ -291,9 +275,6 @@ impl Subgraph {
                         decl.kind
                     ));
                 };
-                if checked {
-                    check_byte_size(&at, &dtype, &shape)?;
-                }
                 let t = IoTensor {
                     name: decl.name.clone(),
                     dtype,
@@ -358,10 +339,7 @@ impl Subgraph {
                 ucode_lib: libs.clone(),
                 extra: Extra::new(),
             };
-            members.push((
-                format!("{sg}/{UCODE_LIB_JSON}"),
-                bytes(doc.to_vec_pretty()?),
-            ));
+            members.push((format!("{sg}/{UCODE_LIB_JSON}"), manifest_bytes(&doc)?));
             def.ucode_lib = Some(libs);
         }
 
@@ -385,14 +363,11 @@ impl Subgraph {
             };
             let json_member = format!("{engine}.json");
             members.push((member_name(&sg, &format!("{engine}.bin"), &at)?, instr));
-            members.push((
-                member_name(&sg, &json_member, &at)?,
-                bytes(json.to_vec_pretty()?),
-            ));
+            members.push((member_name(&sg, &json_member, &at)?, manifest_bytes(&json)?));
             def.set_engine(engine, Some(json_member));
         }
 
-        members.push((format!("{sg}/def.json"), bytes(def.to_vec_pretty()?)));
+        members.push((format!("{sg}/def.json"), manifest_bytes(&def)?));
         Ok(Generated {
             members,
             inputs: inputs.into_iter().map(|(_, t)| t).collect(),
@@ -402,8 +377,18 @@ impl Subgraph {
     }
 }
 
-fn bytes(b: Vec<u8>) -> MemberSource {
-    MemberSource::Bytes(b)
+/// The var's `size`: given or computed for the types that need one (a
+/// pointer is 8 bytes), as given for the others.
+fn var_size(kind: &str, tensor: &Tensor, at: &str) -> Result<Option<u64>, BuildError> {
+    if !matches!(kind, "input" | "output" | "tmp-buf" | "virtual" | "pointer") {
+        return Ok(tensor.size);
+    }
+    match tensor.byte_size(at)?.or((kind == "pointer").then_some(8)) {
+        Some(size) => Ok(Some(size)),
+        None => invalid(format!(
+            "{at}: a {kind} variable needs a size (or a dtype with a known element size and a shape)"
+        )),
+    }
 }
 
 fn member_name(sg: &str, file: &str, at: &str) -> Result<String, BuildError> {

@@ -3,7 +3,7 @@
 
 use neff_schema::manifest::{DmaBlock, Dtype, Extra};
 
-use super::Data;
+use super::{invalid, BuildError, Data};
 
 /// A variable's settings: element type, shape, size, a pinned var_id and
 /// extra def.json keys. Inputs and outputs need a dtype and a shape
@@ -69,17 +69,57 @@ impl Tensor {
         self
     }
 
-    /// The size: given, or elements × element size.
-    pub(super) fn byte_size(&self) -> Option<u64> {
+    /// The size: given, else elements × element size; `None` without a
+    /// shape or a dtype of known element size. Overflow is refused.
+    pub(super) fn byte_size(&self, at: &str) -> Result<Option<u64>, BuildError> {
         if self.size.is_some() {
-            return self.size;
+            return Ok(self.size);
         }
-        let elements = self
-            .shape
-            .as_ref()?
-            .iter()
-            .try_fold(1u64, |acc, &d| acc.checked_mul(d))?;
-        elements.checked_mul(self.dtype.as_ref()?.element_size()?)
+        let (Some(dtype), Some(shape)) = (&self.dtype, &self.shape) else {
+            return Ok(None);
+        };
+        match dtype.element_size() {
+            Some(width) => shape_bytes(at, dtype, shape, width).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Refuses a shape whose element count, or byte size at the dtype's
+    /// runtime element size, overflows 64 bits.
+    pub(super) fn check_shape(&self, at: &str) -> Result<(), BuildError> {
+        let Some(shape) = &self.shape else {
+            return Ok(());
+        };
+        match &self.dtype {
+            Some(dtype) => shape_bytes(at, dtype, shape, dtype.runtime_element_size()).map(drop),
+            None => element_count(at, shape).map(drop),
+        }
+    }
+}
+
+/// The number of elements of `shape`; refused when it overflows 64 bits.
+fn element_count(at: &str, shape: &[u64]) -> Result<u64, BuildError> {
+    match shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d)) {
+        Some(count) => Ok(count),
+        None => invalid(format!(
+            "{at}: shape {shape:?}: the element count overflows 64 bits"
+        )),
+    }
+}
+
+/// Elements × `width` bytes; refused when either overflows 64 bits.
+pub(super) fn shape_bytes(
+    at: &str,
+    dtype: &Dtype,
+    shape: &[u64],
+    width: u64,
+) -> Result<u64, BuildError> {
+    let count = element_count(at, shape)?;
+    match count.checked_mul(width) {
+        Some(bytes) => Ok(bytes),
+        None => invalid(format!(
+            "{at}: shape {shape:?} of {dtype}: the byte size ({count} elements × {width} bytes) overflows 64 bits"
+        )),
     }
 }
 
@@ -102,7 +142,8 @@ pub struct Weight {
 }
 
 impl Weight {
-    /// A `.npy` v1 file (its dtype and shape are read from the header). The
+    /// A `.npy` v1 file (its dtype and shape are read from the header unless
+    /// the [`Weight::tensor`] gives them, when they must fit its data). The
     /// member is `<var name>.npy` unless [`Weight::file_name`] says otherwise.
     pub fn npy(data: impl Into<Data>) -> Weight {
         Weight {
@@ -114,7 +155,9 @@ impl Weight {
     }
 
     /// Raw bytes (streamed). The member is `<var name>.bin` unless
-    /// [`Weight::file_name`] says otherwise.
+    /// [`Weight::file_name`] says otherwise. Checked, their length must be
+    /// the byte size of the [`Weight::tensor`]'s dtype and shape when it
+    /// gives both.
     pub fn raw(data: impl Into<Data>) -> Weight {
         Weight {
             data: data.into(),

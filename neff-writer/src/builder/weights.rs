@@ -1,29 +1,62 @@
-//! Weight sources: `.npy` headers read up front, sizes that must fit.
+//! Weight sources: `.npy` headers read up front, data as long as the dtype
+//! and shape say.
 
 use std::io::{Cursor, Read};
 
-use neff_schema::manifest::Dtype;
-
 use super::npy::{self, NpyHeader};
-use super::tensor::Tensor;
-use super::{invalid, BuildError};
+use super::tensor::{shape_bytes, Tensor, WeightFormat};
+use super::{invalid, BuildError, Data};
 use crate::member::MemberSource;
 
-/// A tensor whose byte size overflows 64 bits cannot be described.
-pub(super) fn check_byte_size(at: &str, dtype: &Dtype, shape: &[u64]) -> Result<(), BuildError> {
-    let elements = shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d));
-    if elements
-        .and_then(|e| e.checked_mul(dtype.runtime_element_size()))
-        .is_none()
-    {
-        return invalid(format!("{at}: the tensor's byte size overflows 64 bits"));
+/// The member source of a weight. `.npy` headers fill the tensor's dtype and
+/// shape when it gives none; checked, the data must be as long as the dtype
+/// and shape say.
+pub(super) fn weight_source(
+    data: Data,
+    format: WeightFormat,
+    tensor: &mut Tensor,
+    checked: bool,
+    at: &str,
+) -> Result<MemberSource, BuildError> {
+    let source = data.into_source(&format!("{at}: weights"))?;
+    match format {
+        WeightFormat::Npy => npy_source(source, tensor, checked, at),
+        WeightFormat::Raw if checked => {
+            check_data_len(tensor, source.len(), &source, "", at)?;
+            Ok(source)
+        }
+        WeightFormat::Raw => Ok(source),
+    }
+}
+
+/// Refuses data whose length is not elements × element size, when the
+/// tensor has a shape and a dtype of known size.
+fn check_data_len(
+    tensor: &Tensor,
+    data_len: u64,
+    source: &MemberSource,
+    what: &str,
+    at: &str,
+) -> Result<(), BuildError> {
+    let (Some(dtype), Some(shape)) = (&tensor.dtype, &tensor.shape) else {
+        return Ok(());
+    };
+    let Some(width) = dtype.element_size() else {
+        return Ok(());
+    };
+    let expected = shape_bytes(at, dtype, shape, width)?;
+    if expected != data_len {
+        return invalid(format!(
+            "{at}: weights {}: {dtype} of shape {shape:?} is {expected} bytes but the file has {data_len}{what}",
+            source.describe()
+        ));
     }
     Ok(())
 }
 
 /// Reads an `.npy` source's header, fills the tensor's dtype and shape from
 /// it, and gives back a source that still yields every byte.
-pub(super) fn npy_source(
+fn npy_source(
     source: MemberSource,
     tensor: &mut Tensor,
     checked: bool,
@@ -62,19 +95,25 @@ pub(super) fn npy_source(
         Err(e) if checked => return invalid(format!("{at}: not a .npy v1 file: {e}")),
         Err(_) => return Ok(source),
     };
-    if checked {
-        check_npy(&header, len, at)?;
-    }
     if tensor.dtype.is_none() {
         tensor.dtype = header.dtype();
     }
     if tensor.shape.is_none() {
         tensor.shape = header.shape.clone();
     }
+    if checked {
+        let data_len = check_npy(&header, len, at)?;
+        let what = format!(
+            " data bytes after its {}-byte npy header",
+            header.data_offset()
+        );
+        check_data_len(tensor, data_len, &source, &what, at)?;
+    }
     Ok(source)
 }
 
-pub(super) fn check_npy(header: &NpyHeader, len: u64, at: &str) -> Result<(), BuildError> {
+/// Checks an `.npy` header against the file's length; returns the data length.
+fn check_npy(header: &NpyHeader, len: u64, at: &str) -> Result<u64, BuildError> {
     if header.fortran_order == Some(true) {
         return invalid(format!(
             "{at}: fortran_order is True; the runtime copies the data as it is (write it C-ordered)"
@@ -92,5 +131,5 @@ pub(super) fn check_npy(header: &NpyHeader, len: u64, at: &str) -> Result<(), Bu
             ));
         }
     }
-    Ok(())
+    Ok(data_len)
 }
