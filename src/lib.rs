@@ -46,7 +46,5 @@ pub mod prelude {
     pub use neff_schema::manifest::Dtype;
     pub use neff_schema::{Arch, FramingPreset, PkgVersion, Target};
     pub use neff_writer::builder::{Subgraph, Tensor, Weight};
-    pub use neff_writer::{
-        Build, BuildError, NeffBuilder, PackError, PackOptions, PackOutcome, Packager,
-    };
+    pub use neff_writer::{Build, NeffBuilder, PackOptions, PackOutcome, Packager};
 }

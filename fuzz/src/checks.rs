@@ -16,7 +16,7 @@ use neff_loader::{payload_stream, EntryFate};
 use neff_loader::{EntryKind, TarReader};
 use neff_schema::{Arch, NeffHeader, PkgVersion, HEADER_LEN};
 use neff_writer::build_spec::BuildSpec;
-use neff_writer::{HeaderPatch, MemberName, PackError, PackOptions, Packager};
+use neff_writer::{HeaderPatch, MemberName, PackOptions, Packager};
 
 /// `read_verify`: any bytes, loaded on every arch with the default profile,
 /// then with hash verification off when the hash (G9) refused them (a
@@ -212,7 +212,8 @@ pub fn repack(members: &[(String, Vec<u8>)], pkg: PkgVersion, level: u32) {
             assert!(verdict.accepted, "the checked pack passed a refused NEFF");
             assert!(again == bytes, "the checked pack wrote different bytes");
         }
-        Err(PackError::Rejected(report)) => {
+        Err(e) if e.report().is_some() => {
+            let report = e.report().expect("a refusal's report");
             assert!(
                 !verdict.accepted,
                 "the checked pack refused an accepted NEFF: {}",

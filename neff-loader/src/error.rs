@@ -79,7 +79,7 @@ pub enum ErrorKind {
 #[derive(Debug)]
 pub struct Error {
     kind: ErrorKind,
-    location: Location,
+    location: Box<Location>,
     message: String,
     report: Option<Box<Report>>,
     source: Option<io::Error>,
@@ -90,7 +90,7 @@ impl Error {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         Error {
             kind,
-            location: Location::default(),
+            location: Box::default(),
             message: message.into(),
             report: None,
             source: None,

@@ -48,8 +48,6 @@ impl fmt::Display for Arch {
     }
 }
 
-/// An architecture name that is not one of the known spellings.
-
 impl FromStr for Arch {
     type Err = Error;
 

@@ -61,7 +61,7 @@ impl Location {
 #[derive(Debug)]
 pub struct Error {
     kind: ErrorKind,
-    location: Location,
+    location: Box<Location>,
     message: String,
     source: Option<Box<dyn std::error::Error + Send + Sync>>,
 }
@@ -71,7 +71,7 @@ impl Error {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         Error {
             kind,
-            location: Location::default(),
+            location: Box::default(),
             message: message.into(),
             source: None,
         }

@@ -67,8 +67,6 @@ impl fmt::Display for Target {
     }
 }
 
-/// A target string the runtime would refuse.
-
 impl FromStr for Target {
     type Err = Error;
 

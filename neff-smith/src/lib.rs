@@ -29,5 +29,5 @@ pub mod corpus;
 pub mod fixtures;
 pub mod generate;
 
-pub use fixtures::{FixtureError, FixtureManifest};
+pub use fixtures::{Error, FixtureManifest};
 pub use generate::{ArbitrarySpec, GenConfig};

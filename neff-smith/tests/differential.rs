@@ -8,7 +8,6 @@ use neff_loader::RuntimeProfile;
 use neff_smith::corpus::Mix;
 use neff_smith::generate::{generate, GenConfig};
 use neff_writer::build_spec::BuildSpec;
-use neff_writer::BuildError;
 use serde_json::{json, Value};
 
 const CASES: u64 = 2_000;
@@ -219,7 +218,7 @@ fn run_cases(cases: impl Iterator<Item = u64>) -> (u64, u64, u64) {
         let checked = checked.build();
         let checked_gate = match &checked {
             Ok(_) => None,
-            Err(BuildError::Refused(report)) => report.gate,
+            Err(e) if e.report().is_some() => e.report().and_then(|r| r.gate),
             // A rule of the builder's own (a description it cannot write).
             Err(_) => {
                 builder_only += 1;

@@ -10,6 +10,8 @@ use neff_schema::barrier::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::error::{Error, ErrorKind};
+
 /// Everything the composer takes. JSON form: `neff barrier compose --spec`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -126,29 +128,6 @@ impl Default for ComposeInputs {
     }
 }
 
-/// Why inputs cannot be composed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ComposeError {
-    /// No leader, or more than 4.
-    #[error("leader_sema_bases has {0} entries; a barrier has 1 to {MAX_LEADERS} leader SPs")]
-    Leaders(usize),
-    /// More than 4 DMA sync semaphores.
-    #[error("dma_sync_semas has {0} entries; the struct holds 4")]
-    DmaSyncSemas(usize),
-    /// An address computation overflows 64 bits.
-    #[error("semaphore address of leader {leader} (base {base:#x} + {id} × {stride:#x}) overflows 64 bits")]
-    Overflow {
-        /// Leader index.
-        leader: usize,
-        /// Its base.
-        base: u64,
-        /// The semaphore id.
-        id: u32,
-        /// The stride.
-        stride: u64,
-    },
-}
-
 /// What one step does, from the fabric's table.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct StepPlan {
@@ -175,15 +154,13 @@ pub struct Composed {
     pub leader_done_sema_id: u32,
 }
 
-fn address(base: u64, leader: usize, id: u32, stride: u64) -> Result<u64, ComposeError> {
+fn address(base: u64, leader: usize, id: u32, stride: u64) -> Result<u64, Error> {
     stride
         .checked_mul(u64::from(id))
         .and_then(|off| base.checked_add(off))
-        .ok_or(ComposeError::Overflow {
-            leader,
-            base,
-            id,
-            stride,
+        .ok_or_else(|| {
+            let message = format!("semaphore address of leader {leader} (base {base:#x} + {id} × {stride:#x}) overflows 64 bits");
+            Error::new(ErrorKind::Barrier, message).at_key(format!("leader_sema_bases[{leader}]"))
         })
 }
 
@@ -195,13 +172,21 @@ fn address(base: u64, leader: usize, id: u32, stride: u64) -> Result<u64, Compos
 /// barrier uses ids 6 (`barrier_start`) and 7 (`barrier_done`) of leader 0
 /// (INFERRED·MED: which SP hosts them). Device step slot `l` points at leader
 /// `l`'s semaphore `step_sema_ids[step]`; slots past the last leader stay 0.
-pub fn compose(inputs: &ComposeInputs) -> Result<Composed, ComposeError> {
+pub fn compose(inputs: &ComposeInputs) -> Result<Composed, Error> {
     let leaders = &inputs.leader_sema_bases;
     if leaders.is_empty() || leaders.len() > MAX_LEADERS {
-        return Err(ComposeError::Leaders(leaders.len()));
+        let message = format!(
+            "leader_sema_bases has {} entries; a barrier has 1 to {MAX_LEADERS} leader SPs",
+            leaders.len()
+        );
+        return Err(Error::new(ErrorKind::Barrier, message).at_key("leader_sema_bases"));
     }
     if inputs.dma_sync_semas.len() > 4 {
-        return Err(ComposeError::DmaSyncSemas(inputs.dma_sync_semas.len()));
+        let message = format!(
+            "dma_sync_semas has {} entries; the struct holds 4",
+            inputs.dma_sync_semas.len()
+        );
+        return Err(Error::new(ErrorKind::Barrier, message).at_key("dma_sync_semas"));
     }
     let stride = inputs.sema_stride;
     let leader_done = sema::leader_done(inputs.host_cc);
@@ -385,16 +370,20 @@ mod tests {
         assert_eq!(d.steps.map(|s| s.m2s_val), [1, 2, 3, 4]);
         assert_eq!(d.steps.map(|s| s.target_sema_val[0]), [5, 6, 7, 8]);
         assert_eq!(d.steps[3].barrier_sema[0], 0x0082_8000_0000 + 4);
+        let five = compose(&inputs(Fabric::Default, false, 5, true)).unwrap_err();
         assert_eq!(
-            compose(&inputs(Fabric::Default, false, 5, true)).unwrap_err(),
-            ComposeError::Leaders(5)
+            five.to_string(),
+            "leader_sema_bases has 5 entries; a barrier has 1 to 4 leader SPs"
         );
-        assert_eq!(
-            compose(&inputs(Fabric::Default, false, 0, true)).unwrap_err(),
-            ComposeError::Leaders(0)
-        );
+        let none = compose(&inputs(Fabric::Default, false, 0, true)).unwrap_err();
+        assert_eq!(none.location().key.as_deref(), Some("leader_sema_bases"));
         let mut big = inputs(Fabric::Default, false, 1, true);
         big.leader_sema_bases = vec![u64::MAX];
-        assert!(matches!(compose(&big), Err(ComposeError::Overflow { .. })));
+        let overflow = compose(&big).unwrap_err();
+        assert_eq!(overflow.kind(), ErrorKind::Barrier);
+        assert!(
+            overflow.to_string().contains("overflows 64 bits"),
+            "{overflow}"
+        );
     }
 }

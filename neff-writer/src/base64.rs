@@ -1,22 +1,16 @@
 //! Standard base64 (RFC 4648 §4), for blobs written inline in build specs.
 //! Whitespace is ignored and the `=` padding is optional.
 
+use crate::error::{Error, ErrorKind};
+
 const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-/// Why a text is not base64.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Base64Error {
-    /// A character outside the alphabet (offset into the text).
-    #[error("invalid base64 character {found:?} at offset {offset}")]
-    BadChar {
-        /// The character.
-        found: char,
-        /// Its byte offset.
-        offset: usize,
-    },
-    /// Padding in the middle, too much padding, or a dangling last character.
-    #[error("invalid base64 length or padding: {0}")]
-    BadLength(&'static str),
+/// Padding in the middle, too much padding, or a dangling last character.
+fn bad_length(why: &str) -> Error {
+    Error::new(
+        ErrorKind::Base64,
+        format!("invalid base64 length or padding: {why}"),
+    )
 }
 
 fn value(c: u8) -> Option<u32> {
@@ -31,7 +25,8 @@ fn value(c: u8) -> Option<u32> {
 }
 
 /// Decodes standard base64.
-pub fn decode(text: &str) -> Result<Vec<u8>, Base64Error> {
+/// A character outside the alphabet has its byte offset in the error.
+pub fn decode(text: &str) -> Result<Vec<u8>, Error> {
     let mut out = Vec::with_capacity(text.len() / 4 * 3);
     let mut acc = 0u32;
     let mut bits = 0u32;
@@ -46,12 +41,12 @@ pub fn decode(text: &str) -> Result<Vec<u8>, Base64Error> {
             continue;
         }
         if padding > 0 {
-            return Err(Base64Error::BadLength("data after '=' padding"));
+            return Err(bad_length("data after '=' padding"));
         }
-        let v = u8::try_from(c)
-            .ok()
-            .and_then(value)
-            .ok_or(Base64Error::BadChar { found: c, offset })?;
+        let v = u8::try_from(c).ok().and_then(value).ok_or_else(|| {
+            let message = format!("invalid base64 character {c:?} at offset {offset}");
+            Error::new(ErrorKind::Base64, message).at_offset(offset as u64)
+        })?;
         acc = (acc << 6) | v;
         bits += 6;
         symbols += 1;
@@ -62,14 +57,10 @@ pub fn decode(text: &str) -> Result<Vec<u8>, Base64Error> {
         }
     }
     match symbols % 4 {
-        1 => {
-            return Err(Base64Error::BadLength(
-                "a single character cannot end a group",
-            ))
-        }
-        0 if padding > 0 => return Err(Base64Error::BadLength("padding after a full group")),
+        1 => return Err(bad_length("a single character cannot end a group")),
+        0 if padding > 0 => return Err(bad_length("padding after a full group")),
         rest if padding > 0 && rest + padding != 4 => {
-            return Err(Base64Error::BadLength("wrong amount of '=' padding"))
+            return Err(bad_length("wrong amount of '=' padding"))
         }
         _ => {}
     }
@@ -126,20 +117,12 @@ mod tests {
 
     #[test]
     fn errors_say_where() {
-        assert_eq!(
-            decode("Zm9v!"),
-            Err(Base64Error::BadChar {
-                found: '!',
-                offset: 4
-            })
-        );
-        assert_eq!(
-            decode("Zé"),
-            Err(Base64Error::BadChar {
-                found: 'é',
-                offset: 1
-            })
-        );
+        let bang = decode("Zm9v!").unwrap_err();
+        assert_eq!(bang.to_string(), "invalid base64 character '!' at offset 4");
+        assert_eq!(bang.location().offset, Some(4));
+        let accent = decode("Zé").unwrap_err();
+        assert_eq!(accent.kind(), ErrorKind::Base64);
+        assert_eq!(accent.location().offset, Some(1));
         assert!(decode("Z").is_err());
         assert!(decode("Zg=a").is_err());
         assert!(decode("Zg=").is_err());

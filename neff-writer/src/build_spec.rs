@@ -22,6 +22,7 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
 use crate::builder::{Data, EngineProgram, NeffBuilder, Subgraph, Tensor, Weight};
+use crate::error::{Error, ErrorKind};
 use crate::header_options::{HeaderPatch, UuidChoice};
 
 /// A model to build: its subgraphs, extra members and packaging.
@@ -408,66 +409,33 @@ impl schemars::JsonSchema for Blob {
     }
 }
 
-/// Why a spec could not be read or turned into a builder.
-#[derive(Debug, thiserror::Error)]
-pub enum SpecError {
-    /// The spec file could not be read.
-    #[error("cannot read {}: {source}", path.display())]
-    Read {
-        /// The spec file.
-        path: PathBuf,
-        /// The failure.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The spec is not JSON of the spec's shape (serde_json names the line
-    /// and column, and the unknown or missing key).
-    #[error("{}: {source}", path.display())]
-    Parse {
-        /// The spec file.
-        path: PathBuf,
-        /// What serde_json found.
-        #[source]
-        source: serde_json::Error,
-    },
-    /// A value is unusable; `key` is its path in the spec (`subgraphs[0].weights[1].npy`).
-    #[error("{key}: {message}")]
-    Invalid {
-        /// Where in the spec.
-        key: String,
-        /// What is wrong.
-        message: String,
-    },
-}
-
-fn invalid<T>(key: impl Into<String>, message: impl Into<String>) -> Result<T, SpecError> {
-    Err(SpecError::Invalid {
-        key: key.into(),
-        message: message.into(),
-    })
+/// A value is unusable; `key` is its path in the spec
+/// (`subgraphs[0].weights[1].npy`), which the message also starts with.
+fn invalid<T>(key: impl Into<String>, message: impl Into<String>) -> Result<T, Error> {
+    let key = key.into();
+    let message = format!("{key}: {}", message.into());
+    Err(Error::new(ErrorKind::Spec, message).at_key(key))
 }
 
 impl BuildSpec {
     /// Reads and parses a spec file.
-    pub fn from_path(path: &Path) -> Result<BuildSpec, SpecError> {
-        let bytes = std::fs::read(path).map_err(|source| SpecError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
+    pub fn from_path(path: &Path) -> Result<BuildSpec, Error> {
+        let bytes = std::fs::read(path).map_err(|e| Error::io("cannot read", path, e))?;
         BuildSpec::from_slice(path, &bytes)
     }
 
     /// Parses spec bytes; `path` names them in errors.
-    pub fn from_slice(path: &Path, bytes: &[u8]) -> Result<BuildSpec, SpecError> {
-        serde_json::from_slice(bytes).map_err(|source| SpecError::Parse {
-            path: path.to_path_buf(),
-            source,
+    pub fn from_slice(path: &Path, bytes: &[u8]) -> Result<BuildSpec, Error> {
+        serde_json::from_slice(bytes).map_err(|e| {
+            Error::new(ErrorKind::Spec, e.to_string())
+                .at_path(path)
+                .with_source(e)
         })
     }
 
     /// The builder this spec describes; relative blob paths resolve against
     /// `base` (the spec file's folder).
-    pub fn into_builder(self, base: &Path) -> Result<NeffBuilder, SpecError> {
+    pub fn into_builder(self, base: &Path) -> Result<NeffBuilder, Error> {
         let blobs = Blobs { base };
         let mut b = NeffBuilder::new()
             .unchecked(self.allow_invalid)
@@ -545,7 +513,7 @@ struct Blobs<'a> {
 }
 
 impl Blobs<'_> {
-    fn data(&self, key: &str, blob: Blob) -> Result<Data, SpecError> {
+    fn data(&self, key: &str, blob: Blob) -> Result<Data, Error> {
         match blob {
             Blob::Path(p) => {
                 let path = self.base.join(&p);
@@ -607,7 +575,7 @@ fn tensors(specs: Vec<TensorSpec>) -> impl Iterator<Item = (String, Tensor)> {
 }
 
 impl SubgraphSpec {
-    fn into_subgraph(self, key: &str, blobs: &Blobs<'_>) -> Result<Subgraph, SpecError> {
+    fn into_subgraph(self, key: &str, blobs: &Blobs<'_>) -> Result<Subgraph, Error> {
         let mut sg = Subgraph::new(self.name)
             .maybe(self.def_name, Subgraph::def_name)
             .maybe(self.def_version, Subgraph::def_version)
@@ -692,7 +660,7 @@ impl SubgraphSpec {
 mod tests {
     use super::*;
 
-    fn parse(text: &str) -> Result<BuildSpec, SpecError> {
+    fn parse(text: &str) -> Result<BuildSpec, Error> {
         BuildSpec::from_slice(Path::new("spec.json"), text.as_bytes())
     }
 

@@ -34,6 +34,8 @@ pub enum ErrorKind {
     Barrier,
     /// The data model refused a value or a manifest.
     Schema(neff_schema::ErrorKind),
+    /// A NEFF's framing (gzip header, tar headers) cannot be read or recovered.
+    Framing,
     /// The loader could not read the written output back.
     ReadBack(neff_loader::ErrorKind),
     /// The loader's gates refuse the model or the output ([`Error::report`]).
@@ -47,7 +49,7 @@ pub enum ErrorKind {
 #[derive(Debug)]
 pub struct Error {
     kind: ErrorKind,
-    location: Location,
+    location: Box<Location>,
     message: String,
     report: Option<Box<Report>>,
     source: Option<Box<dyn std::error::Error + Send + Sync>>,
@@ -58,7 +60,7 @@ impl Error {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         Error {
             kind,
-            location: Location::default(),
+            location: Box::default(),
             message: message.into(),
             report: None,
             source: None,
@@ -78,6 +80,11 @@ impl Error {
         Error::new(ErrorKind::Io, format!("{what}: {source}"))
             .at_path(path)
             .with_source(source)
+    }
+
+    /// An I/O failure while `what` (which names the file or member).
+    pub fn io_while(what: &str, source: io::Error) -> Self {
+        Error::new(ErrorKind::Io, format!("{what}: {source}")).with_source(source)
     }
 
     /// The same error with its lower-level cause attached.
@@ -152,7 +159,7 @@ impl From<io::Error> for Error {
 impl From<neff_schema::Error> for Error {
     fn from(e: neff_schema::Error) -> Self {
         let mut out = Error::new(ErrorKind::Schema(e.kind()), e.message().to_string());
-        out.location = e.location().clone();
+        out.location = Box::new(e.location().clone());
         out.with_source(e)
     }
 }
@@ -160,7 +167,7 @@ impl From<neff_schema::Error> for Error {
 impl From<neff_loader::Error> for Error {
     fn from(e: neff_loader::Error) -> Self {
         let mut out = Error::new(ErrorKind::ReadBack(e.kind()), e.message().to_string());
-        out.location = e.location().clone();
+        out.location = Box::new(e.location().clone());
         out.with_source(e)
     }
 }

@@ -39,6 +39,7 @@ pub mod base64;
 pub mod build_spec;
 pub mod builder;
 mod clobber;
+mod error;
 mod gzip_writer;
 mod hashing_writer;
 mod header_options;
@@ -54,12 +55,13 @@ mod zlib_gzip;
 pub use atomic::{
     abandon_temp_files, report_stale_temp_files, temp_beside, write_atomic, TempFile,
 };
-pub use builder::{Build, BuildError, Data, NeffBuilder};
+pub use builder::{Build, Data, NeffBuilder};
 pub use clobber::OutputGuard;
+pub use error::{Error, ErrorKind};
 pub use gzip_writer::{gzip_header, GZIP_HEADER};
 pub use hashing_writer::Digests;
 pub use header_options::{HeaderFile, HeaderPatch, UuidChoice, DEFAULT_BUILD_VERSION};
 pub use member::{MemberName, MemberSource};
-pub use packager::{PackError, PackOptions, PackOutcome, Packager};
+pub use packager::{PackOptions, PackOutcome, Packager};
 pub use recover::{recover_framing, Recovered};
 pub use zlib_gzip::ZlibGzipWriter;

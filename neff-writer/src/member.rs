@@ -5,6 +5,8 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
+use crate::error::{Error, ErrorKind};
+
 /// Longest member name accepted (the loader refuses longer GNU long-name records).
 pub const MAX_NAME_LEN: usize = 1 << 20;
 
@@ -13,24 +15,12 @@ pub const MAX_NAME_LEN: usize = 1 << 20;
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct MemberName(String);
 
-/// Why a member name was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid member name {name:?}: {why}")]
-pub struct BadName {
-    /// The name as given.
-    pub name: String,
-    /// What is wrong with it.
-    pub why: &'static str,
-}
-
 impl MemberName {
     /// Validates `name`.
-    pub fn new(name: &str) -> Result<MemberName, BadName> {
+    pub fn new(name: &str) -> Result<MemberName, Error> {
         let bad = |why| {
-            Err(BadName {
-                name: name.to_string(),
-                why,
-            })
+            let message = format!("invalid member name {name:?}: {why}");
+            Err(Error::new(ErrorKind::BadName, message))
         };
         if name.is_empty() {
             return bad("it is empty");

@@ -18,11 +18,12 @@ use neff_schema::framing::{DeflateEngine, MemberOrder, TarFraming};
 use neff_schema::{Framing, FramingPreset, HeaderFields, NeffHeader, PkgVersion, Uuid, HEADER_LEN};
 
 use crate::clobber::OutputGuard;
+use crate::error::{Error, ErrorKind};
 use crate::gzip_writer::gzip_header;
 use crate::hashing_writer::{Digests, HashingWriter};
 use crate::header_options::{default_fields, HeaderPatch, UuidChoice};
 use crate::labelled::Labelled;
-use crate::member::{BadName, MemberName, MemberSource};
+use crate::member::{MemberName, MemberSource};
 use crate::parallel_gzip;
 use crate::tar_writer::TarWriter;
 use crate::zlib_gzip::ZlibGzipWriter;
@@ -95,31 +96,14 @@ impl Default for PackOptions {
     }
 }
 
-/// Why a build failed. A failed build never leaves a partial output behind.
-#[derive(Debug, thiserror::Error)]
-pub enum PackError {
-    /// Reading a member or writing the output failed.
-    #[error("{0}")]
-    Io(#[from] io::Error),
-    /// A member name is not acceptable.
-    #[error(transparent)]
-    BadName(#[from] BadName),
-    /// Two members collide, or a member is also a folder.
-    #[error("{0}")]
-    Conflict(String),
-    /// An option is out of range.
-    #[error("{0}")]
-    BadOption(String),
-    /// The loader could not read the output back.
-    #[error(transparent)]
-    ReadBack(#[from] neff_loader::Error),
-    /// The output would replace one of the inputs, or land inside a folder
-    /// being packed.
-    #[error("{0}")]
-    OutputIsInput(String),
-    /// The loader's gates refuse the result (set `keep_refused` to keep it).
-    #[error("the built NEFF is refused by the loader: {}", .0.summary())]
-    Rejected(Box<Report>),
+/// Two members collide, or a member is also a folder.
+fn conflict(message: String) -> Error {
+    Error::new(ErrorKind::Conflict, message)
+}
+
+/// An option is out of range, or a file cannot be packed.
+fn bad_option(message: String) -> Error {
+    Error::new(ErrorKind::BadOption, message)
 }
 
 /// What a build produced.
@@ -164,30 +148,22 @@ impl Packager {
     }
 
     /// Adds a member. Fails on an invalid or duplicate name.
-    pub fn add(&mut self, name: &str, source: MemberSource) -> Result<&mut Self, PackError> {
+    pub fn add(&mut self, name: &str, source: MemberSource) -> Result<&mut Self, Error> {
         let name = MemberName::new(name)?;
         if self.files.contains_key(&name) {
-            return Err(PackError::Conflict(format!("member {name} is added twice")));
+            return Err(conflict(format!("member {name} is added twice")));
         }
         self.files.insert(name, source);
         Ok(self)
     }
 
     /// Adds a member from bytes in memory.
-    pub fn add_bytes(
-        &mut self,
-        name: &str,
-        bytes: impl Into<Vec<u8>>,
-    ) -> Result<&mut Self, PackError> {
+    pub fn add_bytes(&mut self, name: &str, bytes: impl Into<Vec<u8>>) -> Result<&mut Self, Error> {
         self.add(name, MemberSource::Bytes(bytes.into()))
     }
 
     /// Adds a member streamed from a file when the archive is written.
-    pub fn add_file(
-        &mut self,
-        name: &str,
-        path: impl Into<PathBuf>,
-    ) -> Result<&mut Self, PackError> {
+    pub fn add_file(&mut self, name: &str, path: impl Into<PathBuf>) -> Result<&mut Self, Error> {
         self.add(name, MemberSource::file(path)?)
     }
 
@@ -197,7 +173,7 @@ impl Packager {
         name: &str,
         reader: impl Read + Send + 'static,
         len: u64,
-    ) -> Result<&mut Self, PackError> {
+    ) -> Result<&mut Self, Error> {
         self.add(
             name,
             MemberSource::Reader {
@@ -208,46 +184,39 @@ impl Packager {
     }
 
     /// Adds an (empty) directory entry. Parents of members get one anyway.
-    pub fn add_dir(&mut self, name: &str) -> Result<&mut Self, PackError> {
+    pub fn add_dir(&mut self, name: &str) -> Result<&mut Self, Error> {
         self.dirs.insert(MemberName::new(name)?);
         Ok(self)
     }
 
     /// A package holding a directory tree as it is: every regular file and
     /// folder below `root`. Symlinks and special files are refused.
-    pub fn from_dir(root: impl AsRef<Path>) -> Result<Packager, PackError> {
+    pub fn from_dir(root: impl AsRef<Path>) -> Result<Packager, Error> {
         let root = root.as_ref();
         let mut packager = Packager::new();
-        let meta = std::fs::metadata(root)
-            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", root.display())))?;
+        let meta = std::fs::metadata(root).map_err(|e| Error::io("cannot read", root, e))?;
         if !meta.is_dir() {
-            return Err(PackError::BadOption(format!(
-                "{} is not a directory",
-                root.display()
-            )));
+            return Err(bad_option(format!("{} is not a directory", root.display())));
         }
         packager.add_tree(root, root)?;
         packager.roots.push(root.to_path_buf());
         Ok(packager)
     }
 
-    fn add_tree(&mut self, root: &Path, dir: &Path) -> Result<(), PackError> {
-        let context =
-            |e: io::Error, p: &Path| io::Error::new(e.kind(), format!("{}: {e}", p.display()));
+    fn add_tree(&mut self, root: &Path, dir: &Path) -> Result<(), Error> {
+        let context = |e: io::Error, p: &Path| Error::io("cannot read", p, e);
         for item in std::fs::read_dir(dir).map_err(|e| context(e, dir))? {
             let item = item.map_err(|e| context(e, dir))?;
             let path = item.path();
             let file_type = item.file_type().map_err(|e| context(e, &path))?;
             let rel = path.strip_prefix(root).map_err(|_| {
-                PackError::Conflict(format!("{} is outside {}", path.display(), root.display()))
+                conflict(format!("{} is outside {}", path.display(), root.display()))
             })?;
             let name = rel
                 .components()
                 .map(|c| c.as_os_str().to_str())
                 .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| {
-                    PackError::BadOption(format!("{}: file name is not UTF-8", path.display()))
-                })?
+                .ok_or_else(|| bad_option(format!("{}: file name is not UTF-8", path.display())))?
                 .join("/");
             if file_type.is_dir() {
                 self.add_dir(&name)?;
@@ -255,12 +224,12 @@ impl Packager {
             } else if file_type.is_file() {
                 self.add_file(&name, &path)?;
             } else if file_type.is_symlink() {
-                return Err(PackError::BadOption(format!(
+                return Err(bad_option(format!(
                     "{}: symlinks are not packed (copy the file it points to instead)",
                     path.display()
                 )));
             } else {
-                return Err(PackError::BadOption(format!(
+                return Err(bad_option(format!(
                     "{}: only regular files and folders can be packed",
                     path.display()
                 )));
@@ -272,7 +241,7 @@ impl Packager {
     /// The tar entries in the framing's order: byte-sorted paths (with
     /// `neff.json` last, or as listed, when the framing says so), with a
     /// directory entry for every parent folder when it asks for them.
-    fn entries(self, framing: &TarFraming) -> Result<Vec<(String, Entry)>, PackError> {
+    fn entries(self, framing: &TarFraming) -> Result<Vec<(String, Entry)>, Error> {
         let mut dirs: BTreeSet<String> = self.dirs.iter().map(|d| d.to_string()).collect();
         for name in self.files.keys() {
             dirs.extend(name.parents().map(str::to_string));
@@ -281,7 +250,7 @@ impl Packager {
             .iter()
             .find(|d| MemberName::new(d).is_ok_and(|d| self.files.contains_key(&d)))
         {
-            return Err(PackError::Conflict(format!(
+            return Err(conflict(format!(
                 "{clash} is both a member and a folder of other members"
             )));
         }
@@ -304,7 +273,7 @@ impl Packager {
                 match all.remove(&e.name) {
                     Some(entry) => ordered.push((e.name.clone(), entry)),
                     None => {
-                        return Err(PackError::Conflict(format!(
+                        return Err(conflict(format!(
                             "the framing lists member {} but the package has no such member",
                             e.name
                         )))
@@ -329,7 +298,7 @@ impl Packager {
         self,
         path: impl AsRef<Path>,
         options: &PackOptions,
-    ) -> Result<PackOutcome, PackError> {
+    ) -> Result<PackOutcome, Error> {
         let path = path.as_ref();
         let named;
         let options = match path.file_name().and_then(|n| n.to_str()) {
@@ -346,7 +315,7 @@ impl Packager {
                 self.roots.iter().map(PathBuf::as_path),
                 self.files.values().filter_map(MemberSource::path),
             )
-            .map_err(PackError::OutputIsInput)?;
+            .map_err(|why| Error::new(ErrorKind::Conflict, why).at_path(path))?;
         let mut tmp = crate::atomic::temp_beside(path)?;
         let written = self.write_payload(&mut tmp, options)?;
         // The fsync (I/O-bound) runs while the read-back check (CPU-bound) reads
@@ -360,7 +329,7 @@ impl Packager {
                 .unwrap_or_else(|_| Err(io::Error::other("the fsync thread panicked")));
             let outcome = checked?;
             synced.map_err(|e| tmp.context(e))?;
-            Ok::<_, PackError>(outcome)
+            Ok::<_, Error>(outcome)
         })?;
         tmp.persist()?;
         Ok(outcome)
@@ -373,7 +342,7 @@ impl Packager {
         self,
         out: &mut W,
         options: &PackOptions,
-    ) -> Result<PackOutcome, PackError> {
+    ) -> Result<PackOutcome, Error> {
         let dir = std::env::temp_dir();
         let label = format!("cannot spool the output in {}", dir.display());
         let spool = tempfile::tempfile_in(&dir)
@@ -390,11 +359,7 @@ impl Packager {
 
     /// Builds the NEFF into a seekable file from its current start, then reads
     /// it back through the loader.
-    pub fn write_file(
-        self,
-        file: &mut File,
-        options: &PackOptions,
-    ) -> Result<PackOutcome, PackError> {
+    pub fn write_file(self, file: &mut File, options: &PackOptions) -> Result<PackOutcome, Error> {
         file.set_len(0)?;
         let written = self.write_payload(file, options)?;
         check(file, options, written)
@@ -406,16 +371,16 @@ impl Packager {
         self,
         file: &mut F,
         options: &PackOptions,
-    ) -> Result<Written, PackError> {
+    ) -> Result<Written, Error> {
         let deflate = options.framing.gzip.deflate;
         if !(1..=9).contains(&deflate.level) {
-            return Err(PackError::BadOption(format!(
+            return Err(bad_option(format!(
                 "compression level {} is out of range: use 1 to 9",
                 deflate.level
             )));
         }
         if !(1..=9).contains(&deflate.mem_level) {
-            return Err(PackError::BadOption(format!(
+            return Err(bad_option(format!(
                 "zlib memLevel {} is out of range: use 1 to 9",
                 deflate.mem_level
             )));
@@ -437,7 +402,7 @@ impl Packager {
         let out = BufWriter::with_capacity(1 << 20, &mut *file);
         let progress = options.progress.clone();
         let (tar_size, digests) = match pkg {
-            PkgVersion::Md5Gzip => std::thread::scope(|scope| -> Result<_, PackError> {
+            PkgVersion::Md5Gzip => std::thread::scope(|scope| -> Result<_, Error> {
                 let sink = HashingWriter::new(out, pkg, uuid_from_content);
                 let (mut sink, tar_size) = match deflate.engine {
                     // Tar framing here, deflate on `threads` workers, hashing
@@ -512,7 +477,7 @@ fn check<F: Read + Seek>(
     file: &mut F,
     options: &PackOptions,
     written: Written,
-) -> Result<PackOutcome, PackError> {
+) -> Result<PackOutcome, Error> {
     file.seek(SeekFrom::Start(0))?;
     let verdict = verify_reader(
         Some(BufReader::with_capacity(1 << 20, &mut *file)),
@@ -521,7 +486,7 @@ fn check<F: Read + Seek>(
     )?;
     let report = verdict.combined_report();
     if !verdict.accepted && !options.keep_refused {
-        return Err(PackError::Rejected(Box::new(report)));
+        return Err(Error::refused("the built NEFF is", report));
     }
     Ok(PackOutcome {
         header: written.header,
@@ -536,7 +501,7 @@ fn write_entries<W: Write>(
     tar: &mut TarWriter<W>,
     entries: Vec<(String, Entry)>,
     progress: Option<&AtomicU64>,
-) -> Result<(), PackError> {
+) -> Result<(), Error> {
     for (name, entry) in entries {
         match entry {
             Entry::Dir => tar.append_dir(name.trim_end_matches('/'))?,

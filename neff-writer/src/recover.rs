@@ -24,6 +24,7 @@ use neff_schema::header::Blob;
 use neff_schema::{HashLayout, NeffHeader, PkgVersion, Uuid, HEADER_LEN};
 use sha2::Sha256;
 
+use crate::error::{Error, ErrorKind};
 use crate::header_options::{HeaderFile, HeaderPatch};
 use crate::parallel_gzip::{deflate_chunk, CHUNK};
 use crate::tar_writer::{encode_header, pax_body, HeaderSpec, BLOCK, RECORD};
@@ -42,17 +43,23 @@ pub struct Recovered {
     pub exact: bool,
 }
 
-/// Recovers the framing of the NEFF at `path`.
-pub fn recover_framing(path: &Path) -> io::Result<Recovered> {
-    let mut file = File::open(path)
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display())))?;
+/// Recovers the framing of the NEFF at `path`. A file whose framing cannot
+/// be read is an [`ErrorKind::Framing`] error; a failed read, [`ErrorKind::Io`].
+pub fn recover_framing(path: &Path) -> Result<Recovered, Error> {
+    let mut file = File::open(path).map_err(|e| Error::io("cannot open", path, e))?;
+    recover_from(&mut file, path).map_err(|e| {
+        let kind = match e.kind() {
+            io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof => ErrorKind::Framing,
+            _ => ErrorKind::Io,
+        };
+        Error::new(kind, e.to_string()).at_path(path).with_source(e)
+    })
+}
+
+fn recover_from(file: &mut File, path: &Path) -> io::Result<Recovered> {
     let mut raw = [0u8; HEADER_LEN];
-    file.read_exact(&mut raw).map_err(|e| {
-        io::Error::new(
-            e.kind(),
-            format!("{}: cannot read the header: {e}", path.display()),
-        )
-    })?;
+    file.read_exact(&mut raw)
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot read the header: {e}")))?;
     let header = NeffHeader::from_bytes(raw);
     let fields = header.fields();
     let file_size = file.seek(SeekFrom::End(0))?;
@@ -67,7 +74,7 @@ pub fn recover_framing(path: &Path) -> io::Result<Recovered> {
     }
     let pkg = PkgVersion::from_value(fields.pkg_version).unwrap_or(PkgVersion::Md5Gzip);
     file.seek(SeekFrom::Start(HEADER_LEN as u64))?;
-    let mut hashed = HashingRead::new((&mut file).take(data_size), pkg);
+    let mut hashed = HashingRead::new(file.take(data_size), pkg);
     let mut framing = FramingPreset::Gnu.framing();
     let mut reader = BufReader::with_capacity(1 << 16, &mut hashed);
     let gzip = reader.fill_buf()?.starts_with(&[0x1f, 0x8b]);

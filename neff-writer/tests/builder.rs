@@ -13,17 +13,17 @@ use neff_schema::manifest::{
 use neff_schema::Target;
 use neff_writer::builder::npy::encode_v1;
 use neff_writer::builder::{EngineProgram, Tensor, Weight};
-use neff_writer::{BuildError, HeaderPatch, MemberSource, NeffBuilder};
+use neff_writer::{Error, HeaderPatch, MemberSource, NeffBuilder};
 
 /// A loader refusal as `"<gate> <message>"`; any other error as its text.
-fn refusal(e: BuildError) -> String {
-    match e {
-        BuildError::Refused(report) => format!(
+fn refusal(e: Error) -> String {
+    match e.report() {
+        Some(report) => format!(
             "{} {}",
             report.gate_id().unwrap_or_default(),
-            report.message.unwrap_or_default()
+            report.message.as_deref().unwrap_or_default()
         ),
-        e => e.to_string(),
+        None => e.to_string(),
     }
 }
 
@@ -644,7 +644,8 @@ fn the_unchecked_path_writes_what_the_gates_refuse() {
         )
         .write_to_path(&out);
     match refused {
-        Err(BuildError::Refused(report)) => {
+        Err(e) if e.report().is_some() => {
+            let report = e.report().unwrap();
             assert_eq!(report.gate_id(), Some("G15"), "{}", report.summary())
         }
         Err(e) => panic!("unexpected error {e}"),
@@ -886,7 +887,7 @@ fn both_verdicts(
         .write_to(&mut out)
         .unwrap();
     let gate = match &checked {
-        Err(BuildError::Refused(report)) => report.gate_id().map(str::to_string),
+        Err(e) if e.report().is_some() => e.report().unwrap().gate_id().map(str::to_string),
         Err(e) => panic!("not a loader refusal: {e}"),
         Ok(_) => None,
     };

@@ -5,7 +5,7 @@ use std::io::{self, Read};
 
 use neff_loader::{load_file, RuntimeProfile};
 use neff_schema::{NeffHeader, PkgVersion, Uuid};
-use neff_writer::{HeaderPatch, PackError, PackOptions, Packager, UuidChoice};
+use neff_writer::{ErrorKind, HeaderPatch, PackOptions, Packager, UuidChoice};
 
 /// The runtime's all-reduce fixture model (18 files, one folder) plus three
 /// members no manifest refers to.
@@ -171,7 +171,8 @@ fn refused_outputs_need_keep_refused() {
         ..PackOptions::default()
     };
     match sample().write_to_path(&path, &options) {
-        Err(PackError::Rejected(report)) => {
+        Err(e) if e.kind() == ErrorKind::Refused => {
+            let report = e.report().unwrap();
             assert_eq!(report.gate_id(), Some("G4"));
             assert_eq!(report.status.code(), 10);
         }

@@ -101,9 +101,8 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
     let mut build = match builder.build() {
         Ok(build) => build,
         // The loader's gates, run before writing: reported as a read-back refusal.
-        Err(neff::writer::BuildError::Refused(report)) => {
-            let refused = Err(neff::writer::PackError::Rejected(report));
-            return report_written(refused, &out, "built");
+        Err(e) if e.kind() == neff::writer::ErrorKind::Refused => {
+            return report_written(Err(e), &out, "built");
         }
         Err(e) => return Err(format!("{spec_name}: {e}").into()),
     };

@@ -118,14 +118,17 @@ impl<'a> Output<'a> {
 /// read-back gates is exit 1 with the gate and how to force it; success prints
 /// a summary on stderr, or the header and verdict as JSON on stdout.
 pub fn report_written(
-    result: Result<neff::writer::PackOutcome, neff::writer::PackError>,
+    result: Result<neff::writer::PackOutcome, neff::writer::Error>,
     out: &Output<'_>,
     verb: &str,
 ) -> Result<u8, Box<dyn std::error::Error>> {
     let (output, to_stdout, json, quiet) = (out.path, out.to_stdout, out.json, out.quiet);
     let outcome = match result {
         Ok(outcome) => outcome,
-        Err(neff::writer::PackError::Rejected(report)) => {
+        Err(e) => {
+            let Some(report) = e.report() else {
+                return Err(e.into());
+            };
             eprintln!(
                 "neff: {}: not written: the loader refuses it",
                 output.display()
@@ -137,7 +140,6 @@ pub fn report_written(
             eprintln!("  (pass --allow-invalid to write it anyway)");
             return Ok(EXIT_REJECTED);
         }
-        Err(e) => return Err(e.into()),
     };
     if json && !to_stdout {
         print_json(&serde_json::json!({

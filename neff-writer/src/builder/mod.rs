@@ -20,14 +20,14 @@
 //!     })
 //!     .write_to_path("m.neff")?;
 //! println!("{}", outcome.report.summary());
-//! # Ok::<(), neff_writer::builder::BuildError>(())
+//! # Ok::<(), neff_writer::Error>(())
 //! ```
 //!
 //! Two doors, as in wasm-encoder:
 //! * **checked** (the default): [`NeffBuilder::build`] runs the loader's gates
 //!   over the generated members in memory ([`neff_loader::check_members`]) on
 //!   every arch the NEFF targets, and refuses with the loader's report
-//!   ([`BuildError::Refused`]: gate and runtime message) before any byte is
+//!   ([`Error::Refused`]: gate and runtime message) before any byte is
 //!   written; the builder itself only refuses what the loader cannot know
 //!   (names that clash, a shape whose element count or byte size overflows
 //!   64 bits, weight data whose length is not its dtype × shape, an
@@ -70,16 +70,17 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use neff_loader::{MemberData, Report, RuntimeProfile};
+use neff_loader::{MemberData, RuntimeProfile};
 use neff_schema::features;
 use neff_schema::header::Text;
 use neff_schema::manifest::neff_json::IoTensor;
 use neff_schema::manifest::{self, Extra, KelfDescriptor, Manifest, NeffJson};
 use neff_schema::{Framing, FramingPreset, NeffHeader, PkgVersion, Target};
 
+use crate::error::{Error, ErrorKind};
 use crate::header_options::{HeaderPatch, UuidChoice};
 use crate::member::{MemberName, MemberSource};
-use crate::packager::{PackError, PackOptions, PackOutcome, Packager};
+use crate::packager::{PackOptions, PackOutcome, Packager};
 
 pub use subgraph::Subgraph;
 pub use tensor::{EngineProgram, Tensor, Weight, WeightFormat};
@@ -111,13 +112,10 @@ impl Data {
     }
 
     /// The packager source; `what` names the data in errors.
-    pub(crate) fn into_source(self, what: &str) -> Result<MemberSource, BuildError> {
+    pub(crate) fn into_source(self, what: &str) -> Result<MemberSource, Error> {
         match self {
             Data::Source(source) => Ok(source),
-            Data::Path(path) => MemberSource::file(&path).map_err(|source| BuildError::Io {
-                what: what.to_string(),
-                source,
-            }),
+            Data::Path(path) => MemberSource::file(&path).map_err(|e| Error::io_while(what, e)),
         }
     }
 }
@@ -187,35 +185,10 @@ impl From<MemberSource> for Data {
     }
 }
 
-/// Why a model could not be built.
-#[derive(Debug, thiserror::Error)]
-pub enum BuildError {
-    /// The description breaks a rule (message names the subgraph and key).
-    #[error("{0}")]
-    Invalid(String),
-    /// A file could not be read.
-    #[error("{what}: {source}")]
-    Io {
-        /// What was being read.
-        what: String,
-        /// The failure.
-        #[source]
-        source: io::Error,
-    },
-    /// A manifest could not be encoded.
-    #[error(transparent)]
-    Manifest(#[from] neff_schema::Error),
-    /// The loader's gates refuse the model, checked in memory before any
-    /// byte is written: the deciding report (gate, the runtime's message).
-    #[error("the NEFF would be refused by the loader: {}", .0.summary())]
-    Refused(Box<Report>),
-    /// Packing failed, or the loader's gates refuse the written file.
-    #[error(transparent)]
-    Pack(#[from] PackError),
-}
-
-pub(crate) fn invalid<T>(message: impl Into<String>) -> Result<T, BuildError> {
-    Err(BuildError::Invalid(message.into()))
+/// The model breaks a rule only the builder knows (the message names the
+/// subgraph and key).
+pub(crate) fn invalid<T>(message: impl Into<String>) -> Result<T, Error> {
+    Err(Error::new(ErrorKind::Invalid, message))
 }
 
 /// The member name a barrier config is attached under (see
@@ -441,7 +414,7 @@ impl NeffBuilder {
     /// loader's gates run here, over the members in memory, on every arch the
     /// NEFF targets (the ones that need the written file run when it is
     /// written).
-    pub fn build(self) -> Result<Build, BuildError> {
+    pub fn build(self) -> Result<Build, Error> {
         let checked = !self.unchecked;
         let mut names = BTreeSet::new();
         for sg in &self.subgraphs {
@@ -525,10 +498,9 @@ impl NeffBuilder {
         let patch = &mut options.header;
         if patch.name.is_none() {
             if let Some(name) = &self.name {
-                patch.name = Some(
-                    Text::new(name)
-                        .map_err(|e| BuildError::Invalid(format!("model name {name:?}: {e}")))?,
-                );
+                patch.name = Some(Text::new(name).map_err(|e| {
+                    Error::new(ErrorKind::Invalid, format!("model name {name:?}: {e}"))
+                })?);
             }
         }
         let mut bits = self.feature_bits;
@@ -553,20 +525,20 @@ impl NeffBuilder {
     /// Builds and writes the NEFF at `path` atomically (see
     /// [`Packager::write_to_path`]); refused by the loader's gates unless
     /// [`NeffBuilder::unchecked`] and [`NeffBuilder::keep_refused`].
-    pub fn write_to_path(self, path: impl AsRef<Path>) -> Result<PackOutcome, BuildError> {
-        Ok(self.build()?.write_to_path(path)?)
+    pub fn write_to_path(self, path: impl AsRef<Path>) -> Result<PackOutcome, Error> {
+        self.build()?.write_to_path(path)
     }
 
     /// Builds and writes the NEFF into any writer.
-    pub fn write_to<W: Write>(self, out: &mut W) -> Result<PackOutcome, BuildError> {
-        Ok(self.build()?.write_to(out)?)
+    pub fn write_to<W: Write>(self, out: &mut W) -> Result<PackOutcome, Error> {
+        self.build()?.write_to(out)
     }
 }
 
 /// A generated manifest's bytes: pretty-printed as producers write them, or
 /// compact when the pretty form would be longer than the loader parses
 /// ([`neff_loader::MANIFEST_MAX`]; a model of about 500,000 variables).
-pub(crate) fn manifest_bytes<T: Manifest>(manifest: &T) -> Result<MemberSource, BuildError> {
+pub(crate) fn manifest_bytes<T: Manifest>(manifest: &T) -> Result<MemberSource, Error> {
     let pretty = manifest.to_vec_pretty()?;
     if pretty.len() as u64 <= neff_loader::MANIFEST_MAX {
         return Ok(MemberSource::Bytes(pretty));
@@ -597,7 +569,7 @@ fn compact(json: &[u8]) -> Vec<u8> {
 fn loader_check(
     members: &mut BTreeMap<String, MemberSource>,
     options: &PackOptions,
-) -> Result<(), BuildError> {
+) -> Result<(), Error> {
     let mut peeked: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     for (name, source) in members.iter_mut() {
         if !matches!(source, MemberSource::Bytes(_)) {
@@ -622,23 +594,23 @@ fn loader_check(
     if verdict.accepted {
         return Ok(());
     }
-    Err(BuildError::Refused(Box::new(verdict.combined_report())))
+    Err(Error::refused(
+        "the NEFF would be",
+        verdict.combined_report(),
+    ))
 }
 
 /// The bytes of a member not in memory that the loader reads before the
 /// file exists: all of a manifest (up to the loader's limit), the first 16
 /// bytes of anything else. A reader is read that far and put back together.
-fn peek(name: &str, source: &mut MemberSource) -> Result<Vec<u8>, BuildError> {
+fn peek(name: &str, source: &mut MemberSource) -> Result<Vec<u8>, Error> {
     let len = source.len();
     let want = if name.ends_with(".json") && len <= neff_loader::MANIFEST_MAX {
         len
     } else {
         len.min(16)
     };
-    let io_error = |source| BuildError::Io {
-        what: format!("member {name}"),
-        source,
-    };
+    let io_error = |e| Error::io_while(&format!("member {name}"), e);
     let mut head = Vec::new();
     match source {
         MemberSource::Bytes(b) => head.extend_from_slice(b),
@@ -659,17 +631,17 @@ fn peek(name: &str, source: &mut MemberSource) -> Result<Vec<u8>, BuildError> {
     Ok(head)
 }
 
-fn check_name(name: &str) -> Result<(), BuildError> {
+fn check_name(name: &str) -> Result<(), Error> {
     MemberName::new(name)
         .map(|_| ())
-        .map_err(|e| BuildError::Invalid(e.to_string()))
+        .map_err(|e| Error::new(ErrorKind::Invalid, e.to_string()))
 }
 
 fn insert_member(
     members: &mut BTreeMap<String, MemberSource>,
     name: String,
     source: MemberSource,
-) -> Result<(), BuildError> {
+) -> Result<(), Error> {
     check_name(&name)?;
     if members.contains_key(&name) {
         return invalid(format!(
@@ -697,7 +669,7 @@ impl ModelIo {
         subgraph: &str,
         what: &str,
         checked: bool,
-    ) -> Result<(), BuildError> {
+    ) -> Result<(), Error> {
         for t in more {
             match self.index.get(&t.name) {
                 Some(&i) => {
@@ -788,10 +760,10 @@ impl Build {
     }
 
     /// Parses a generated manifest member as `T`.
-    pub fn manifest<T: Manifest>(&self, name: &str) -> Result<T, BuildError> {
+    pub fn manifest<T: Manifest>(&self, name: &str) -> Result<T, Error> {
         let bytes = self
             .bytes(name)
-            .ok_or_else(|| BuildError::Invalid(format!("no in-memory member {name}")))?;
+            .ok_or_else(|| Error::new(ErrorKind::Invalid, format!("no in-memory member {name}")))?;
         Ok(T::from_slice(name, bytes)?)
     }
 
@@ -806,7 +778,7 @@ impl Build {
     }
 
     /// The members as a [`Packager`], with the options to write it with.
-    pub fn into_packager(self) -> Result<(Packager, PackOptions), PackError> {
+    pub fn into_packager(self) -> Result<(Packager, PackOptions), Error> {
         let mut packager = Packager::new();
         for (name, source) in self.members {
             packager.add(&name, source)?;
@@ -815,13 +787,13 @@ impl Build {
     }
 
     /// Writes the NEFF at `path` atomically, checked by the loader's gates.
-    pub fn write_to_path(self, path: impl AsRef<Path>) -> Result<PackOutcome, PackError> {
+    pub fn write_to_path(self, path: impl AsRef<Path>) -> Result<PackOutcome, Error> {
         let (packager, options) = self.into_packager()?;
         packager.write_to_path(path, &options)
     }
 
     /// Writes the NEFF into any writer, checked by the loader's gates.
-    pub fn write_to<W: Write>(self, out: &mut W) -> Result<PackOutcome, PackError> {
+    pub fn write_to<W: Write>(self, out: &mut W) -> Result<PackOutcome, Error> {
         let (packager, options) = self.into_packager()?;
         packager.write_to(out, &options)
     }

@@ -6,6 +6,8 @@ use std::io::{self, Read};
 
 use neff_schema::manifest::Dtype;
 
+use crate::error::{Error, ErrorKind};
+
 /// The six magic bytes every `.npy` file starts with (`\x93NUMPY`; the
 /// runtime checks only the first two, as u16 0x4e93).
 pub const NPY_MAGIC: &[u8; 6] = b"\x93NUMPY";
@@ -81,24 +83,14 @@ impl NpyHeader {
     }
 }
 
-/// Why a `.npy` header was refused.
-#[derive(Debug, thiserror::Error)]
-pub enum NpyError {
-    /// Reading the file failed.
-    #[error("{0}")]
-    Io(#[from] io::Error),
-    /// The bytes are not a `.npy` v1 file, or the header is malformed.
-    #[error("{0}")]
-    Bad(String),
-}
-
-fn bad<T>(why: impl Into<String>) -> Result<T, NpyError> {
-    Err(NpyError::Bad(why.into()))
+/// The bytes are not a `.npy` v1 file, or the header is malformed.
+fn bad<T>(why: impl Into<String>) -> Result<T, Error> {
+    Err(Error::new(ErrorKind::Npy, why))
 }
 
 /// Reads just the header of a `.npy` file from `reader` (10 + header_len
 /// bytes) and returns it with the bytes consumed.
-pub fn read_header<R: Read>(reader: &mut R) -> Result<(NpyHeader, Vec<u8>), NpyError> {
+pub fn read_header<R: Read>(reader: &mut R) -> Result<(NpyHeader, Vec<u8>), Error> {
     let mut prefix = vec![0u8; NPY_V1_PREAMBLE];
     read_full(reader, &mut prefix, "the 10-byte npy preamble")?;
     check_preamble(&prefix)?;
@@ -113,7 +105,7 @@ pub fn read_header<R: Read>(reader: &mut R) -> Result<(NpyHeader, Vec<u8>), NpyE
     Ok((header, prefix))
 }
 
-fn read_full<R: Read>(reader: &mut R, buf: &mut [u8], what: &str) -> Result<(), NpyError> {
+fn read_full<R: Read>(reader: &mut R, buf: &mut [u8], what: &str) -> Result<(), Error> {
     match reader.read_exact(buf) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
@@ -123,7 +115,7 @@ fn read_full<R: Read>(reader: &mut R, buf: &mut [u8], what: &str) -> Result<(), 
     }
 }
 
-fn check_preamble(prefix: &[u8]) -> Result<(), NpyError> {
+fn check_preamble(prefix: &[u8]) -> Result<(), Error> {
     if prefix.len() < NPY_V1_PREAMBLE {
         return bad(format!(
             "{} bytes is too short for an npy file (at least 10)",
@@ -146,7 +138,7 @@ fn check_preamble(prefix: &[u8]) -> Result<(), NpyError> {
 }
 
 /// Parses a whole `.npy` v1 header held in `bytes` (at least 10 + header_len).
-pub fn parse_header(bytes: &[u8]) -> Result<NpyHeader, NpyError> {
+pub fn parse_header(bytes: &[u8]) -> Result<NpyHeader, Error> {
     check_preamble(bytes)?;
     let header_len = u16::from_le_bytes([bytes[8], bytes[9]]);
     let end = NPY_V1_PREAMBLE + usize::from(header_len);
@@ -166,7 +158,9 @@ pub fn parse_header(bytes: &[u8]) -> Result<NpyHeader, NpyError> {
         fortran_order: None,
         shape: None,
     };
-    let entries = DictParser::new(dict).parse().map_err(NpyError::Bad)?;
+    let entries = DictParser::new(dict)
+        .parse()
+        .map_err(|why| Error::new(ErrorKind::Npy, why))?;
     for (key, value) in entries {
         match (key.as_str(), value) {
             ("descr", PyValue::Str(s)) => header.descr = Some(s),

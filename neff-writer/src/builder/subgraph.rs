@@ -11,7 +11,8 @@ use neff_schema::manifest::{
     UcodeLibJson, Var, VarType,
 };
 
-use super::{invalid, manifest_bytes, BuildError, Data};
+use super::{invalid, manifest_bytes, Data};
+use crate::error::Error;
 use crate::member::{MemberName, MemberSource};
 
 use super::tensor::{EngineProgram, Tensor, Weight, WeightFormat};
@@ -227,7 +228,7 @@ impl Subgraph {
     }
 
     /// Generates def.json, the engine manifests and every member.
-    pub(crate) fn generate(self, ctx: &mut Context) -> Result<Generated, BuildError> {
+    pub(crate) fn generate(self, ctx: &mut Context) -> Result<Generated, Error> {
         let sg = self.name.clone();
         let checked = ctx.checked;
         let mut members: Vec<(String, MemberSource)> = Vec::new();
@@ -379,7 +380,7 @@ impl Subgraph {
 
 /// The var's `size`: given or computed for the types that need one (a
 /// pointer is 8 bytes), as given for the others.
-fn var_size(kind: &str, tensor: &Tensor, at: &str) -> Result<Option<u64>, BuildError> {
+fn var_size(kind: &str, tensor: &Tensor, at: &str) -> Result<Option<u64>, Error> {
     if !matches!(kind, "input" | "output" | "tmp-buf" | "virtual" | "pointer") {
         return Ok(tensor.size);
     }
@@ -391,7 +392,7 @@ fn var_size(kind: &str, tensor: &Tensor, at: &str) -> Result<Option<u64>, BuildE
     }
 }
 
-fn member_name(sg: &str, file: &str, at: &str) -> Result<String, BuildError> {
+fn member_name(sg: &str, file: &str, at: &str) -> Result<String, Error> {
     let name = format!("{sg}/{file}");
     match MemberName::new(&name) {
         Ok(_) => Ok(name),

@@ -3,7 +3,8 @@
 
 use neff_schema::manifest::{DmaBlock, Dtype, Extra};
 
-use super::{invalid, BuildError, Data};
+use super::{invalid, Data};
+use crate::error::Error;
 
 /// A variable's settings: element type, shape, size, a pinned var_id and
 /// extra def.json keys. Inputs and outputs need a dtype and a shape
@@ -71,7 +72,7 @@ impl Tensor {
 
     /// The size: given, else elements × element size; `None` without a
     /// shape or a dtype of known element size. Overflow is refused.
-    pub(super) fn byte_size(&self, at: &str) -> Result<Option<u64>, BuildError> {
+    pub(super) fn byte_size(&self, at: &str) -> Result<Option<u64>, Error> {
         if self.size.is_some() {
             return Ok(self.size);
         }
@@ -86,7 +87,7 @@ impl Tensor {
 
     /// Refuses a shape whose element count, or byte size at the dtype's
     /// runtime element size, overflows 64 bits.
-    pub(super) fn check_shape(&self, at: &str) -> Result<(), BuildError> {
+    pub(super) fn check_shape(&self, at: &str) -> Result<(), Error> {
         let Some(shape) = &self.shape else {
             return Ok(());
         };
@@ -98,7 +99,7 @@ impl Tensor {
 }
 
 /// The number of elements of `shape`; refused when it overflows 64 bits.
-fn element_count(at: &str, shape: &[u64]) -> Result<u64, BuildError> {
+fn element_count(at: &str, shape: &[u64]) -> Result<u64, Error> {
     match shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d)) {
         Some(count) => Ok(count),
         None => invalid(format!(
@@ -113,7 +114,7 @@ pub(super) fn shape_bytes(
     dtype: &Dtype,
     shape: &[u64],
     width: u64,
-) -> Result<u64, BuildError> {
+) -> Result<u64, Error> {
     let count = element_count(at, shape)?;
     match count.checked_mul(width) {
         Some(bytes) => Ok(bytes),

@@ -5,7 +5,8 @@ use std::io::{Cursor, Read};
 
 use super::npy::{self, NpyHeader};
 use super::tensor::{shape_bytes, Tensor, WeightFormat};
-use super::{invalid, BuildError, Data};
+use super::{invalid, Data};
+use crate::error::{Error, ErrorKind};
 use crate::member::MemberSource;
 
 /// The member source of a weight. `.npy` headers fill the tensor's dtype and
@@ -17,7 +18,7 @@ pub(super) fn weight_source(
     tensor: &mut Tensor,
     checked: bool,
     at: &str,
-) -> Result<MemberSource, BuildError> {
+) -> Result<MemberSource, Error> {
     let source = data.into_source(&format!("{at}: weights"))?;
     match format {
         WeightFormat::Npy => npy_source(source, tensor, checked, at),
@@ -37,7 +38,7 @@ fn check_data_len(
     source: &MemberSource,
     what: &str,
     at: &str,
-) -> Result<(), BuildError> {
+) -> Result<(), Error> {
     let (Some(dtype), Some(shape)) = (&tensor.dtype, &tensor.shape) else {
         return Ok(());
     };
@@ -61,23 +62,21 @@ fn npy_source(
     tensor: &mut Tensor,
     checked: bool,
     at: &str,
-) -> Result<MemberSource, BuildError> {
+) -> Result<MemberSource, Error> {
     let len = source.len();
     let (parsed, source) = match source {
         MemberSource::Bytes(b) => (npy::parse_header(&b), MemberSource::Bytes(b)),
         MemberSource::File { path, len } => {
             let parsed = std::fs::File::open(&path)
-                .map_err(|source| BuildError::Io {
-                    what: format!("{at}: {}", path.display()),
-                    source,
-                })
+                .map_err(|e| Error::io_while(&format!("{at}: {}", path.display()), e))
                 .map(|mut f| npy::read_header(&mut f).map(|(h, _)| h))?;
             (parsed, MemberSource::File { path, len })
         }
         MemberSource::Reader { reader, len } if checked => {
             let mut reader = reader;
-            let (header, prefix) = npy::read_header(&mut reader)
-                .map_err(|e| BuildError::Invalid(format!("{at}: not a .npy v1 file: {e}")))?;
+            let (header, prefix) = npy::read_header(&mut reader).map_err(|e| {
+                Error::new(ErrorKind::Invalid, format!("{at}: not a .npy v1 file: {e}"))
+            })?;
             let rejoined: Box<dyn Read + Send> = Box::new(Cursor::new(prefix).chain(reader));
             (
                 Ok(header),
@@ -113,15 +112,18 @@ fn npy_source(
 }
 
 /// Checks an `.npy` header against the file's length; returns the data length.
-fn check_npy(header: &NpyHeader, len: u64, at: &str) -> Result<u64, BuildError> {
+fn check_npy(header: &NpyHeader, len: u64, at: &str) -> Result<u64, Error> {
     if header.fortran_order == Some(true) {
         return invalid(format!(
             "{at}: fortran_order is True; the runtime copies the data as it is (write it C-ordered)"
         ));
     }
-    let data_len = len
-        .checked_sub(header.data_offset())
-        .ok_or_else(|| BuildError::Invalid(format!("{at}: the file ends inside its npy header")))?;
+    let data_len = len.checked_sub(header.data_offset()).ok_or_else(|| {
+        Error::new(
+            ErrorKind::Invalid,
+            format!("{at}: the file ends inside its npy header"),
+        )
+    })?;
     if let Some(expected) = header.expected_data_len() {
         if expected != data_len {
             return invalid(format!(
