@@ -3,11 +3,8 @@
 //! source could not be read, a tar or gzip stream read on its own (outside the
 //! gates) is damaged, or an unpack was refused or failed.
 
-use std::fmt;
 use std::io;
 use std::path::Path;
-
-use neff_schema::{write_prefix, Location};
 
 use crate::digest::SourceError;
 use crate::gzip_reader::GzipError;
@@ -74,29 +71,13 @@ pub enum ErrorKind {
     Pipeline,
 }
 
-/// A loader error: its [`ErrorKind`], its [`Location`] (file, member, tar
-/// offset) and a message. [`fmt::Display`] puts the file and member in front.
-#[derive(Debug)]
-pub struct Error {
-    kind: ErrorKind,
-    location: Box<Location>,
-    message: String,
-    report: Option<Box<Report>>,
-    source: Option<io::Error>,
-}
+neff_schema::define_error!(
+    /// A loader error: its [`ErrorKind`], its [`Location`](neff_schema::Location)
+    /// (file, member, tar offset) and a message.
+    Error, ErrorKind { report: Option<Box<Report>> }
+);
 
 impl Error {
-    /// An error of `kind` saying `message`, with no location yet.
-    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Error {
-            kind,
-            location: Box::default(),
-            message: message.into(),
-            report: None,
-            source: None,
-        }
-    }
-
     /// A tar failure at tar offset `offset`.
     pub(crate) fn tar(kind: TarErrorKind, offset: u64, message: String) -> Self {
         Error::new(ErrorKind::Tar(kind), message).at_offset(offset)
@@ -112,60 +93,19 @@ impl Error {
 
     /// `what` (e.g. "cannot create") failed on `path` for an I/O reason.
     pub fn io(kind: ErrorKind, what: &str, path: &Path, source: io::Error) -> Self {
-        let mut e = Error::new(kind, format!("{what}: {source}"));
-        e.location.path = Some(path.to_path_buf());
-        e.source = Some(source);
-        e
+        Error::new(kind, format!("{what}: {source}"))
+            .at_path(path)
+            .with_source(source)
     }
 
     /// A failure of the sink a member's data is copied to.
     pub(crate) fn sink(source: io::Error) -> Self {
-        let mut e = Error::new(ErrorKind::Write, source.to_string());
-        e.source = Some(source);
-        e
-    }
-
-    /// The same error, in `member`.
-    pub fn in_member(mut self, member: impl Into<String>) -> Self {
-        self.location.member = Some(member.into());
-        self
-    }
-
-    /// The same error, about the file at `path`.
-    pub fn at_path(mut self, path: &Path) -> Self {
-        self.location.path = Some(path.to_path_buf());
-        self
-    }
-
-    /// The same error, at byte `offset`.
-    pub fn at_offset(mut self, offset: u64) -> Self {
-        self.location.offset = Some(offset);
-        self
-    }
-
-    /// What went wrong.
-    pub fn kind(&self) -> ErrorKind {
-        self.kind
-    }
-
-    /// Where.
-    pub fn location(&self) -> &Location {
-        &self.location
-    }
-
-    /// What is wrong, without the file and member.
-    pub fn message(&self) -> &str {
-        &self.message
+        Error::new(ErrorKind::Write, source.to_string()).with_source(source)
     }
 
     /// The loader's report, for [`ErrorKind::Refused`].
     pub fn report(&self) -> Option<&Report> {
         self.report.as_deref()
-    }
-
-    /// The I/O error kind, when an I/O failure caused this.
-    pub fn io_kind(&self) -> Option<io::ErrorKind> {
-        self.source.as_ref().map(io::Error::kind)
     }
 
     /// The short text libarchive gives for a damaged stream, or the message.
@@ -185,32 +125,13 @@ impl From<io::Error> for Error {
     fn from(e: io::Error) -> Self {
         let inner = e.get_ref();
         if let Some(g) = inner.and_then(|i| i.downcast_ref::<GzipError>()) {
-            let mut out = Error::new(ErrorKind::Gzip(g.kind), g.message.clone());
-            out.location.offset = Some(g.offset);
-            return out;
+            return Error::new(ErrorKind::Gzip(g.kind), g.message.clone()).at_offset(g.offset);
         }
         if let Some(SourceError(source)) = inner.and_then(|i| i.downcast_ref::<SourceError>()) {
-            let mut out = Error::new(ErrorKind::Read, format!("read failed: {source}"));
-            out.source = Some(io::Error::new(source.kind(), source.to_string()));
-            return out;
+            let message = format!("read failed: {source}");
+            let cause = io::Error::new(source.kind(), source.to_string());
+            return Error::new(ErrorKind::Read, message).with_source(cause);
         }
-        let mut out = Error::new(ErrorKind::Read, e.to_string());
-        out.source = Some(e);
-        out
-    }
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write_prefix(f, &self.location)?;
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
-            .as_ref()
-            .map(|e| e as &(dyn std::error::Error + 'static))
+        Error::new(ErrorKind::Read, e.to_string()).with_source(e)
     }
 }

@@ -55,67 +55,119 @@ impl Location {
     }
 }
 
-/// A refused value or document: its [`ErrorKind`], its [`Location`] and a
-/// message that says what is wrong (the message names the key and offset
-/// itself; [`fmt::Display`] puts the path and member in front of it).
-#[derive(Debug)]
-pub struct Error {
-    kind: ErrorKind,
-    location: Box<Location>,
-    message: String,
-    source: Option<Box<dyn std::error::Error + Send + Sync>>,
-}
-
-impl Error {
-    /// An error of `kind` saying `message`, with no location yet.
-    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Error {
-            kind,
-            location: Box::default(),
-            message: message.into(),
-            source: None,
+/// Defines a crate's error type: a `kind` (a `Copy` enum), a boxed
+/// [`Location`], a message and an optional cause, with the constructors and
+/// accessors every crate's error shares; [`fmt::Display`] puts the path and
+/// member in front of the message (which names the key and offset itself).
+/// Extra fields start as their `Default`.
+#[macro_export]
+macro_rules! define_error {
+    ($(#[$meta:meta])* $name:ident, $kind:ty { $($extra:ident : $extra_ty:ty),* $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug)]
+        pub struct $name {
+            kind: $kind,
+            location: Box<$crate::Location>,
+            message: String,
+            source: Option<Box<dyn std::error::Error + Send + Sync>>,
+            $($extra: $extra_ty,)*
         }
-    }
 
-    /// The same error with its lower-level cause attached.
-    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
-        self.source = Some(Box::new(source));
-        self
-    }
+        impl $name {
+            /// An error of `kind` saying `message`, with no location yet.
+            pub fn new(kind: $kind, message: impl Into<String>) -> Self {
+                $name {
+                    kind,
+                    location: Box::default(),
+                    message: message.into(),
+                    source: None,
+                    $($extra: Default::default(),)*
+                }
+            }
 
-    /// The same error, in `member`.
-    pub fn in_member(mut self, member: impl Into<String>) -> Self {
-        self.location.member = Some(member.into());
-        self
-    }
+            /// The same error with its lower-level cause attached.
+            pub fn with_source(
+                mut self,
+                source: impl std::error::Error + Send + Sync + 'static,
+            ) -> Self {
+                self.source = Some(Box::new(source));
+                self
+            }
 
-    /// The same error, at `key`.
-    pub fn at_key(mut self, key: impl Into<String>) -> Self {
-        self.location.key = Some(key.into());
-        self
-    }
+            /// The same error, about the file at `path`.
+            pub fn at_path(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+                self.location.path = Some(path.into());
+                self
+            }
 
-    /// The same error, at byte `offset`.
-    pub fn at_offset(mut self, offset: u64) -> Self {
-        self.location.offset = Some(offset);
-        self
-    }
+            /// The same error, in `member`.
+            pub fn in_member(mut self, member: impl Into<String>) -> Self {
+                self.location.member = Some(member.into());
+                self
+            }
 
-    /// What was refused.
-    pub fn kind(&self) -> ErrorKind {
-        self.kind
-    }
+            /// The same error, at `key` (a JSON key path or a field).
+            pub fn at_key(mut self, key: impl Into<String>) -> Self {
+                self.location.key = Some(key.into());
+                self
+            }
 
-    /// Where.
-    pub fn location(&self) -> &Location {
-        &self.location
-    }
+            /// The same error, at byte `offset`.
+            pub fn at_offset(mut self, offset: u64) -> Self {
+                self.location.offset = Some(offset);
+                self
+            }
 
-    /// What is wrong, without the path and member.
-    pub fn message(&self) -> &str {
-        &self.message
-    }
+            /// The same error, at `location` (another crate's error's).
+            pub fn at(mut self, location: &$crate::Location) -> Self {
+                *self.location = location.clone();
+                self
+            }
+
+            /// What went wrong.
+            pub fn kind(&self) -> $kind {
+                self.kind
+            }
+
+            /// Where.
+            pub fn location(&self) -> &$crate::Location {
+                &self.location
+            }
+
+            /// What is wrong, without the path and member.
+            pub fn message(&self) -> &str {
+                &self.message
+            }
+
+            /// The I/O error kind, when an I/O failure caused this.
+            pub fn io_kind(&self) -> Option<std::io::ErrorKind> {
+                let source = self.source.as_deref()?;
+                source.downcast_ref::<std::io::Error>().map(std::io::Error::kind)
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                $crate::write_prefix(f, &self.location)?;
+                f.write_str(&self.message)
+            }
+        }
+
+        impl std::error::Error for $name {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                self.source
+                    .as_deref()
+                    .map(|e| e as &(dyn std::error::Error + 'static))
+            }
+        }
+    };
 }
+
+define_error!(
+    /// A refused value or document: its [`ErrorKind`], its [`Location`] and a
+    /// message that says what is wrong.
+    Error, ErrorKind {}
+);
 
 /// Writes `path: member: ` for the parts of `location` that are known, the
 /// prefix every crate's error puts before its message.
@@ -127,21 +179,6 @@ pub fn write_prefix(f: &mut fmt::Formatter<'_>, location: &Location) -> fmt::Res
         write!(f, "{member}: ")?;
     }
     Ok(())
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write_prefix(f, &self.location)?;
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
-            .as_deref()
-            .map(|e| e as &(dyn std::error::Error + 'static))
-    }
 }
 
 #[cfg(test)]
