@@ -64,7 +64,7 @@ pub use container::{
     payload_stream, Compression, Container, EntryFate, EntryRecord, Limits, PayloadPadding,
     StoredMember, PREFIX_LEN, WAVEGRAPH_SUFFIX,
 };
-pub use extract::{extract, ExtractError, ExtractSummary};
+pub use extract::{extract, ExtractError, ExtractLimits, ExtractSummary};
 pub use gate::{Gate, NrtStatus, Rejection};
 pub use gzip_reader::{GzipError, GzipErrorKind};
 pub use inspect::{InspectReport, ModelReadPast, BARRIER_CONFIG_MEMBER};
