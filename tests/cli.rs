@@ -670,6 +670,14 @@ fn unpack_header_out_never_lands_inside_the_destination() {
         NEFF_JSON.as_bytes()
     );
     assert!(fs::read_to_string(&header).unwrap().contains("framing"));
+    // A bare relative name is beside the working folder, outside DIR.
+    let r = Command::new(env!("CARGO_BIN_EXE_neff"))
+        .args(["unpack", s(&file), "-o", "rel", "--header-out", "h2.json"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    assert!(dir.path().join("h2.json").exists());
 }
 
 #[test]

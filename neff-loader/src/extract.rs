@@ -189,19 +189,25 @@ fn write(
     };
     let mut tar = tar_stream(file, container)?;
     let mut index = 0;
+    // The last folder made: its ancestors need no second look.
+    let mut made = PathBuf::new();
     while let Some(entry) = next_entry(&mut tar)? {
         index += 1;
         let Some(target) = plan.target(dest, &entry.name, entry.kind, index - 1) else {
             continue;
         };
-        if entry.kind == EntryKind::Directory {
-            dest::folders(dest, &target, true)?;
-            summary.directories += 1;
-            continue;
+        let dir = entry.kind == EntryKind::Directory;
+        let folder = if dir { &target } else { parent_of(&target) };
+        if !made.starts_with(folder) {
+            dest::folders(dest, folder, true)?;
+            made = folder.to_path_buf();
         }
-        dest::folders(dest, parent_of(&target), true)?;
-        summary.bytes += dest::write_file(&mut tar, &target, &escape_name(&entry.name))?;
-        summary.files += 1;
+        if dir {
+            summary.directories += 1;
+        } else {
+            summary.bytes += dest::write_file(&mut tar, &target, &escape_name(&entry.name))?;
+            summary.files += 1;
+        }
     }
     Ok(summary)
 }

@@ -133,7 +133,10 @@ pub fn run(args: UnpackArgs) -> Result<u8, Box<dyn std::error::Error>> {
 /// inside `dir`: a member it would replace, or a file `neff pack DIR` would pack.
 fn refuse_inside(path: &Path, dir: &Path) -> Result<(), Box<dyn std::error::Error>> {
     let dir = resolve(dir)?;
-    let parent = path.parent().unwrap_or(Path::new(""));
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
     let written = resolve(parent)?.join(path.file_name().unwrap_or_default());
     // A symlink is replaced, not followed, but it must not point inside DIR either.
     let pointed = match std::fs::read_link(path) {

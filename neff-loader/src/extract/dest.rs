@@ -49,15 +49,15 @@ pub(super) fn folders(dest: &Path, dir: &Path, create: bool) -> Result<(), Extra
     let mut path = dest.to_path_buf();
     for component in rel.components() {
         path.push(component);
-        if check_in_the_way(&path, true)? {
-            continue;
-        }
         if !create {
-            return Ok(());
+            if !check_in_the_way(&path, true)? {
+                return Ok(());
+            }
+            continue;
         }
         match fs::create_dir(&path) {
             Ok(()) => {}
-            // Created meanwhile: accepted only if it is a real folder.
+            // mkdir never follows a symlink: whatever exists must be a real folder.
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 check_in_the_way(&path, true)?;
             }
