@@ -423,6 +423,10 @@ fn unpack_never_writes_through_a_symlink_in_the_destination() {
     assert_eq!(code(&r), 2, "{}", stderr(&r));
     assert!(stderr(&r).contains("symlink"), "{}", stderr(&r));
     assert_eq!(fs::read_dir(&outside).unwrap().count(), 0);
+    assert!(
+        !dest.join("neff.json").exists(),
+        "nothing is written before the check"
+    );
 }
 
 /// A tar entry with data, padded.
@@ -438,6 +442,242 @@ fn link(name: &[u8], type_flag: u8, target: &[u8]) -> Vec<u8> {
     h[157..157 + target.len()].copy_from_slice(target);
     fix_checksum(&mut h);
     h.to_vec()
+}
+
+/// An entry under a GNU long name (`L` header first).
+fn long_named(name: &[u8], type_flag: u8, data: &[u8]) -> Vec<u8> {
+    let mut out = entry(b"././@LongLink", b'L', &[name, b"\0"].concat());
+    out.extend(entry(&name[..name.len().min(100)], type_flag, data));
+    out
+}
+
+/// Writes a pkg-2 NEFF of `tar` (end blocks added) into `dir`.
+fn neff_of_tar(dir: &Path, tar: Vec<u8>) -> PathBuf {
+    let file = dir.join("t.neff");
+    fs::write(&file, neff_with_payload(2, &gzip(&finish_tar(tar)))).unwrap();
+    file
+}
+
+#[test]
+fn unpack_checks_every_entry_first_even_past_the_entry_table() {
+    // 64 KiB names (`./` repeated) fill the walk's 64 MiB entry table within
+    // 100 entries: the symlink after them must still refuse before any folder is made.
+    let dir = tempfile::tempdir().unwrap();
+    let mut tar = Vec::new();
+    for i in 0..120 {
+        let name = format!("{}d{i}/", "./".repeat(32 << 10));
+        tar.extend(long_named(name.as_bytes(), b'5', b""));
+    }
+    tar.extend(link(b"ln", b'2', b"/etc/passwd"));
+    let file = neff_of_tar(dir.path(), tar);
+    let r = neff(&["inspect", s(&file)]);
+    assert!(
+        stdout(&r).contains("member table is cut short"),
+        "{}",
+        stdout(&r)
+    );
+    let dest = dir.path().join("out");
+    let r = neff(&["unpack", s(&file), "-o", s(&dest)]);
+    assert_eq!(code(&r), 2, "{}", stderr(&r));
+    assert!(
+        stderr(&r).contains("entry ln is a symlink"),
+        "{}",
+        stderr(&r)
+    );
+    assert!(!dest.exists(), "nothing is written before the check");
+}
+
+#[test]
+fn unpack_writes_only_the_last_of_repeated_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut tar = entry(b"a.bin", b'0', b"1");
+    tar.extend(entry(b"./a.bin", b'0', b"22"));
+    tar.extend(entry(b"a.bin", b'0', b"333"));
+    let file = neff_of_tar(dir.path(), tar);
+    let dest = dir.path().join("out");
+    let r = neff(&["unpack", s(&file), "-o", s(&dest), "--json"]);
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    let summary: serde_json::Value = serde_json::from_str(&stdout(&r)).unwrap();
+    assert_eq!(summary["files"], 1);
+    assert_eq!(summary["replaced"], 2);
+    assert_eq!(summary["bytes"], 3);
+    assert_eq!(fs::read(dest.join("a.bin")).unwrap(), b"333");
+
+    // A path both a file and a folder is refused before anything is written.
+    let mut tar = entry(b"first.bin", b'0', b"x");
+    tar.extend(entry(b"a.bin", b'0', b"x"));
+    tar.extend(entry(b"a.bin/b.bin", b'0', b"x"));
+    let file = neff_of_tar(dir.path(), tar);
+    let dest = dir.path().join("out2");
+    let r = neff(&["unpack", s(&file), "-o", s(&dest)]);
+    assert_eq!(code(&r), 2, "{}", stderr(&r));
+    assert!(
+        stderr(&r).contains("needs a.bin as a folder"),
+        "{}",
+        stderr(&r)
+    );
+    assert!(!dest.exists());
+}
+
+#[test]
+fn unpack_caps_entries_bytes_and_depth() {
+    let dir = tempfile::tempdir().unwrap();
+    // 20 entries, 30 bytes, 3 components deep at most.
+    let mut tar = entry(b"a/b/c.bin", b'0', b"hello world");
+    for i in 0..19 {
+        tar.extend(entry(format!("f{i}.bin").as_bytes(), b'0', b"x"));
+    }
+    let file = neff_of_tar(dir.path(), tar);
+    let cases = [
+        ("--max-entries", "19", "20", "more than 19 entries"),
+        ("--max-bytes", "29", "30", "hold 30 bytes, more than 29"),
+        ("--max-depth", "2", "3", "is 3 folders deep, more than 2"),
+    ];
+    for (n, (flag, low, enough, why)) in cases.into_iter().enumerate() {
+        let dest = dir.path().join(format!("low{n}"));
+        let r = neff(&["unpack", s(&file), "-o", s(&dest), flag, low]);
+        assert_eq!(code(&r), 2, "{flag}: {}", stderr(&r));
+        assert!(stderr(&r).contains(why), "{flag}: {}", stderr(&r));
+        assert!(stderr(&r).contains(flag), "{flag}: {}", stderr(&r));
+        assert!(!dest.exists(), "{flag}: nothing is written");
+        let dest = dir.path().join(format!("enough{n}"));
+        let r = neff(&["unpack", s(&file), "-o", s(&dest), flag, enough]);
+        assert_eq!(code(&r), 0, "{flag}: {}", stderr(&r));
+        assert_eq!(fs::read(dest.join("a/b/c.bin")).unwrap(), b"hello world");
+    }
+
+    // The default depth cap is 64 components.
+    let deep = format!("{}f.bin", "a/".repeat(64));
+    let file = neff_of_tar(dir.path(), long_named(deep.as_bytes(), b'0', b"x"));
+    let dest = dir.path().join("deep");
+    let r = neff(&["unpack", s(&file), "-o", s(&dest)]);
+    assert_eq!(code(&r), 2, "{}", stderr(&r));
+    assert!(
+        stderr(&r).contains("65 folders deep, more than 64 (raise the cap with --max-depth)"),
+        "{}",
+        stderr(&r)
+    );
+    assert!(!dest.exists());
+    let r = neff(&["unpack", s(&file), "-o", s(&dest), "--max-depth", "65"]);
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+}
+
+#[cfg(unix)]
+#[test]
+fn unpack_force_replaces_a_hardlinked_file_without_writing_through_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("victim");
+    fs::write(&victim, b"precious").unwrap();
+    let dest = dir.path().join("dest");
+    fs::create_dir(&dest).unwrap();
+    fs::hard_link(&victim, dest.join("neff.json")).unwrap();
+    let file = dir.path().join("m.neff");
+    fs::write(&file, valid_neff()).unwrap();
+    let r = neff(&["unpack", s(&file), "-o", s(&dest), "--force"]);
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    assert_eq!(fs::read(&victim).unwrap(), b"precious");
+    assert_eq!(
+        fs::read(dest.join("neff.json")).unwrap(),
+        NEFF_JSON.as_bytes()
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn unpack_force_never_opens_a_fifo_in_the_destination() {
+    let dir = tempfile::tempdir().unwrap();
+    let dest = dir.path().join("dest");
+    fs::create_dir(&dest).unwrap();
+    let fifo = dest.join("neff.json");
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("run mkfifo");
+    assert!(made.success());
+    let file = dir.path().join("m.neff");
+    fs::write(&file, valid_neff()).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_neff"))
+        .args(["unpack", s(&file), "-o", s(&dest), "--force"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run neff");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("neff unpack hangs on a FIFO in the destination");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let r = child.wait_with_output().unwrap();
+    assert_eq!(code(&r), 2, "{}", stderr(&r));
+    assert!(
+        stderr(&r).contains(&format!("{} is a FIFO", fifo.display())),
+        "{}",
+        stderr(&r)
+    );
+    use std::os::unix::fs::FileTypeExt;
+    assert!(fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+    assert!(
+        !dest.join("sg00").exists(),
+        "nothing is written before the check"
+    );
+}
+
+#[test]
+fn unpack_header_out_never_lands_inside_the_destination() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("m.neff");
+    fs::write(&file, valid_neff()).unwrap();
+    let dest = dir.path().join("dest");
+    let inside = dest.join("neff.json");
+    let r = neff(&[
+        "unpack",
+        s(&file),
+        "-o",
+        s(&dest),
+        "--header-out",
+        s(&inside),
+    ]);
+    assert_eq!(code(&r), 2, "{}", stderr(&r));
+    assert!(stderr(&r).contains("--header-out"), "{}", stderr(&r));
+    assert!(!dest.exists(), "refused before unpacking");
+    #[cfg(unix)]
+    {
+        let link = dir.path().join("h.json");
+        std::os::unix::fs::symlink(&inside, &link).unwrap();
+        let r = neff(&["unpack", s(&file), "-o", s(&dest), "--header-out", s(&link)]);
+        assert_eq!(code(&r), 2, "{}", stderr(&r));
+        assert!(
+            stderr(&r).contains("is inside the destination"),
+            "{}",
+            stderr(&r)
+        );
+        fs::remove_file(&link).unwrap();
+    }
+    let header = dir.path().join("h.json");
+    let r = neff(&[
+        "unpack",
+        s(&file),
+        "-o",
+        s(&dest),
+        "--header-out",
+        s(&header),
+    ]);
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    assert_eq!(
+        fs::read(dest.join("neff.json")).unwrap(),
+        NEFF_JSON.as_bytes()
+    );
+    assert!(fs::read_to_string(&header).unwrap().contains("framing"));
+    // A bare relative name is beside the working folder, outside DIR.
+    let r = Command::new(env!("CARGO_BIN_EXE_neff"))
+        .args(["unpack", s(&file), "-o", "rel", "--header-out", "h2.json"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    assert!(dir.path().join("h2.json").exists());
 }
 
 #[test]

@@ -9,8 +9,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
 
-use neff_loader::extract;
 use neff_loader::InspectReport;
+use neff_loader::{extract, ExtractLimits};
 use neff_loader::{load_buffer, verify_reader, Limits, Loaded, RuntimeProfile, Verdict};
 use neff_loader::{payload_stream, EntryFate};
 use neff_loader::{EntryKind, TarReader};
@@ -87,7 +87,13 @@ fn extract_contained(data: &[u8]) {
     std::fs::write(input.path(), data).expect("writing the temp file");
     let root = tempfile::tempdir().expect("a temp folder");
     let dest = root.path().join("out");
-    let result = extract(input.path(), &dest, &RuntimeProfile::default(), false);
+    let result = extract(
+        input.path(),
+        &dest,
+        &RuntimeProfile::default(),
+        false,
+        &ExtractLimits::default(),
+    );
     let beside: Vec<_> = std::fs::read_dir(root.path())
         .expect("listing the temp folder")
         .map(|e| e.expect("a folder entry").file_name())
@@ -363,8 +369,14 @@ pub fn repack_via_files(neff: &[u8], level: u32) -> Vec<u8> {
     std::fs::write(input.path(), neff).expect("writing the temp file");
     let root = tempfile::tempdir().expect("a temp folder");
     let dest = root.path().join("out");
-    let (_, container) = extract(input.path(), &dest, &RuntimeProfile::default(), false)
-        .unwrap_or_else(|e| panic!("unpack: {e}"));
+    let (_, container) = extract(
+        input.path(),
+        &dest,
+        &RuntimeProfile::default(),
+        false,
+        &ExtractLimits::default(),
+    )
+    .unwrap_or_else(|e| panic!("unpack: {e}"));
     let fields = container.header.fields();
     let mut header = HeaderPatch::from_fields(&fields);
     header.data_size = None;

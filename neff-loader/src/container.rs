@@ -158,6 +158,9 @@ pub struct Container {
     /// True when the tar walk reached the end of the archive without a
     /// refusal: the member map is complete.
     pub walk_complete: bool,
+    /// True when [`Container::entries`] holds every entry the walk read (it
+    /// is cut short past [`Limits::table_max`]).
+    pub entries_complete: bool,
 }
 
 /// The bytes inside `data_size` that follow the gzip data. neuronx-cc pads
@@ -668,6 +671,7 @@ fn walk<R: Read>(
         container.gzip_member_size = (tally.members() > 0).then(|| tally.end());
     }
     container.walk_complete = true;
+    container.entries_complete = !table_cut;
     Ok(())
 }
 

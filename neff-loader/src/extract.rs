@@ -1,7 +1,10 @@
 //! Unpacking a NEFF's members into a directory, contained and byte-exact.
 
+mod dest;
+mod plan;
+
 use std::fs::{self, File};
-use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{self, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use neff_schema::HEADER_LEN;
@@ -9,29 +12,44 @@ use neff_schema::HEADER_LEN;
 use crate::container::{payload_stream, Container, Limits};
 use crate::profile::RuntimeProfile;
 use crate::tar_reader::{escape_name, EntryKind, TarReader};
-use crate::Report;
+use crate::{Error, ErrorKind, Report};
 
-/// Why unpacking stopped. Nothing is written unless every entry is safe.
-#[derive(Debug, thiserror::Error)]
-pub enum ExtractError {
-    /// Reading the NEFF or writing a member failed.
-    #[error("{0}")]
-    Io(#[from] io::Error),
-    /// The container gates refuse the NEFF.
-    #[error("the NEFF is refused by the loader: {}", .0.summary())]
-    Rejected(Box<Report>),
-    /// An entry could escape the destination or is not a plain file or folder.
-    #[error("refusing to unpack: {0}")]
-    Unsafe(String),
-    /// The destination already holds files.
-    #[error("{0} is not empty (pass --force to write into it)")]
-    NotEmpty(PathBuf),
+use plan::Plan;
+
+/// Caps on what an unpack may write; an archive past one is refused before
+/// anything is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExtractLimits {
+    /// Most tar entries (files, folders and repeated names all count).
+    pub max_entries: u64,
+    /// Most bytes of member data written.
+    pub max_bytes: u64,
+    /// Most components (folders and the file name) in an entry's path.
+    pub max_depth: usize,
 }
 
-impl From<crate::Error> for ExtractError {
-    fn from(e: crate::Error) -> Self {
-        ExtractError::Io(io::Error::other(e))
+impl Default for ExtractLimits {
+    /// 1,000,000 entries, 64 GiB, 64 components.
+    fn default() -> Self {
+        ExtractLimits {
+            max_entries: 1_000_000,
+            max_bytes: 64 << 30,
+            max_depth: 64,
+        }
     }
+}
+
+/// An entry could escape the destination or is not a plain file or folder,
+/// or the destination holds something in the way (a symlink, a FIFO, a device).
+fn refuse(why: String) -> Error {
+    Error::new(ErrorKind::Unsafe, format!("refusing to unpack: {why}"))
+}
+
+/// The archive passes one of the [`ExtractLimits`]; `flag` is the `neff unpack`
+/// option that raises it.
+fn over_cap(what: String, flag: &str) -> Error {
+    let message = format!("refusing to unpack: {what} (raise the cap with --{flag})");
+    Error::new(ErrorKind::Limit, message)
 }
 
 /// What was unpacked.
@@ -43,189 +61,152 @@ pub struct ExtractSummary {
     pub directories: usize,
     /// Bytes of member data written.
     pub bytes: u64,
+    /// File entries not written because a later entry has the same path
+    /// (the runtime keeps the last one too).
+    pub replaced: usize,
 }
 
 /// Unpacks every entry of the NEFF at `neff` into `dest`. The archive is
-/// checked first (the container gates G1–G12 only, names and entry types); entries whose
-/// names are absolute or have `..` components, and link or device entries,
-/// refuse the whole unpack before anything is written. `dest` must be empty
-/// or absent unless `force` is set; nothing is ever written through a
-/// symlink. Returns the container read in the check as well.
+/// checked first (the container gates G1–G12 only, names, entry types and
+/// `limits`); entries whose names are absolute or have `..` components, link
+/// or device entries, and an archive past a limit refuse the whole unpack
+/// before anything is written. `dest` must be empty or absent unless `force`
+/// is set; then whatever in it is in the way (a symlink, a FIFO, a device, a
+/// file where a folder goes) also refuses the unpack before anything is
+/// written. Each file is written as a new file and renamed into place, so
+/// nothing is ever written through a symlink or into an existing file (a
+/// hardlink's other names keep their content). Of entries with the same
+/// path, only the last is written. Returns the container read in the check
+/// as well.
 pub fn extract(
     neff: &Path,
     dest: &Path,
     profile: &RuntimeProfile,
     force: bool,
-) -> Result<(ExtractSummary, Container), ExtractError> {
-    let mut file = File::open(neff)
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot open {}: {e}", neff.display())))?;
-    // Only the container tier matters for unpacking: any readable archive unpacks.
-    let mut reader = BufReader::new(&mut file);
-    let tier1 = crate::container::run(Some(&mut reader), profile, &Limits::default())?;
-    drop(reader);
-    let container = match (tier1.rejection, tier1.container) {
-        (None, Some(c)) => c,
+    limits: &ExtractLimits,
+) -> Result<(ExtractSummary, Container), Error> {
+    let mut file =
+        File::open(neff).map_err(|e| Error::io(ErrorKind::Read, "cannot open", neff, e))?;
+    let container = check_container(&mut file, profile)?;
+    let plan = plan(&mut file, &container, limits)?;
+    if !prepare_dest(dest, force)? {
+        check_destination(dest, &plan)?;
+    }
+    let summary = write(&mut file, &container, dest, &plan)?;
+    Ok((summary, container))
+}
+
+/// Runs the container gates (only that tier matters: any readable archive unpacks).
+fn check_container(file: &mut File, profile: &RuntimeProfile) -> Result<Container, Error> {
+    let tier1 =
+        crate::container::run(Some(&mut BufReader::new(file)), profile, &Limits::default())?;
+    match (tier1.rejection, tier1.container) {
+        (None, Some(c)) => Ok(c),
         (rejection, _) => {
             let report = Report::new(profile, rejection.as_ref(), tier1.warnings, &["container"]);
-            return Err(ExtractError::Rejected(Box::new(report)));
+            Err(Error::refused(report))
         }
-    };
-    for entry in &container.entries {
-        check_entry(&entry.name, entry.kind)?;
-        target_path(dest, &entry.raw_name, entry.kind)?;
     }
-    match fs::read_dir(dest) {
-        Ok(mut items) => {
-            if items.next().is_some() && !force {
-                return Err(ExtractError::NotEmpty(dest.to_path_buf()));
-            }
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => fs::create_dir_all(dest).map_err(|e| {
-            io::Error::new(e.kind(), format!("cannot create {}: {e}", dest.display()))
-        })?,
-        Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", dest.display())).into()),
-    }
+}
 
-    file.seek(SeekFrom::Start(HEADER_LEN as u64))?;
-    let payload = BufReader::new(file).take(container.header.data_size());
-    let (_, stream) = payload_stream(payload)?;
-    let mut tar = TarReader::new(stream);
+/// Checks every entry: from the walk's entry table when it holds them all,
+/// else by streaming the archive once more.
+fn plan(file: &mut File, container: &Container, limits: &ExtractLimits) -> Result<Plan, Error> {
+    let mut plan = Plan::new(limits);
+    if container.entries_complete {
+        for entry in &container.entries {
+            plan.add(&entry.raw_name, entry.kind, entry.size)?;
+        }
+    } else {
+        let mut tar = tar_stream(file, container)?;
+        while let Some(entry) = tar.next_entry()? {
+            plan.add(&entry.name, entry.kind, entry.size.max(0) as u64)?;
+        }
+    }
+    plan.finish()?;
+    Ok(plan)
+}
+
+/// Creates `dest` when absent; refuses a non-empty one without `force`.
+/// Returns whether it was absent or empty.
+fn prepare_dest(dest: &Path, force: bool) -> Result<bool, Error> {
+    match fs::read_dir(dest).map(|mut items| items.next().is_none()) {
+        Ok(true) => Ok(true),
+        Ok(false) if force => Ok(false),
+        Ok(false) => {
+            let message = "is not empty (pass --force to write into it)";
+            Err(Error::new(ErrorKind::NotEmpty, message).at_path(dest))
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            fs::create_dir_all(dest)
+                .map_err(|e| Error::io(ErrorKind::Write, "cannot create", dest, e))?;
+            Ok(true)
+        }
+        Err(e) => Err(Error::io(ErrorKind::Read, "cannot read", dest, e)),
+    }
+}
+
+/// Refuses, before anything is written, whatever in a non-empty `dest` is in
+/// the way of a path the unpack writes (or of one of its folders).
+fn check_destination(dest: &Path, plan: &Plan) -> Result<(), Error> {
+    for (rel, dir) in plan.paths() {
+        let target = plan::join(dest, rel);
+        let folder = if dir { &target } else { parent_of(&target) };
+        dest::folders(dest, folder, false)?;
+        dest::check_in_the_way(&target, dir)?;
+    }
+    Ok(())
+}
+
+/// The write pass: each path's entry, in archive order.
+fn write(
+    file: &mut File,
+    container: &Container,
+    dest: &Path,
+    plan: &Plan,
+) -> Result<ExtractSummary, Error> {
     let mut summary = ExtractSummary {
         files: 0,
         directories: 0,
         bytes: 0,
+        replaced: plan.replaced,
     };
-    while let Some(entry) = tar
-        .next_entry()
-        .map_err(|e| io::Error::other(e.to_string()))?
-    {
-        let shown = escape_name(&entry.name);
-        check_entry(&shown, entry.kind)?;
-        let Some(target) = target_path(dest, &entry.name, entry.kind)? else {
-            continue; // "./" or "." names the destination itself.
-        };
-        if entry.kind == EntryKind::Directory {
-            create_dirs(dest, &target)?;
-            summary.directories += 1;
+    let mut tar = tar_stream(file, container)?;
+    let mut index = 0;
+    // The last folder made: its ancestors need no second look.
+    let mut made = PathBuf::new();
+    while let Some(entry) = tar.next_entry()? {
+        index += 1;
+        let Some(target) = plan.target(dest, &entry.name, entry.kind, index - 1) else {
             continue;
+        };
+        let dir = entry.kind == EntryKind::Directory;
+        let folder = if dir { &target } else { parent_of(&target) };
+        if !made.starts_with(folder) {
+            dest::folders(dest, folder, true)?;
+            made = folder.to_path_buf();
         }
-        if let Some(parent) = target.parent() {
-            create_dirs(dest, parent)?;
-        }
-        refuse_symlink(&target)?;
-        let out = File::create(&target).map_err(|e| {
-            io::Error::new(e.kind(), format!("cannot write {}: {e}", target.display()))
-        })?;
-        let mut out = BufWriter::new(out);
-        summary.bytes += tar
-            .copy_data(&mut out)
-            .map_err(|e| io::Error::other(format!("member {shown}: {e}")))?;
-        out.flush()?;
-        summary.files += 1;
-    }
-    Ok((summary, container))
-}
-
-/// Refuses names that could escape the destination and non-plain entries.
-fn check_entry(name: &str, kind: EntryKind) -> Result<(), ExtractError> {
-    if matches!(
-        kind,
-        EntryKind::Symlink | EntryKind::Hardlink | EntryKind::Special
-    ) {
-        return Err(ExtractError::Unsafe(format!(
-            "entry {name} is a {}; only files and folders are unpacked",
-            kind.name()
-        )));
-    }
-    if name.starts_with('/') || name.starts_with('\\') {
-        return Err(ExtractError::Unsafe(format!(
-            "entry {name} has an absolute name"
-        )));
-    }
-    if name.split(['/', '\\']).any(|c| c == "..") {
-        return Err(ExtractError::Unsafe(format!(
-            "entry {name} has a .. component"
-        )));
-    }
-    Ok(())
-}
-
-/// Where an entry goes: `dest` joined with the name's normal components.
-/// `None` for a directory entry naming `dest` itself (`./`), which needs no
-/// work; a file naming `dest` itself is refused.
-fn target_path(dest: &Path, name: &[u8], kind: EntryKind) -> Result<Option<PathBuf>, ExtractError> {
-    let mut path = dest.to_path_buf();
-    for component in name.split(|&b| b == b'/') {
-        match component {
-            b"" | b"." => {}
-            b".." => {
-                return Err(ExtractError::Unsafe(format!(
-                    "entry {} has a .. component",
-                    escape_name(name)
-                )))
-            }
-            c => path.push(component_os(c, name)?),
+        if dir {
+            summary.directories += 1;
+        } else {
+            summary.bytes += dest::write_file(&mut tar, &target, &escape_name(&entry.name))?;
+            summary.files += 1;
         }
     }
-    if path == dest {
-        if kind == EntryKind::Directory {
-            return Ok(None);
-        }
-        return Err(ExtractError::Unsafe(format!(
-            "entry {:?} names no file",
-            escape_name(name)
-        )));
-    }
-    Ok(Some(path))
+    Ok(summary)
 }
 
-#[cfg(unix)]
-fn component_os(c: &[u8], _name: &[u8]) -> Result<PathBuf, ExtractError> {
-    use std::os::unix::ffi::OsStrExt;
-    Ok(PathBuf::from(std::ffi::OsStr::from_bytes(c)))
+/// The tar stream of the NEFF's payload, from its start.
+fn tar_stream<'a>(
+    file: &'a mut File,
+    container: &Container,
+) -> Result<TarReader<Box<dyn Read + 'a>>, Error> {
+    file.seek(SeekFrom::Start(HEADER_LEN as u64))?;
+    let payload = BufReader::new(file).take(container.header.data_size());
+    Ok(TarReader::new(payload_stream(payload)?.1))
 }
 
-#[cfg(not(unix))]
-fn component_os(c: &[u8], name: &[u8]) -> Result<PathBuf, ExtractError> {
-    match std::str::from_utf8(c) {
-        Ok(s) if !s.contains(['\\', ':']) => Ok(PathBuf::from(s)),
-        _ => Err(ExtractError::Unsafe(format!(
-            "entry {} cannot be written on this platform",
-            escape_name(name)
-        ))),
-    }
-}
-
-/// Creates `dir` and its parents below `dest`, refusing to pass through symlinks.
-fn create_dirs(dest: &Path, dir: &Path) -> Result<(), ExtractError> {
-    let rel = dir.strip_prefix(dest).map_err(|_| {
-        ExtractError::Unsafe(format!("{} is outside {}", dir.display(), dest.display()))
-    })?;
-    let mut path = dest.to_path_buf();
-    for component in rel.components() {
-        path.push(component);
-        refuse_symlink(&path)?;
-        match fs::create_dir(&path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && path.is_dir() => {}
-            Err(e) => {
-                return Err(io::Error::new(
-                    e.kind(),
-                    format!("cannot create {}: {e}", path.display()),
-                )
-                .into())
-            }
-        }
-    }
-    Ok(())
-}
-
-fn refuse_symlink(path: &Path) -> Result<(), ExtractError> {
-    match fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_symlink() => Err(ExtractError::Unsafe(format!(
-            "{} is a symlink; refusing to write through it",
-            path.display()
-        ))),
-        _ => Ok(()),
-    }
+/// A target's folder (targets are always below the destination).
+fn parent_of(target: &Path) -> &Path {
+    target.parent().unwrap_or(target)
 }

@@ -66,7 +66,7 @@ pub use container::{
     StoredMember, PREFIX_LEN, WAVEGRAPH_SUFFIX,
 };
 pub use error::{Error, ErrorKind, GzipErrorKind, TarErrorKind};
-pub use extract::{extract, ExtractError, ExtractSummary};
+pub use extract::{extract, ExtractLimits, ExtractSummary};
 pub use gate::{Gate, NrtStatus, Rejection};
 pub use inspect::{InspectReport, ModelReadPast, BARRIER_CONFIG_MEMBER};
 pub use memory::{check_members, MemberData};

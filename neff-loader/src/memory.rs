@@ -48,6 +48,7 @@ pub fn check_members<'a>(
     let mut container = Container {
         header: header.clone(),
         walk_complete: true,
+        entries_complete: true,
         ..Container::default()
     };
     let mut warnings = Vec::new();

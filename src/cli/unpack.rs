@@ -1,10 +1,11 @@
 //! `neff unpack`: a NEFF → a directory tree.
 
-use std::path::PathBuf;
+use std::io;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use neff::loader::RuntimeProfile;
-use neff::loader::{extract, ExtractError};
+use neff::loader::{extract, ExtractLimits};
 use neff::writer::recover_framing;
 
 use super::{print_json, EXIT_OK, EXIT_REJECTED};
@@ -12,8 +13,12 @@ use super::{print_json, EXIT_OK, EXIT_REJECTED};
 /// Unpack every member of a NEFF into a directory, byte-exactly.
 ///
 /// The container gates run first. Entries with absolute names or `..` components,
-/// and symlink, hardlink and device entries, refuse the whole unpack before anything
-/// is written; nothing is ever written outside DIR or through a symlink.
+/// symlink, hardlink and device entries, and an archive past a cap (--max-entries,
+/// --max-bytes, --max-depth) refuse the whole unpack before anything is written; so
+/// does, with --force, a symlink, FIFO, device or folder in DIR where a member goes.
+/// Each file is written as a new file and renamed into place: nothing is ever
+/// written outside DIR, through a symlink or into an existing file. Of members with
+/// the same path, the last is written (as the runtime keeps it).
 /// `neff pack DIR --header HEADER.json` then rebuilds the same bytes.
 #[derive(Args, Debug)]
 pub struct UnpackArgs {
@@ -22,14 +27,25 @@ pub struct UnpackArgs {
     /// Destination directory (created if absent; must be empty unless --force).
     #[arg(short, long, value_name = "DIR")]
     output: PathBuf,
-    /// Write into a non-empty DIR, replacing files of the same name.
+    /// Write into a non-empty DIR, replacing files of the same name (by renaming a
+    /// new file over them: their other hardlinked names keep their content).
     #[arg(long)]
     force: bool,
+    /// Refuse an archive of more than N tar entries (files, folders, repeated names).
+    #[arg(long, value_name = "N", default_value_t = ExtractLimits::default().max_entries)]
+    max_entries: u64,
+    /// Refuse an archive whose files hold more than BYTES bytes (default 64 GiB).
+    #[arg(long, value_name = "BYTES", default_value_t = ExtractLimits::default().max_bytes)]
+    max_bytes: u64,
+    /// Refuse an entry whose path has more than N components.
+    #[arg(long, value_name = "N", default_value_t = ExtractLimits::default().max_depth)]
+    max_depth: usize,
     /// Unpack even when the payload hash does not match.
     #[arg(long)]
     no_verify_hash: bool,
     /// Also write, as JSON, everything a byte-identical repack needs that the tree
-    /// does not carry (give a path outside DIR): every header field but the
+    /// does not carry (a path outside DIR, else refused: `neff pack DIR` would pack
+    /// it, or it would replace a member; written atomically): every header field but the
     /// payload-derived ones (and the UUID when it is content-derived), and under
     /// "framing" the tar dialect and per-entry fields, member order, gzip header,
     /// deflate engine and level, padding and hash layout. What cannot be
@@ -46,16 +62,27 @@ pub fn run(args: UnpackArgs) -> Result<u8, Box<dyn std::error::Error>> {
         verify_hash: !args.no_verify_hash,
         ..RuntimeProfile::default()
     };
-    let (summary, _container) = match extract(&args.file, &args.output, &profile, args.force) {
+    if let Some(path) = &args.header_out {
+        refuse_inside(path, &args.output)?;
+    }
+    let limits = ExtractLimits {
+        max_entries: args.max_entries,
+        max_bytes: args.max_bytes,
+        max_depth: args.max_depth,
+    };
+    let unpacked = extract(&args.file, &args.output, &profile, args.force, &limits);
+    let (summary, _container) = match unpacked {
         Ok(done) => done,
-        Err(ExtractError::Rejected(report)) => {
+        Err(e) => {
+            let Some(report) = e.report() else {
+                return Err(e.into());
+            };
             eprintln!("neff: {}: {}", args.file.display(), report.summary());
             if let Some(detail) = &report.detail {
                 eprintln!("  detail: {detail}");
             }
             return Ok(EXIT_REJECTED);
         }
-        Err(e) => return Err(e.into()),
     };
     let mut repack = None;
     if let Some(path) = &args.header_out {
@@ -102,4 +129,52 @@ pub fn run(args: UnpackArgs) -> Result<u8, Box<dyn std::error::Error>> {
         }
     }
     Ok(EXIT_OK)
+}
+
+/// Refuses a `--header-out` path that is, or (as a symlink) points to, a path
+/// inside `dir`: a member it would replace, or a file `neff pack DIR` would pack.
+fn refuse_inside(path: &Path, dir: &Path) -> Result<(), Box<dyn std::error::Error>> {
+    let dir = resolve(dir)?;
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let written = resolve(parent)?.join(path.file_name().unwrap_or_default());
+    // A symlink is replaced, not followed, but it must not point inside DIR either.
+    let pointed = match std::fs::read_link(path) {
+        Ok(target) => resolve(&parent.join(target))?,
+        Err(_) => written.clone(),
+    };
+    for landing in [written, pointed] {
+        if landing.starts_with(&dir) {
+            return Err(format!(
+                "--header-out {} is inside the destination {} (as {}): give a path outside it",
+                path.display(),
+                dir.display(),
+                landing.display()
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// `path` made absolute, with the symlinks of its longest existing ancestor
+/// resolved and the missing rest appended.
+fn resolve(path: &Path) -> io::Result<PathBuf> {
+    let absolute = std::path::absolute(path)?;
+    let mut existing = absolute.as_path();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(found) = existing.canonicalize() {
+            return Ok(rest.iter().rev().fold(found, |p, c| p.join(c)));
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name);
+                existing = parent;
+            }
+            _ => return Ok(absolute),
+        }
+    }
 }
