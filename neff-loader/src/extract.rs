@@ -99,8 +99,7 @@ pub fn extract(
     force: bool,
     limits: &ExtractLimits,
 ) -> Result<(ExtractSummary, Container), ExtractError> {
-    let mut file = File::open(neff)
-        .map_err(|e| io::Error::new(e.kind(), format!("cannot open {}: {e}", neff.display())))?;
+    let mut file = File::open(neff).map_err(|e| dest::with_path(e, "cannot open", neff))?;
     let container = check_container(&mut file, profile)?;
     let plan = plan(&mut file, &container, limits)?;
     if !prepare_dest(dest, force)? {
@@ -153,12 +152,10 @@ fn prepare_dest(dest: &Path, force: bool) -> Result<bool, ExtractError> {
         Ok(false) if force => Ok(false),
         Ok(false) => Err(ExtractError::NotEmpty(dest.to_path_buf())),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            fs::create_dir_all(dest).map_err(|e| {
-                io::Error::new(e.kind(), format!("cannot create {}: {e}", dest.display()))
-            })?;
+            fs::create_dir_all(dest).map_err(|e| dest::with_path(e, "cannot create", dest))?;
             Ok(true)
         }
-        Err(e) => Err(io::Error::new(e.kind(), format!("{}: {e}", dest.display())).into()),
+        Err(e) => Err(dest::with_path(e, "cannot read", dest).into()),
     }
 }
 
@@ -193,7 +190,7 @@ fn write(
     let mut made = PathBuf::new();
     while let Some(entry) = next_entry(&mut tar)? {
         index += 1;
-        let Some(target) = plan.target(dest, &entry.name, entry.kind, index - 1) else {
+        let Some(target) = plan.target(dest, &entry, index - 1) else {
             continue;
         };
         let dir = entry.kind == EntryKind::Directory;

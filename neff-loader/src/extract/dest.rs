@@ -99,7 +99,8 @@ pub(super) fn write_file<R: Read>(
     Ok(bytes)
 }
 
-fn with_path(e: io::Error, what: &str, path: &Path) -> io::Error {
+/// `e` with what was being done to which path.
+pub(super) fn with_path(e: io::Error, what: &str, path: &Path) -> io::Error {
     io::Error::new(e.kind(), format!("{what} {}: {e}", path.display()))
 }
 
