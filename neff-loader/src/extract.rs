@@ -177,7 +177,7 @@ fn write(
     let mut made = PathBuf::new();
     while let Some(entry) = tar.next_entry()? {
         index += 1;
-        let Some(target) = plan.target(dest, &entry.name, entry.kind, index - 1) else {
+        let Some(target) = plan.target(dest, &entry, index - 1) else {
             continue;
         };
         let dir = entry.kind == EntryKind::Directory;

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use crate::tar_reader::{escape_name, EntryKind};
+use crate::tar_reader::{escape_name, Entry, EntryKind};
 
 use super::{over_cap, refuse, ExtractLimits};
 use crate::Error;
@@ -13,7 +13,7 @@ use crate::Error;
 const NAME_MAX: usize = 255;
 
 /// The entry that writes a path: the last one of that path in the archive.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Target {
     index: u64,
     kind: EntryKind,
@@ -122,12 +122,17 @@ impl Plan {
             .map(|(rel, t)| (rel.as_slice(), t.kind == EntryKind::Directory))
     }
 
-    /// Where entry `index` (named `name`) is written below `dest`; `None` when
-    /// it writes nothing (it names `dest` itself, or a later entry has its path).
-    pub fn target(&self, dest: &Path, name: &[u8], kind: EntryKind, index: u64) -> Option<PathBuf> {
-        let rel = normalize(name, kind).ok()??;
-        let written = self.targets.get(&rel).is_some_and(|t| t.index == index);
-        written.then(|| join(dest, &rel))
+    /// Where entry `index` is written below `dest`; `None` when it writes
+    /// nothing: it names `dest` itself, a later entry has its path, or it is
+    /// not the entry checked (the NEFF changed since).
+    pub fn target(&self, dest: &Path, entry: &Entry, index: u64) -> Option<PathBuf> {
+        let rel = normalize(&entry.name, entry.kind).ok()??;
+        let checked = Target {
+            index,
+            kind: entry.kind,
+            size: entry.size.max(0) as u64,
+        };
+        (self.targets.get(&rel) == Some(&checked)).then(|| join(dest, &rel))
     }
 }
 
