@@ -2,15 +2,12 @@
 //! the source for manifests too large to keep, and a record of every member
 //! a manifest refers to.
 
-use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::io::{Read, Seek};
 
-use serde_json::Value;
-
-use crate::container::{fetch_member, Container, EntryFate};
+use crate::container::{reread_member, Container, EntryFate, StoredMember};
 use crate::gate::{Gate, Rejection};
-use crate::json;
+use crate::json::{self, Budget, Doc, Duplicates, ParseError};
 use crate::model::{MissingReference, ModelSummary};
 use crate::profile::RuntimeProfile;
 use crate::tar_reader::display_name;
@@ -35,6 +32,9 @@ pub struct Ctx<'a> {
     /// Everything learned about the model.
     pub model: ModelSummary,
     referenced: BTreeSet<Vec<u8>>,
+    /// Set when a check's outcome depended on the arch the target resolved
+    /// to (so that it cannot stand for another arch's).
+    pub arch_dependent: bool,
 }
 
 impl std::fmt::Debug for Ctx<'_> {
@@ -48,6 +48,15 @@ impl std::fmt::Debug for Ctx<'_> {
     }
 }
 
+/// What a run of checks left behind, to be carried over to another run:
+/// warnings, what was learned, the members referred to.
+#[derive(Debug, Clone, Default)]
+pub struct Effects {
+    warnings: Vec<String>,
+    model: ModelSummary,
+    referenced: BTreeSet<Vec<u8>>,
+}
+
 impl<'a> Ctx<'a> {
     /// A context over a container; `source` allows re-reading large manifests.
     pub fn new(
@@ -55,14 +64,45 @@ impl<'a> Ctx<'a> {
         source: Option<&'a mut dyn Source>,
         profile: &'a RuntimeProfile,
     ) -> Self {
+        Ctx::resume(container, source, profile, Effects::default())
+    }
+
+    /// A context that goes on from what an earlier run left.
+    pub fn resume(
+        container: &'a Container,
+        source: Option<&'a mut dyn Source>,
+        profile: &'a RuntimeProfile,
+        earlier: Effects,
+    ) -> Self {
         Ctx {
             container,
             source,
             profile,
-            warnings: Vec::new(),
-            model: ModelSummary::default(),
-            referenced: BTreeSet::new(),
+            warnings: earlier.warnings,
+            model: earlier.model,
+            referenced: earlier.referenced,
+            arch_dependent: false,
         }
+    }
+
+    /// What this run left.
+    pub fn effects(self) -> Effects {
+        Effects {
+            warnings: self.warnings,
+            model: self.model,
+            referenced: self.referenced,
+        }
+    }
+
+    /// Adds what a run of the section checks left (warnings, graphs,
+    /// missing references and references: all they add).
+    pub fn append(&mut self, sections: &Effects) {
+        self.warnings.extend_from_slice(&sections.warnings);
+        self.model.graphs.extend_from_slice(&sections.model.graphs);
+        self.model
+            .missing_references
+            .extend_from_slice(&sections.model.missing_references);
+        self.referenced.extend(sections.referenced.iter().cloned());
     }
 
     /// The model name from the header (what the runtime prints as the NEFF's name).
@@ -70,25 +110,26 @@ impl<'a> Ctx<'a> {
         self.container.header.fields().name.to_lossy_string()
     }
 
+    /// The stored member `key`; records the reference when there is one.
+    fn member(&mut self, key: &str) -> Option<&'a StoredMember> {
+        let member = self.container.members.get(key.as_bytes())?;
+        self.referenced.insert(key.as_bytes().to_vec());
+        Some(member)
+    }
+
     /// True when the member is stored; records the reference.
     pub fn exists(&mut self, key: &str) -> bool {
-        self.referenced.insert(key.as_bytes().to_vec());
-        self.container.members.contains_key(key.as_bytes())
+        self.member(key).is_some()
     }
 
     /// A stored member's size; records the reference.
     pub fn size(&mut self, key: &str) -> Option<u64> {
-        self.referenced.insert(key.as_bytes().to_vec());
-        self.container.members.get(key.as_bytes()).map(|m| m.size)
+        self.member(key).map(|m| m.size)
     }
 
     /// The first bytes of a stored member (its `prefix`), if stored.
     pub fn prefix(&mut self, key: &str) -> Option<&'a [u8]> {
-        self.referenced.insert(key.as_bytes().to_vec());
-        self.container
-            .members
-            .get(key.as_bytes())
-            .map(|m| m.prefix.as_slice())
+        self.member(key).map(|m| m.prefix.as_slice())
     }
 
     /// True when the archive holds an entry stored under `key` that the
@@ -103,7 +144,7 @@ impl<'a> Ctx<'a> {
 
     /// Notes a reference to a member the runtime never opens; warns when it
     /// is not in the archive at all (one the walk skipped is in the archive).
-    pub fn tolerated_reference(&mut self, from: &str, key: &str, member: &str) {
+    pub fn tolerated_reference(&mut self, from: &str, key: impl std::fmt::Display, member: &str) {
         if !self.exists(member) && !self.skipped_in_archive(member) {
             self.warnings.push(format!(
                 "{from}: {key} refers to {member}, which is not in the NEFF (the runtime never opens it)"
@@ -116,56 +157,77 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// A member's bytes: kept ones directly, others read again from the source.
-    /// `Ok(None)` when the member is absent. Failures become a rejection by `gate`.
-    pub fn bytes(&mut self, key: &str, gate: Gate) -> Result<Option<Cow<'a, [u8]>>, Rejection> {
-        self.referenced.insert(key.as_bytes().to_vec());
-        let container: &'a Container = self.container;
-        let Some(member) = container.members.get(key.as_bytes()) else {
-            return Ok(None);
-        };
-        if let Some(data) = &member.data {
-            return Ok(Some(Cow::Borrowed(data.as_slice())));
-        }
-        let data_size = container.header.data_size();
-        let fetched = match self.source.as_mut() {
-            Some(source) => fetch_member(&mut **source, data_size, key.as_bytes(), MANIFEST_MAX),
-            None => Err(std::io::Error::other(
-                "the NEFF source is no longer available",
-            )),
-        };
-        match fetched {
-            Ok(Some(data)) => Ok(Some(Cow::Owned(data))),
+    /// A member parsed as JSON the way simdjson reads it. `Ok(None)` when absent;
+    /// a failure to read or parse it is a rejection by `gate`. Repeated keys
+    /// are warned about (the first few by path, then a count).
+    pub fn json(&mut self, key: &str, gate: Gate) -> Result<Option<Doc>, Rejection> {
+        match self.read_json(key, Budget::full()) {
+            Ok(Some((doc, repeats))) => {
+                self.warn_repeats(key, &repeats);
+                Ok(Some(doc))
+            }
             Ok(None) => Ok(None),
-            Err(e) => Err(Rejection::new(
-                gate,
-                format!(
-                    "fail to allocate memory({}) for file {}",
-                    member.size,
-                    display_name(key.as_bytes())
-                ),
-            )
-            .detail(e.to_string())),
+            Err(e) => Err(e.rejection(gate, key)),
         }
     }
 
-    /// A member parsed as JSON the way simdjson reads it. `Ok(None)` when absent;
-    /// a parse failure is a rejection by `gate`. Repeated keys are warned about.
-    pub fn json(&mut self, key: &str, gate: Gate) -> Result<Option<Value>, Rejection> {
-        let Some(bytes) = self.bytes(key, gate)? else {
+    /// A member parsed as JSON without warnings; failures are returned.
+    /// Kept bytes are parsed in place, others streamed from a second read of
+    /// the source (never held whole).
+    pub fn read_json(
+        &mut self,
+        key: &str,
+        budget: Budget,
+    ) -> Result<Option<(Doc, Duplicates)>, JsonError> {
+        let container: &'a Container = self.container;
+        let Some(member) = self.member(key) else {
             return Ok(None);
         };
-        match json::parse(&bytes) {
-            Ok((value, duplicates)) => {
-                for path in duplicates {
-                    self.warnings.push(format!(
-                        "{key}: key {path} appears more than once; the runtime reads the first"
-                    ));
-                }
-                Ok(Some(value))
-            }
-            Err(e) => Err(Rejection::new(gate, format!("Failed to parse {key}: {e}"))
-                .detail(format!("{key} is not valid JSON: {e}"))),
+        if let Some(data) = &member.data {
+            return json::parse(data, budget)
+                .map(Some)
+                .map_err(JsonError::Parse);
+        }
+        let unreadable = |reason: String| JsonError::Read {
+            size: member.size,
+            reason,
+        };
+        if member.size > MANIFEST_MAX {
+            return Err(unreadable(format!(
+                "member {} is {} bytes, more than this verifier parses ({MANIFEST_MAX})",
+                display_name(key.as_bytes()),
+                member.size
+            )));
+        }
+        let Some(source) = self.source.as_mut() else {
+            return Err(unreadable("the NEFF source is no longer available".into()));
+        };
+        let data_size = container.header.data_size();
+        let parse = |data: &mut dyn Read| json::parse_reader(data, budget);
+        match reread_member(&mut **source, data_size, member.header_offset, parse) {
+            Ok(Some(Ok(parsed))) => Ok(Some(parsed)),
+            Ok(Some(Err(e))) if e.error.is_io() && !e.limit => Err(unreadable(e.to_string())),
+            Ok(Some(Err(e))) => Err(JsonError::Parse(e)),
+            Ok(None) => Err(unreadable(
+                "a second read of the NEFF did not find the member where the first one did".into(),
+            )),
+            Err(e) => Err(unreadable(e.to_string())),
+        }
+    }
+
+    /// The warnings for a manifest's repeated keys: the first ones by path,
+    /// then one line with the count of the rest.
+    fn warn_repeats(&mut self, key: &str, repeats: &Duplicates) {
+        for path in &repeats.shown {
+            self.warnings.push(format!(
+                "{key}: key {path} appears more than once; the runtime reads the first"
+            ));
+        }
+        if repeats.more > 0 {
+            self.warnings.push(format!(
+                "{key}: {} more keys appear more than once (not listed); the runtime reads the first of each",
+                repeats.more
+            ));
         }
     }
 
@@ -178,5 +240,41 @@ impl<'a> Ctx<'a> {
             .filter(|k| !self.referenced.contains(*k))
             .map(|k| display_name(k))
             .collect();
+    }
+}
+
+/// Why a manifest could not be had.
+#[derive(Debug)]
+pub enum JsonError {
+    /// Its bytes could not be read (too large, or the source failed).
+    Read {
+        /// The member's size.
+        size: u64,
+        /// What failed.
+        reason: String,
+    },
+    /// It is not valid JSON, or larger than the parser's limits.
+    Parse(ParseError),
+}
+
+impl JsonError {
+    /// The refusal by `gate` of the manifest `key`.
+    pub fn rejection(&self, gate: Gate, key: &str) -> Rejection {
+        match self {
+            JsonError::Read { size, reason } => Rejection::new(
+                gate,
+                format!(
+                    "fail to allocate memory({size}) for file {}",
+                    display_name(key.as_bytes())
+                ),
+            )
+            .detail(reason.clone()),
+            JsonError::Parse(e) if e.limit => {
+                Rejection::new(gate, format!("Failed to parse {key}: {e}"))
+                    .detail(format!("{key} is larger than this verifier parses: {e}"))
+            }
+            JsonError::Parse(e) => Rejection::new(gate, format!("Failed to parse {key}: {e}"))
+                .detail(format!("{key} is not valid JSON: {e}")),
+        }
     }
 }
