@@ -2,6 +2,7 @@
 //! the source for manifests too large to keep, and a record of every member
 //! a manifest refers to.
 
+use std::cell::Cell;
 use std::collections::BTreeSet;
 use std::io::{Read, Seek};
 
@@ -16,6 +17,17 @@ use crate::tar_reader::display_name;
 /// was too large to keep during the walk).
 pub const MANIFEST_MAX: u64 = 128 << 20;
 
+/// Bytes the manifest tiers of one load may read to parse manifests (kept
+/// bytes parsed, plus the tar stream inflated again to reach and read the
+/// others), over [`READ_PER_TAR_BYTE`] times the tar stream's size. Bounds
+/// the work however often a manifest is named (many graphs sharing one
+/// def.json) or has to be read again.
+pub const READ_MAX: u64 = 1 << 30;
+
+/// How many times the whole tar stream the manifest tiers may read again,
+/// on top of [`READ_MAX`].
+pub const READ_PER_TAR_BYTE: u64 = 4;
+
 /// A readable, seekable NEFF source.
 pub trait Source: Read + Seek {}
 impl<T: Read + Seek> Source for T {}
@@ -25,10 +37,12 @@ pub struct Ctx<'a> {
     /// The container read by Tier 1.
     pub container: &'a Container,
     source: Option<&'a mut dyn Source>,
+    /// Bytes read for parsing so far in this load (see [`READ_MAX`]).
+    read: &'a Cell<u64>,
     /// The simulated runtime.
     pub profile: &'a RuntimeProfile,
     /// Warnings, appended in load order.
-    pub warnings: Vec<String>,
+    pub warnings: Warnings,
     /// Everything learned about the model.
     pub model: ModelSummary,
     referenced: BTreeSet<Vec<u8>>,
@@ -48,35 +62,83 @@ impl std::fmt::Debug for Ctx<'_> {
     }
 }
 
+/// Most warnings the manifest tiers list; the rest are counted.
+pub const WARNINGS_MAX: usize = 1000;
+/// Most bytes of warnings they list.
+pub const WARNING_TEXT_MAX: usize = 1 << 20;
+
+/// Warnings in load order: the first [`WARNINGS_MAX`] (and at most
+/// [`WARNING_TEXT_MAX`] bytes) kept, the rest counted (as Tier 1 does with
+/// its own).
+#[derive(Debug, Clone, Default)]
+pub struct Warnings {
+    kept: Vec<String>,
+    text: usize,
+    more: usize,
+}
+
+impl Warnings {
+    /// Adds a warning.
+    pub fn push(&mut self, text: String) {
+        if self.kept.len() < WARNINGS_MAX && self.text + text.len() <= WARNING_TEXT_MAX {
+            self.text += text.len();
+            self.kept.push(text);
+        } else {
+            self.more += 1;
+        }
+    }
+
+    /// Adds another run's warnings after these.
+    fn append(&mut self, later: &Warnings) {
+        for text in &later.kept {
+            self.push(text.clone());
+        }
+        self.more += later.more;
+    }
+
+    /// The warnings, with a last line counting those not kept.
+    pub fn into_vec(self) -> Vec<String> {
+        let mut all = self.kept;
+        if self.more > 0 {
+            all.push(format!("… and {} more warnings", self.more));
+        }
+        all
+    }
+}
+
 /// What a run of checks left behind, to be carried over to another run:
 /// warnings, what was learned, the members referred to.
 #[derive(Debug, Clone, Default)]
 pub struct Effects {
-    warnings: Vec<String>,
+    warnings: Warnings,
     model: ModelSummary,
     referenced: BTreeSet<Vec<u8>>,
 }
 
 impl<'a> Ctx<'a> {
-    /// A context over a container; `source` allows re-reading large manifests.
+    /// A context over a container; `source` allows re-reading large
+    /// manifests; `read` counts the bytes read for parsing in this load.
     pub fn new(
         container: &'a Container,
         source: Option<&'a mut dyn Source>,
+        read: &'a Cell<u64>,
         profile: &'a RuntimeProfile,
     ) -> Self {
-        Ctx::resume(container, source, profile, Effects::default())
+        Ctx::resume(container, source, read, profile, Effects::default())
     }
 
     /// A context that goes on from what an earlier run left.
     pub fn resume(
         container: &'a Container,
         source: Option<&'a mut dyn Source>,
+        read: &'a Cell<u64>,
         profile: &'a RuntimeProfile,
         earlier: Effects,
     ) -> Self {
         Ctx {
             container,
             source,
+            read,
             profile,
             warnings: earlier.warnings,
             model: earlier.model,
@@ -97,7 +159,7 @@ impl<'a> Ctx<'a> {
     /// Adds what a run of the section checks left (warnings, graphs,
     /// missing references and references: all they add).
     pub fn append(&mut self, sections: &Effects) {
-        self.warnings.extend_from_slice(&sections.warnings);
+        self.warnings.append(&sections.warnings);
         self.model.graphs.extend_from_slice(&sections.model.graphs);
         self.model
             .missing_references
@@ -183,15 +245,29 @@ impl<'a> Ctx<'a> {
         let Some(member) = self.member(key) else {
             return Ok(None);
         };
+        let unreadable = |reason: String| JsonError::Read {
+            size: member.size,
+            reason,
+        };
+        // Kept bytes cost their length; others the stream up to their end.
+        let cost = match member.data {
+            Some(_) => member.size,
+            None => member.header_offset.saturating_add(member.size),
+        };
+        let tar = container.tar_size.unwrap_or_default();
+        let max = READ_MAX.saturating_add(tar.saturating_mul(READ_PER_TAR_BYTE));
+        let read = self.read.get().saturating_add(cost);
+        if read > max {
+            return Err(unreadable(format!(
+                "reading it would take the bytes read to parse manifests in this load to {read}, more than this verifier reads ({max}: 1 GiB plus {READ_PER_TAR_BYTE} times the {tar}-byte tar stream)"
+            )));
+        }
+        self.read.set(read);
         if let Some(data) = &member.data {
             return json::parse(data, budget)
                 .map(Some)
                 .map_err(JsonError::Parse);
         }
-        let unreadable = |reason: String| JsonError::Read {
-            size: member.size,
-            reason,
-        };
         if member.size > MANIFEST_MAX {
             return Err(unreadable(format!(
                 "member {} is {} bytes, more than this verifier parses ({MANIFEST_MAX})",

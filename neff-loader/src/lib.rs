@@ -226,7 +226,8 @@ fn manifest_tiers(
     profile: &RuntimeProfile,
     arches: &[Arch],
 ) -> Vec<ManifestOutcome> {
-    let mut ctx = Ctx::new(container, reborrow(&mut source), profile);
+    let read = std::cell::Cell::new(0);
+    let mut ctx = Ctx::new(container, reborrow(&mut source), &read, profile);
     let descriptor = manifests::descriptor(&mut ctx);
     let tier2 = ctx.effects();
     // Section runs: (resolved to Cayman, what they left, their outcome).
@@ -238,7 +239,7 @@ fn manifest_tiers(
             instance_arch: arch,
             ..profile.clone()
         };
-        let mut ctx = Ctx::resume(container, None, &profile, tier2.clone());
+        let mut ctx = Ctx::resume(container, None, &read, &profile, tier2.clone());
         let mut tiers = vec!["container", "manifests"];
         let result = descriptor.clone().and_then(|d| {
             let kelf = manifests::arch_check(&mut ctx, &d)?;
@@ -247,7 +248,7 @@ fn manifest_tiers(
             let run = match runs.iter().position(|r| !arch_dependent || r.0 == cayman) {
                 Some(i) => &runs[i],
                 None => {
-                    let mut run = Ctx::new(container, reborrow(&mut source), &profile);
+                    let mut run = Ctx::new(container, reborrow(&mut source), &read, &profile);
                     let staging = sections::run(&mut run, &kelf);
                     arch_dependent |= run.arch_dependent;
                     runs.push((cayman, run.effects(), staging));
@@ -264,7 +265,7 @@ fn manifest_tiers(
         out.push(ManifestOutcome {
             rejection: result.err(),
             tiers,
-            warnings: std::mem::take(&mut ctx.warnings),
+            warnings: std::mem::take(&mut ctx.warnings).into_vec(),
             model: ctx.model,
         });
     }

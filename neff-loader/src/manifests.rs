@@ -11,6 +11,13 @@ use crate::gate::{Gate, Rejection};
 use crate::json::Json;
 use crate::model::{NnTensor, SignatureTensor};
 
+/// Most dimensions a neff.json tensor may have.
+const MAX_DIMS: usize = 32;
+/// Most tensors of each side (inputs, outputs) the model summary lists.
+const TENSORS_LISTED: usize = 10_000;
+/// Most bytes of tensor names (and node names and dtypes) it lists.
+const TENSOR_TEXT_LISTED: usize = 1 << 20;
+
 /// A graph named by the KELF descriptor.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GraphRef {
@@ -143,56 +150,75 @@ fn neff_json(ctx: &mut Ctx<'_>) -> Result<String, Rejection> {
     let dtypes = dltype.at(1).map(Json::items).unwrap_or_default();
     let shapes = shape.at(1).map(Json::items).unwrap_or_default();
     let row_ptr = list("node_row_ptr");
-    let tensor =
-        |ctx: &mut Ctx<'_>, name: &str, node: &str, eid: u64| -> Result<NnTensor, Rejection> {
-            let (Some(dt), Some(sh)) = (dtypes.get(eid as usize), shapes.get(eid as usize)) else {
-                return Err(g14(
-                    &format!("EID {eid} out of bounds for dtypes/shapes"),
-                    format!(
-                        "tensor {name} has entry id {eid}; attrs list {} dtypes and {} shapes",
-                        dtypes.len(),
-                        shapes.len()
-                    ),
-                ));
-            };
-            let dtype = dt.as_str().unwrap_or_default().to_string();
-            let dims: Vec<u64> = sh.items().iter().filter_map(Json::as_u64).collect();
-            if dims.len() > 32 {
-                return Err(g14(
-                    &format!("Too many dimensions ({})", dims.len()),
-                    format!("tensor {name}"),
-                ));
-            }
-            let elem = dtype_size(&dtype).unwrap_or_else(|| {
-                ctx.warnings
-                    .push(format!("Unknown dtype: {dtype}, defaulting to UNKNOWN"));
-                1
-            });
-            let size = dims
-                .iter()
-                .try_fold(elem, |acc, &d| acc.checked_mul(d))
-                .ok_or_else(|| {
-                    g14(
-                        &format!("Size overflow for tensor {name}"),
-                        format!("shape {dims:?} of {dtype} overflows 64 bits"),
-                    )
-                })?;
-            Ok(NnTensor {
-                name: name.to_string(),
-                node: node.to_string(),
-                entry_id: eid,
-                dtype,
-                shape: dims,
-                size,
-            })
+    // Each tensor is checked; the summary lists the first ones (see
+    // [`TENSORS_LISTED`]) and counts the rest.
+    let mut unlisted = 0usize;
+    let mut listed_text = 0usize;
+    let mut tensor = |ctx: &mut Ctx<'_>,
+                      name: &str,
+                      node: &str,
+                      eid: u64,
+                      output: bool|
+     -> Result<(), Rejection> {
+        let (Some(dt), Some(sh)) = (dtypes.get(eid as usize), shapes.get(eid as usize)) else {
+            return Err(g14(
+                &format!("EID {eid} out of bounds for dtypes/shapes"),
+                format!(
+                    "tensor {name} has entry id {eid}; attrs list {} dtypes and {} shapes",
+                    dtypes.len(),
+                    shapes.len()
+                ),
+            ));
         };
+        let dtype = dt.as_str().unwrap_or_default();
+        let dims = || sh.items().iter().filter_map(Json::as_u64);
+        let dims: Vec<u64> = dims().take(MAX_DIMS + 1).collect();
+        if dims.len() > MAX_DIMS {
+            let n = sh.items().iter().filter_map(Json::as_u64).count();
+            return Err(g14(
+                &format!("Too many dimensions ({n})"),
+                format!("tensor {name}"),
+            ));
+        }
+        let elem = dtype_size(dtype).unwrap_or_else(|| {
+            ctx.warnings
+                .push(format!("Unknown dtype: {dtype}, defaulting to UNKNOWN"));
+            1
+        });
+        let size = dims
+            .iter()
+            .try_fold(elem, |acc, &d| acc.checked_mul(d))
+            .ok_or_else(|| {
+                g14(
+                    &format!("Size overflow for tensor {name}"),
+                    format!("shape {dims:?} of {dtype} overflows 64 bits"),
+                )
+            })?;
+        let side = match output {
+            false => &mut ctx.model.nn_inputs,
+            true => &mut ctx.model.nn_outputs,
+        };
+        listed_text += name.len() + node.len() + dtype.len();
+        if side.len() >= TENSORS_LISTED || listed_text > TENSOR_TEXT_LISTED {
+            unlisted += 1;
+            return Ok(());
+        }
+        side.push(NnTensor {
+            name: name.to_string(),
+            node: node.to_string(),
+            entry_id: eid,
+            dtype: dtype.to_string(),
+            shape: dims,
+            size,
+        });
+        Ok(())
+    };
     let node_name = |i: usize| {
         nodes
             .get(i)
             .and_then(|n| n.get("name"))
             .and_then(Json::as_str)
             .unwrap_or_default()
-            .to_string()
     };
     for idx in list("arg_nodes").iter() {
         let idx = idx.as_u64().unwrap_or(u64::MAX);
@@ -201,8 +227,7 @@ fn neff_json(ctx: &mut Ctx<'_>) -> Result<String, Rejection> {
             .and_then(Json::as_u64)
             .unwrap_or(idx);
         let name = node_name(idx as usize);
-        let t = tensor(ctx, &name, &name, eid)?;
-        ctx.model.nn_inputs.push(t);
+        tensor(ctx, name, name, eid, false)?;
     }
     for head in list("heads").iter() {
         let node_id = head.at(0).and_then(Json::as_u64).unwrap_or(u64::MAX);
@@ -225,9 +250,13 @@ fn neff_json(ctx: &mut Ctx<'_>) -> Result<String, Rejection> {
             .and_then(|n| n.get("output_names"))
             .and_then(|o| o.at(out_idx as usize))
             .and_then(Json::as_str)
-            .map_or_else(|| node.clone(), str::to_string);
-        let t = tensor(ctx, &name, &node, base.saturating_add(out_idx))?;
-        ctx.model.nn_outputs.push(t);
+            .unwrap_or(node);
+        tensor(ctx, name, node, base.saturating_add(out_idx), true)?;
+    }
+    if unlisted > 0 {
+        ctx.warnings.push(format!(
+            "{member}: {unlisted} more input and output tensors are checked but not listed (the summary lists {TENSORS_LISTED} a side, {TENSOR_TEXT_LISTED} bytes of names in all)"
+        ));
     }
     let signature = doc
         .get("metadata")

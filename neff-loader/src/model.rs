@@ -1,5 +1,7 @@
 //! What the manifest tiers learned about the model, for `inspect` and reports.
 
+use std::collections::{HashMap, HashSet};
+
 use neff_schema::Arch;
 use serde::Serialize;
 
@@ -150,42 +152,53 @@ fn join_side(
     graphs: &[GraphSummary],
     vars_of: impl Fn(&GraphSummary) -> &Vec<VarSummary>,
 ) -> Vec<ModelIo> {
+    // Rows by name (names are unique among rows), signature entries by id
+    // (the first of each) and the names signatures gave rows: every match
+    // is a lookup, never a scan.
     let mut out: Vec<ModelIo> = Vec::new();
+    let mut rows: HashMap<&str, usize> = HashMap::new();
+    let mut signed: HashSet<&str> = HashSet::new();
+    let mut by_id: HashMap<u64, &SignatureTensor> = HashMap::new();
+    for s in signature {
+        if let Some(id) = s.id {
+            by_id.entry(id).or_insert(s);
+        }
+    }
     for t in nn {
-        if let Some(row) = out.iter_mut().find(|r| r.name == t.name) {
-            row.entries += 1;
+        if let Some(&row) = rows.get(t.name.as_str()) {
+            out[row].entries += 1;
             continue;
         }
+        let sig = by_id.get(&t.entry_id);
+        signed.extend(sig.map(|s| s.name.as_str()));
+        rows.insert(&t.name, out.len());
         out.push(ModelIo {
             name: t.name.clone(),
             dtype: Some(t.dtype.clone()),
             shape: Some(t.shape.clone()),
             size: Some(t.size),
             entry_id: Some(t.entry_id),
-            signature: signature
-                .iter()
-                .find(|s| s.id == Some(t.entry_id))
-                .map(|s| s.name.clone()),
+            signature: sig.map(|s| s.name.clone()),
             vars: Vec::new(),
             entries: 1,
         });
     }
     for s in signature {
-        let listed = out
-            .iter()
-            .any(|r| r.signature.as_deref() == Some(s.name.as_str()) || r.name == s.name);
-        if !listed {
-            out.push(ModelIo {
-                name: s.name.clone(),
-                dtype: s.dtype.clone(),
-                shape: s.shape.clone(),
-                size: s.size,
-                entry_id: s.id,
-                signature: Some(s.name.clone()),
-                vars: Vec::new(),
-                entries: 0,
-            });
+        if signed.contains(s.name.as_str()) || rows.contains_key(s.name.as_str()) {
+            continue;
         }
+        signed.insert(&s.name);
+        rows.insert(&s.name, out.len());
+        out.push(ModelIo {
+            name: s.name.clone(),
+            dtype: s.dtype.clone(),
+            shape: s.shape.clone(),
+            size: s.size,
+            entry_id: s.id,
+            signature: Some(s.name.clone()),
+            vars: Vec::new(),
+            entries: 0,
+        });
     }
     for g in graphs {
         for v in vars_of(g) {
@@ -194,8 +207,9 @@ fn join_side(
                 var_id: v.var_id,
                 size: v.size,
             };
-            match out.iter_mut().find(|r| r.name == v.name) {
-                Some(row) => {
+            match rows.get(v.name.as_str()) {
+                Some(&row) => {
+                    let row = &mut out[row];
                     row.dtype = row.dtype.take().or_else(|| v.dtype.clone());
                     row.shape = row.shape.take().or_else(|| v.shape.clone());
                     row.size = row.size.or(v.size);
@@ -204,16 +218,19 @@ fn join_side(
                 // A variable neff.json does not name is the graph's own (in
                 // 1.15 CPU nodes feed the KELF graph); it stands for the
                 // model only when neff.json names nothing on this side.
-                None if nn.is_empty() && signature.is_empty() => out.push(ModelIo {
-                    name: v.name.clone(),
-                    dtype: v.dtype.clone(),
-                    shape: v.shape.clone(),
-                    size: v.size,
-                    entry_id: None,
-                    signature: None,
-                    vars: vec![var],
-                    entries: 0,
-                }),
+                None if nn.is_empty() && signature.is_empty() => {
+                    rows.insert(&v.name, out.len());
+                    out.push(ModelIo {
+                        name: v.name.clone(),
+                        dtype: v.dtype.clone(),
+                        shape: v.shape.clone(),
+                        size: v.size,
+                        entry_id: None,
+                        signature: None,
+                        vars: vec![var],
+                        entries: 0,
+                    });
+                }
                 None => {}
             }
         }
