@@ -36,9 +36,21 @@ fn neff_json_rest() -> String {
 /// The minimal model with `member` replaced by `head`, `unit` `count` times,
 /// then `tail`: streamed through gzip level 9, never held whole.
 fn neff_with(member: &str, head: &[u8], unit: &[u8], count: usize, tail: &[u8]) -> Vec<u8> {
+    neff_with_also(&[], member, head, unit, count, tail)
+}
+
+/// [`neff_with`], with small members replaced as well.
+fn neff_with_also(
+    replace: &[(&str, &[u8])],
+    member: &str,
+    head: &[u8],
+    unit: &[u8],
+    count: usize,
+    tail: &[u8],
+) -> Vec<u8> {
     let size = head.len() + unit.len() * count + tail.len();
     let mut gz = ZlibGzipWriter::new(Vec::new(), &GZIP_HEADER, 9, 9).unwrap();
-    for (name, data) in model_files_without(&[], &[member]) {
+    for (name, data) in model_files_without(replace, &[member]) {
         gz.write_all(&tar_header(
             name.as_bytes(),
             b'0',
@@ -83,6 +95,7 @@ struct Run {
 fn run(args: &[&std::ffi::OsStr], what: &str) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let stdout = dir.path().join("stdout");
+    #[allow(clippy::zombie_processes)] // reaped by wait4 below
     let mut child = Command::new(env!("CARGO_BIN_EXE_neff"))
         .args(args)
         .stdout(std::fs::File::create(&stdout).unwrap())
@@ -285,6 +298,35 @@ fn f5_a_90_mib_manifest_read_again_is_refused_by_the_value_limit() {
     assert!(text.contains("\"gate\":\"G14\""), "{text:.3000}");
     assert!(
         text.contains("Failed to parse neff.json: more than 4194304 JSON values"),
+        "{text:.3000}"
+    );
+}
+
+#[test]
+fn graphs_sharing_one_15_mib_def_json_are_refused_by_the_read_limit() {
+    // 100 graphs would have it parsed 100 times: 1.5 GiB.
+    let graphs: Vec<String> = (0..100)
+        .map(|i| format!(r#"{{"definition": "sg00/def.json", "name": "g{i}"}}"#))
+        .collect();
+    let kelf = format!(
+        r#"{{"graphs": [{}], "version": "0.5", "target": "*"}}"#,
+        graphs.join(", ")
+    );
+    let neff = neff_with_also(
+        &[("kelf-0.json", kelf.as_bytes())],
+        "sg00/def.json",
+        DEF_JSON.as_bytes(),
+        b" ",
+        15 * MIB,
+        b"",
+    );
+    let report = check_all("shared-def", &neff);
+    let text = report.to_string();
+    assert!(!accepted(&report));
+    assert!(text.contains("\"gate\":\"G19\""), "{text:.3000}");
+    assert!(
+        text.contains("fail to allocate memory(15728")
+            && text.contains("more than this verifier reads"),
         "{text:.3000}"
     );
 }

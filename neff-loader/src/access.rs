@@ -22,7 +22,7 @@ pub const MANIFEST_MAX: u64 = 128 << 20;
 /// others), over [`READ_PER_TAR_BYTE`] times the tar stream's size. Bounds
 /// the work however often a manifest is named (many graphs sharing one
 /// def.json) or has to be read again.
-pub const READ_MAX: u64 = 1 << 30;
+pub const READ_MAX: u64 = 512 << 20;
 
 /// How many times the whole tar stream the manifest tiers may read again,
 /// on top of [`READ_MAX`].
@@ -259,7 +259,7 @@ impl<'a> Ctx<'a> {
         let read = self.read.get().saturating_add(cost);
         if read > max {
             return Err(unreadable(format!(
-                "reading it would take the bytes read to parse manifests in this load to {read}, more than this verifier reads ({max}: 1 GiB plus {READ_PER_TAR_BYTE} times the {tar}-byte tar stream)"
+                "reading it would take the bytes read to parse manifests in this load to {read}, more than this verifier reads ({max}: {READ_MAX} plus {READ_PER_TAR_BYTE} times the {tar}-byte tar stream)"
             )));
         }
         self.read.set(read);
