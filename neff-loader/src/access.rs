@@ -2,7 +2,7 @@
 //! the source for manifests too large to keep, and a record of every member
 //! a manifest refers to.
 
-use std::cell::Cell;
+use std::cell::{Cell, OnceCell};
 use std::collections::BTreeSet;
 use std::io::{Read, Seek};
 
@@ -28,6 +28,46 @@ pub const READ_MAX: u64 = 512 << 20;
 /// on top of [`READ_MAX`].
 pub const READ_PER_TAR_BYTE: u64 = 4;
 
+/// What one manifest read costs at least against [`READ_MAX`] (so that a
+/// small manifest named over and over is bounded too).
+pub const READ_MIN: u64 = 16 << 10;
+
+/// Most items (variables, weights, queues, libraries, carveouts, missing
+/// references) the model summary of one load lists; the rest are checked
+/// but only counted.
+pub const LISTED_MAX: usize = 200_000;
+
+/// What the manifest tiers of one load count across all their runs.
+#[derive(Debug, Default)]
+pub struct Load {
+    /// Bytes read for parsing (see [`READ_MAX`]).
+    read: Cell<u64>,
+    /// Summary items listed, and those past [`LISTED_MAX`].
+    listed: Cell<usize>,
+    unlisted: Cell<usize>,
+}
+
+impl Load {
+    /// Adds `item` to a list of the model summary, or counts it once the
+    /// load has listed [`LISTED_MAX`].
+    pub fn list<T>(&self, list: &mut Vec<T>, item: T) {
+        if self.listed.get() < LISTED_MAX {
+            self.listed.set(self.listed.get() + 1);
+            list.push(item);
+        } else {
+            self.unlisted.set(self.unlisted.get() + 1);
+        }
+    }
+
+    /// The warning for the items not listed, if any were left out.
+    pub fn unlisted_warning(&self) -> Option<String> {
+        let n = self.unlisted.get();
+        (n > 0).then(|| {
+            format!("{n} more summary items (variables, queues, libraries, carveouts, references) are checked but not listed (the summary lists {LISTED_MAX})")
+        })
+    }
+}
+
 /// A readable, seekable NEFF source.
 pub trait Source: Read + Seek {}
 impl<T: Read + Seek> Source for T {}
@@ -37,8 +77,10 @@ pub struct Ctx<'a> {
     /// The container read by Tier 1.
     pub container: &'a Container,
     source: Option<&'a mut dyn Source>,
-    /// Bytes read for parsing so far in this load (see [`READ_MAX`]).
-    read: &'a Cell<u64>,
+    /// What this load counts across its runs.
+    pub load: &'a Load,
+    /// The keys of the entries the walk skipped, sorted (once needed).
+    skipped: OnceCell<Vec<&'a [u8]>>,
     /// The simulated runtime.
     pub profile: &'a RuntimeProfile,
     /// Warnings, appended in load order.
@@ -117,28 +159,29 @@ pub struct Effects {
 
 impl<'a> Ctx<'a> {
     /// A context over a container; `source` allows re-reading large
-    /// manifests; `read` counts the bytes read for parsing in this load.
+    /// manifests; `load` counts what the load's runs read and list.
     pub fn new(
         container: &'a Container,
         source: Option<&'a mut dyn Source>,
-        read: &'a Cell<u64>,
+        load: &'a Load,
         profile: &'a RuntimeProfile,
     ) -> Self {
-        Ctx::resume(container, source, read, profile, Effects::default())
+        Ctx::resume(container, source, load, profile, Effects::default())
     }
 
     /// A context that goes on from what an earlier run left.
     pub fn resume(
         container: &'a Container,
         source: Option<&'a mut dyn Source>,
-        read: &'a Cell<u64>,
+        load: &'a Load,
         profile: &'a RuntimeProfile,
         earlier: Effects,
     ) -> Self {
         Ctx {
             container,
             source,
-            read,
+            load,
+            skipped: OnceCell::new(),
             profile,
             warnings: earlier.warnings,
             model: earlier.model,
@@ -198,10 +241,18 @@ impl<'a> Ctx<'a> {
     /// runtime's walk skipped (a `wavegraph-bin.json`): it is in the NEFF
     /// even though the runtime never keeps it.
     pub fn skipped_in_archive(&self, key: &str) -> bool {
-        self.container.entries.iter().any(|e| {
-            e.fate == EntryFate::Wavegraph
-                && e.raw_name.strip_prefix(b"./").unwrap_or(&e.raw_name) == key.as_bytes()
-        })
+        let container: &'a Container = self.container;
+        let skipped = self.skipped.get_or_init(|| {
+            let mut keys: Vec<&[u8]> = container
+                .entries
+                .iter()
+                .filter(|e| e.fate == EntryFate::Wavegraph)
+                .map(|e| e.raw_name.strip_prefix(b"./").unwrap_or(&e.raw_name))
+                .collect();
+            keys.sort_unstable();
+            keys
+        });
+        skipped.binary_search(&key.as_bytes()).is_ok()
     }
 
     /// Notes a reference to a member the runtime never opens; warns when it
@@ -211,11 +262,12 @@ impl<'a> Ctx<'a> {
             self.warnings.push(format!(
                 "{from}: {key} refers to {member}, which is not in the NEFF (the runtime never opens it)"
             ));
-            self.model.missing_references.push(MissingReference {
+            let missing = MissingReference {
                 from: from.to_string(),
                 key: key.to_string(),
                 member: member.to_string(),
-            });
+            };
+            self.load.list(&mut self.model.missing_references, missing);
         }
     }
 
@@ -253,16 +305,17 @@ impl<'a> Ctx<'a> {
         let cost = match member.data {
             Some(_) => member.size,
             None => member.header_offset.saturating_add(member.size),
-        };
+        }
+        .max(READ_MIN);
         let tar = container.tar_size.unwrap_or_default();
         let max = READ_MAX.saturating_add(tar.saturating_mul(READ_PER_TAR_BYTE));
-        let read = self.read.get().saturating_add(cost);
+        let read = self.load.read.get().saturating_add(cost);
         if read > max {
             return Err(unreadable(format!(
                 "reading it would take the bytes read to parse manifests in this load to {read}, more than this verifier reads ({max}: {READ_MAX} plus {READ_PER_TAR_BYTE} times the {tar}-byte tar stream)"
             )));
         }
-        self.read.set(read);
+        self.load.read.set(read);
         if let Some(data) = &member.data {
             return json::parse(data, budget)
                 .map(Some)
@@ -352,5 +405,35 @@ impl JsonError {
             JsonError::Parse(e) => Rejection::new(gate, format!("Failed to parse {key}: {e}"))
                 .detail(format!("{key} is not valid JSON: {e}")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warnings_and_summary_items_past_their_caps_are_counted() {
+        let mut w = Warnings::default();
+        for i in 0..WARNINGS_MAX + 5 {
+            w.push(format!("w{i}"));
+        }
+        let all = w.into_vec();
+        assert_eq!(all.len(), WARNINGS_MAX + 1);
+        assert_eq!(all[WARNINGS_MAX], "… and 5 more warnings");
+        let mut w = Warnings::default();
+        w.push("x".repeat(WARNING_TEXT_MAX));
+        w.push("y".into());
+        assert_eq!(w.into_vec().last().unwrap(), "… and 1 more warnings");
+        let load = Load::default();
+        let mut list = Vec::new();
+        for i in 0..LISTED_MAX + 3 {
+            load.list(&mut list, i);
+        }
+        assert_eq!(list.len(), LISTED_MAX);
+        assert!(load
+            .unlisted_warning()
+            .unwrap()
+            .starts_with("3 more summary items"));
     }
 }

@@ -74,7 +74,7 @@ pub use profile::{parse_mask, ProfileSettings, RuntimeProfile, EVTACCEL_OFFSET, 
 pub use report::{ArchScope, Report, TIERS};
 pub use tar_reader::{Dialect, Entry, EntryKind, TarError, TarReader};
 
-use access::{Ctx, Effects, Source};
+use access::{Ctx, Effects, Load, Source};
 use sections::GraphStaging;
 
 /// A NEFF as loaded under one profile.
@@ -226,8 +226,8 @@ fn manifest_tiers(
     profile: &RuntimeProfile,
     arches: &[Arch],
 ) -> Vec<ManifestOutcome> {
-    let read = std::cell::Cell::new(0);
-    let mut ctx = Ctx::new(container, reborrow(&mut source), &read, profile);
+    let load = Load::default();
+    let mut ctx = Ctx::new(container, reborrow(&mut source), &load, profile);
     let descriptor = manifests::descriptor(&mut ctx);
     let tier2 = ctx.effects();
     // Section runs: (resolved to Cayman, what they left, their outcome).
@@ -239,7 +239,7 @@ fn manifest_tiers(
             instance_arch: arch,
             ..profile.clone()
         };
-        let mut ctx = Ctx::resume(container, None, &read, &profile, tier2.clone());
+        let mut ctx = Ctx::resume(container, None, &load, &profile, tier2.clone());
         let mut tiers = vec!["container", "manifests"];
         let result = descriptor.clone().and_then(|d| {
             let kelf = manifests::arch_check(&mut ctx, &d)?;
@@ -248,7 +248,7 @@ fn manifest_tiers(
             let run = match runs.iter().position(|r| !arch_dependent || r.0 == cayman) {
                 Some(i) => &runs[i],
                 None => {
-                    let mut run = Ctx::new(container, reborrow(&mut source), &read, &profile);
+                    let mut run = Ctx::new(container, reborrow(&mut source), &load, &profile);
                     let staging = sections::run(&mut run, &kelf);
                     arch_dependent |= run.arch_dependent;
                     runs.push((cayman, run.effects(), staging));
@@ -262,6 +262,9 @@ fn manifest_tiers(
         });
         ctx.finish_references();
         ctx.model.join_io();
+        if let Some(warning) = load.unlisted_warning() {
+            ctx.warnings.push(warning);
+        }
         out.push(ManifestOutcome {
             rejection: result.err(),
             tiers,

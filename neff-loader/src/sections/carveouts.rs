@@ -55,10 +55,13 @@ pub(super) fn carveouts(
         return Err(reject(Gate::G25b, FATAL, format!("{member}: runtime_statebuffer_reservation is {what}, and the target resolves to cayman")));
     };
     for c in list {
-        staging
-            .evtaccel
-            .push((c.offset, c.size, c.base_partition, c.partitions));
-        summary.carveouts.push(c);
+        let carveout = (c.offset, c.size, c.base_partition, c.partitions);
+        if staging.evtaccel.is_none()
+            && evtaccel_problem(carveout, ctx.profile.evtaccel_offset).is_some()
+        {
+            staging.evtaccel = Some(carveout);
+        }
+        ctx.load.list(&mut summary.carveouts, c);
     }
     Ok(())
 }

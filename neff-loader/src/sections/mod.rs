@@ -16,6 +16,7 @@ use crate::model::{
     CarveoutSummary, EngineSummary, GraphSummary, QueueSummary, UcodeLibSummary, VarSummary,
     WeightSummary,
 };
+use crate::staging::{evtaccel_problem, MAX_FUNCTION_NAME};
 
 // One module per section, in the runtime's order.
 mod carveouts;
@@ -34,20 +35,17 @@ use queues::*;
 use ucode::*;
 use vars::*;
 
-/// A ucode function as staging sees it.
-#[derive(Debug, Clone)]
-pub struct UcodeFunction {
-    /// Function name.
-    pub name: String,
-}
-
-/// What staging needs from one graph.
+/// What staging needs from one graph (a few numbers, whatever its size).
 #[derive(Debug, Clone, Default)]
 pub struct GraphStaging {
-    /// EVTACCEL carveouts: (offset, size, base_partition, partitions).
-    pub evtaccel: Vec<(u64, u64, u64, u64)>,
-    /// Ucode functions of all the graph's libraries.
-    pub ucode_functions: Vec<UcodeFunction>,
+    /// The first EVTACCEL carveout G30 refuses on Cayman (see
+    /// [`crate::staging::evtaccel_problem`]): (offset, size, base_partition,
+    /// partitions).
+    pub evtaccel: Option<(u64, u64, u64, u64)>,
+    /// Number of ucode functions of all the graph's libraries.
+    pub ucode_functions: usize,
+    /// The first function name G31 finds too long.
+    pub long_function: Option<String>,
 }
 
 /// Runs G19–G27 on every graph, then G28 and G29; returns what staging needs.

@@ -111,12 +111,13 @@ pub(super) fn queues(
                 ));
             }
         }
-        summary.queues.push(QueueSummary {
+        let queue = QueueSummary {
             name: name.to_string(),
             owner: owner.to_string(),
             kind: kind.to_string(),
             semaphores,
-        });
+        };
+        ctx.load.list(&mut summary.queues, queue);
     }
     Ok(())
 }

@@ -82,32 +82,28 @@ pub(super) fn ucode_libs(
                 format!("{at} names {path}, which is not in the NEFF"),
             ));
         }
-        let functions: Vec<String> = lib
+        let mut functions = Vec::new();
+        for f in lib
             .get("functions")
-            .and_then(Json::as_array)
-            .map(|f| {
-                f.iter()
-                    .map(|f| {
-                        f.get("name")
-                            .and_then(Json::as_str)
-                            .unwrap_or_default()
-                            .to_string()
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        staging.ucode_functions.extend(
-            functions
-                .iter()
-                .map(|name| UcodeFunction { name: name.clone() }),
-        );
-        summary.ucode_libs.push(UcodeLibSummary {
+            .map(Json::items)
+            .unwrap_or_default()
+            .iter()
+        {
+            let name = f.get("name").and_then(Json::as_str).unwrap_or_default();
+            staging.ucode_functions += 1;
+            if staging.long_function.is_none() && name.chars().count() > MAX_FUNCTION_NAME {
+                staging.long_function = Some(name.to_string());
+            }
+            ctx.load.list(&mut functions, name.to_string());
+        }
+        let summary_lib = UcodeLibSummary {
             library: library.to_string(),
             version: Some(version.to_string()),
             cpu_id,
             total_cpus,
             functions,
-        });
+        };
+        ctx.load.list(&mut summary.ucode_libs, summary_lib);
     }
     Ok(())
 }

@@ -96,7 +96,7 @@ pub(super) fn vars(
             }
             VarType::File => {
                 let path = weights(ctx, *var, name, member, sg_dir)?;
-                summary.weights.push(WeightSummary {
+                let weight = WeightSummary {
                     name: name.to_string(),
                     var_id,
                     member_size: ctx.size(&path),
@@ -104,7 +104,8 @@ pub(super) fn vars(
                     size,
                     dtype: dtype.clone(),
                     shape: shape.clone(),
-                });
+                };
+                ctx.load.list(&mut summary.weights, weight);
             }
             VarType::StateBuffer
             | VarType::Remote
@@ -121,10 +122,10 @@ pub(super) fn vars(
             shape,
         };
         match var_type {
-            VarType::Input => summary.inputs.push(info),
+            VarType::Input => ctx.load.list(&mut summary.inputs, info),
             VarType::Output => {
                 outputs += 1;
-                summary.outputs.push(info);
+                ctx.load.list(&mut summary.outputs, info);
             }
             _ => {}
         }
