@@ -330,3 +330,29 @@ fn graphs_sharing_one_15_mib_def_json_are_refused_by_the_read_limit() {
         "{text:.3000}"
     );
 }
+
+#[test]
+fn a_million_inputs_named_by_one_1_mib_node_name_are_checked_but_listed_within_bounds() {
+    let (before, after) = NEFF_JSON.split_once(r#""arg_nodes": [0"#).unwrap();
+    let name = "x".repeat(MIB);
+    let head = format!(
+        r#"{}"arg_nodes": [0"#,
+        before.replacen(r#""name": "x""#, &format!(r#""name": "{name}""#), 1)
+    );
+    let neff = neff_with(
+        "neff.json",
+        head.as_bytes(),
+        b",0",
+        1_000_000,
+        after.as_bytes(),
+    );
+    let report = check_all("many-inputs", &neff);
+    assert!(accepted(&report), "{:.3000}", report.to_string());
+    assert!(
+        warnings(&report)
+            .iter()
+            .any(|w| w.contains("more input and output tensors are checked but not listed")),
+        "{:?}",
+        warnings(&report)
+    );
+}
