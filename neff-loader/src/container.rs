@@ -675,35 +675,28 @@ fn walk<R: Read>(
     Ok(())
 }
 
-/// Reads one stored member's bytes again from the source, for a manifest too
-/// large to have been kept by the first walk. Follows the walk's rules (the
-/// last entry of a name wins). `Ok(None)` when absent; an error when it is
-/// larger than `max` bytes or cannot be read.
-pub fn fetch_member<R: Read + Seek + ?Sized>(
+/// Reads one stored member again from the source, for a manifest too large
+/// to have been kept by the first walk: the entry whose tar header is at
+/// `header_offset` (the one the member map kept; the walk stops there), its
+/// data handed to `read` as a stream. `Ok(None)` when no entry starts there.
+pub fn reread_member<R: Read + Seek + ?Sized, T>(
     source: &mut R,
     data_size: u64,
-    key: &[u8],
-    max: u64,
-) -> Result<Option<Vec<u8>>, Error> {
+    header_offset: u64,
+    read: impl FnOnce(&mut dyn Read) -> T,
+) -> Result<Option<T>, Error> {
     source.seek(SeekFrom::Start(HEADER_LEN as u64))?;
     let (_, stream) = payload_stream(BufReader::new(&mut *source).take(data_size))?;
     let mut tar = TarReader::new(stream);
-    let mut found = None;
     while let Some(entry) = tar.next_entry()? {
-        let name = entry.name.strip_prefix(b"./").unwrap_or(&entry.name);
-        if entry.kind == EntryKind::Directory || name != key {
-            continue;
+        if entry.header_offset == header_offset {
+            return Ok(Some(read(&mut tar.data())));
         }
-        let size = entry.size.max(0) as u64;
-        if size > max {
-            let message = format!("{size} bytes, more than this verifier parses ({max})");
-            return Err(Error::new(ErrorKind::Limit, message).in_member(display_name(key)));
+        if entry.header_offset > header_offset {
+            break;
         }
-        let mut data = Vec::with_capacity(size as usize);
-        tar.copy_data(&mut data)?;
-        found = Some(data);
     }
-    Ok(found)
+    Ok(None)
 }
 
 /// The tar stream inside stored payload bytes: gzip is detected from the

@@ -75,7 +75,8 @@ pub use profile::{parse_mask, ProfileSettings, RuntimeProfile, EVTACCEL_OFFSET, 
 pub use report::{ArchScope, Report, TIERS};
 pub use tar_reader::{Dialect, Entry, EntryKind, TarReader};
 
-use access::{Ctx, Source};
+use access::{Ctx, Effects, Load, Source};
+use sections::GraphStaging;
 
 /// A NEFF as loaded under one profile.
 #[derive(Debug)]
@@ -149,6 +150,14 @@ fn arch_loads<R: Read + Seek>(
     profile: &RuntimeProfile,
     arches: &[Arch],
 ) -> Vec<Loaded> {
+    let src: Option<&mut dyn Source> = source.as_mut().map(|s| s as &mut dyn Source);
+    let mut manifests = match &tier1.container {
+        Some(container) if tier1.rejection.is_none() || container.walk_complete => {
+            manifest_tiers(container, src, profile, arches)
+        }
+        _ => Vec::new(),
+    }
+    .into_iter();
     let mut out = Vec::new();
     for &arch in arches {
         let profile = RuntimeProfile {
@@ -157,24 +166,21 @@ fn arch_loads<R: Read + Seek>(
         };
         let mut warnings = tier1.warnings.clone();
         let mut past_refusal = None;
-        let src: Option<&mut dyn Source> = source.as_mut().map(|s| s as &mut dyn Source);
-        let (rejection, model, tiers) = match (&tier1.rejection, &tier1.container) {
-            (None, Some(container)) => {
-                let (rejection, model, tiers, more) = manifest_tiers(container, src, &profile);
-                warnings.extend(more);
-                (rejection, Some(model), tiers)
+        let (rejection, model, tiers) = match (&tier1.rejection, manifests.next()) {
+            (None, Some(m)) => {
+                warnings.extend(m.warnings);
+                (m.rejection, Some(m.model), m.tiers)
             }
             // The walk was complete and only a later Tier-1 check refused:
-            // read the manifests for display; the verdict stays the refusal.
-            (Some(refusal), Some(container)) if container.walk_complete => {
-                let (then, model, _, _) = manifest_tiers(container, src, &profile);
+            // the manifests were read for display; the verdict stays the refusal.
+            (Some(refusal), Some(m)) => {
                 past_refusal = Some(PastRefusal {
                     past: refusal.gate,
-                    then,
+                    then: m.rejection,
                 });
-                (Some(refusal.clone()), Some(model), vec!["container"])
+                (Some(refusal.clone()), Some(m.model), vec!["container"])
             }
-            (rejection, _) => (rejection.clone(), None, vec!["container"]),
+            (rejection, None) => (rejection.clone(), None, vec!["container"]),
         };
         let mut report = Report::new(&profile, rejection.as_ref(), warnings, &tiers);
         if past_refusal.is_none() {
@@ -195,28 +201,80 @@ fn arch_loads<R: Read + Seek>(
     out
 }
 
-/// Tiers 2, 3 and 3b over a container that passed Tier 1.
-fn manifest_tiers<'a>(
-    container: &'a Container,
-    source: Option<&'a mut (dyn Source + 'a)>,
-    profile: &'a RuntimeProfile,
-) -> (
-    Option<Rejection>,
-    ModelSummary,
-    Vec<&'static str>,
-    Vec<String>,
-) {
-    let mut ctx = Ctx::new(container, source, profile);
-    let mut tiers = vec!["container", "manifests"];
-    let result = manifests::run(&mut ctx).and_then(|kelf| {
-        tiers.push("sections");
-        let staging = sections::run(&mut ctx, &kelf)?;
-        tiers.push("staging");
-        staging::run(&mut ctx, &staging)
-    });
-    ctx.finish_references();
-    ctx.model.join_io();
-    (result.err(), ctx.model, tiers, ctx.warnings)
+/// The source for one more run of checks.
+fn reborrow<'s>(source: &'s mut Option<&mut dyn Source>) -> Option<&'s mut dyn Source> {
+    match source {
+        Some(s) => Some(&mut **s),
+        None => None,
+    }
+}
+
+/// What the manifest tiers concluded on one arch.
+struct ManifestOutcome {
+    rejection: Option<Rejection>,
+    model: ModelSummary,
+    tiers: Vec<&'static str>,
+    warnings: Vec<String>,
+}
+
+/// Tiers 2, 3 and 3b over a container whose walk is complete, on each arch
+/// of `arches`. Each manifest is read once: what does not depend on the
+/// arch runs once (Tier 2 up to the arch check; the section checks, again
+/// only for an arch on the other side of Cayman when a check there depended
+/// on it) and is carried over to every arch.
+fn manifest_tiers(
+    container: &Container,
+    mut source: Option<&mut dyn Source>,
+    profile: &RuntimeProfile,
+    arches: &[Arch],
+) -> Vec<ManifestOutcome> {
+    let load = Load::default();
+    let mut ctx = Ctx::new(container, reborrow(&mut source), &load, profile);
+    let descriptor = manifests::descriptor(&mut ctx);
+    let tier2 = ctx.effects();
+    // Section runs: (resolved to Cayman, what they left, their outcome).
+    let mut runs: Vec<(bool, Effects, Result<Vec<GraphStaging>, Rejection>)> = Vec::new();
+    let mut arch_dependent = false;
+    let mut out = Vec::new();
+    for &arch in arches {
+        let profile = RuntimeProfile {
+            instance_arch: arch,
+            ..profile.clone()
+        };
+        let mut ctx = Ctx::resume(container, None, &load, &profile, tier2.clone());
+        let mut tiers = vec!["container", "manifests"];
+        let result = descriptor.clone().and_then(|d| {
+            let kelf = manifests::arch_check(&mut ctx, &d)?;
+            tiers.push("sections");
+            let cayman = kelf.resolved == Arch::Cayman;
+            let run = match runs.iter().position(|r| !arch_dependent || r.0 == cayman) {
+                Some(i) => &runs[i],
+                None => {
+                    let mut run = Ctx::new(container, reborrow(&mut source), &load, &profile);
+                    let staging = sections::run(&mut run, &kelf);
+                    arch_dependent |= run.arch_dependent;
+                    runs.push((cayman, run.effects(), staging));
+                    &runs[runs.len() - 1]
+                }
+            };
+            ctx.append(&run.1);
+            let staging = run.2.clone()?;
+            tiers.push("staging");
+            staging::run(&mut ctx, &staging)
+        });
+        ctx.finish_references();
+        ctx.model.join_io();
+        if let Some(warning) = load.unlisted_warning() {
+            ctx.warnings.push(warning);
+        }
+        out.push(ManifestOutcome {
+            rejection: result.err(),
+            tiers,
+            warnings: std::mem::take(&mut ctx.warnings).into_vec(),
+            model: ctx.model,
+        });
+    }
+    out
 }
 
 /// The verdict over every architecture: a NEFF is accepted when it loads on

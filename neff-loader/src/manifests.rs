@@ -5,11 +5,18 @@ use std::collections::BTreeSet;
 
 use neff_schema::manifest::Dtype;
 use neff_schema::{Arch, Target};
-use serde_json::Value;
 
 use crate::access::Ctx;
 use crate::gate::{Gate, Rejection};
+use crate::json::Json;
 use crate::model::{NnTensor, SignatureTensor};
+
+/// Most dimensions a neff.json tensor may have.
+const MAX_DIMS: usize = 32;
+/// Most tensors of each side (inputs, outputs) the model summary lists.
+const TENSORS_LISTED: usize = 10_000;
+/// Most bytes of tensor names (and node names and dtypes) it lists.
+const TENSOR_TEXT_LISTED: usize = 1 << 20;
 
 /// A graph named by the KELF descriptor.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,19 +29,66 @@ pub struct GraphRef {
 
 /// What Tier 2 hands to Tier 3.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Kelf {
+pub struct Kelf<'d> {
     /// The target, as the runtime parsed it.
     pub target: Target,
     /// The arch it resolved to on this instance.
     pub resolved: Arch,
     /// Graphs in descriptor order.
-    pub graphs: Vec<GraphRef>,
+    pub graphs: &'d [GraphRef],
 }
 
-/// Runs G13–G18.
-pub fn run(ctx: &mut Ctx<'_>) -> Result<Kelf, Rejection> {
+/// What Tier 2 reads before the arch check (G13–G16, and whether G18
+/// refuses): the same on every instance arch, so read once.
+#[derive(Debug, Clone)]
+pub struct Descriptor {
+    member: String,
+    target_text: String,
+    target: Target,
+    graphs: Vec<GraphRef>,
+    /// G18's refusal, given only once the arch check has passed.
+    repeated_graph: Option<Rejection>,
+}
+
+/// G13–G16 and the graph list: everything of Tier 2 that does not depend
+/// on the instance arch.
+pub fn descriptor(ctx: &mut Ctx<'_>) -> Result<Descriptor, Rejection> {
     let kelf_member = neff_json(ctx)?;
     kelf(ctx, &kelf_member)
+}
+
+/// G17 on this instance, then G18.
+pub fn arch_check<'d>(ctx: &mut Ctx<'_>, d: &'d Descriptor) -> Result<Kelf<'d>, Rejection> {
+    let (member, target_text) = (&d.member, &d.target_text);
+    let instance = ctx.profile.instance_arch;
+    let resolved = d.target.resolve(instance);
+    ctx.model.resolved_arch = Some(resolved);
+    if resolved != instance {
+        let (neff, inst) = (resolved.ordinal(), instance.ordinal());
+        if ctx.profile.allow_legacy_neff {
+            ctx.warnings.push(format!(
+                "Loading a NEFF compiled for a different arch, NEFF arch: v{neff}, instance arch: v{inst}"
+            ));
+        } else {
+            let mut r = Rejection::new(
+                Gate::G17,
+                format!("Loading a NEFF compiled for a different arch is not allowed, NEFF arch: v{neff}, instance arch: v{inst}"),
+            )
+            .detail(format!(
+                "target {target_text:?} in {member} is {resolved}, the instance is {instance}. Please ensure that --target <correct_arch> is passed as a neuronx-cc command line flag. To override, set NEURON_RT_ALLOW_LEGACY_NEFF=1 and restart."
+            ));
+            r.error_cause = Some("NEFF_ARCH_INCOMPAT".to_string());
+            return Err(r);
+        }
+    }
+    if let Some(r) = &d.repeated_graph {
+        return Err(r.clone());
+    }
+    Ok(Kelf {
+        target: d.target,
+        resolved,
+        graphs: &d.graphs,
+    })
 }
 
 /// G13 and G14: neff.json (or kelp.json) and its `__kelf` node.
@@ -51,28 +105,30 @@ fn neff_json(ctx: &mut Ctx<'_>) -> Result<String, Rejection> {
         )
         .detail("the NEFF has neither a neff.json nor a kelp.json member"));
     };
-    let Some(doc) = ctx.json(member, Gate::G14)? else {
+    let Some(parsed) = ctx.json(member, Gate::G14)? else {
         return Err(Rejection::new(
             Gate::G13,
             format!("Invalid NN: {}, neff.json is missing", ctx.neff_name()),
         ));
     };
+    let doc = parsed.root();
     let g14 = |message: &str, detail: String| {
         Rejection::new(Gate::G14, message).detail(format!("{member}: {detail}"))
     };
     let required = ["nodes", "arg_nodes", "heads", "node_row_ptr", "attrs"];
-    if let Some(missing) = required.iter().find(|k| doc.get(**k).is_none()) {
+    if let Some(missing) = required.iter().find(|k| doc.get(k).is_none()) {
         return Err(g14(
             "Missing required fields in NEFF JSON",
             format!("no top-level key {missing:?}"),
         ));
     }
-    let nodes = doc["nodes"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default();
-    let attrs = &doc["attrs"];
-    let (Some(dltype), Some(shape)) = (attrs.get("dltype"), attrs.get("shape")) else {
+    let list = |key: &str| doc.get(key).map(Json::items).unwrap_or_default();
+    let nodes = list("nodes");
+    let attrs = doc.get("attrs");
+    let (Some(dltype), Some(shape)) = (
+        attrs.and_then(|a| a.get("dltype")),
+        attrs.and_then(|a| a.get("shape")),
+    ) else {
         return Err(g14(
             "Missing dltype or shape in attrs",
             "attrs needs dltype and shape".into(),
@@ -91,104 +147,100 @@ fn neff_json(ctx: &mut Ctx<'_>) -> Result<String, Rejection> {
         ));
     }
     // TVM encodes them as ["list_str", [...]] and ["list_shape", [[...], ...]].
-    let dtypes = dltype
-        .get(1)
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default();
-    let shapes = shape
-        .get(1)
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default();
-    let row_ptr = doc["node_row_ptr"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default();
-    let tensor =
-        |ctx: &mut Ctx<'_>, name: &str, node: &str, eid: u64| -> Result<NnTensor, Rejection> {
-            let (Some(dt), Some(sh)) = (dtypes.get(eid as usize), shapes.get(eid as usize)) else {
-                return Err(g14(
-                    &format!("EID {eid} out of bounds for dtypes/shapes"),
-                    format!(
-                        "tensor {name} has entry id {eid}; attrs list {} dtypes and {} shapes",
-                        dtypes.len(),
-                        shapes.len()
-                    ),
-                ));
-            };
-            let dtype = dt.as_str().unwrap_or_default().to_string();
-            let dims: Vec<u64> = sh
-                .as_array()
-                .map(|a| a.iter().filter_map(Value::as_u64).collect())
-                .unwrap_or_default();
-            if dims.len() > 32 {
-                return Err(g14(
-                    &format!("Too many dimensions ({})", dims.len()),
-                    format!("tensor {name}"),
-                ));
-            }
-            let elem = dtype_size(&dtype).unwrap_or_else(|| {
-                ctx.warnings
-                    .push(format!("Unknown dtype: {dtype}, defaulting to UNKNOWN"));
-                1
-            });
-            let size = dims
-                .iter()
-                .try_fold(elem, |acc, &d| acc.checked_mul(d))
-                .ok_or_else(|| {
-                    g14(
-                        &format!("Size overflow for tensor {name}"),
-                        format!("shape {dims:?} of {dtype} overflows 64 bits"),
-                    )
-                })?;
-            Ok(NnTensor {
-                name: name.to_string(),
-                node: node.to_string(),
-                entry_id: eid,
-                dtype,
-                shape: dims,
-                size,
-            })
+    let dtypes = dltype.at(1).map(Json::items).unwrap_or_default();
+    let shapes = shape.at(1).map(Json::items).unwrap_or_default();
+    let row_ptr = list("node_row_ptr");
+    // Each tensor is checked; the summary lists the first ones (see
+    // [`TENSORS_LISTED`]) and counts the rest.
+    let mut unlisted = 0usize;
+    let mut listed_text = 0usize;
+    let mut tensor = |ctx: &mut Ctx<'_>,
+                      name: &str,
+                      node: &str,
+                      eid: u64,
+                      output: bool|
+     -> Result<(), Rejection> {
+        let (Some(dt), Some(sh)) = (dtypes.get(eid as usize), shapes.get(eid as usize)) else {
+            return Err(g14(
+                &format!("EID {eid} out of bounds for dtypes/shapes"),
+                format!(
+                    "tensor {name} has entry id {eid}; attrs list {} dtypes and {} shapes",
+                    dtypes.len(),
+                    shapes.len()
+                ),
+            ));
         };
+        let dtype = dt.as_str().unwrap_or_default();
+        let dims = || sh.items().iter().filter_map(Json::as_u64);
+        let dims: Vec<u64> = dims().take(MAX_DIMS + 1).collect();
+        if dims.len() > MAX_DIMS {
+            let n = sh.items().iter().filter_map(Json::as_u64).count();
+            return Err(g14(
+                &format!("Too many dimensions ({n})"),
+                format!("tensor {name}"),
+            ));
+        }
+        let elem = dtype_size(dtype).unwrap_or_else(|| {
+            ctx.warnings
+                .push(format!("Unknown dtype: {dtype}, defaulting to UNKNOWN"));
+            1
+        });
+        let size = dims
+            .iter()
+            .try_fold(elem, |acc, &d| acc.checked_mul(d))
+            .ok_or_else(|| {
+                g14(
+                    &format!("Size overflow for tensor {name}"),
+                    format!("shape {dims:?} of {dtype} overflows 64 bits"),
+                )
+            })?;
+        let side = match output {
+            false => &mut ctx.model.nn_inputs,
+            true => &mut ctx.model.nn_outputs,
+        };
+        listed_text += name.len() + node.len() + dtype.len();
+        if side.len() >= TENSORS_LISTED || listed_text > TENSOR_TEXT_LISTED {
+            unlisted += 1;
+            return Ok(());
+        }
+        side.push(NnTensor {
+            name: name.to_string(),
+            node: node.to_string(),
+            entry_id: eid,
+            dtype: dtype.to_string(),
+            shape: dims,
+            size,
+        });
+        Ok(())
+    };
     let node_name = |i: usize| {
         nodes
             .get(i)
             .and_then(|n| n.get("name"))
-            .and_then(Value::as_str)
+            .and_then(Json::as_str)
             .unwrap_or_default()
-            .to_string()
     };
-    for idx in doc["arg_nodes"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default()
-    {
+    for idx in list("arg_nodes").iter() {
         let idx = idx.as_u64().unwrap_or(u64::MAX);
         let eid = row_ptr
             .get(idx as usize)
-            .and_then(Value::as_u64)
+            .and_then(Json::as_u64)
             .unwrap_or(idx);
         let name = node_name(idx as usize);
-        let t = tensor(ctx, &name, &name, eid)?;
-        ctx.model.nn_inputs.push(t);
+        tensor(ctx, name, name, eid, false)?;
     }
-    for head in doc["heads"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default()
-    {
-        let node_id = head.get(0).and_then(Value::as_u64).unwrap_or(u64::MAX);
+    for head in list("heads").iter() {
+        let node_id = head.at(0).and_then(Json::as_u64).unwrap_or(u64::MAX);
         if node_id as usize >= nodes.len() {
             return Err(g14(
                 &format!("Output node ID {node_id} out of bounds"),
                 format!("neff.json has {} nodes", nodes.len()),
             ));
         }
-        let out_idx = head.get(1).and_then(Value::as_u64).unwrap_or(0);
+        let out_idx = head.at(1).and_then(Json::as_u64).unwrap_or(0);
         let base = row_ptr
             .get(node_id as usize)
-            .and_then(Value::as_u64)
+            .and_then(Json::as_u64)
             .unwrap_or(node_id);
         let node = node_name(node_id as usize);
         // The tensor's own name is in the node's `output_names` (real files);
@@ -196,11 +248,15 @@ fn neff_json(ctx: &mut Ctx<'_>) -> Result<String, Rejection> {
         let name = nodes
             .get(node_id as usize)
             .and_then(|n| n.get("output_names"))
-            .and_then(|o| o.get(out_idx as usize))
-            .and_then(Value::as_str)
-            .map_or_else(|| node.clone(), str::to_string);
-        let t = tensor(ctx, &name, &node, base.saturating_add(out_idx))?;
-        ctx.model.nn_outputs.push(t);
+            .and_then(|o| o.at(out_idx as usize))
+            .and_then(Json::as_str)
+            .unwrap_or(node);
+        tensor(ctx, name, node, base.saturating_add(out_idx), true)?;
+    }
+    if unlisted > 0 {
+        ctx.warnings.push(format!(
+            "{member}: {unlisted} more input and output tensors are checked but not listed (the summary lists {TENSORS_LISTED} a side, {TENSOR_TEXT_LISTED} bytes of names in all)"
+        ));
     }
     let signature = doc
         .get("metadata")
@@ -212,9 +268,9 @@ fn neff_json(ctx: &mut Ctx<'_>) -> Result<String, Rejection> {
     let kelf_node = nodes.iter().find(|n| {
         n.get("attrs")
             .and_then(|a| a.get("func_name"))
-            .and_then(Value::as_str)
+            .and_then(Json::as_str)
             == Some("__kelf")
-            || (lenient && n.get("op").and_then(Value::as_str) == Some("__kelf"))
+            || (lenient && n.get("op").and_then(Json::as_str) == Some("__kelf"))
     });
     let Some(node) = kelf_node else {
         return Err(g14(
@@ -245,26 +301,26 @@ fn neff_json(ctx: &mut Ctx<'_>) -> Result<String, Rejection> {
 /// The tensors of one side of `metadata.signatures.default` (name → {id,
 /// dtype, shape}), in id order. The runtime does not read them: anything
 /// malformed is left out or left empty.
-fn signature_tensors(side: Option<&Value>) -> Vec<SignatureTensor> {
-    let Some(map) = side.and_then(Value::as_object) else {
+fn signature_tensors(side: Option<Json<'_>>) -> Vec<SignatureTensor> {
+    let Some(map) = side.and_then(Json::as_object) else {
         return Vec::new();
     };
     let mut out: Vec<SignatureTensor> =
         map.iter()
             .map(|(name, t)| {
-                let dtype = t.get("dtype").and_then(Value::as_str).map(str::to_string);
+                let dtype = t.get("dtype").and_then(Json::as_str).map(str::to_string);
                 let shape = t
                     .get("shape")
-                    .and_then(Value::as_array)
-                    .map(|a| a.iter().filter_map(Value::as_u64).collect::<Vec<u64>>());
+                    .and_then(Json::as_array)
+                    .map(|a| a.iter().filter_map(Json::as_u64).collect::<Vec<u64>>());
                 let size = match (&dtype, &shape) {
                     (Some(d), Some(s)) => dtype_size(d)
                         .and_then(|e| s.iter().try_fold(e, |acc, &x| acc.checked_mul(x))),
                     _ => None,
                 };
                 SignatureTensor {
-                    name: name.clone(),
-                    id: t.get("id").and_then(Value::as_u64),
+                    name: name.to_string(),
+                    id: t.get("id").and_then(Json::as_u64),
                     dtype,
                     shape,
                     size,
@@ -284,18 +340,20 @@ fn dtype_size(dtype: &str) -> Option<u64> {
         .flatten()
 }
 
-/// G15–G18: the KELF descriptor, its target, the arch check, unique graphs.
-fn kelf(ctx: &mut Ctx<'_>, member: &str) -> Result<Kelf, Rejection> {
-    let Some(doc) = ctx.json(member, Gate::G15)? else {
+/// G15, G16 and the graphs of the KELF descriptor (with G18's verdict on
+/// them, given after the arch check).
+fn kelf(ctx: &mut Ctx<'_>, member: &str) -> Result<Descriptor, Rejection> {
+    let Some(parsed) = ctx.json(member, Gate::G15)? else {
         return Err(
             Rejection::new(Gate::G15, format!("Failed to find KELF {member} in NEFF")).detail(
                 format!("neff.json's __kelf node names {member}, which is not in the NEFF"),
             ),
         );
     };
+    let doc = parsed.root();
     let version = doc
         .get("version")
-        .and_then(Value::as_str)
+        .and_then(Json::as_str)
         .unwrap_or_default();
     if !version.contains('.') {
         return Err(
@@ -305,8 +363,7 @@ fn kelf(ctx: &mut Ctx<'_>, member: &str) -> Result<Kelf, Rejection> {
     }
     ctx.model.version = Some(version.to_string());
     let target_text = match doc.get("target") {
-        Some(Value::String(t)) => t.clone(),
-        Some(other) => other.to_string(),
+        Some(t) => t.as_str().map_or_else(|| t.to_string(), str::to_string),
         None => {
             ctx.warnings.push(format!(
                 "{member} has no target key; read as the empty string, i.e. sunda"
@@ -322,57 +379,38 @@ fn kelf(ctx: &mut Ctx<'_>, member: &str) -> Result<Kelf, Rejection> {
             )),
         );
     };
-    let instance = ctx.profile.instance_arch;
-    let resolved = target.resolve(instance);
-    ctx.model.resolved_arch = Some(resolved);
-    if resolved != instance {
-        let (neff, inst) = (resolved.ordinal(), instance.ordinal());
-        if ctx.profile.allow_legacy_neff {
-            ctx.warnings.push(format!(
-                "Loading a NEFF compiled for a different arch, NEFF arch: v{neff}, instance arch: v{inst}"
-            ));
-        } else {
-            let mut r = Rejection::new(
-                Gate::G17,
-                format!("Loading a NEFF compiled for a different arch is not allowed, NEFF arch: v{neff}, instance arch: v{inst}"),
-            )
-            .detail(format!(
-                "target {target_text:?} in {member} is {resolved}, the instance is {instance}. Please ensure that --target <correct_arch> is passed as a neuronx-cc command line flag. To override, set NEURON_RT_ALLOW_LEGACY_NEFF=1 and restart."
-            ));
-            r.error_cause = Some("NEFF_ARCH_INCOMPAT".to_string());
-            return Err(r);
-        }
-    }
-    let graphs_value = doc
-        .get("graphs")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default();
     let mut graphs = Vec::new();
     let mut seen = BTreeSet::new();
-    for (i, g) in graphs_value.iter().enumerate() {
-        let name = g
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        let definition = g
-            .get("definition")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
+    let mut repeated_graph = None;
+    for (i, g) in doc
+        .get("graphs")
+        .map(Json::items)
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+    {
+        let text = |key: &str| {
+            g.get(key)
+                .and_then(Json::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let (name, definition) = (text("name"), text("definition"));
         if !seen.insert(name.clone()) {
-            return Err(Rejection::new(
+            repeated_graph = Some(Rejection::new(
                 Gate::G18,
                 "/opt/workspace/KaenaRuntime/kelf/kelf.cpp:217: Assertion `graphs.count(name) == 1' failed.",
             )
             .detail(format!("{member}: graphs[{i}] repeats the graph name {name:?}; the runtime asserts and aborts")));
+            break;
         }
         graphs.push(GraphRef { name, definition });
     }
-    Ok(Kelf {
+    Ok(Descriptor {
+        member: member.to_string(),
+        target_text,
         target,
-        resolved,
         graphs,
+        repeated_graph,
     })
 }

@@ -152,39 +152,44 @@ fn join_side(
     graphs: &[GraphSummary],
     vars_of: impl Fn(&GraphSummary) -> &Vec<VarSummary>,
 ) -> Vec<ModelIo> {
-    // Indexes keep the join linear in the tensor count: row by name, the
-    // first signature name of each entry id.
+    // Rows by name (names are unique among rows), signature entries by id
+    // (the first of each) and the names signatures gave rows: every match
+    // is a lookup, never a scan.
     let mut out: Vec<ModelIo> = Vec::new();
-    let mut rows: HashMap<String, usize> = HashMap::new();
-    let mut signature_of: HashMap<u64, &str> = HashMap::new();
+    let mut rows: HashMap<&str, usize> = HashMap::new();
+    let mut signed: HashSet<&str> = HashSet::new();
+    let mut by_id: HashMap<u64, &SignatureTensor> = HashMap::new();
     for s in signature {
         if let Some(id) = s.id {
-            signature_of.entry(id).or_insert(&s.name);
+            by_id.entry(id).or_insert(s);
         }
     }
     for t in nn {
-        if let Some(&i) = rows.get(&t.name) {
-            out[i].entries += 1;
+        if let Some(&row) = rows.get(t.name.as_str()) {
+            out[row].entries += 1;
             continue;
         }
-        let row = ModelIo {
+        let sig = by_id.get(&t.entry_id);
+        signed.extend(sig.map(|s| s.name.as_str()));
+        rows.insert(&t.name, out.len());
+        out.push(ModelIo {
             name: t.name.clone(),
             dtype: Some(t.dtype.clone()),
             shape: Some(t.shape.clone()),
             size: Some(t.size),
             entry_id: Some(t.entry_id),
-            signature: signature_of.get(&t.entry_id).map(|s| s.to_string()),
+            signature: sig.map(|s| s.name.clone()),
             vars: Vec::new(),
             entries: 1,
-        };
-        push_row(&mut out, &mut rows, row);
+        });
     }
-    let mut listed: HashSet<String> = out.iter().filter_map(|r| r.signature.clone()).collect();
     for s in signature {
-        if rows.contains_key(&s.name) || !listed.insert(s.name.clone()) {
+        if signed.contains(s.name.as_str()) || rows.contains_key(s.name.as_str()) {
             continue;
         }
-        let row = ModelIo {
+        signed.insert(&s.name);
+        rows.insert(&s.name, out.len());
+        out.push(ModelIo {
             name: s.name.clone(),
             dtype: s.dtype.clone(),
             shape: s.shape.clone(),
@@ -193,8 +198,7 @@ fn join_side(
             signature: Some(s.name.clone()),
             vars: Vec::new(),
             entries: 0,
-        };
-        push_row(&mut out, &mut rows, row);
+        });
     }
     for g in graphs {
         for v in vars_of(g) {
@@ -203,9 +207,9 @@ fn join_side(
                 var_id: v.var_id,
                 size: v.size,
             };
-            match rows.get(&v.name) {
-                Some(&i) => {
-                    let row = &mut out[i];
+            match rows.get(v.name.as_str()) {
+                Some(&row) => {
+                    let row = &mut out[row];
                     row.dtype = row.dtype.take().or_else(|| v.dtype.clone());
                     row.shape = row.shape.take().or_else(|| v.shape.clone());
                     row.size = row.size.or(v.size);
@@ -215,7 +219,8 @@ fn join_side(
                 // 1.15 CPU nodes feed the KELF graph); it stands for the
                 // model only when neff.json names nothing on this side.
                 None if nn.is_empty() && signature.is_empty() => {
-                    let row = ModelIo {
+                    rows.insert(&v.name, out.len());
+                    out.push(ModelIo {
                         name: v.name.clone(),
                         dtype: v.dtype.clone(),
                         shape: v.shape.clone(),
@@ -224,20 +229,13 @@ fn join_side(
                         signature: None,
                         vars: vec![var],
                         entries: 0,
-                    };
-                    push_row(&mut out, &mut rows, row);
+                    });
                 }
                 None => {}
             }
         }
     }
     out
-}
-
-/// Appends `row`, indexed by its name (the first row of a name keeps it).
-fn push_row(out: &mut Vec<ModelIo>, rows: &mut HashMap<String, usize>, row: ModelIo) {
-    rows.entry(row.name.clone()).or_insert(out.len());
-    out.push(row);
 }
 
 /// One graph's sections.

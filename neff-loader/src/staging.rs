@@ -10,7 +10,7 @@ use crate::sections::GraphStaging;
 /// Functions the device's global ucode table holds.
 const MAX_TABLE_FUNCTIONS: usize = 97;
 /// Longest ucode function name.
-const MAX_FUNCTION_NAME: usize = 64;
+pub const MAX_FUNCTION_NAME: usize = 64;
 /// Functions one core may load.
 const MAX_FUNCTIONS_PER_CORE: usize = 28;
 
@@ -27,25 +27,9 @@ fn evtaccel(ctx: &mut Ctx<'_>, graphs: &[GraphStaging]) -> Result<(), Rejection>
         return Ok(());
     }
     let fixed = ctx.profile.evtaccel_offset;
-    for (offset, size, start, count) in graphs.iter().flat_map(|g| g.evtaccel.iter().copied()) {
-        let problem = if start != 0 {
-            Some(format!(
-                "Event Accel carveout SB partition must start at 0. Got {start}"
-            ))
-        } else if count != 128 {
-            Some(format!(
-                "Event Accel carveout SB partition count must be 128. Got {count}"
-            ))
-        } else if offset != fixed {
-            Some(format!("Event Accel carveout SB partition offset must start at {fixed:#x}. Got {offset:#x}"))
-        } else if size != 8 {
-            Some(format!(
-                "Event Accel carveout SB size must be 8. Got {size}"
-            ))
-        } else {
-            None
-        };
-        if let Some(message) = problem {
+    for carveout in graphs.iter().filter_map(|g| g.evtaccel) {
+        let (offset, size, start, count) = carveout;
+        if let Some(message) = evtaccel_problem(carveout, fixed) {
             return Err(Rejection::new(Gate::G30, message).detail(format!(
                 "then: Failed to verify Event Accel State Buffer carveout (carveout offset {offset:#x}, size {size}, base_partition {start}, partitions {count}; the required offset {fixed:#x} is INFERRED)"
             )));
@@ -54,27 +38,46 @@ fn evtaccel(ctx: &mut Ctx<'_>, graphs: &[GraphStaging]) -> Result<(), Rejection>
     Ok(())
 }
 
+/// Why G30 refuses an EVTACCEL carveout (offset, size, base_partition,
+/// partitions) on a Cayman instance whose fixed offset is `fixed`, if it does.
+pub fn evtaccel_problem(carveout: (u64, u64, u64, u64), fixed: u64) -> Option<String> {
+    let (offset, size, start, count) = carveout;
+    if start != 0 {
+        Some(format!(
+            "Event Accel carveout SB partition must start at 0. Got {start}"
+        ))
+    } else if count != 128 {
+        Some(format!(
+            "Event Accel carveout SB partition count must be 128. Got {count}"
+        ))
+    } else if offset != fixed {
+        Some(format!(
+            "Event Accel carveout SB partition offset must start at {fixed:#x}. Got {offset:#x}"
+        ))
+    } else if size != 8 {
+        Some(format!(
+            "Event Accel carveout SB size must be 8. Got {size}"
+        ))
+    } else {
+        None
+    }
+}
+
 /// G31: the ucode staging caps. Each graph is staged on its own core; the
 /// device table holds every graph's functions.
 fn ucode(graphs: &[GraphStaging]) -> Result<(), Rejection> {
     let mut table = 0usize;
     for (core, graph) in graphs.iter().enumerate() {
-        for f in &graph.ucode_functions {
-            if f.name.chars().count() > MAX_FUNCTION_NAME {
-                return Err(Rejection::new(
-                    Gate::G31,
-                    format!(
-                        "ucode function name ({}) is too long.  Max length = {MAX_FUNCTION_NAME}",
-                        f.name
-                    ),
-                )
-                .detail(format!(
-                    "the name has {} characters",
-                    f.name.chars().count()
-                )));
-            }
+        if let Some(name) = &graph.long_function {
+            return Err(Rejection::new(
+                Gate::G31,
+                format!(
+                    "ucode function name ({name}) is too long.  Max length = {MAX_FUNCTION_NAME}"
+                ),
+            )
+            .detail(format!("the name has {} characters", name.chars().count())));
         }
-        table += graph.ucode_functions.len();
+        table += graph.ucode_functions;
         if table > MAX_TABLE_FUNCTIONS {
             return Err(Rejection::new(
                 Gate::G31,
@@ -82,7 +85,7 @@ fn ucode(graphs: &[GraphStaging]) -> Result<(), Rejection> {
             )
             .detail(format!("{table} functions across the first {} graphs", core + 1)));
         }
-        let per_core = graph.ucode_functions.len();
+        let per_core = graph.ucode_functions;
         if per_core > MAX_FUNCTIONS_PER_CORE {
             return Err(Rejection::new(
                 Gate::G31,

@@ -315,6 +315,13 @@ impl<R: Read> TarReader<R> {
         Ok(size)
     }
 
+    /// The current entry's data as a reader (its padding is left for
+    /// [`TarReader::next_entry`]). Ends early with `UnexpectedEof` when the
+    /// stream does.
+    pub fn data(&mut self) -> impl Read + '_ {
+        EntryData { tar: self }
+    }
+
     /// Skips the rest of the current entry's data and padding.
     pub fn skip_data(&mut self) -> Result<u64, Error> {
         self.copy_data(&mut io::sink())
@@ -438,6 +445,32 @@ fn trim_nul(bytes: &[u8]) -> &[u8] {
 }
 
 /// Reads until `buf` is full or the stream ends; returns the count.
+struct EntryData<'t, R> {
+    tar: &'t mut TarReader<R>,
+}
+
+impl<R: Read> Read for EntryData<'_, R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let tar = &mut *self.tar;
+        let want = out
+            .len()
+            .min(usize::try_from(tar.pending_data).unwrap_or(usize::MAX));
+        if want == 0 {
+            return Ok(0);
+        }
+        let got = tar.inner.read(&mut out[..want])?;
+        if got == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the tar stream ends inside the entry's data",
+            ));
+        }
+        tar.offset += got as u64;
+        tar.pending_data -= got as u64;
+        Ok(got)
+    }
+}
+
 fn read_full<R: Read + ?Sized>(r: &mut R, buf: &mut [u8]) -> io::Result<usize> {
     let mut filled = 0;
     while filled < buf.len() {

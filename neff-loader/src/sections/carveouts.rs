@@ -5,7 +5,7 @@ use super::*;
 /// G25: state-buffer carveouts.
 pub(super) fn carveouts(
     ctx: &mut Ctx<'_>,
-    def: &Value,
+    def: Json<'_>,
     member: &str,
     resolved: Arch,
     summary: &mut GraphSummary,
@@ -14,14 +14,14 @@ pub(super) fn carveouts(
     const FATAL: &str = "Missing or corrupted runtime_statebuffer_reservation field in def.json and NEURON_RT_ALLOW_LEGACY_NEFF=1 is not set. Potentially a legacy neff without proper compiler support";
     let entries = def
         .get("runtime_statebuffer_reservation")
-        .and_then(Value::as_array);
+        .and_then(Json::as_array);
     let parsed: Option<Vec<CarveoutSummary>> = entries
         .map(|e| e.iter().map(carveout).collect())
         .and_then(|v: Vec<_>| v.into_iter().collect());
     // A wrong type is checked before the other fields, as the parser reads `type` first.
     if let Some(list) = entries {
         for (i, e) in list.iter().enumerate() {
-            if let Some(kind) = e.get("type").and_then(Value::as_str) {
+            if let Some(kind) = e.get("type").and_then(Json::as_str) {
                 if kind != "evtaccel" {
                     return Err(reject(
                         Gate::G25a,
@@ -38,6 +38,8 @@ pub(super) fn carveouts(
         } else {
             "an entry lacks type, offset, size, base_partition or partitions"
         };
+        // Only here does the outcome depend on the arch the target resolved to.
+        ctx.arch_dependent = true;
         if resolved != Arch::Cayman {
             if def.get("runtime_statebuffer_reservation").is_some() {
                 ctx.warnings.push(format!(
@@ -53,16 +55,19 @@ pub(super) fn carveouts(
         return Err(reject(Gate::G25b, FATAL, format!("{member}: runtime_statebuffer_reservation is {what}, and the target resolves to cayman")));
     };
     for c in list {
-        staging
-            .evtaccel
-            .push((c.offset, c.size, c.base_partition, c.partitions));
-        summary.carveouts.push(c);
+        let carveout = (c.offset, c.size, c.base_partition, c.partitions);
+        if staging.evtaccel.is_none()
+            && evtaccel_problem(carveout, ctx.profile.evtaccel_offset).is_some()
+        {
+            staging.evtaccel = Some(carveout);
+        }
+        ctx.load.list(&mut summary.carveouts, c);
     }
     Ok(())
 }
 
-pub(super) fn carveout(e: &Value) -> Option<CarveoutSummary> {
-    let num = |k: &str| e.get(k).and_then(Value::as_u64);
+pub(super) fn carveout(e: Json<'_>) -> Option<CarveoutSummary> {
+    let num = |k: &str| e.get(k).and_then(Json::as_u64);
     Some(CarveoutSummary {
         kind: e.get("type")?.as_str()?.to_string(),
         offset: num("offset")?,

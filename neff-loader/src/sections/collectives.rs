@@ -6,11 +6,11 @@ use super::*;
 const MAX_EXT_ISA_OPS: usize = 18;
 
 /// G22: `replica_groups` (nested arrays of ranks) and `src_target_pairs` (pairs).
-pub(super) fn collectives(def: &Value, member: &str) -> Result<(), Rejection> {
-    fn ranks(v: &Value) -> bool {
-        match v {
-            Value::Array(items) => items.iter().all(ranks),
-            other => other.as_u64().is_some(),
+pub(super) fn collectives(def: Json<'_>, member: &str) -> Result<(), Rejection> {
+    fn ranks(v: Json<'_>) -> bool {
+        match v.as_array() {
+            Some(items) => items.iter().all(ranks),
+            None => v.as_u64().is_some(),
         }
     }
     if let Some(groups) = def.get("replica_groups") {
@@ -43,12 +43,12 @@ pub(super) fn collectives(def: &Value, member: &str) -> Result<(), Rejection> {
 }
 
 /// G23: the default ExtISA library override holds at most 18 ops.
-pub(super) fn ext_isa(def: &Value, member: &str) -> Result<(), Rejection> {
+pub(super) fn ext_isa(def: Json<'_>, member: &str) -> Result<(), Rejection> {
     let n = def
         .get("ext_isa_ucode_lib_def")
         .and_then(|d| d.get("functions"))
-        .and_then(Value::as_array)
-        .map_or(0, Vec::len);
+        .and_then(Json::as_array)
+        .map_or(0, Array::len);
     if n > MAX_EXT_ISA_OPS {
         return Err(reject(
             Gate::G23,

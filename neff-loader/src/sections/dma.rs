@@ -4,7 +4,7 @@ use super::*;
 
 /// G26: DMA blocks and their descriptors.
 pub(super) fn dma_blocks(
-    blocks: Option<&Value>,
+    blocks: Option<Json<'_>>,
     member: &str,
     key: &str,
 ) -> Result<usize, Rejection> {
@@ -19,56 +19,52 @@ pub(super) fn dma_blocks(
         ));
     };
     for (b, block) in blocks.iter().enumerate() {
-        let at = format!("{member}: {key}[{b}]");
         let Some(block) = block.as_object() else {
             return Err(reject(
                 Gate::G26,
                 format!("invalid dma block in {member}"),
-                format!("{at} is not an object"),
+                format!("{member}: {key}[{b}] is not an object"),
             ));
         };
-        let descs = block
-            .get("desc")
-            .and_then(Value::as_array)
-            .map(Vec::as_slice)
-            .unwrap_or_default();
+        let descs = block.get("desc").map(Json::items).unwrap_or_default();
         for (d, desc) in descs.iter().enumerate() {
-            dma_desc(desc.as_object(), &format!("{at}.desc[{d}]"))?;
+            // The descriptor's path is only written for a refusal.
+            dma_desc(desc.as_object()).map_err(|(message, problem)| {
+                reject(
+                    Gate::G26,
+                    message,
+                    format!("{member}: {key}[{b}].desc[{d}]{problem}"),
+                )
+            })?;
         }
     }
     Ok(blocks.len())
 }
 
-pub(super) fn dma_desc(desc: Option<&Map<String, Value>>, at: &str) -> Result<(), Rejection> {
+/// One descriptor; a refusal is its message and what follows the
+/// descriptor's path in the detail.
+pub(super) fn dma_desc(desc: Option<Object<'_>>) -> Result<(), (String, String)> {
+    let refuse = |message: &str, problem: String| Err((message.to_string(), problem));
     let Some(desc) = desc else {
-        return Err(reject(
-            Gate::G26,
-            "invalid dma block",
-            format!("{at} is not an object"),
-        ));
+        return refuse("invalid dma block", " is not an object".into());
     };
     // No `op` means COPY, or a transpose when the descriptor carries the
     // transpose keys (`transpose_op` holds a permutation such as "WZXY",
     // spec §11.4). `cast` converts between from_dtype and to_dtype.
-    let op = desc.get("op").and_then(Value::as_str).unwrap_or("copy");
+    let op = desc.get("op").and_then(Json::as_str).unwrap_or("copy");
     if !DMA_OPS.contains(&op) {
-        return Err(reject(
-            Gate::G26,
-            format!("Unknown dma operation: {op}"),
-            at.to_string(),
-        ));
+        return refuse(&format!("Unknown dma operation: {op}"), String::new());
     }
     let compute = COMPUTE_DMA_OPS.contains(&op);
     for side in ["from", "to"] {
-        let list = |k: String| desc.get(&k).and_then(Value::as_array).map(Vec::as_slice);
+        let list = |k: String| desc.get(&k).and_then(Json::as_array);
         let (sizes, steps) = (list(format!("{side}_sizes")), list(format!("{side}_steps")));
         if let (Some(sizes), Some(steps)) = (sizes, steps) {
             if sizes.len() != steps.len() {
-                return Err(reject(
-                    Gate::G26,
-                    format!("invalid dma block: {side}_sizes and {side}_steps differ in length"),
-                    format!("{at}: {} sizes, {} steps", sizes.len(), steps.len()),
-                ));
+                return refuse(
+                    &format!("invalid dma block: {side}_sizes and {side}_steps differ in length"),
+                    format!(": {} sizes, {} steps", sizes.len(), steps.len()),
+                );
             }
         }
         if sizes
@@ -76,28 +72,22 @@ pub(super) fn dma_desc(desc: Option<&Map<String, Value>>, at: &str) -> Result<()
             .iter()
             .any(|s| s.as_u64() == Some(0))
         {
-            return Err(reject(
-                Gate::G26,
-                "Size cannot be 0",
-                format!("{at}: {side}_sizes has a 0"),
-            ));
+            return refuse("Size cannot be 0", format!(": {side}_sizes has a 0"));
         }
     }
     if compute && !desc.contains_key("_dtype") {
-        return Err(reject(
-            Gate::G26,
+        return refuse(
             "Invalid cce desc ap without dtype",
-            format!("{at}: op {op} needs _dtype"),
-        ));
+            format!(": op {op} needs _dtype"),
+        );
     }
     if desc.contains_key("scale")
-        && desc.get("scale_dtype").and_then(Value::as_str) != Some("float32")
+        && desc.get("scale_dtype").and_then(Json::as_str) != Some("float32")
     {
-        return Err(reject(
-            Gate::G26,
+        return refuse(
             "invalid dma block: scale_dtype must be float32",
-            format!("{at}: scale without scale_dtype \"float32\""),
-        ));
+            ": scale without scale_dtype \"float32\"".into(),
+        );
     }
     Ok(())
 }

@@ -5,15 +5,18 @@ use super::*;
 /// Largest instruction stream the runtime accepts.
 const MAX_INSTR: u64 = 0xFFFF_FFFF;
 
+/// The `<eng>.json` file def.json names for each engine of [`Engine::ALL`].
+pub(super) type EngineFiles = [Option<String>; 5];
+
 /// G27: the five engines.
 pub(super) fn engines(
     ctx: &mut Ctx<'_>,
-    def: &Value,
+    files: &EngineFiles,
     member: &str,
     sg_dir: &str,
     summary: &mut GraphSummary,
 ) -> Result<(), Rejection> {
-    for engine in Engine::ALL.map(Engine::as_str) {
+    for (engine, file) in Engine::ALL.map(Engine::as_str).into_iter().zip(files) {
         let mut info = EngineSummary {
             engine: engine.to_string(),
             json: None,
@@ -21,7 +24,7 @@ pub(super) fn engines(
             instr_size: None,
             dma_blocks: 0,
         };
-        let Some(file) = def.get(engine).and_then(Value::as_str) else {
+        let Some(file) = file else {
             ctx.warnings.push(format!(
                 "Engine {engine} not found in NEFF {}, using empty placeholder",
                 ctx.neff_name()
@@ -31,15 +34,16 @@ pub(super) fn engines(
         };
         let eng_member = in_dir(sg_dir, file);
         info.json = Some(eng_member.clone());
-        let Some(doc) = ctx.json(&eng_member, Gate::G27)? else {
+        let Some(parsed) = ctx.json(&eng_member, Gate::G27)? else {
             return Err(reject(
                 Gate::G27,
                 format!("Failed to find engine file {eng_member} in NEFF"),
                 format!("{member}: {engine} names {eng_member}, which is not in the NEFF"),
             ));
         };
+        let doc = parsed.root();
         info.dma_blocks = dma_blocks(doc.get("dma"), &eng_member, "dma")?;
-        let Some(instr) = doc.get("instr").and_then(Value::as_str) else {
+        let Some(instr) = doc.get("instr").and_then(Json::as_str) else {
             return Err(reject(
                 Gate::G27,
                 format!("missing <instr> in {eng_member}"),
@@ -61,7 +65,7 @@ pub(super) fn engines(
                 format!("{instr_member} is {size} bytes"),
             ));
         }
-        engine_references(ctx, &doc, &eng_member, sg_dir);
+        engine_references(ctx, doc, &eng_member, sg_dir);
         info.instr = Some(instr_member);
         info.instr_size = Some(size);
         summary.engines.push(info);
@@ -72,19 +76,19 @@ pub(super) fn engines(
 /// Members an engine JSON names that the loader does not open: the
 /// activation tables (`act_info` and the sets of `activation_function_sets`)
 /// and the DVE tables. Recorded as referenced; warned about when absent.
-pub(super) fn engine_references(ctx: &mut Ctx<'_>, doc: &Value, eng_member: &str, sg_dir: &str) {
+pub(super) fn engine_references(ctx: &mut Ctx<'_>, doc: Json<'_>, eng_member: &str, sg_dir: &str) {
     let act_info = doc
         .get("act_info")
-        .and_then(Value::as_str)
+        .and_then(Json::as_str)
         .map(|name| in_dir(sg_dir, name));
     if let Some(info) = &act_info {
         ctx.tolerated_reference(eng_member, "act_info", info);
     }
-    if let Some(sets) = doc
-        .get("activation_function_sets")
-        .and_then(Value::as_array)
-    {
-        let info_doc = act_info.as_deref().and_then(|m| act_info_doc(ctx, m));
+    if let Some(sets) = doc.get("activation_function_sets").and_then(Json::as_array) {
+        let info_doc = act_info
+            .as_deref()
+            .and_then(|m| act_info_doc(ctx, m, Budget::full().less(doc)));
+        let info_doc = info_doc.as_ref().map(Doc::root);
         for (i, set) in sets.iter().enumerate() {
             let Some(set_name) = set.as_str() else {
                 ctx.warnings.push(format!(
@@ -92,7 +96,7 @@ pub(super) fn engine_references(ctx: &mut Ctx<'_>, doc: &Value, eng_member: &str
                 ));
                 continue;
             };
-            let Some(info_doc) = &info_doc else {
+            let Some(info_doc) = info_doc else {
                 // No act_info.json to resolve through (already warned about):
                 // the compilers' naming, `<set>.json`, `<set>_bkt.bin`, `<set>_ctrl.bin`.
                 for suffix in [".json", "_bkt.bin", "_ctrl.bin"] {
@@ -102,10 +106,10 @@ pub(super) fn engine_references(ctx: &mut Ctx<'_>, doc: &Value, eng_member: &str
             };
             let entry = info_doc
                 .get("act_func_sets")
-                .and_then(Value::as_array)
+                .and_then(Json::as_array)
                 .and_then(|all| {
                     all.iter()
-                        .find(|s| s.get("name").and_then(Value::as_str) == Some(set_name))
+                        .find(|s| s.get("name").and_then(Json::as_str) == Some(set_name))
                 });
             let Some(entry) = entry else {
                 let info = act_info.as_deref().unwrap_or("act_info");
@@ -115,16 +119,16 @@ pub(super) fn engine_references(ctx: &mut Ctx<'_>, doc: &Value, eng_member: &str
                 continue;
             };
             // act_info.json names its file keys in `pwp_file_keys`.
-            let file_keys: Vec<&str> = match info_doc.get("pwp_file_keys").and_then(Value::as_array)
+            let file_keys: Vec<&str> = match info_doc.get("pwp_file_keys").and_then(Json::as_array)
             {
-                Some(keys) => keys.iter().filter_map(Value::as_str).collect(),
+                Some(keys) => keys.iter().filter_map(Json::as_str).collect(),
                 None => ACT_SET_FILE_KEYS.to_vec(),
             };
             for key in file_keys {
-                if let Some(file) = entry.get(key).and_then(Value::as_str) {
+                if let Some(file) = entry.get(key).and_then(Json::as_str) {
                     ctx.tolerated_reference(
                         eng_member,
-                        &format!("activation_function_sets[{i}] ({set_name}).{key}"),
+                        format_args!("activation_function_sets[{i}] ({set_name}).{key}"),
                         &in_dir(sg_dir, file),
                     );
                 }
@@ -132,17 +136,17 @@ pub(super) fn engine_references(ctx: &mut Ctx<'_>, doc: &Value, eng_member: &str
         }
     }
     // `dve_tables`: an array of table objects (real compilers), or one object.
-    let tables: Vec<&Map<String, Value>> = match doc.get("dve_tables") {
-        Some(Value::Array(items)) => items.iter().filter_map(Value::as_object).collect(),
-        Some(Value::Object(map)) => vec![map],
-        _ => Vec::new(),
+    let tables: Vec<Object<'_>> = match doc.get("dve_tables") {
+        Some(t) if t.is_array() => t.items().iter().filter_map(Json::as_object).collect(),
+        Some(t) => t.as_object().into_iter().collect(),
+        None => Vec::new(),
     };
     for (i, table) in tables.iter().enumerate() {
         for (key, name) in table.iter() {
             if let Some(name) = name.as_str() {
                 ctx.tolerated_reference(
                     eng_member,
-                    &format!("dve_tables[{i}].{key}"),
+                    format_args!("dve_tables[{i}].{key}"),
                     &in_dir(sg_dir, name),
                 );
             }
@@ -154,25 +158,21 @@ pub(super) fn engine_references(ctx: &mut Ctx<'_>, doc: &Value, eng_member: &str
 /// when act_info.json has no `pwp_file_keys`.
 const ACT_SET_FILE_KEYS: [&str; 3] = ["bkt_bin", "ctrl_bin", "profile_json"];
 
-/// act_info.json parsed, when stored and valid JSON (the loader never reads
-/// it, so a bad one is a warning, not a rejection).
-pub(super) fn act_info_doc(ctx: &mut Ctx<'_>, member: &str) -> Option<Value> {
-    let bytes = match ctx.bytes(member, Gate::G27) {
-        Ok(Some(bytes)) => bytes,
-        Ok(None) => return None,
+/// act_info.json parsed within `budget`, when stored and valid JSON (the
+/// loader never reads it, so a bad one is a warning, not a rejection).
+pub(super) fn act_info_doc(ctx: &mut Ctx<'_>, member: &str, budget: Budget) -> Option<Doc> {
+    match ctx.read_json(member, budget) {
+        Ok(parsed) => parsed.map(|(doc, _)| doc),
+        Err(JsonError::Parse(e)) => {
+            ctx.warnings.push(format!(
+                "{member} is not valid JSON ({e}); its activation sets are not resolved"
+            ));
+            None
+        }
         Err(e) => {
             ctx.warnings.push(format!(
                 "{member} could not be read ({}); its activation sets are not resolved",
-                e.message
-            ));
-            return None;
-        }
-    };
-    match serde_json::from_slice::<Value>(&bytes) {
-        Ok(v) => Some(v),
-        Err(e) => {
-            ctx.warnings.push(format!(
-                "{member} is not valid JSON ({e}); its activation sets are not resolved"
+                e.rejection(Gate::G27, member).message
             ));
             None
         }

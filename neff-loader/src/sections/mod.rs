@@ -6,15 +6,17 @@ use std::collections::BTreeSet;
 use neff_schema::manifest::dma::{COMPUTE_DMA_OPS, DMA_OPS};
 use neff_schema::manifest::{Engine, QueueType, VarType};
 use neff_schema::{features, Arch};
-use serde_json::{Map, Value};
 
 use crate::access::Ctx;
+use crate::access::JsonError;
 use crate::gate::{Gate, Rejection};
+use crate::json::{Array, Budget, Doc, Json, Object};
 use crate::manifests::{GraphRef, Kelf};
 use crate::model::{
     CarveoutSummary, EngineSummary, GraphSummary, QueueSummary, UcodeLibSummary, VarSummary,
     WeightSummary,
 };
+use crate::staging::{evtaccel_problem, MAX_FUNCTION_NAME};
 
 // One module per section, in the runtime's order.
 mod carveouts;
@@ -33,27 +35,24 @@ use queues::*;
 use ucode::*;
 use vars::*;
 
-/// A ucode function as staging sees it.
-#[derive(Debug, Clone)]
-pub struct UcodeFunction {
-    /// Function name.
-    pub name: String,
-}
-
-/// What staging needs from one graph.
+/// What staging needs from one graph (a few numbers, whatever its size).
 #[derive(Debug, Clone, Default)]
 pub struct GraphStaging {
-    /// EVTACCEL carveouts: (offset, size, base_partition, partitions).
-    pub evtaccel: Vec<(u64, u64, u64, u64)>,
-    /// Ucode functions of all the graph's libraries.
-    pub ucode_functions: Vec<UcodeFunction>,
+    /// The first EVTACCEL carveout G30 refuses on Cayman (see
+    /// [`crate::staging::evtaccel_problem`]): (offset, size, base_partition,
+    /// partitions).
+    pub evtaccel: Option<(u64, u64, u64, u64)>,
+    /// Number of ucode functions of all the graph's libraries.
+    pub ucode_functions: usize,
+    /// The first function name G31 finds too long.
+    pub long_function: Option<String>,
 }
 
 /// Runs G19–G27 on every graph, then G28 and G29; returns what staging needs.
 pub fn run(ctx: &mut Ctx<'_>, kelf: &Kelf) -> Result<Vec<GraphStaging>, Rejection> {
     let mut staging = Vec::new();
     let mut act_load_queues = 0usize;
-    for graph in &kelf.graphs {
+    for graph in kelf.graphs {
         staging.push(graph_sections(
             ctx,
             kelf.resolved,
@@ -125,25 +124,19 @@ fn in_dir(sg_dir: &str, name: &str) -> String {
 
 /// The object entries of a section keyed by name (or, when the profile
 /// allows it, an array of objects with a `name`).
-fn named_entries<'v>(ctx: &Ctx<'_>, value: &'v Value) -> Option<Vec<(String, &'v Value)>> {
-    match value {
-        Value::Object(map) => Some(map.iter().map(|(k, v)| (k.clone(), v)).collect()),
-        Value::Array(items) if ctx.profile.accept_array_sections => Some(
-            items
-                .iter()
-                .map(|v| {
-                    (
-                        v.get("name")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_string(),
-                        v,
-                    )
-                })
-                .collect(),
-        ),
-        _ => None,
+fn named_entries<'v>(ctx: &Ctx<'_>, value: Json<'v>) -> Option<Vec<(&'v str, Json<'v>)>> {
+    if let Some(map) = value.as_object() {
+        return Some(map.iter().collect());
     }
+    let items = value
+        .as_array()
+        .filter(|_| ctx.profile.accept_array_sections)?;
+    Some(
+        items
+            .iter()
+            .map(|v| (v.get("name").and_then(Json::as_str).unwrap_or_default(), v))
+            .collect(),
+    )
 }
 
 fn graph_sections(
@@ -152,8 +145,8 @@ fn graph_sections(
     graph: &GraphRef,
     act_load_queues: &mut usize,
 ) -> Result<GraphStaging, Rejection> {
-    let def_member = graph.definition.clone();
-    let Some(def) = ctx.json(&def_member, Gate::G19)? else {
+    let def_member = graph.definition.as_str();
+    let Some(def) = ctx.json(def_member, Gate::G19)? else {
         return Err(reject(
             Gate::G19,
             format!("Failed to find definition {def_member} in NEFF"),
@@ -166,39 +159,48 @@ fn graph_sections(
     let mut out = (
         GraphSummary {
             name: graph.name.clone(),
-            definition: def_member.clone(),
+            definition: def_member.to_string(),
             ..GraphSummary::default()
         },
         GraphStaging::default(),
     );
-    let result = graph_body(ctx, resolved, &def, &def_member, &mut out, act_load_queues);
+    let sg_dir = def_member.rsplit_once('/').map_or("", |(d, _)| d);
+    let body = graph_body(
+        ctx,
+        resolved,
+        def.root(),
+        def_member,
+        sg_dir,
+        &mut out,
+        act_load_queues,
+    );
+    // The engine files are read with def.json's tree gone: one tree at a time.
+    drop(def);
+    let result = body.and_then(|files| engines(ctx, &files, def_member, sg_dir, &mut out.0));
     // What was learned is kept for display even when a section refused.
     let (summary, staging) = out;
     ctx.model.graphs.push(summary);
     result.map(|()| staging)
 }
 
-/// The sections of one def.json, in the runtime's order, into `out`.
+/// The sections of one def.json before the engines, in the runtime's
+/// order, into `out`; returns the engines' files.
 fn graph_body(
     ctx: &mut Ctx<'_>,
     resolved: Arch,
-    def: &Value,
+    def: Json<'_>,
     def_member: &str,
+    sg_dir: &str,
     out: &mut (GraphSummary, GraphStaging),
     act_load_queues: &mut usize,
-) -> Result<(), Rejection> {
+) -> Result<EngineFiles, Rejection> {
     let (summary, staging) = (&mut out.0, &mut out.1);
-    let def_member = def_member.to_string();
-    let sg_dir = def_member
-        .rsplit_once('/')
-        .map_or("", |(d, _)| d)
-        .to_string();
-    vars(ctx, def, &def_member, &sg_dir, summary)?;
-    queues(ctx, def, &def_member, summary, act_load_queues)?;
-    collectives(def, &def_member)?;
-    ext_isa(def, &def_member)?;
-    ucode_libs(ctx, def, &def_member, &sg_dir, summary, staging)?;
-    carveouts(ctx, def, &def_member, resolved, summary, staging)?;
+    vars(ctx, def, def_member, sg_dir, summary)?;
+    queues(ctx, def, def_member, summary, act_load_queues)?;
+    collectives(def, def_member)?;
+    ext_isa(def, def_member)?;
+    ucode_libs(ctx, def, def_member, sg_dir, summary, staging)?;
+    carveouts(ctx, def, def_member, resolved, summary, staging)?;
     // Collective streams: a top-level `num_streams`, or (2.18+)
     // `cc_streams: {"num_streams": N}` (spec §11.4).
     if let Some(n) = def.get("num_streams") {
@@ -219,7 +221,7 @@ fn graph_body(
                 .push(format!("{def_member}: cc_streams has no num_streams")),
         }
     }
-    dma_blocks(def.get("dma"), &def_member, "dma")?;
+    dma_blocks(def.get("dma"), def_member, "dma")?;
     if let Some(cfg) = def.get("fp8_conversion_config") {
         if !cfg.is_object() {
             ctx.warnings.push(format!(
@@ -230,23 +232,26 @@ fn graph_body(
     if let Some(wavegraph) = def
         .get("debug_info")
         .and_then(|d| d.get("wavegraph"))
-        .and_then(Value::as_str)
+        .and_then(Json::as_str)
     {
-        let member = in_dir(&sg_dir, wavegraph);
-        ctx.tolerated_reference(&def_member, "debug_info.wavegraph", &member);
+        let member = in_dir(sg_dir, wavegraph);
+        ctx.tolerated_reference(def_member, "debug_info.wavegraph", &member);
     }
     // Debug listings: `<eng>_dbg`, `<eng>_asm_dbg`, `dma_dbg` (spec §11.4),
     // each a list of members in the graph's folder.
     if let Some(map) = def.as_object() {
         for (key, files) in map.iter().filter(|(k, _)| k.ends_with("_dbg")) {
-            for (i, file) in files.as_array().into_iter().flatten().enumerate() {
+            for (i, file) in files.items().iter().enumerate() {
                 if let Some(file) = file.as_str() {
-                    let member = in_dir(&sg_dir, file);
-                    ctx.tolerated_reference(&def_member, &format!("{key}[{i}]"), &member);
+                    let member = in_dir(sg_dir, file);
+                    ctx.tolerated_reference(def_member, format_args!("{key}[{i}]"), &member);
                 }
             }
         }
     }
-    engines(ctx, def, &def_member, &sg_dir, summary)?;
-    Ok(())
+    Ok(Engine::ALL.map(|e| {
+        def.get(e.as_str())
+            .and_then(Json::as_str)
+            .map(str::to_string)
+    }))
 }

@@ -11,7 +11,7 @@ const MAX_QUEUES_PER_SET: u64 = 16;
 /// G21: DMA queues.
 pub(super) fn queues(
     ctx: &mut Ctx<'_>,
-    def: &Value,
+    def: Json<'_>,
     member: &str,
     summary: &mut GraphSummary,
     act_load_queues: &mut usize,
@@ -45,7 +45,7 @@ pub(super) fn queues(
                 text
             }
         };
-        let Some(kind) = q.get("type").and_then(Value::as_str) else {
+        let Some(kind) = q.get("type").and_then(Json::as_str) else {
             return Err(reject(
                 Gate::G21b,
                 format!("missing <type> in {name}"),
@@ -74,8 +74,8 @@ pub(super) fn queues(
         // set, up to 16) is allowed on every type (spec §11.4, §11.5).
         let listed = q
             .get("queue_instances")
-            .and_then(Value::as_array)
-            .map_or(0, Vec::len);
+            .and_then(Json::as_array)
+            .map_or(0, Array::len);
         if let (Some(label), true) = (set_label, listed > 0) {
             return Err(reject(
                 Gate::G21c,
@@ -83,14 +83,14 @@ pub(super) fn queues(
                 format!("{member}: dma_queue {name:?} lists {listed} queue_instances"),
             ));
         }
-        let instances = q.get("num_queues").and_then(Value::as_u64).unwrap_or(1);
+        let instances = q.get("num_queues").and_then(Json::as_u64).unwrap_or(1);
         if instances > MAX_QUEUES_PER_SET {
             ctx.warnings.push(format!(
                 "{member}: dma_queue {name:?}: num_queues {instances} is above {MAX_QUEUES_PER_SET}, the most AWS's def.json documentation allows"
             ));
         }
         let semaphores = match (q.get("semaphore_set"), q.get("semaphore")) {
-            (Some(Value::Array(set)), _) => set.len(),
+            (Some(set), _) if set.is_array() => set.items().len(),
             (_, Some(_)) => 1,
             _ => 0,
         };
@@ -111,12 +111,13 @@ pub(super) fn queues(
                 ));
             }
         }
-        summary.queues.push(QueueSummary {
-            name,
+        let queue = QueueSummary {
+            name: name.to_string(),
             owner: owner.to_string(),
             kind: kind.to_string(),
             semaphores,
-        });
+        };
+        ctx.load.list(&mut summary.queues, queue);
     }
     Ok(())
 }

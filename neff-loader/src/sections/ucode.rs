@@ -5,13 +5,13 @@ use super::*;
 /// G24: GPSIMD ucode libraries (`parse_one_ucode_lib`).
 pub(super) fn ucode_libs(
     ctx: &mut Ctx<'_>,
-    def: &Value,
+    def: Json<'_>,
     member: &str,
     sg_dir: &str,
     summary: &mut GraphSummary,
     staging: &mut GraphStaging,
 ) -> Result<(), Rejection> {
-    let Some(libs) = def.get("ucode_lib").and_then(Value::as_array) else {
+    let Some(libs) = def.get("ucode_lib").and_then(Json::as_array) else {
         return Ok(());
     };
     if !libs.is_empty() {
@@ -23,14 +23,14 @@ pub(super) fn ucode_libs(
     let mut names = BTreeSet::new();
     for (i, lib) in libs.iter().enumerate() {
         let at = format!("{member}: ucode_lib[{i}]");
-        let Some(library) = lib.get("library").and_then(Value::as_str) else {
+        let Some(library) = lib.get("library").and_then(Json::as_str) else {
             return Err(reject(
                 Gate::G24f,
                 "Failed to parse, key: library",
                 format!("{at}: library missing"),
             ));
         };
-        let Some(version) = lib.get("ulib_to_ucode_version").and_then(Value::as_str) else {
+        let Some(version) = lib.get("ulib_to_ucode_version").and_then(Json::as_str) else {
             return Err(reject(
                 Gate::G24a,
                 "Missing GPSIMD lib version!",
@@ -50,7 +50,7 @@ pub(super) fn ucode_libs(
                 format!("{at} ({library}): version {version} has major {major:?}; runtime ucode ABI {} (then: invalid GPSIMD lib)", ctx.profile.ucode_abi),
             ));
         }
-        let cpu_id = lib.get("cpu_id").and_then(Value::as_u64).unwrap_or(0);
+        let cpu_id = lib.get("cpu_id").and_then(Json::as_u64).unwrap_or(0);
         if cpu_id as u8 != 0 {
             return Err(reject(
                 Gate::G24d,
@@ -58,7 +58,7 @@ pub(super) fn ucode_libs(
                 format!("{at} ({library}): cpu_id {cpu_id}; the runtime asserts and aborts"),
             ));
         }
-        let total_cpus = lib.get("total_cpus").and_then(Value::as_u64).unwrap_or(0);
+        let total_cpus = lib.get("total_cpus").and_then(Json::as_u64).unwrap_or(0);
         let narrowed = total_cpus as u8;
         if narrowed > 1 && narrowed != 8 {
             return Err(reject(
@@ -82,32 +82,28 @@ pub(super) fn ucode_libs(
                 format!("{at} names {path}, which is not in the NEFF"),
             ));
         }
-        let functions: Vec<String> = lib
+        let mut functions = Vec::new();
+        for f in lib
             .get("functions")
-            .and_then(Value::as_array)
-            .map(|f| {
-                f.iter()
-                    .map(|f| {
-                        f.get("name")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_string()
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        staging.ucode_functions.extend(
-            functions
-                .iter()
-                .map(|name| UcodeFunction { name: name.clone() }),
-        );
-        summary.ucode_libs.push(UcodeLibSummary {
+            .map(Json::items)
+            .unwrap_or_default()
+            .iter()
+        {
+            let name = f.get("name").and_then(Json::as_str).unwrap_or_default();
+            staging.ucode_functions += 1;
+            if staging.long_function.is_none() && name.chars().count() > MAX_FUNCTION_NAME {
+                staging.long_function = Some(name.to_string());
+            }
+            ctx.load.list(&mut functions, name.to_string());
+        }
+        let summary_lib = UcodeLibSummary {
             library: library.to_string(),
             version: Some(version.to_string()),
             cpu_id,
             total_cpus,
             functions,
-        });
+        };
+        ctx.load.list(&mut summary.ucode_libs, summary_lib);
     }
     Ok(())
 }

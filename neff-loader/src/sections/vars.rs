@@ -5,7 +5,7 @@ use super::*;
 /// G19 and G20: variables.
 pub(super) fn vars(
     ctx: &mut Ctx<'_>,
-    def: &Value,
+    def: Json<'_>,
     member: &str,
     sg_dir: &str,
     summary: &mut GraphSummary,
@@ -21,14 +21,14 @@ pub(super) fn vars(
     let mut outputs = 0usize;
     for (name, var) in &entries {
         let at = |key: &str| format!("{member}: var {name:?}: {key}");
-        let Some(kind) = var.get("type").and_then(Value::as_str) else {
+        let Some(kind) = var.get("type").and_then(Json::as_str) else {
             return Err(reject(
                 Gate::G19,
                 "Failed to parse, key: type",
                 at("type missing or not a string"),
             ));
         };
-        let Some(var_id) = var.get("var_id").and_then(Value::as_u64) else {
+        let Some(var_id) = var.get("var_id").and_then(Json::as_u64) else {
             return Err(reject(
                 Gate::G19,
                 "missing <var_id>",
@@ -46,13 +46,13 @@ pub(super) fn vars(
                 ));
             }
         }
-        let size = var.get("size").and_then(Value::as_u64);
-        let dtype = var.get("dtype").and_then(Value::as_str).map(str::to_string);
+        let size = var.get("size").and_then(Json::as_u64);
+        let dtype = var.get("dtype").and_then(Json::as_str).map(str::to_string);
         let shape: Option<Vec<u64>> = var
             .get("shape")
             .or_else(|| var.get("internal_shape"))
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_u64).collect());
+            .and_then(Json::as_array)
+            .map(|a| a.iter().filter_map(Json::as_u64).collect());
         let Some(var_type) = VarType::parse(kind) else {
             return Err(reject(
                 Gate::G19,
@@ -84,7 +84,7 @@ pub(super) fn vars(
             VarType::List => {
                 let ok = var
                     .get("list")
-                    .and_then(Value::as_array)
+                    .and_then(Json::as_array)
                     .is_some_and(|l| l.iter().all(|v| v.as_u64().is_some()));
                 if !ok {
                     return Err(reject(
@@ -95,16 +95,17 @@ pub(super) fn vars(
                 }
             }
             VarType::File => {
-                let path = weights(ctx, var, name, member, sg_dir)?;
-                summary.weights.push(WeightSummary {
-                    name: name.clone(),
+                let path = weights(ctx, *var, name, member, sg_dir)?;
+                let weight = WeightSummary {
+                    name: name.to_string(),
                     var_id,
                     member_size: ctx.size(&path),
                     member: path,
                     size,
                     dtype: dtype.clone(),
                     shape: shape.clone(),
-                });
+                };
+                ctx.load.list(&mut summary.weights, weight);
             }
             VarType::StateBuffer
             | VarType::Remote
@@ -114,17 +115,17 @@ pub(super) fn vars(
             | VarType::DgeTable => {}
         }
         let info = VarSummary {
-            name: name.clone(),
+            name: name.to_string(),
             var_id,
             size,
             dtype,
             shape,
         };
         match var_type {
-            VarType::Input => summary.inputs.push(info),
+            VarType::Input => ctx.load.list(&mut summary.inputs, info),
             VarType::Output => {
                 outputs += 1;
-                summary.outputs.push(info);
+                ctx.load.list(&mut summary.outputs, info);
             }
             _ => {}
         }
@@ -160,12 +161,12 @@ pub(super) fn vars(
 /// the numpy magic. Returns the member's name.
 pub(super) fn weights(
     ctx: &mut Ctx<'_>,
-    var: &Value,
+    var: Json<'_>,
     name: &str,
     member: &str,
     sg_dir: &str,
 ) -> Result<String, Rejection> {
-    let Some(file) = var.get("file_name").and_then(Value::as_str) else {
+    let Some(file) = var.get("file_name").and_then(Json::as_str) else {
         return Err(reject(
             Gate::G19,
             "Failed to parse, key: file_name",
