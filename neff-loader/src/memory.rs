@@ -150,6 +150,9 @@ mod tests {
         let wanted = format!("fail to allocate memory({}) for file neff.json", big.len());
         assert_eq!(message, wanted);
         let detail = report.detail.unwrap_or_default();
-        assert!(detail.contains("more than this verifier parses (134217728)"), "{detail}");
+        assert!(
+            detail.contains("more than this verifier parses (134217728)"),
+            "{detail}"
+        );
     }
 }
