@@ -108,6 +108,18 @@ impl Budget {
         }
     }
 
+    /// The limits for a NEFF of `stored` payload bytes: [`MAX_NODES`] and
+    /// [`MAX_TEXT`], or 4 values and 4 text bytes per stored byte when that is
+    /// more, so that a large real model fits and memory stays linear in the
+    /// file's size.
+    pub fn for_stored(stored: u64) -> Budget {
+        let scaled = usize::try_from(stored.saturating_mul(4)).unwrap_or(usize::MAX);
+        Budget {
+            nodes: MAX_NODES.max(scaled),
+            text: MAX_TEXT.max(scaled),
+        }
+    }
+
     /// What is left once `open`'s document is held too.
     pub fn less(self, open: Json<'_>) -> Budget {
         let doc = open.doc;
@@ -752,6 +764,15 @@ mod tests {
 
     fn doc(text: &str) -> (Doc, Duplicates) {
         parse(text.as_bytes(), Budget::full()).unwrap()
+    }
+
+    #[test]
+    fn the_budget_grows_with_the_file_but_never_below_the_limits() {
+        let small = Budget::for_stored(1 << 20);
+        assert_eq!((small.nodes, small.text), (MAX_NODES, MAX_TEXT));
+        let big = Budget::for_stored(16 << 20);
+        assert_eq!((big.nodes, big.text), (64 << 20, 64 << 20));
+        assert_eq!(Budget::for_stored(u64::MAX).nodes, usize::MAX);
     }
 
     #[test]

@@ -93,6 +93,12 @@ pub fn check_members<'a>(
             warnings.push(format!("duplicate member {key}: the later one replaces it"));
         }
     }
+    // The manifest budgets scale with data_size, which is not known yet: the
+    // members' total stands for it (the file will hold at most about that).
+    let total: u64 = container.entries.iter().map(|e| e.size).sum();
+    container
+        .header
+        .set_data_size(header.data_size().max(total));
     let rejection = container::header_gates(header, None, profile, &mut warnings);
     let tier1 = container::Tier1 {
         container: Some(container),
