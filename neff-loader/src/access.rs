@@ -275,7 +275,7 @@ impl<'a> Ctx<'a> {
     /// a failure to read or parse it is a rejection by `gate`. Repeated keys
     /// are warned about (the first few by path, then a count).
     pub fn json(&mut self, key: &str, gate: Gate) -> Result<Option<Doc>, Rejection> {
-        let budget = Budget::for_stored(self.container.header.data_size());
+        let budget = Budget::for_stored(self.container.stored_bytes());
         match self.read_json(key, budget) {
             Ok(Some((doc, repeats))) => {
                 self.warn_repeats(key, &repeats);

@@ -174,6 +174,17 @@ pub struct PayloadPadding {
 }
 
 impl Container {
+    /// The payload bytes the walk actually read from the file: the gzip
+    /// member's compressed length, or the raw tar's. Never more than the file
+    /// holds, whatever `data_size` claims, so limits scaled by it stay bounded
+    /// by the file's real size.
+    pub fn stored_bytes(&self) -> u64 {
+        match self.compression {
+            Some(Compression::Gzip) => self.gzip_member_size.unwrap_or(0),
+            _ => self.tar_size.unwrap_or(0),
+        }
+    }
+
     /// Fills in [`Container::payload_padding`] by reading the bytes between
     /// the end of the gzip data and the end of `data_size` from `source`
     /// again (stopping at the first non-zero byte). Does nothing unless the
@@ -769,6 +780,19 @@ mod tests {
         let mut out = h.as_bytes().to_vec();
         out.extend_from_slice(&payload);
         out
+    }
+
+    #[test]
+    fn stored_bytes_is_what_was_read_not_what_data_size_claims() {
+        let mut c = Container::default();
+        c.header.set_data_size(u64::MAX);
+        c.compression = Some(Compression::Gzip);
+        c.gzip_member_size = Some(10);
+        c.tar_size = Some(1 << 40);
+        assert_eq!(c.stored_bytes(), 10);
+        c.compression = Some(Compression::None);
+        c.tar_size = Some(512);
+        assert_eq!(c.stored_bytes(), 512);
     }
 
     #[test]

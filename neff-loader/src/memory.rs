@@ -93,12 +93,9 @@ pub fn check_members<'a>(
             warnings.push(format!("duplicate member {key}: the later one replaces it"));
         }
     }
-    // The manifest budgets scale with data_size, which is not known yet: the
+    // The manifest budgets scale with the stored payload, not written yet: the
     // members' total stands for it (the file will hold at most about that).
-    let total: u64 = container.entries.iter().map(|e| e.size).sum();
-    container
-        .header
-        .set_data_size(header.data_size().max(total));
+    container.tar_size = Some(container.entries.iter().map(|e| e.size).sum());
     let rejection = container::header_gates(header, None, profile, &mut warnings);
     let tier1 = container::Tier1 {
         container: Some(container),
