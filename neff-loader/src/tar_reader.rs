@@ -73,6 +73,9 @@ pub struct Entry {
     pub header_offset: u64,
     /// The dialect of this entry's header.
     pub dialect: Dialect,
+    /// Modification time in seconds (pax `mtime`, whole seconds, else the
+    /// header field); `None` when the field is not a number.
+    pub mtime: Option<i64>,
 }
 
 /// Special headers at `offset` without an entry after them.
@@ -271,6 +274,9 @@ impl<R: Read> TarReader<R> {
             self.pending_data = size;
             self.pending_pad = padding(size);
         }
+        let mtime = pax
+            .mtime
+            .or_else(|| parse_number(&block[136..148], "mtime", header_offset).ok());
         let entry = Entry {
             name,
             link_name,
@@ -279,6 +285,7 @@ impl<R: Read> TarReader<R> {
             type_flag,
             header_offset,
             dialect,
+            mtime,
         };
         self.current = Some(entry.clone());
         Ok(entry)
@@ -384,6 +391,7 @@ struct PaxOverrides {
     path: Option<Vec<u8>>,
     linkpath: Option<Vec<u8>>,
     size: Option<i64>,
+    mtime: Option<i64>,
 }
 
 impl PaxOverrides {
@@ -417,6 +425,10 @@ impl PaxOverrides {
             match key {
                 b"path" => self.path = Some(value.to_vec()),
                 b"linkpath" => self.linkpath = Some(value.to_vec()),
+                b"mtime" => {
+                    let whole = value.split(|&b| b == b'.').next().unwrap_or_default();
+                    self.mtime = std::str::from_utf8(whole).ok().and_then(|s| s.parse().ok());
+                }
                 b"size" => {
                     let size = std::str::from_utf8(value)
                         .ok()
