@@ -125,17 +125,15 @@ fn text(report: &DiffReport, a: &Path, b: &Path) -> String {
 }
 
 fn field(d: &FieldDiff) -> String {
-    format!("{}: {} -> {}", d.field, short(&d.a), short(&d.b))
+    match d.field.as_str() {
+        "sha256" => format!("sha256: {} -> {}", short(&d.a), short(&d.b)),
+        _ => format!("{}: {} -> {}", d.field, d.a, d.b),
+    }
 }
 
-/// A SHA-256 cut to 16 hex digits (the JSON report has it whole).
-fn short(value: &str) -> &str {
-    let hex = value.len() == 64 && value.bytes().all(|c| c.is_ascii_hexdigit());
-    if hex {
-        &value[..16]
-    } else {
-        value
-    }
+/// A member's SHA-256 cut to 16 hex digits (the JSON report has it whole).
+fn short(sha256: &str) -> &str {
+    sha256.get(..16).unwrap_or(sha256)
 }
 
 fn program(p: &Option<Program>) -> String {
