@@ -36,7 +36,10 @@ fn stderr(out: &Output) -> String {
 fn workdir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/weights.json");
-    let r = neff_in(dir.path(), &["build", spec.to_str().unwrap(), "-o", "w.neff"]);
+    let r = neff_in(
+        dir.path(),
+        &["build", spec.to_str().unwrap(), "-o", "w.neff"],
+    );
     assert_eq!(code(&r), 0, "{}", stderr(&r));
     let r = neff_in(dir.path(), &["unpack", "w.neff", "-o", "tree"]);
     assert_eq!(code(&r), 0, "{}", stderr(&r));
@@ -77,12 +80,22 @@ fn a_file_is_equal_to_itself() {
 fn a_different_uuid_differs_unless_ignored() {
     let dir = workdir();
     let d = dir.path();
-    pack(d, "a.neff", &["--uuid", "11111111-2222-4333-8444-555555555555"]);
-    pack(d, "b.neff", &["--uuid", "11111111-2222-4333-8444-666666666666"]);
+    pack(
+        d,
+        "a.neff",
+        &["--uuid", "11111111-2222-4333-8444-555555555555"],
+    );
+    pack(
+        d,
+        "b.neff",
+        &["--uuid", "11111111-2222-4333-8444-666666666666"],
+    );
     let r = diff(d, &[]);
     assert_eq!(code(&r), 1, "{}", stdout(&r));
     assert!(
-        stdout(&r).contains("uuid: 11111111-2222-4333-8444-555555555555 -> 11111111-2222-4333-8444-666666666666"),
+        stdout(&r).contains(
+            "uuid: 11111111-2222-4333-8444-555555555555 -> 11111111-2222-4333-8444-666666666666"
+        ),
         "{}",
         stdout(&r)
     );
@@ -120,7 +133,10 @@ fn a_repack_with_other_framing_has_equal_members() {
 #[test]
 fn an_unknown_ignore_name_is_a_usage_error_listing_the_valid_ones() {
     let dir = workdir();
-    let r = neff_in(dir.path(), &["diff", "w.neff", "w.neff", "--ignore", "uuid,bogus"]);
+    let r = neff_in(
+        dir.path(),
+        &["diff", "w.neff", "w.neff", "--ignore", "uuid,bogus"],
+    );
     assert_eq!(code(&r), 2);
     assert!(stderr(&r).contains("framing"), "{}", stderr(&r));
 }
@@ -153,7 +169,10 @@ fn a_changed_instruction_stream_is_a_different_program() {
     let r = diff(d, &["--programs"]);
     assert_eq!(code(&r), 1, "{}", stdout(&r));
     let out = stdout(&r);
-    assert!(out.contains("programs:\n  sg00/pool: sg00/pool.bin ("), "{out}");
+    assert!(
+        out.contains("programs:\n  sg00/pool: sg00/pool.bin ("),
+        "{out}"
+    );
     assert_eq!(out.matches("sg00/").count(), 3, "only pool differs: {out}");
 }
 
@@ -164,7 +183,9 @@ fn edit_def(dir: &Path) {
     def["var"]["acc"]["size"] = 32.into();
     def["var"]["acc"]["shape"] = serde_json::json!([8]);
     def["note"] = "added".into();
-    def.as_object_mut().unwrap().remove("runtime_statebuffer_reservation");
+    def.as_object_mut()
+        .unwrap()
+        .remove("runtime_statebuffer_reservation");
     fs::write(&path, serde_json::to_vec_pretty(&def).unwrap()).unwrap();
 }
 
@@ -198,11 +219,18 @@ fn the_json_report_has_the_schema_s_shape() {
     assert_eq!(code(&r), 1);
     let report: Value = serde_json::from_slice(&r.stdout).expect("one JSON document");
     assert_eq!(report["equal"], false);
-    assert!(report["header"].as_array().unwrap().iter().any(|f| f["field"] == "hash"));
+    assert!(report["header"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["field"] == "hash"));
     assert_eq!(report["members"]["added"][0]["name"], "extra.bin");
     assert_eq!(report["members"]["removed"], serde_json::json!([]));
     let changed = report["members"]["changed"].as_array().unwrap();
-    let names: Vec<&str> = changed.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = changed
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["sg00/b1.bin", "sg00/def.json"]);
     let manifests = report["manifests"].as_array().unwrap();
     assert_eq!(manifests[0]["member"], "sg00/def.json");
@@ -247,7 +275,11 @@ fn an_unreadable_file_is_exit_2() {
     fs::write(d.join("short.neff"), b"tiny").unwrap();
     let r = neff_in(d, &["diff", "w.neff", "short.neff"]);
     assert_eq!(code(&r), 2);
-    assert!(stderr(&r).contains("short.neff: not a NEFF"), "{}", stderr(&r));
+    assert!(
+        stderr(&r).contains("short.neff: not a NEFF"),
+        "{}",
+        stderr(&r)
+    );
     let r = neff_in(d, &["diff", "w.neff", "absent.neff"]);
     assert_eq!(code(&r), 2);
     assert!(stderr(&r).contains("absent.neff"), "{}", stderr(&r));
@@ -265,7 +297,11 @@ fn a_refused_neff_still_compares() {
     assert_eq!(code(&r), 1, "{}", stdout(&r));
     let r = diff(d, &[]);
     assert_eq!(code(&r), 1);
-    assert!(stdout(&r).starts_with("header:\n  hash: "), "{}", stdout(&r));
+    assert!(
+        stdout(&r).starts_with("header:\n  hash: "),
+        "{}",
+        stdout(&r)
+    );
     assert_eq!(code(&diff(d, &["--ignore", "hash"])), 0);
 }
 
@@ -313,7 +349,10 @@ fn run_measured(dir: &Path, args: &[&str], out: &Path) -> (i32, u64) {
     let err = stderr(&r);
     let rss = err
         .lines()
-        .find_map(|l| l.trim().strip_prefix("Maximum resident set size (kbytes): "))
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("Maximum resident set size (kbytes): ")
+        })
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("no RSS in {err}"));
     (code(&r), rss)
@@ -339,14 +378,20 @@ fn cat_and_diff_stream_a_large_member() {
     let (code, rss) = run_measured(d, &["diff", "a.neff", "b.neff"], &out);
     eprintln!("diff of a 64 MiB member: peak RSS {rss} KiB");
     assert_eq!(code, 1);
-    assert!(fs::read_to_string(&out).unwrap().contains("changed big.bin: sha256: "));
+    assert!(fs::read_to_string(&out)
+        .unwrap()
+        .contains("changed big.bin: sha256: "));
     assert!(rss < 24 << 10, "peak RSS {rss} KiB for a 64 MiB member");
 }
 
 fn real_neffs() -> Vec<PathBuf> {
     let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/real-neffs"));
     if !dir.is_dir() {
-        assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "{dir:?} missing");
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "{dir:?} missing"
+        );
         println!("skipped: {} is missing", dir.display());
         return Vec::new();
     }
@@ -373,7 +418,11 @@ fn real_neffs_equal_themselves_and_differ_from_each_other() {
         let r = neff_in(here, &["diff", "--json", f, next]);
         assert_eq!(code(&r), 1, "{f} vs {next}: {}", stderr(&r));
         let report: Value = serde_json::from_slice(&r.stdout).unwrap();
-        assert!(report["header"].as_array().unwrap().iter().any(|h| h["field"] == "uuid"));
+        assert!(report["header"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h["field"] == "uuid"));
     }
 }
 
@@ -396,13 +445,20 @@ fn cat_of_neff_json_matches_gnu_tar_on_every_real_neff() {
 
 /// Compares `actual` with tests/golden/`name` (NEFF_UPDATE_GOLDEN=1 rewrites it).
 fn golden(name: &str, actual: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
     if std::env::var_os("NEFF_UPDATE_GOLDEN").is_some() {
         fs::write(&path, actual).unwrap();
     }
     let expected = fs::read_to_string(&path)
         .unwrap_or_else(|_| panic!("{} missing: run with NEFF_UPDATE_GOLDEN=1", path.display()));
-    assert_eq!(actual, expected, "{} changed: review, then NEFF_UPDATE_GOLDEN=1", path.display());
+    assert_eq!(
+        actual,
+        expected,
+        "{} changed: review, then NEFF_UPDATE_GOLDEN=1",
+        path.display()
+    );
 }
 
 #[test]
@@ -434,11 +490,40 @@ fn mtimes_are_ignored_by_mtime_and_the_hash_by_framing() {
     fs::write(d.join("b.neff"), neff_with_mtime(1_700_000_000)).unwrap();
     let out = stdout(&diff(d, &[]));
     assert!(out.contains("  gzip_mtime: 0 -> 1700000000\n"), "{out}");
-    assert!(out.contains("changed neff.json: mtime: 0 -> 1700000000\n"), "{out}");
+    assert!(
+        out.contains("changed neff.json: mtime: 0 -> 1700000000\n"),
+        "{out}"
+    );
     let r = diff(d, &["--ignore", "mtime"]);
     assert_eq!(code(&r), 1);
     let out = stdout(&r);
     assert!(out.contains("  hash: ") && !out.contains("mtime"), "{out}");
     let r = diff(d, &["--ignore", "mtime,framing"]);
     assert_eq!(code(&r), 0, "{}", stdout(&r));
+}
+
+#[test]
+fn a_damaged_payload_compares_as_far_as_the_walk_goes() {
+    let dir = workdir();
+    let d = dir.path();
+    let bytes = fs::read(d.join("w.neff")).unwrap();
+    fs::write(
+        d.join("cut.neff"),
+        &bytes[..1024 + (bytes.len() - 1024) / 2],
+    )
+    .unwrap();
+    let r = neff_in(d, &["diff", "w.neff", "cut.neff"]);
+    assert_eq!(code(&r), 1);
+    let out = stdout(&r);
+    assert!(out.contains("  walk: complete -> "), "{out}");
+    assert!(out.contains("removed "), "the members past the cut: {out}");
+    let r = neff_in(d, &["diff", "cut.neff", "cut.neff"]);
+    assert_eq!(code(&r), 0, "{}", stdout(&r));
+    let r = neff_in(d, &["cat", "cut.neff", "sg00/w1.npy"]);
+    assert_eq!(code(&r), 2);
+    assert!(
+        stderr(&r).starts_with("neff: error: cut.neff: "),
+        "{}",
+        stderr(&r)
+    );
 }

@@ -115,9 +115,11 @@ fn text(report: &DiffReport, a: &Path, b: &Path) -> String {
         }
     }
     section("manifests", manifests);
-    let programs = report.programs.iter().flatten().map(|p| {
-        format!("{}: {} -> {}", p.program, program(&p.a), program(&p.b))
-    });
+    let programs = report
+        .programs
+        .iter()
+        .flatten()
+        .map(|p| format!("{}: {} -> {}", p.program, program(&p.a), program(&p.b)));
     section("programs", programs.collect());
     let verdict = if report.equal { "equal" } else { "different" };
     out.push_str(&format!("{} and {}: {verdict}\n", a.display(), b.display()));

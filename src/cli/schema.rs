@@ -41,11 +41,9 @@ const SCHEMAS: &[Entry] = &[
         "what `neff inspect --json` prints",
         || schemars::schema_for!(neff::loader::InspectReport),
     ),
-    (
-        "diff-report",
-        "what `neff diff --json` prints",
-        || schemars::schema_for!(neff::loader::diff::DiffReport),
-    ),
+    ("diff-report", "what `neff diff --json` prints", || {
+        schemars::schema_for!(neff::loader::diff::DiffReport)
+    }),
     (
         "neff-json",
         "neff.json: the graph with the __kelf node (spec §4.1)",

@@ -116,3 +116,61 @@ fn push_key(path: &mut String, key: &str) {
         path.push_str(&format!("[{}]", serde_json::Value::from(key)));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json::{parse, Budget};
+
+    fn diffs(a: &str, b: &str, cap: usize) -> KeyDiffs {
+        let (a, _) = parse(a.as_bytes(), Budget::full()).unwrap();
+        let (b, _) = parse(b.as_bytes(), Budget::full()).unwrap();
+        KeyDiffs::compare(a.root(), b.root(), cap)
+    }
+
+    fn lines(d: &KeyDiffs) -> Vec<String> {
+        let side = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+        let shown = d.shown.iter();
+        shown
+            .map(|k| format!("{} {} {}", k.path, side(&k.a), side(&k.b)))
+            .collect()
+    }
+
+    #[test]
+    fn keys_elements_and_scalars_by_path() {
+        let a = r#"{"var": {"x": {"size": 1024}}, "gone": 1, "list": [1, 2, 3], "odd key": "a"}"#;
+        let b = r#"{"var": {"x": {"size": 2048}}, "new": [true], "list": [1, 5], "odd key": "b"}"#;
+        let d = diffs(a, b, 100);
+        assert_eq!(
+            lines(&d),
+            [
+                ".gone 1 -",
+                ".list[1] 2 5",
+                ".list[2] 3 -",
+                ".new - [true]",
+                r#"["odd key"] "a" "b""#,
+                ".var.x.size 1024 2048",
+            ]
+        );
+        assert_eq!(d.more, 0);
+    }
+
+    #[test]
+    fn equal_trees_have_no_differences_and_types_count() {
+        let same = r#"{"a": [1, {"b": null}], "c": 1.5}"#;
+        assert!(diffs(same, same, 100).is_empty());
+        // 1 and 1.0 and "1" are different values; so are an object and an array.
+        let d = diffs(r#"[1, 1, {}]"#, r#"[1.0, "1", []]"#, 100);
+        assert_eq!(lines(&d), ["[0] 1 1.0", r#"[1] 1 "1""#, "[2] {} []"]);
+        assert_eq!(lines(&diffs("1", "2", 100)), [" 1 2"]);
+    }
+
+    #[test]
+    fn past_the_cap_differences_are_counted() {
+        let a: Vec<u32> = (0..50).collect();
+        let b: Vec<u32> = (1..51).collect();
+        let d = diffs(&format!("{a:?}"), &format!("{b:?}"), 10);
+        assert_eq!(d.shown.len(), 10);
+        assert_eq!(d.more, 40);
+    }
+}

@@ -62,7 +62,10 @@ pub const IGNORE_GROUPS: [(&str, &[&str]); 4] = [
     ("compression", &["compression"]),
     ("gzip_mtime", &["gzip_mtime"]),
     ("mtime", &["mtime", "gzip_mtime"]),
-    ("framing", &["data_size", "hash", "compression", "gzip_mtime"]),
+    (
+        "framing",
+        &["data_size", "hash", "compression", "gzip_mtime"],
+    ),
 ];
 
 /// Default of [`DiffOptions::cap`].
@@ -304,7 +307,10 @@ fn member_diffs(a: &Snapshot, b: &Snapshot, options: &DiffOptions) -> MemberDiff
             }
         }
     }
-    let added = b.members.iter().filter(|(n, _)| !a.members.contains_key(*n));
+    let added = b
+        .members
+        .iter()
+        .filter(|(n, _)| !a.members.contains_key(*n));
     out.added = added.map(|(_, m)| m.clone()).collect();
     out
 }
@@ -353,9 +359,10 @@ fn manifest_diffs(
 /// resolved in the def.json's folder, as the loader does).
 pub fn programs(s: &Snapshot) -> BTreeMap<String, Program> {
     let mut out = BTreeMap::new();
-    let defs = s.docs.iter().filter(|(name, _)| {
-        name.as_str() == "def.json" || name.ends_with("/def.json")
-    });
+    let defs = s
+        .docs
+        .iter()
+        .filter(|(name, _)| name.as_str() == "def.json" || name.ends_with("/def.json"));
     for (name, def) in defs {
         let sg_dir = name.rsplit_once('/').map_or("", |(dir, _)| dir);
         for engine in Engine::ALL.map(Engine::as_str) {
@@ -392,4 +399,25 @@ fn program_diffs(a: &BTreeMap<String, Program>, b: &BTreeMap<String, Program>) -
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ignore_names_expand_and_unknown_ones_list_the_valid_ones() {
+        let mut options = DiffOptions::default();
+        options.ignore("uuid").unwrap();
+        options.ignore("framing").unwrap();
+        let ignored: Vec<_> = options.ignored.iter().copied().collect();
+        assert_eq!(
+            ignored,
+            ["compression", "data_size", "gzip_mtime", "hash", "uuid"]
+        );
+        options.ignore("mtime").unwrap();
+        assert!(options.ignores("mtime") && !options.ignores("name"));
+        let e = options.ignore("walk").unwrap_err();
+        assert!(e.contains("\"walk\"") && e.contains("uuid, name") && e.contains("framing"));
+    }
 }
