@@ -263,11 +263,15 @@ fn header_values(s: &Snapshot) -> Vec<(&'static str, String)> {
         Compression::Gzip => "gzip",
     };
     out.push(("compression", compression.to_string()));
-    let gzip_mtime = s.gzip_mtime.map_or("-".to_string(), |t| t.to_string());
-    out.push(("gzip_mtime", gzip_mtime));
+    out.push(("gzip_mtime", or_dash(s.gzip_mtime)));
     let walk = s.walk_error.clone().unwrap_or_else(|| "complete".into());
     out.push(("walk", walk));
     out
+}
+
+/// The value, or `-` when absent.
+fn or_dash(value: Option<impl std::fmt::Display>) -> String {
+    value.map_or("-".to_string(), |v| v.to_string())
 }
 
 /// `0x401 (collective_has_offset, neff_feature_vnc)`.
@@ -279,11 +283,19 @@ fn feature_text(bits: u64) -> String {
 }
 
 fn header_diffs(a: &Snapshot, b: &Snapshot, options: &DiffOptions) -> Vec<FieldDiff> {
-    header_values(a)
+    let values = header_values(a).into_iter().zip(header_values(b));
+    changes(values.map(|((field, a), (_, b))| (field, a, b)), options)
+}
+
+/// The fields whose values differ, less the ignored ones.
+fn changes<'f>(
+    values: impl IntoIterator<Item = (&'f str, String, String)>,
+    options: &DiffOptions,
+) -> Vec<FieldDiff> {
+    values
         .into_iter()
-        .zip(header_values(b))
-        .filter(|((field, va), (_, vb))| va != vb && !options.ignores(field))
-        .map(|((field, a), (_, b))| FieldDiff {
+        .filter(|(field, a, b)| a != b && !options.ignores(field))
+        .map(|(field, a, b)| FieldDiff {
             field: field.to_string(),
             a,
             b,
@@ -316,22 +328,13 @@ fn member_diffs(a: &Snapshot, b: &Snapshot, options: &DiffOptions) -> MemberDiff
 }
 
 fn member_fields(a: &MemberFacts, b: &MemberFacts, options: &DiffOptions) -> Vec<FieldDiff> {
-    let mtime = |m: &MemberFacts| m.mtime.map_or("-".to_string(), |t| t.to_string());
     let values = [
         ("type", a.kind.name().to_string(), b.kind.name().to_string()),
         ("size", a.size.to_string(), b.size.to_string()),
         ("sha256", a.sha256.clone(), b.sha256.clone()),
-        ("mtime", mtime(a), mtime(b)),
+        ("mtime", or_dash(a.mtime), or_dash(b.mtime)),
     ];
-    values
-        .into_iter()
-        .filter(|(field, va, vb)| va != vb && !options.ignores(field))
-        .map(|(field, a, b)| FieldDiff {
-            field: field.to_string(),
-            a,
-            b,
-        })
-        .collect()
+    changes(values, options)
 }
 
 fn manifest_diffs(
