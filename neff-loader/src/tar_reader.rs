@@ -653,8 +653,8 @@ mod tests {
 
     #[test]
     fn reads_pax_path_and_size_and_ustar_prefix() {
-        let rec = "31 path=pax/very/long/name.bin\n10 size=1\n";
-        assert_eq!(rec.len(), 41);
+        let rec = "31 path=pax/very/long/name.bin\n10 size=1\n19 mtime=1234.5678\n";
+        assert_eq!(rec.len(), 60);
         let mut ustar = header("name.bin", b'0', b"00000000002\0", b"ustar\x0000");
         ustar[345..348].copy_from_slice(b"pre");
         ustar[148..156].copy_from_slice(b"        ");
@@ -662,7 +662,7 @@ mod tests {
         ustar[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
         let data = archive(&[
             &header("g", b'g', b"00000000000\0", b"ustar\x0000"),
-            &header("x", b'x', b"00000000051\0", b"ustar\x0000"),
+            &header("x", b'x', b"00000000074\0", b"ustar\x0000"),
             rec.as_bytes(),
             &header("short", b'0', b"00000000005\0", b"ustar\x0000"),
             b"z",
@@ -674,6 +674,7 @@ mod tests {
         assert_eq!(got[0].1, b"z");
         assert_eq!(got[1].0.name, b"pre/name.bin");
         assert_eq!(got[1].1, b"hi");
+        assert_eq!((got[0].0.mtime, got[1].0.mtime), (Some(1234), Some(0)));
     }
 
     #[test]
