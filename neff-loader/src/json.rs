@@ -602,6 +602,20 @@ impl<'a> Json<'a> {
         self.as_array()?.get(index)
     }
 
+    /// Whether both are the same scalar (null, bool, number of the same
+    /// kind, string); false for arrays and objects, which compare by parts.
+    pub fn same_scalar(self, other: Json<'_>) -> bool {
+        match (self.node(), other.node()) {
+            (Node::Str { .. }, Node::Str { .. }) => self.as_str() == other.as_str(),
+            (Node::Null, Node::Null) => true,
+            (Node::Bool(a), Node::Bool(b)) => a == b,
+            (Node::Uint(a), Node::Uint(b)) => a == b,
+            (Node::Int(a), Node::Int(b)) => a == b,
+            (Node::Float(a), Node::Float(b)) => a.to_bits() == b.to_bits(),
+            _ => false,
+        }
+    }
+
     /// Compact JSON text into `out`; false once `out` is past [`DISPLAY_MAX`].
     fn write(self, out: &mut String) -> bool {
         if out.len() > DISPLAY_MAX {

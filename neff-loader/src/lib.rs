@@ -38,6 +38,7 @@
 
 mod access;
 mod container;
+pub mod diff;
 mod digest;
 mod error;
 mod extract;

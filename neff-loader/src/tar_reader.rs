@@ -73,6 +73,9 @@ pub struct Entry {
     pub header_offset: u64,
     /// The dialect of this entry's header.
     pub dialect: Dialect,
+    /// Modification time in seconds (pax `mtime`, whole seconds, else the
+    /// header field); `None` when the field is not a number.
+    pub mtime: Option<i64>,
 }
 
 /// Special headers at `offset` without an entry after them.
@@ -271,6 +274,9 @@ impl<R: Read> TarReader<R> {
             self.pending_data = size;
             self.pending_pad = padding(size);
         }
+        let mtime = pax
+            .mtime
+            .or_else(|| parse_number(&block[136..148], "mtime", header_offset).ok());
         let entry = Entry {
             name,
             link_name,
@@ -279,6 +285,7 @@ impl<R: Read> TarReader<R> {
             type_flag,
             header_offset,
             dialect,
+            mtime,
         };
         self.current = Some(entry.clone());
         Ok(entry)
@@ -384,6 +391,7 @@ struct PaxOverrides {
     path: Option<Vec<u8>>,
     linkpath: Option<Vec<u8>>,
     size: Option<i64>,
+    mtime: Option<i64>,
 }
 
 impl PaxOverrides {
@@ -417,6 +425,10 @@ impl PaxOverrides {
             match key {
                 b"path" => self.path = Some(value.to_vec()),
                 b"linkpath" => self.linkpath = Some(value.to_vec()),
+                b"mtime" => {
+                    let whole = value.split(|&b| b == b'.').next().unwrap_or_default();
+                    self.mtime = std::str::from_utf8(whole).ok().and_then(|s| s.parse().ok());
+                }
                 b"size" => {
                     let size = std::str::from_utf8(value)
                         .ok()
@@ -641,8 +653,8 @@ mod tests {
 
     #[test]
     fn reads_pax_path_and_size_and_ustar_prefix() {
-        let rec = "31 path=pax/very/long/name.bin\n10 size=1\n";
-        assert_eq!(rec.len(), 41);
+        let rec = "31 path=pax/very/long/name.bin\n10 size=1\n19 mtime=1234.5678\n";
+        assert_eq!(rec.len(), 60);
         let mut ustar = header("name.bin", b'0', b"00000000002\0", b"ustar\x0000");
         ustar[345..348].copy_from_slice(b"pre");
         ustar[148..156].copy_from_slice(b"        ");
@@ -650,7 +662,7 @@ mod tests {
         ustar[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
         let data = archive(&[
             &header("g", b'g', b"00000000000\0", b"ustar\x0000"),
-            &header("x", b'x', b"00000000051\0", b"ustar\x0000"),
+            &header("x", b'x', b"00000000074\0", b"ustar\x0000"),
             rec.as_bytes(),
             &header("short", b'0', b"00000000005\0", b"ustar\x0000"),
             b"z",
@@ -662,6 +674,7 @@ mod tests {
         assert_eq!(got[0].1, b"z");
         assert_eq!(got[1].0.name, b"pre/name.bin");
         assert_eq!(got[1].1, b"hi");
+        assert_eq!((got[0].0.mtime, got[1].0.mtime), (Some(1234), Some(0)));
     }
 
     #[test]

@@ -2,7 +2,9 @@
 
 mod barrier;
 mod build;
+mod cat;
 mod corpus;
+mod diff;
 mod fixtures;
 mod inspect;
 mod pack;
@@ -51,6 +53,8 @@ enum Command {
     Barrier(barrier::BarrierArgs),
     Corpus(corpus::CorpusArgs),
     Fixtures(fixtures::FixturesArgs),
+    Diff(diff::DiffArgs),
+    Cat(cat::CatArgs),
 }
 
 /// Runs a parsed command line.
@@ -65,6 +69,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
         Command::Barrier(args) => barrier::run(args)?,
         Command::Corpus(args) => corpus::run(args)?,
         Command::Fixtures(args) => fixtures::run(args)?,
+        Command::Diff(args) => diff::run(args)?,
+        Command::Cat(args) => cat::run(args)?,
     };
     Ok(ExitCode::from(code))
 }

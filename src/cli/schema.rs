@@ -10,7 +10,7 @@ use super::{print_json, EXIT_OK};
 ///
 /// Schemas follow JSON Schema draft 2020-12: `build-spec` is what `neff build`
 /// reads, `verify-report` what `neff verify --json` prints per arch, `inspect-report`
-/// what `neff inspect --json` prints, and the
+/// what `neff inspect --json` prints, `diff-report` what `neff diff --json` prints, and the
 /// manifest schemas describe neff.json, the KELF descriptor, def.json, engine
 /// JSON and ucode_lib.json. Without NAME, lists the schemas. Manifest schemas describe the JSON
 /// shapes (keys the runtime reads, with their types); unknown keys are allowed,
@@ -41,6 +41,9 @@ const SCHEMAS: &[Entry] = &[
         "what `neff inspect --json` prints",
         || schemars::schema_for!(neff::loader::InspectReport),
     ),
+    ("diff-report", "what `neff diff --json` prints", || {
+        schemars::schema_for!(neff::loader::diff::DiffReport)
+    }),
     (
         "neff-json",
         "neff.json: the graph with the __kelf node (spec §4.1)",

@@ -1,0 +1,181 @@
+//! What [`super::diff`] reads of one NEFF, in one streaming pass: the header,
+//! each member's size, SHA-256 and mtime, and the JSON members' trees.
+
+use std::collections::BTreeMap;
+use std::io::{self, Cursor, Read};
+
+use neff_schema::{NeffHeader, HEADER_LEN};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::container::{payload_stream, Compression};
+use crate::error::{Error, ErrorKind};
+use crate::json::{parse_reader, Budget, Doc};
+use crate::tar_reader::{escape_name, Entry, EntryKind, TarReader};
+
+/// A NEFF opened for streaming: its header and the tar stream of its payload.
+pub struct Opened<'a> {
+    /// The 1024-byte header.
+    pub header: NeffHeader,
+    /// How the payload is stored (gzip is detected from the bytes).
+    pub compression: Compression,
+    /// The gzip header's MTIME, for a gzip payload.
+    pub gzip_mtime: Option<u32>,
+    /// The tar entries of the payload (the `data_size` bytes after the header).
+    pub tar: TarReader<Box<dyn Read + 'a>>,
+}
+
+impl std::fmt::Debug for Opened<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Opened")
+            .field("header", &self.header)
+            .field("compression", &self.compression)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Reads the header from `source` and opens the tar stream of the payload
+/// after it, as the loader reads it (gzip detected from the bytes, at most
+/// `data_size` bytes). Nothing is checked: a NEFF the gates refuse opens too.
+pub fn open_members<'a, R: Read + 'a>(mut source: R) -> Result<Opened<'a>, Error> {
+    let mut bytes = [0u8; HEADER_LEN];
+    source.read_exact(&mut bytes).map_err(|e| match e.kind() {
+        io::ErrorKind::UnexpectedEof => Error::new(
+            ErrorKind::Read,
+            format!("not a NEFF: shorter than the {HEADER_LEN}-byte header"),
+        ),
+        _ => Error::from(e),
+    })?;
+    let header = NeffHeader::from_bytes(bytes);
+    let mut payload = source.take(header.data_size());
+    let mut head = Vec::with_capacity(10);
+    (&mut payload).take(10).read_to_end(&mut head)?;
+    let gzip_mtime = match head.as_slice() {
+        [0x1f, 0x8b, _, _, a, b, c, d, ..] => Some(u32::from_le_bytes([*a, *b, *c, *d])),
+        _ => None,
+    };
+    let (compression, stream) = payload_stream(Cursor::new(head).chain(payload))?;
+    let gzip_mtime = gzip_mtime.filter(|_| compression == Compression::Gzip);
+    Ok(Opened {
+        header,
+        compression,
+        gzip_mtime,
+        tar: TarReader::new(stream),
+    })
+}
+
+/// The runtime's key for an entry: its name without a leading `./`, escaped
+/// where not UTF-8.
+pub fn member_key(entry: &Entry) -> String {
+    escape_name(entry.name.strip_prefix(b"./").unwrap_or(&entry.name))
+}
+
+/// One member as compared.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct MemberFacts {
+    /// The member's key (its name without a leading `./`).
+    pub name: String,
+    /// Entry kind.
+    #[serde(rename = "type")]
+    pub kind: EntryKind,
+    /// Size in bytes.
+    pub size: u64,
+    /// SHA-256 of its bytes, in hex.
+    pub sha256: String,
+    /// The tar header's mtime (seconds).
+    pub mtime: Option<i64>,
+}
+
+/// One NEFF as [`super::diff`] compares it. Memory: the member list, plus the
+/// JSON members' trees within the loader's budget for the file's size.
+#[derive(Debug)]
+pub struct Snapshot {
+    /// The 1024-byte header.
+    pub header: NeffHeader,
+    /// How the payload is stored.
+    pub compression: Compression,
+    /// The gzip header's MTIME, for a gzip payload.
+    pub gzip_mtime: Option<u32>,
+    /// Why the tar walk stopped before the end of the archive, if it did
+    /// (the members read until then are compared).
+    pub walk_error: Option<String>,
+    /// Every member but directories, by key; a repeated name keeps the last
+    /// entry, as the runtime does.
+    pub members: BTreeMap<String, MemberFacts>,
+    /// The members named `*.json` that parsed as JSON.
+    pub(super) docs: BTreeMap<String, Doc>,
+}
+
+impl Snapshot {
+    /// Reads a NEFF from `source` in one pass. `stored` is the file's size
+    /// when known (it scales the JSON budget as the loader's does; 0 for the
+    /// loader's floor). `Err` only when the header cannot be read: a damaged
+    /// payload is recorded in [`Snapshot::walk_error`].
+    pub fn read<R: Read>(source: R, stored: u64) -> Result<Snapshot, Error> {
+        let opened = open_members(source)?;
+        let mut snapshot = Snapshot {
+            header: opened.header,
+            compression: opened.compression,
+            gzip_mtime: opened.gzip_mtime,
+            walk_error: None,
+            members: BTreeMap::new(),
+            docs: BTreeMap::new(),
+        };
+        let mut budget = Budget::for_stored(stored);
+        let mut tar = opened.tar;
+        if let Err(e) = snapshot.walk(&mut tar, &mut budget) {
+            snapshot.walk_error = Some(format!("{e} (tar offset {})", tar.offset()));
+        }
+        Ok(snapshot)
+    }
+
+    fn walk<R: Read>(&mut self, tar: &mut TarReader<R>, budget: &mut Budget) -> Result<(), Error> {
+        while let Some(entry) = tar.next_entry()? {
+            if entry.kind == EntryKind::Directory {
+                continue;
+            }
+            let name = member_key(&entry);
+            let mut hashing = Hashing {
+                inner: tar.data(),
+                hash: Sha256::new(),
+            };
+            self.docs.remove(&name);
+            if name.ends_with(".json") {
+                if let Ok((doc, _)) = parse_reader(&mut hashing, *budget) {
+                    *budget = budget.less(doc.root());
+                    self.docs.insert(name.clone(), doc);
+                }
+            }
+            io::copy(&mut hashing, &mut io::sink()).map_err(|e| Error::from(e).in_member(&name))?;
+            let sha256 = neff_schema::hex::encode(&hashing.hash.finalize());
+            let facts = MemberFacts {
+                name: name.clone(),
+                kind: entry.kind,
+                size: entry.size.max(0) as u64,
+                sha256,
+                mtime: entry.mtime,
+            };
+            self.members.insert(name, facts);
+        }
+        Ok(())
+    }
+
+    /// A JSON member's tree, when it parsed.
+    pub(super) fn doc(&self, name: &str) -> Option<&Doc> {
+        self.docs.get(name)
+    }
+}
+
+/// Hashes what is read through it.
+struct Hashing<R> {
+    inner: R,
+    hash: Sha256,
+}
+
+impl<R: Read> Read for Hashing<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hash.update(&buf[..n]);
+        Ok(n)
+    }
+}
