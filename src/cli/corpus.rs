@@ -8,7 +8,7 @@ use neff::smith::corpus::seed_file;
 use neff::smith::generate::GenConfig;
 use neff::writer::write_atomic;
 
-use super::EXIT_OK;
+use super::{prepare_output_dir, EXIT_OK};
 
 /// Write fuzz seeds: valid NEFFs drawn from the structure-aware generator, and
 /// invalid ones made by mutating a manifest or a header field.
@@ -21,7 +21,7 @@ use super::EXIT_OK;
 #[derive(Args, Debug)]
 pub struct CorpusArgs {
     /// Output directory (created; must be empty unless --force).
-    #[arg(long, value_name = "DIR")]
+    #[arg(short, long = "output", visible_alias = "out", value_name = "DIR")]
     out: PathBuf,
     /// How many files.
     #[arg(long, default_value_t = 100)]
@@ -35,6 +35,9 @@ pub struct CorpusArgs {
     /// Write into a non-empty DIR.
     #[arg(long)]
     force: bool,
+    /// Print nothing on success.
+    #[arg(short, long)]
+    quiet: bool,
 }
 
 fn parse_ratio(text: &str) -> Result<f64, String> {
@@ -45,15 +48,7 @@ fn parse_ratio(text: &str) -> Result<f64, String> {
 }
 
 pub fn run(args: CorpusArgs) -> Result<u8, Box<dyn std::error::Error>> {
-    std::fs::create_dir_all(&args.out)
-        .map_err(|e| format!("cannot create {}: {e}", args.out.display()))?;
-    if !args.force && std::fs::read_dir(&args.out)?.next().is_some() {
-        return Err(format!(
-            "{} is not empty (pass --force to write into it)",
-            args.out.display()
-        )
-        .into());
-    }
+    prepare_output_dir(&args.out, args.force)?;
     let config = GenConfig::default();
     let started = Instant::now();
     let mut listing = Vec::new();
@@ -80,6 +75,9 @@ pub fn run(args: CorpusArgs) -> Result<u8, Box<dyn std::error::Error>> {
         (serde_json::to_string_pretty(&manifest)? + "\n").as_bytes(),
     )?;
     let secs = started.elapsed().as_secs_f64();
+    if args.quiet {
+        return Ok(EXIT_OK);
+    }
     eprintln!(
         "wrote {written} files ({bytes} bytes) to {} in {secs:.2} s ({:.0} files/s)",
         args.out.display(),

@@ -19,6 +19,9 @@ use super::{print_json, EXIT_OK};
 pub struct SchemaArgs {
     /// The schema to print (omit to list them).
     name: Option<String>,
+    /// Print nothing: only check that NAME is a known schema.
+    #[arg(short, long)]
+    quiet: bool,
 }
 
 /// (name, description, schema).
@@ -90,6 +93,9 @@ pub fn names() -> impl Iterator<Item = &'static str> {
 
 pub fn run(args: SchemaArgs) -> Result<u8, Box<dyn std::error::Error>> {
     let Some(name) = args.name else {
+        if args.quiet {
+            return Ok(EXIT_OK);
+        }
         for (name, what, _) in SCHEMAS {
             println!("{name:<15} {what}");
         }
@@ -99,6 +105,8 @@ pub fn run(args: SchemaArgs) -> Result<u8, Box<dyn std::error::Error>> {
         let known: Vec<&str> = names().collect();
         return Err(format!("unknown schema {name:?}: use one of {}", known.join(", ")).into());
     };
-    print_json(&schema())?;
+    if !args.quiet {
+        print_json(&schema())?;
+    }
     Ok(EXIT_OK)
 }
