@@ -367,13 +367,19 @@ mod tests {
         assert_eq!(parse_features("NEFF_FEATURE_VNC"), Ok(0x400));
         assert_eq!(parse_features("Neff_Feature_Custom_Ops , dge"), Ok(0x1004));
         assert_eq!(parse_features("neff_feature_dge"), Ok(0x1000));
-        assert_eq!(parse_features("neff_feature_DMA_desc_higher_dim"), Ok(0x200));
+        assert_eq!(
+            parse_features("neff_feature_DMA_desc_higher_dim"),
+            Ok(0x200)
+        );
         assert_eq!(parse_features("1024"), Ok(0x400));
         assert_eq!(parse_features("0x7FF_FFFF"), Ok(0x7FF_FFFF));
         assert_eq!(parse_features("0b11"), Ok(3));
         let err = parse_features("vnc,bogus").unwrap_err();
         assert!(err.contains("\"bogus\""), "{err}");
-        assert!(err.contains("neff_feature_vnc") && err.contains("large_tensor_support"), "{err}");
+        assert!(
+            err.contains("neff_feature_vnc") && err.contains("large_tensor_support"),
+            "{err}"
+        );
         assert!(parse_features("").is_err());
         assert!(parse_features("vnc,").is_err());
         assert!(parse_features("0xZZ").is_err());

@@ -8,6 +8,7 @@ use neff::smith::corpus::seed_file;
 use neff::smith::generate::GenConfig;
 use neff::writer::write_atomic;
 
+use super::documents::{CorpusEntry, CorpusManifest};
 use super::{prepare_output_dir, EXIT_OK};
 
 /// Write fuzz seeds: valid NEFFs drawn from the structure-aware generator, and
@@ -66,10 +67,19 @@ pub fn run(args: CorpusArgs) -> Result<u8, Box<dyn std::error::Error>> {
         );
         write_atomic(&args.out.join(&name), &seed.bytes)?;
         bytes += seed.bytes.len() as u64;
-        listing.push(serde_json::json!({"file": name, "valid": seed.valid, "draw": this, "mutation": seed.mutation}));
+        listing.push(CorpusEntry {
+            file: name,
+            valid: seed.valid,
+            draw: this,
+            mutation: seed.mutation,
+        });
         written += 1;
     }
-    let manifest = serde_json::json!({"seed": args.seed, "invalid_ratio": args.invalid_ratio, "files": listing});
+    let manifest = CorpusManifest {
+        seed: args.seed,
+        invalid_ratio: args.invalid_ratio,
+        files: listing,
+    };
     write_atomic(
         &args.out.join("corpus.json"),
         (serde_json::to_string_pretty(&manifest)? + "\n").as_bytes(),

@@ -10,6 +10,7 @@ use serde::Serialize;
 /// What `neff pack --json` and `neff build --json` print: the NEFF written,
 /// or, when the loader's gates refuse it, the refusal (`written` false).
 #[derive(Debug, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct WrittenReport {
     /// The output file.
     pub file: String,
@@ -61,6 +62,7 @@ impl WrittenReport {
 
 /// What `neff unpack --json` prints.
 #[derive(Debug, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct UnpackReport {
     /// Files written (absent when refused).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -197,4 +199,30 @@ fn snake_case(debug: &str) -> String {
         out.push(c.to_ascii_lowercase());
     }
     out
+}
+
+/// `corpus.json`, the listing `neff corpus` writes beside its seeds.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CorpusManifest {
+    /// The `--seed` the corpus is a function of.
+    pub seed: u64,
+    /// The `--invalid-ratio`: the share of mutated files asked for.
+    pub invalid_ratio: f64,
+    /// Every file written, in order.
+    pub files: Vec<CorpusEntry>,
+}
+
+/// One seed file of `corpus.json`.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CorpusEntry {
+    /// The file name, inside the corpus folder.
+    pub file: String,
+    /// Whether the seed was built to pass every gate.
+    pub valid: bool,
+    /// The generator draw it came from.
+    pub draw: u64,
+    /// What was mutated, for an invalid seed (null for a valid one).
+    pub mutation: Option<String>,
 }

@@ -29,7 +29,8 @@ pub const EXIT_REJECTED: u8 = 1;
 pub const EXIT_ERROR: u8 = 2;
 
 /// The overwrite policy of every command that writes, shown in its `--help`.
-const OUTPUT_POLICY: &str = "Outputs: a file is written to a temp file beside it and renamed into place \
+const OUTPUT_POLICY: &str =
+    "Outputs: a file is written to a temp file beside it and renamed into place \
 (an existing file is replaced whole; on an error or a signal it is left untouched); \
 a folder is created if absent and must be empty unless --force.";
 

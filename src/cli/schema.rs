@@ -4,13 +4,15 @@ use clap::Args;
 use neff::schema::manifest::{DefJson, EngineJson, KelfDescriptor, NeffJson, UcodeLibJson};
 use neff::writer::build_spec::BuildSpec;
 
-use super::{print_json, EXIT_OK};
+use super::{documents, print_json, EXIT_OK};
 
 /// Print a JSON Schema: the build spec, a report, or a manifest.
 ///
 /// Schemas follow JSON Schema draft 2020-12: `build-spec` is what `neff build`
 /// reads, `verify-report` what `neff verify --json` prints per arch, `inspect-report`
-/// what `neff inspect --json` prints, and the
+/// what `neff inspect --json` prints, `pack-report` what `pack`/`build --json`
+/// print, `unpack-report` what `unpack --json` prints, `error` what any `--json`
+/// command prints on an error, `corpus-manifest` the corpus.json of `neff corpus`, and the
 /// manifest schemas describe neff.json, the KELF descriptor, def.json, engine
 /// JSON and ucode_lib.json. Without NAME, lists the schemas. Manifest schemas describe the JSON
 /// shapes (keys the runtime reads, with their types); unknown keys are allowed,
@@ -43,6 +45,24 @@ const SCHEMAS: &[Entry] = &[
         "inspect-report",
         "what `neff inspect --json` prints",
         || schemars::schema_for!(neff::loader::InspectReport),
+    ),
+    (
+        "pack-report",
+        "what `neff pack --json` and `neff build --json` print",
+        || schemars::schema_for!(documents::WrittenReport),
+    ),
+    ("unpack-report", "what `neff unpack --json` prints", || {
+        schemars::schema_for!(documents::UnpackReport)
+    }),
+    (
+        "error",
+        "what every `--json` command prints on an error (exit 2)",
+        || schemars::schema_for!(documents::ErrorDocument),
+    ),
+    (
+        "corpus-manifest",
+        "corpus.json of `neff corpus`: each seed file",
+        || schemars::schema_for!(documents::CorpusManifest),
     ),
     (
         "neff-json",
