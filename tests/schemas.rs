@@ -44,6 +44,11 @@ fn every_schema_matches_its_golden_file() {
         "def-json",
         "engine",
         "ucode-lib",
+        "pack-report",
+        "unpack-report",
+        "error",
+        "corpus-manifest",
+        "fixtures-manifest",
     ] {
         assert!(names.iter().any(|n| n == expected), "{expected} not listed");
     }
@@ -154,4 +159,232 @@ fn the_key_check_catches_a_stray_key() {
     let spec =
         serde_json::json!({"subgraphs": [{"name": "sg00", "engines": {"pe": {"instrs": "x"}}}]});
     check(&schema, &spec, &schema["$defs"], "spec");
+}
+
+/// Validates `instance` against `neff schema NAME` with Python's `jsonschema`
+/// (an independent validator, draft 2020-12); Err holds its complaint.
+fn validate(name: &str, instance: &Value) -> Result<(), String> {
+    let r = neff(&["schema", name]);
+    assert_eq!(r.status.code(), Some(0), "{name}");
+    let dir = tempfile::tempdir().unwrap();
+    let (schema_path, instance_path) = (dir.path().join("s.json"), dir.path().join("i.json"));
+    fs::write(&schema_path, &r.stdout).unwrap();
+    fs::write(&instance_path, instance.to_string()).unwrap();
+    let script = "import json, sys, jsonschema\n\
+        schema = json.load(open(sys.argv[1])); instance = json.load(open(sys.argv[2]))\n\
+        jsonschema.Draft202012Validator.check_schema(schema)\n\
+        errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(instance), key=str)\n\
+        print('\\n'.join(f'{list(e.absolute_path)}: {e.message}' for e in errors[:5]))\n\
+        sys.exit(1 if errors else 0)";
+    let out = Command::new("python3")
+        .args(["-c", script])
+        .arg(&schema_path)
+        .arg(&instance_path)
+        .output()
+        .expect("run python3 (with the jsonschema package: pip install jsonschema)");
+    match out.status.code() {
+        Some(0) => Ok(()),
+        Some(1) => Err(String::from_utf8_lossy(&out.stdout).into_owned()),
+        _ => panic!(
+            "python3 jsonschema failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    }
+}
+
+/// stdout of a `--json` run: one document, valid against schema `name`.
+fn assert_valid(name: &str, args: &[&str], code: i32) -> Value {
+    let r = neff(args);
+    assert_eq!(
+        r.status.code(),
+        Some(code),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&r.stdout).expect("one JSON document");
+    if let Err(e) = validate(name, &doc) {
+        panic!("{args:?} does not match schema {name}:\n{e}");
+    }
+    doc
+}
+
+fn real_neffs() -> Vec<PathBuf> {
+    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/real-neffs"));
+    let Ok(entries) = fs::read_dir(dir) else {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "CI must provide {}",
+            dir.display()
+        );
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "neff"))
+        .collect();
+    files.sort();
+    files
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+#[test]
+fn every_json_output_matches_its_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let out = d.join("out.neff");
+    assert_valid(
+        "pack-report",
+        &[
+            "pack",
+            p(&examples.join("allreduce")),
+            "-o",
+            p(&out),
+            "--json",
+        ],
+        0,
+    );
+    for spec in [
+        "allreduce.json",
+        "cayman-ucode.json",
+        "two-subgraphs.json",
+        "weights.json",
+    ] {
+        let built = d.join(spec.replace(".json", ".neff"));
+        assert_valid(
+            "pack-report",
+            &["build", p(&examples.join(spec)), "-o", p(&built), "--json"],
+            0,
+        );
+    }
+    // A refused pack: the verdict, not written.
+    let refused = assert_valid(
+        "pack-report",
+        &[
+            "pack",
+            p(&examples.join("allreduce")),
+            "-o",
+            p(&d.join("r.neff")),
+            "--feature-bits",
+            "0x8000000",
+            "--json",
+        ],
+        1,
+    );
+    assert_eq!(refused["written"], false);
+    assert_valid(
+        "error",
+        &["verify", p(&d.join("missing.neff")), "--json"],
+        2,
+    );
+    assert_valid(
+        "error",
+        &["pack", p(&d.join("missing")), "-o", p(&out), "--json"],
+        2,
+    );
+    assert_valid("error", &["inspect", "--json", "--bogus"], 2);
+
+    let files = real_neffs();
+    for (i, file) in files.iter().chain([&out]).enumerate() {
+        assert_valid("verify-report", &["verify", p(file), "--json"], 0);
+        // One arch: accepted or refused (G17 for a file that does not target it).
+        let one_arch = neff(&["verify", p(file), "--json", "--instance-arch", "cayman"]);
+        let doc: Value = serde_json::from_slice(&one_arch.stdout).expect("one JSON document");
+        let code = i32::from(doc["accepted"] == false);
+        assert_eq!(one_arch.status.code(), Some(code));
+        validate("verify-report", &doc).unwrap();
+        assert_valid("inspect-report", &["inspect", p(file), "--json"], 0);
+        let tree = d.join(format!("u{i}"));
+        let header = d.join(format!("h{i}.json"));
+        let args = [
+            "unpack",
+            p(file),
+            "-o",
+            p(&tree),
+            "--header-out",
+            p(&header),
+            "--json",
+        ];
+        let unpacked = assert_valid("unpack-report", &args, 0);
+        assert!(unpacked["byte_identical_repack"].is_boolean());
+    }
+    assert_valid(
+        "unpack-report",
+        &["unpack", p(&out), "-o", p(&d.join("plain")), "--json"],
+        0,
+    );
+
+    let corpus = d.join("corpus");
+    assert_eq!(
+        neff(&["corpus", "-o", p(&corpus), "--count", "8", "-q"])
+            .status
+            .code(),
+        Some(0)
+    );
+    let listing: Value =
+        serde_json::from_slice(&fs::read(corpus.join("corpus.json")).unwrap()).unwrap();
+    validate("corpus-manifest", &listing).unwrap();
+    let fixtures = d.join("fixtures");
+    assert_eq!(
+        neff(&["fixtures", "-o", p(&fixtures), "-q"]).status.code(),
+        Some(0)
+    );
+    let manifest: Value =
+        serde_json::from_slice(&fs::read(fixtures.join("manifest.json")).unwrap()).unwrap();
+    validate("fixtures-manifest", &manifest).unwrap();
+}
+
+/// The validator must be able to fail: a field of the wrong type, a field
+/// the schema does not declare, and a missing field are each refused.
+#[test]
+fn the_validator_rejects_a_mistyped_or_stray_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("a.neff");
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let doc = assert_valid(
+        "pack-report",
+        &[
+            "pack",
+            p(&examples.join("allreduce")),
+            "-o",
+            p(&out),
+            "--json",
+        ],
+        0,
+    );
+    let mutants: [(&str, fn(&mut Value)); 4] = [
+        ("tar_size as a string", |v| {
+            v["tar_size"] = Value::from("20480")
+        }),
+        ("a stray top-level key", |v| v["extra"] = Value::from(1)),
+        ("a stray header key", |v| {
+            v["header"]["extra"] = Value::from(1)
+        }),
+        ("no verdict", |v| {
+            v.as_object_mut().unwrap().remove("verdict");
+        }),
+    ];
+    for (what, mutate) in mutants {
+        let mut bad = doc.clone();
+        mutate(&mut bad);
+        assert!(
+            validate("pack-report", &bad).is_err(),
+            "{what} passed the schema"
+        );
+    }
+    let error = serde_json::json!({"error": {"kind": "read", "message": "m", "offset": "0x10"}});
+    assert!(validate("error", &error).is_err(), "a string offset");
+    let error = serde_json::json!({"error": {"kind": "read", "message": "m"}, "more": 1});
+    assert!(validate("error", &error).is_err(), "a second key");
+    let inspect = neff(&["inspect", p(&out), "--json"]);
+    let mut inspect: Value = serde_json::from_slice(&inspect.stdout).unwrap();
+    inspect["verdict"]["accepted"] = Value::from("yes");
+    assert!(
+        validate("inspect-report", &inspect).is_err(),
+        "accepted as a string"
+    );
 }
