@@ -113,6 +113,47 @@ fn feature_bits_take_names_numbers_and_both() {
         "{err}"
     );
 
+    // HEADER.json and a build spec's header take the same strings.
+    let header = dir.path().join("h.json");
+    fs::write(
+        &header,
+        r#"{"feature_bits": "neff_feature_dge,collective_has_offset"}"#,
+    )
+    .unwrap();
+    let from_header = dir.path().join("h.neff");
+    let r = neff(&[
+        "pack",
+        s(&model),
+        "-o",
+        s(&from_header),
+        "--header",
+        s(&header),
+        "-q",
+    ]);
+    assert_eq!(code(&r), 0, "{}", text(&r.stderr));
+    assert_eq!(fs::read(&from_header).unwrap(), bytes[0]);
+    let spec = dir.path().join("spec.json");
+    let mut value: Value =
+        serde_json::from_str(&fs::read_to_string(example("allreduce.json")).unwrap()).unwrap();
+    value["header"] = serde_json::json!({"feature_bits": "dge,0x2"});
+    fs::write(&spec, value.to_string()).unwrap();
+    std::os::unix::fs::symlink(example("allreduce"), dir.path().join("allreduce")).unwrap();
+    let built = dir.path().join("b.neff");
+    let r = neff(&["build", s(&spec), "-o", s(&built), "-q"]);
+    assert_eq!(code(&r), 0, "{}", text(&r.stderr));
+    assert_eq!(feature_bits(&built), 0x1002);
+    fs::write(&header, r#"{"feature_bits": "dge,nope"}"#).unwrap();
+    let r = neff(&[
+        "pack",
+        s(&model),
+        "-o",
+        s(&from_header),
+        "--header",
+        s(&header),
+    ]);
+    assert_eq!(code(&r), 2);
+    assert!(text(&r.stderr).contains("\"nope\""), "{}", text(&r.stderr));
+
     // verify --supported-features: the same parser.
     let file = dir.path().join("0.neff");
     let r = neff(&[
@@ -465,4 +506,29 @@ fn json_prints_one_document_on_failure() {
     let r = neff(&["unpack", "--json", s(&bad), "-o", s(&d.join("u2"))]);
     assert_eq!(code(&r), 1, "{}", text(&r.stderr));
     assert_eq!(one_json(&r)["verdict"]["accepted"], false);
+}
+
+/// `--help` of the commands this file covers, pinned by golden files
+/// (regenerate with NEFF_UPDATE_GOLDEN=1).
+#[test]
+fn help_of_new_and_changed_commands_matches_the_golden_files() {
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    let update = std::env::var_os("NEFF_UPDATE_GOLDEN").is_some();
+    for cmd in ["completions", "man", "fixtures", "corpus"] {
+        let r = neff(&[cmd, "--help"]);
+        assert_eq!(code(&r), 0);
+        let path = golden.join(format!("help-{cmd}.txt"));
+        if update {
+            fs::write(&path, &r.stdout).unwrap();
+        }
+        let expected = fs::read_to_string(&path).unwrap_or_else(|_| {
+            panic!("{} missing: run with NEFF_UPDATE_GOLDEN=1", path.display())
+        });
+        assert_eq!(
+            text(&r.stdout),
+            expected,
+            "{} changed: review, then NEFF_UPDATE_GOLDEN=1",
+            path.display()
+        );
+    }
 }

@@ -39,6 +39,7 @@ enum BarrierCommand {
         json: bool,
     },
     /// Encode logger-shaped JSON (as `decode --json` prints it) to 296 bytes.
+    #[command(after_help = super::OUTPUT_POLICY)]
     Encode {
         /// The JSON config.
         file: PathBuf,
@@ -47,6 +48,7 @@ enum BarrierCommand {
         output: PathBuf,
     },
     /// Compose a config from explicit inputs, following the runtime's tables.
+    #[command(after_help = super::OUTPUT_POLICY)]
     Compose(ComposeArgs),
     /// Print the step sizes and the 4-step algorithm tables of both fabrics.
     Tables {
