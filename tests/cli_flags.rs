@@ -532,3 +532,66 @@ fn help_of_new_and_changed_commands_matches_the_golden_files() {
         );
     }
 }
+
+/// On the real NEFFs: a runtime that supports exactly the file's features, by
+/// name (as `inspect` names them), accepts it; without its first one, G5
+/// refuses it; and a repack with those names as `--feature-bits` gives the
+/// same header mask.
+#[test]
+fn real_neffs_by_their_feature_names() {
+    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/real-neffs"));
+    let Ok(entries) = fs::read_dir(dir) else {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "CI must provide {}",
+            dir.display()
+        );
+        return;
+    };
+    let mut checked = 0;
+    for file in entries
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "neff"))
+    {
+        let report = one_json(&neff(&["inspect", s(&file), "--json"]));
+        let names: Vec<&str> = report["feature_names"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_str().unwrap())
+            .collect();
+        if names.is_empty() {
+            continue;
+        }
+        let all = names.join(",");
+        let r = neff(&["verify", s(&file), "--supported-features", &all, "-q"]);
+        assert_eq!(
+            code(&r),
+            0,
+            "{}: {all}: {}",
+            file.display(),
+            text(&r.stderr)
+        );
+        let r = neff(&[
+            "verify",
+            s(&file),
+            "--supported-features",
+            &names[1..].join(","),
+            "-q",
+        ]);
+        assert_eq!(code(&r), 1, "{}", file.display());
+        assert!(text(&r.stderr).contains("G5"), "{}", text(&r.stderr));
+        let mask = report["header"]["feature_bits"].as_u64().unwrap();
+        let r = neff(&[
+            "verify",
+            s(&file),
+            "--supported-features",
+            &format!("{mask:#x}"),
+            "-q",
+        ]);
+        assert_eq!(code(&r), 0);
+        checked += 1;
+    }
+    assert!(checked >= 6, "only {checked} real NEFFs have feature bits");
+}

@@ -61,7 +61,7 @@ impl WrittenReport {
 }
 
 /// What `neff unpack --json` prints.
-#[derive(Debug, Serialize, JsonSchema)]
+#[derive(Debug, Default, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UnpackReport {
     /// Files written (absent when refused).
@@ -100,21 +100,15 @@ impl UnpackReport {
             directories: Some(summary.directories),
             bytes: Some(summary.bytes),
             replaced: Some(summary.replaced),
-            ..UnpackReport::refused(None)
+            ..UnpackReport::default()
         }
     }
 
     /// The gates refused the NEFF (`verdict` is their report).
-    pub fn refused(verdict: Option<Report>) -> Self {
+    pub fn refused(verdict: Report) -> Self {
         UnpackReport {
-            files: None,
-            directories: None,
-            bytes: None,
-            replaced: None,
-            header_out: None,
-            byte_identical_repack: None,
-            not_reproduced: None,
-            verdict,
+            verdict: Some(verdict),
+            ..UnpackReport::default()
         }
     }
 }

@@ -82,7 +82,7 @@ pub fn run(args: UnpackArgs) -> Result<u8, Box<dyn std::error::Error>> {
                 return Err(e.into());
             };
             if args.json {
-                print_json(&UnpackReport::refused(Some(report.clone())))?;
+                print_json(&UnpackReport::refused(report.clone()))?;
             }
             eprintln!("neff: {}: {}", args.file.display(), report.summary());
             if let Some(detail) = &report.detail {
