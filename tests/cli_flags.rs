@@ -457,6 +457,8 @@ fn json_prints_one_document_on_failure() {
     let r = neff(&["build", "--json", s(&d.join("no-spec.json")), "-o", s(&out)]);
     assert_eq!(code(&r), 2);
     assert!(one_json(&r)["error"]["message"].is_string());
+    let r = neff(&["barrier", "decode", "--json", s(&missing)]);
+    assert_error_document(&r, "other", "barrier decode");
     let r = neff(&["verify", "--json", "--no-such-flag", "x"]);
     assert_error_document(&r, "usage", "a bad flag");
 

@@ -121,6 +121,7 @@ pub fn run(args: BarrierArgs) -> Result<u8, Box<dyn std::error::Error>> {
         BarrierCommand::Decode { file, json } => {
             let configs = read_bin(&file)?;
             if quiet {
+                // Only the input is checked.
             } else if json {
                 println!("{}", to_json(&configs));
             } else {
@@ -185,7 +186,9 @@ fn compose_cmd(c: ComposeArgs, quiet: bool) -> Result<(), Box<dyn std::error::Er
     let composed = compose(&inputs)?;
     write_atomic(&c.output, composed.configs.as_bytes())?;
     if quiet {
-    } else if c.json {
+        return Ok(());
+    }
+    if c.json {
         println!("{}", to_json(&composed.configs));
     } else {
         eprintln!(
