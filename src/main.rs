@@ -4,7 +4,7 @@ mod cli;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use cli::documents::ErrorDocument;
 
 fn main() -> ExitCode {
     cli::signals::install();
@@ -14,12 +14,46 @@ fn main() -> ExitCode {
             path.display()
         )
     });
-    let args = cli::Cli::parse();
+    let (args, json) = match cli::parse() {
+        Ok(parsed) => parsed,
+        Err(e) => return usage_error(e),
+    };
     match cli::run(args) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("neff: error: {e}");
+            if json {
+                print_error(&ErrorDocument::of(e.as_ref()));
+            }
             ExitCode::from(cli::EXIT_ERROR)
         }
+    }
+}
+
+/// A command line clap refuses (or `--help`, `--version`): clap's text, and
+/// with `--json` among the arguments also the error document on stdout.
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        e.exit();
+    }
+    let _ = e.print();
+    if std::env::args_os().any(|a| a == "--json") {
+        let text = e.render().to_string();
+        let first = text.lines().next().unwrap_or_default();
+        let message = first.strip_prefix("error: ").unwrap_or(first);
+        print_error(&ErrorDocument::plain("usage", message.to_string()));
+    }
+    ExitCode::from(cli::EXIT_ERROR)
+}
+
+fn print_error(document: &ErrorDocument) {
+    if let Err(e) = cli::print_json(document) {
+        eprintln!("neff: error: cannot print the JSON error: {e}");
     }
 }

@@ -44,6 +44,11 @@ fn every_schema_matches_its_golden_file() {
         "def-json",
         "engine",
         "ucode-lib",
+        "pack-report",
+        "unpack-report",
+        "error",
+        "corpus-manifest",
+        "fixtures-manifest",
     ] {
         assert!(names.iter().any(|n| n == expected), "{expected} not listed");
     }
@@ -154,4 +159,261 @@ fn the_key_check_catches_a_stray_key() {
     let spec =
         serde_json::json!({"subgraphs": [{"name": "sg00", "engines": {"pe": {"instrs": "x"}}}]});
     check(&schema, &spec, &schema["$defs"], "spec");
+}
+
+/// Documents to validate, each against `neff schema NAME`, with Python's
+/// `jsonschema` (an independent validator, draft 2020-12), in one run.
+#[derive(Default)]
+struct Batch {
+    /// (label, schema name, document).
+    cases: Vec<(String, String, Value)>,
+}
+
+impl Batch {
+    fn add(&mut self, label: impl Into<String>, name: &str, instance: Value) {
+        self.cases.push((label.into(), name.to_string(), instance));
+    }
+
+    /// stdout of a `--json` run, exiting `code`: one document, to validate
+    /// against schema `name`.
+    fn run(&mut self, name: &str, args: &[&str], code: i32) -> Value {
+        let r = neff(args);
+        assert_eq!(
+            r.status.code(),
+            Some(code),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+        let doc: Value = serde_json::from_slice(&r.stdout).expect("one JSON document");
+        self.add(format!("{args:?}"), name, doc.clone());
+        doc
+    }
+
+    /// Each case's label and the validator's complaints (empty: valid).
+    fn results(self) -> Vec<(String, String)> {
+        let mut schemas = serde_json::Map::new();
+        for (_, name, _) in &self.cases {
+            let r = neff(&["schema", name]);
+            assert_eq!(r.status.code(), Some(0), "{name}");
+            schemas.insert(name.clone(), serde_json::from_slice(&r.stdout).unwrap());
+        }
+        let cases: Vec<Value> = self
+            .cases
+            .iter()
+            .map(|(_, name, doc)| serde_json::json!([name, doc]))
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("cases.json");
+        fs::write(
+            &input,
+            serde_json::json!({"schemas": schemas, "cases": cases}).to_string(),
+        )
+        .unwrap();
+        let script = "import json, sys, jsonschema\n\
+            V = jsonschema.Draft202012Validator\n\
+            d = json.load(open(sys.argv[1]))\n\
+            for s in d['schemas'].values(): V.check_schema(s)\n\
+            out = [sorted(f'{list(e.absolute_path)}: {e.message}' for e in V(d['schemas'][n]).iter_errors(i))[:5] for n, i in d['cases']]\n\
+            print(json.dumps(out))";
+        let out = Command::new("python3")
+            .args(["-c", script])
+            .arg(&input)
+            .output()
+            .expect("run python3 (with the jsonschema package: pip install jsonschema)");
+        assert!(
+            out.status.success(),
+            "python3 jsonschema failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let errors: Vec<Vec<String>> = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(errors.len(), self.cases.len());
+        self.cases
+            .into_iter()
+            .zip(errors)
+            .map(|((label, name, _), e)| (format!("{label} (schema {name})"), e.join("\n")))
+            .collect()
+    }
+
+    fn assert_all_valid(self) {
+        let bad: Vec<String> = self
+            .results()
+            .into_iter()
+            .filter(|(_, e)| !e.is_empty())
+            .map(|(label, e)| format!("{label}:\n{e}"))
+            .collect();
+        assert!(
+            bad.is_empty(),
+            "documents that do not match their schema:\n{}",
+            bad.join("\n")
+        );
+    }
+}
+
+fn real_neffs() -> Vec<PathBuf> {
+    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/real-neffs"));
+    let Ok(entries) = fs::read_dir(dir) else {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "CI must provide {}",
+            dir.display()
+        );
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "neff"))
+        .collect();
+    files.sort();
+    files
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+#[test]
+fn every_json_output_matches_its_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let out = d.join("out.neff");
+    let mut batch = Batch::default();
+    let model = p(&examples.join("allreduce")).to_string();
+    batch.run("pack-report", &["pack", &model, "-o", p(&out), "--json"], 0);
+    for spec in [
+        "allreduce.json",
+        "cayman-ucode.json",
+        "two-subgraphs.json",
+        "weights.json",
+    ] {
+        let (spec, built) = (examples.join(spec), d.join(spec.replace(".json", ".neff")));
+        let args = ["build", p(&spec), "-o", p(&built), "--json"];
+        batch.run("pack-report", &args, 0);
+    }
+    // A refused pack: the verdict, not written.
+    let refused = d.join("r.neff");
+    let args = [
+        "pack",
+        &model,
+        "-o",
+        p(&refused),
+        "--feature-bits",
+        "0x8000000",
+        "--json",
+    ];
+    assert_eq!(batch.run("pack-report", &args, 1)["written"], false);
+    batch.run(
+        "error",
+        &["verify", p(&d.join("missing.neff")), "--json"],
+        2,
+    );
+    batch.run(
+        "error",
+        &["pack", p(&d.join("missing")), "-o", p(&out), "--json"],
+        2,
+    );
+    batch.run("error", &["inspect", "--json", "--bogus"], 2);
+
+    for (i, file) in real_neffs().iter().chain([&out]).enumerate() {
+        batch.run("verify-report", &["verify", p(file), "--json"], 0);
+        // One arch: accepted or refused (G17 for a file that does not target it).
+        let one_arch = neff(&["verify", p(file), "--json", "--instance-arch", "cayman"]);
+        let doc: Value = serde_json::from_slice(&one_arch.stdout).expect("one JSON document");
+        assert_eq!(
+            one_arch.status.code(),
+            Some(i32::from(doc["accepted"] == false))
+        );
+        batch.add(
+            format!("verify {} on cayman", p(file)),
+            "verify-report",
+            doc,
+        );
+        batch.run("inspect-report", &["inspect", p(file), "--json"], 0);
+        let (tree, header) = (d.join(format!("u{i}")), d.join(format!("h{i}.json")));
+        let args = [
+            "unpack",
+            p(file),
+            "-o",
+            p(&tree),
+            "--header-out",
+            p(&header),
+            "--json",
+        ];
+        let unpacked = batch.run("unpack-report", &args, 0);
+        assert!(unpacked["byte_identical_repack"].is_boolean());
+    }
+    batch.run(
+        "unpack-report",
+        &["unpack", p(&out), "-o", p(&d.join("plain")), "--json"],
+        0,
+    );
+
+    let read =
+        |path: PathBuf| -> Value { serde_json::from_slice(&fs::read(path).unwrap()).unwrap() };
+    let corpus = d.join("corpus");
+    let r = neff(&["corpus", "-o", p(&corpus), "--count", "8", "-q"]);
+    assert_eq!(r.status.code(), Some(0));
+    batch.add(
+        "corpus.json",
+        "corpus-manifest",
+        read(corpus.join("corpus.json")),
+    );
+    let fixtures = d.join("fixtures");
+    assert_eq!(
+        neff(&["fixtures", "-o", p(&fixtures), "-q"]).status.code(),
+        Some(0)
+    );
+    batch.add(
+        "fixtures manifest.json",
+        "fixtures-manifest",
+        read(fixtures.join("manifest.json")),
+    );
+    batch.assert_all_valid();
+}
+
+/// The validator must be able to fail: a field of the wrong type, a field
+/// the schema does not declare, and a missing field are each refused.
+#[test]
+fn the_validator_rejects_a_mistyped_or_stray_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("a.neff");
+    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/allreduce");
+    let mut valid = Batch::default();
+    let doc = valid.run(
+        "pack-report",
+        &["pack", p(&model), "-o", p(&out), "--json"],
+        0,
+    );
+    let inspect = valid.run("inspect-report", &["inspect", p(&out), "--json"], 0);
+    valid.assert_all_valid();
+    type Mutant = (&'static str, fn(&mut Value));
+    let mutants: [Mutant; 4] = [
+        ("tar_size as a string", |v| {
+            v["tar_size"] = Value::from("20480")
+        }),
+        ("a stray top-level key", |v| v["extra"] = Value::from(1)),
+        ("a stray header key", |v| {
+            v["header"]["extra"] = Value::from(1)
+        }),
+        ("no verdict", |v| {
+            v.as_object_mut().unwrap().remove("verdict");
+        }),
+    ];
+    let mut invalid = Batch::default();
+    for (what, mutate) in mutants {
+        let mut bad = doc.clone();
+        mutate(&mut bad);
+        invalid.add(what, "pack-report", bad);
+    }
+    let error = serde_json::json!({"error": {"kind": "read", "message": "m", "offset": "0x10"}});
+    invalid.add("a string offset", "error", error);
+    let error = serde_json::json!({"error": {"kind": "read", "message": "m"}, "more": 1});
+    invalid.add("a second key", "error", error);
+    let mut bad = inspect;
+    bad["verdict"]["accepted"] = Value::from("yes");
+    invalid.add("accepted as a string", "inspect-report", bad);
+    for (label, errors) in invalid.results() {
+        assert!(!errors.is_empty(), "{label} passed the schema");
+    }
 }

@@ -72,7 +72,10 @@ pub use gate::{Gate, NrtStatus, Rejection};
 pub use inspect::{InspectReport, ModelReadPast, BARRIER_CONFIG_MEMBER};
 pub use memory::{check_members, MemberData};
 pub use model::*;
-pub use profile::{parse_mask, ProfileSettings, RuntimeProfile, EVTACCEL_OFFSET, UCODE_ABI_2_31};
+pub use profile::{
+    parse_features, parse_mask, ProfileSettings, RuntimeProfile, EVTACCEL_OFFSET, RUNTIME_VERSION,
+    UCODE_ABI_2_31,
+};
 pub use report::{ArchScope, Report, TIERS};
 pub use tar_reader::{Dialect, Entry, EntryKind, TarReader};
 

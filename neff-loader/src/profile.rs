@@ -1,11 +1,14 @@
 //! The runtime a NEFF is checked against (spec §5.5).
 
-use neff_schema::features::SUPPORTED_FEATURES_2_31;
+use neff_schema::features::{KNOWN, SUPPORTED_FEATURES_2_31};
 use neff_schema::{Arch, HashLayoutPolicy};
 use serde::Serialize;
 use std::path::Path;
 
 use crate::report::Report;
+
+/// The Neuron runtime release whose loader the gates model.
+pub const RUNTIME_VERSION: &str = "2.31";
 
 /// The GPSIMD ucode ABI version of runtime 2.31 (`.rodata 0x84fe68`).
 pub const UCODE_ABI_2_31: &str = "1.21.1.0";
@@ -210,7 +213,9 @@ impl ProfileSettings {
                     );
                 }
                 "--supported-features" => {
-                    s.supported_features = Some(parse_number(flag, &value("a mask")?)?)
+                    s.supported_features = Some(
+                        parse_features(&value("a mask")?).map_err(|e| format!("{flag}: {e}"))?,
+                    )
                 }
                 "--evtaccel-offset" => {
                     s.evtaccel_offset = Some(parse_number(flag, &value("an offset")?)?)
@@ -279,6 +284,41 @@ pub fn parse_mask(text: &str) -> Result<u64, String> {
         .map_err(|_| format!("{text:?} is not a 64-bit number (use decimal, 0x hex or 0b binary)"))
 }
 
+/// A feature-bit mask: a comma-separated list of numbers (as [`parse_mask`]
+/// reads them, several bits each if wanted) and names from the feature-bit
+/// table (`neff_feature_vnc`, or `vnc` without the `neff_feature_` prefix, in
+/// any case), OR'ed together: `0x400,custom_ops`. An unknown name is an error
+/// listing the known names.
+pub fn parse_features(text: &str) -> Result<u64, String> {
+    text.split(',')
+        .try_fold(0, |mask, item| Ok(mask | feature_item(item.trim())?))
+}
+
+/// One item of [`parse_features`]: a number, or a feature name.
+fn feature_item(item: &str) -> Result<u64, String> {
+    if item.starts_with(|c: char| c.is_ascii_digit()) {
+        return parse_mask(item);
+    }
+    let bare = |name: &str| {
+        let lower = name.to_ascii_lowercase();
+        lower
+            .strip_prefix("neff_feature_")
+            .map_or(lower.clone(), str::to_string)
+    };
+    let wanted = bare(item);
+    KNOWN
+        .iter()
+        .find(|(_, name)| bare(name) == wanted)
+        .map(|(bit, _)| *bit)
+        .ok_or_else(|| {
+            let known: Vec<&str> = KNOWN.iter().map(|(_, name)| *name).collect();
+            format!(
+                "unknown feature {item:?}: give a number or one of {} (the `neff_feature_` prefix is optional)",
+                known.join(", ")
+            )
+        })
+}
+
 fn parse_number(flag: &str, text: &str) -> Result<u64, String> {
     parse_mask(text).map_err(|e| format!("{flag}: {e}"))
 }
@@ -313,5 +353,35 @@ mod tests {
         assert!(ProfileSettings::from_args(&["--instance-arch"]).is_err());
         assert!(ProfileSettings::from_args(&["--supported-features", "zz"]).is_err());
         assert!(ProfileSettings::from_args(&["--hash-layout", "zz"]).is_err());
+        assert_eq!(
+            ProfileSettings::from_args(&["--supported-features", "vnc,0x2"])
+                .map(|s| s.supported_features),
+            Ok(Some(0x402))
+        );
+    }
+
+    #[test]
+    fn features_by_name_number_or_both() {
+        assert_eq!(parse_features("neff_feature_vnc,custom_ops"), Ok(0x404));
+        assert_eq!(parse_features("0x400,custom_ops"), Ok(0x404));
+        assert_eq!(parse_features("NEFF_FEATURE_VNC"), Ok(0x400));
+        assert_eq!(parse_features("Neff_Feature_Custom_Ops , dge"), Ok(0x1004));
+        assert_eq!(parse_features("neff_feature_dge"), Ok(0x1000));
+        assert_eq!(
+            parse_features("neff_feature_DMA_desc_higher_dim"),
+            Ok(0x200)
+        );
+        assert_eq!(parse_features("1024"), Ok(0x400));
+        assert_eq!(parse_features("0x7FF_FFFF"), Ok(0x7FF_FFFF));
+        assert_eq!(parse_features("0b11"), Ok(3));
+        let err = parse_features("vnc,bogus").unwrap_err();
+        assert!(err.contains("\"bogus\""), "{err}");
+        assert!(
+            err.contains("neff_feature_vnc") && err.contains("large_tensor_support"),
+            "{err}"
+        );
+        assert!(parse_features("").is_err());
+        assert!(parse_features("vnc,").is_err());
+        assert!(parse_features("0xZZ").is_err());
     }
 }

@@ -76,12 +76,37 @@ pub struct HeaderPatch {
     pub requested_tpb_count: Option<u32>,
     /// `tpb_per_node` (default zeros).
     pub tpb_per_node: Option<Blob<TPB_PER_NODE_LEN>>,
-    /// `feature_bits` (default 0).
+    /// `feature_bits` (default 0): a number, or a string as `neff pack
+    /// --feature-bits` takes it: numbers and feature names, comma-separated
+    /// (`"neff_feature_vnc,custom_ops"`, `"0x400,custom_ops"`).
+    #[serde(default, deserialize_with = "feature_bits")]
+    #[schemars(with = "Option<FeatureBitsJson>")]
     pub feature_bits: Option<u64>,
     /// `vnc_size` (default 1).
     pub vnc_size: Option<u32>,
     /// `pad` (default zeros).
     pub pad: Option<Blob<PAD_LEN>>,
+}
+
+/// `feature_bits` as JSON: a mask, or a list of names and numbers.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+enum FeatureBitsJson {
+    /// The mask as a number.
+    Mask(u64),
+    /// Comma-separated numbers and feature names ([`neff_loader::parse_features`]).
+    Names(String),
+}
+
+fn feature_bits<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    Ok(match Option::<FeatureBitsJson>::deserialize(d)? {
+        None => None,
+        Some(FeatureBitsJson::Mask(mask)) => Some(mask),
+        Some(FeatureBitsJson::Names(text)) => Some(
+            neff_loader::parse_features(&text)
+                .map_err(|e| serde::de::Error::custom(format!("feature_bits: {e}")))?,
+        ),
+    })
 }
 
 impl HeaderPatch {
@@ -243,6 +268,15 @@ mod tests {
         patch.apply(&mut h);
         assert_eq!(h.name.as_clean_str(), Some("m"));
         assert_eq!(h.feature_bits, 4);
+        for text in [
+            r#"{"feature_bits": "vnc,custom_ops"}"#,
+            r#"{"feature_bits": "0x404"}"#,
+        ] {
+            let file = HeaderFile::parse(text).unwrap();
+            assert_eq!(file.header.feature_bits, Some(0x404), "{text}");
+        }
+        let err = HeaderFile::parse(r#"{"feature_bits": "vnc,nope"}"#).unwrap_err();
+        assert!(err.contains("neff_feature_vnc"), "{err}");
         assert_eq!(h.uuid.to_string(), "561826fb-125f-4bb8-991c-29e085c8949a");
         assert_eq!(h.neff_version_major, 2);
         assert!(serde_json::from_str::<HeaderPatch>(r#"{"nmae": "m"}"#).is_err());

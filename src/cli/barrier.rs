@@ -23,6 +23,9 @@ use super::{parse_mask, print_json, EXIT_OK};
 pub struct BarrierArgs {
     #[command(subcommand)]
     command: BarrierCommand,
+    /// Print nothing on success (decode and tables then only check their input).
+    #[arg(short, long, global = true)]
+    quiet: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -36,6 +39,7 @@ enum BarrierCommand {
         json: bool,
     },
     /// Encode logger-shaped JSON (as `decode --json` prints it) to 296 bytes.
+    #[command(after_help = super::OUTPUT_POLICY)]
     Encode {
         /// The JSON config.
         file: PathBuf,
@@ -44,6 +48,7 @@ enum BarrierCommand {
         output: PathBuf,
     },
     /// Compose a config from explicit inputs, following the runtime's tables.
+    #[command(after_help = super::OUTPUT_POLICY)]
     Compose(ComposeArgs),
     /// Print the step sizes and the 4-step algorithm tables of both fabrics.
     Tables {
@@ -111,10 +116,13 @@ enum FabricArg {
 }
 
 pub fn run(args: BarrierArgs) -> Result<u8, Box<dyn std::error::Error>> {
+    let quiet = args.quiet;
     match args.command {
         BarrierCommand::Decode { file, json } => {
             let configs = read_bin(&file)?;
-            if json {
+            if quiet {
+                // Only the input is checked.
+            } else if json {
                 println!("{}", to_json(&configs));
             } else {
                 print_text(&configs);
@@ -125,9 +133,12 @@ pub fn run(args: BarrierArgs) -> Result<u8, Box<dyn std::error::Error>> {
                 std::fs::read(&file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
             let configs = from_json(&text).map_err(|e| format!("{}: {e}", file.display()))?;
             write_atomic(&output, configs.as_bytes())?;
-            eprintln!("wrote {} ({BARRIER_CONFIGS_LEN} bytes)", output.display());
+            if !quiet {
+                eprintln!("wrote {} ({BARRIER_CONFIGS_LEN} bytes)", output.display());
+            }
         }
-        BarrierCommand::Compose(c) => compose_cmd(c)?,
+        BarrierCommand::Compose(c) => compose_cmd(c, quiet)?,
+        BarrierCommand::Tables { .. } if quiet => {}
         BarrierCommand::Tables { json } => tables_cmd(json)?,
     }
     Ok(EXIT_OK)
@@ -138,7 +149,7 @@ fn read_bin(file: &Path) -> Result<BarrierConfigs, Box<dyn std::error::Error>> {
     Ok(BarrierConfigs::from_slice(&bytes).map_err(|e| format!("{}: {e}", file.display()))?)
 }
 
-fn compose_cmd(c: ComposeArgs) -> Result<(), Box<dyn std::error::Error>> {
+fn compose_cmd(c: ComposeArgs, quiet: bool) -> Result<(), Box<dyn std::error::Error>> {
     let mut inputs = match &c.spec {
         Some(path) => {
             let text =
@@ -174,6 +185,9 @@ fn compose_cmd(c: ComposeArgs) -> Result<(), Box<dyn std::error::Error>> {
     inputs.total_desc_n = c.total_desc_n.unwrap_or(inputs.total_desc_n);
     let composed = compose(&inputs)?;
     write_atomic(&c.output, composed.configs.as_bytes())?;
+    if quiet {
+        return Ok(());
+    }
     if c.json {
         println!("{}", to_json(&composed.configs));
     } else {

@@ -8,7 +8,8 @@ use neff::smith::corpus::seed_file;
 use neff::smith::generate::GenConfig;
 use neff::writer::write_atomic;
 
-use super::EXIT_OK;
+use super::documents::{CorpusEntry, CorpusManifest};
+use super::{prepare_output_dir, EXIT_OK};
 
 /// Write fuzz seeds: valid NEFFs drawn from the structure-aware generator, and
 /// invalid ones made by mutating a manifest or a header field.
@@ -21,7 +22,7 @@ use super::EXIT_OK;
 #[derive(Args, Debug)]
 pub struct CorpusArgs {
     /// Output directory (created; must be empty unless --force).
-    #[arg(long, value_name = "DIR")]
+    #[arg(short, long = "output", visible_alias = "out", value_name = "DIR")]
     out: PathBuf,
     /// How many files.
     #[arg(long, default_value_t = 100)]
@@ -35,6 +36,9 @@ pub struct CorpusArgs {
     /// Write into a non-empty DIR.
     #[arg(long)]
     force: bool,
+    /// Print nothing on success.
+    #[arg(short, long)]
+    quiet: bool,
 }
 
 fn parse_ratio(text: &str) -> Result<f64, String> {
@@ -45,15 +49,7 @@ fn parse_ratio(text: &str) -> Result<f64, String> {
 }
 
 pub fn run(args: CorpusArgs) -> Result<u8, Box<dyn std::error::Error>> {
-    std::fs::create_dir_all(&args.out)
-        .map_err(|e| format!("cannot create {}: {e}", args.out.display()))?;
-    if !args.force && std::fs::read_dir(&args.out)?.next().is_some() {
-        return Err(format!(
-            "{} is not empty (pass --force to write into it)",
-            args.out.display()
-        )
-        .into());
-    }
+    prepare_output_dir(&args.out, args.force)?;
     let config = GenConfig::default();
     let started = Instant::now();
     let mut listing = Vec::new();
@@ -71,15 +67,27 @@ pub fn run(args: CorpusArgs) -> Result<u8, Box<dyn std::error::Error>> {
         );
         write_atomic(&args.out.join(&name), &seed.bytes)?;
         bytes += seed.bytes.len() as u64;
-        listing.push(serde_json::json!({"file": name, "valid": seed.valid, "draw": this, "mutation": seed.mutation}));
+        listing.push(CorpusEntry {
+            file: name,
+            valid: seed.valid,
+            draw: this,
+            mutation: seed.mutation,
+        });
         written += 1;
     }
-    let manifest = serde_json::json!({"seed": args.seed, "invalid_ratio": args.invalid_ratio, "files": listing});
+    let manifest = CorpusManifest {
+        seed: args.seed,
+        invalid_ratio: args.invalid_ratio,
+        files: listing,
+    };
     write_atomic(
         &args.out.join("corpus.json"),
         (serde_json::to_string_pretty(&manifest)? + "\n").as_bytes(),
     )?;
     let secs = started.elapsed().as_secs_f64();
+    if args.quiet {
+        return Ok(EXIT_OK);
+    }
     eprintln!(
         "wrote {written} files ({bytes} bytes) to {} in {secs:.2} s ({:.0} files/s)",
         args.out.display(),

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 use neff::smith::fixtures::{generate, FixtureKind, MANIFEST_FILE};
 
-use super::EXIT_OK;
+use super::{prepare_output_dir, EXIT_OK};
 
 /// Write a corpus of valid, negative and edge-case NEFFs with a manifest.
 ///
@@ -22,7 +22,7 @@ use super::EXIT_OK;
 #[derive(Args, Debug)]
 pub struct FixturesArgs {
     /// Output directory (created if absent; must be empty unless --force).
-    #[arg(long, value_name = "DIR")]
+    #[arg(short, long = "output", visible_alias = "out", value_name = "DIR")]
     out: PathBuf,
     /// Write into a non-empty DIR, replacing files of the same name (other files
     /// are left alone).
@@ -34,19 +34,7 @@ pub struct FixturesArgs {
 }
 
 pub fn run(args: FixturesArgs) -> Result<u8, Box<dyn std::error::Error>> {
-    match std::fs::read_dir(&args.out) {
-        Ok(mut entries) => {
-            if entries.next().is_some() && !args.force {
-                return Err(format!(
-                    "{} is not empty: pass --force to write into it",
-                    args.out.display()
-                )
-                .into());
-            }
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(format!("{}: {e}", args.out.display()).into()),
-    }
+    prepare_output_dir(&args.out, args.force)?;
     let manifest = generate(&args.out)?;
     if !args.quiet {
         let mut files: Vec<&str> = manifest.fixtures.iter().map(|f| f.file.as_str()).collect();

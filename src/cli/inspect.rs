@@ -30,6 +30,9 @@ pub struct InspectArgs {
     /// Print one JSON object on stdout.
     #[arg(long)]
     json: bool,
+    /// Print nothing when the NEFF is accepted; a refusal is one line on stderr.
+    #[arg(short, long)]
+    quiet: bool,
 }
 
 pub fn run(args: InspectArgs) -> Result<u8, Box<dyn std::error::Error>> {
@@ -42,6 +45,8 @@ pub fn run(args: InspectArgs) -> Result<u8, Box<dyn std::error::Error>> {
     };
     if args.json {
         print_json(&report)?;
+    } else if args.quiet {
+        super::quiet_verdict(&args.file, &report.verdict);
     } else {
         print_human(&report);
     }

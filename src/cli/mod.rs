@@ -5,7 +5,9 @@ mod build;
 mod cat;
 mod corpus;
 mod diff;
+pub mod documents;
 mod fixtures;
+mod generated;
 mod inspect;
 mod pack;
 mod progress;
@@ -17,7 +19,7 @@ mod verify;
 use std::process::ExitCode;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use neff::schema::framing::DeflateEngine;
 use neff::schema::{FramingPreset, HashLayout};
 
@@ -28,14 +30,32 @@ pub const EXIT_REJECTED: u8 = 1;
 /// Exit status: bad usage or an I/O error.
 pub const EXIT_ERROR: u8 = 2;
 
+/// The overwrite policy of every command that writes, shown in its `--help`.
+const OUTPUT_POLICY: &str =
+    "Outputs: a file is written to a temp file beside it and renamed into place \
+(an existing file is replaced whole; on an error or a signal it is left untouched); \
+a folder is created if absent and must be empty unless --force.";
+
+/// `neff --version`: this tool's version and the runtime the gates model.
+static VERSION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "{} (gates model Neuron runtime {}, ucode ABI {})",
+        env!("CARGO_PKG_VERSION"),
+        neff::loader::RUNTIME_VERSION,
+        neff::loader::UCODE_ABI_2_31
+    )
+});
+
 /// Write NEFF files and check them against the Neuron runtime loader's gates.
 #[derive(Parser, Debug)]
 #[command(
     name = "neff",
-    version,
+    version = VERSION.as_str(),
     about,
     long_about = None,
-    after_help = "Exit status: 0 success or accepted, 1 refused by a loader gate, 2 usage or I/O error.\nRun `neff <COMMAND> --help` for each command's flags."
+    after_help = "Exit status: 0 success or accepted, 1 refused by a loader gate, 2 usage or I/O error.\n\
+With --json, stdout holds exactly one JSON document, {\"error\": {...}} on an error.\n\
+Run `neff <COMMAND> --help` for each command's flags."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -44,17 +64,41 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    #[command(visible_alias = "create", after_help = OUTPUT_POLICY)]
     Pack(pack::PackArgs),
+    #[command(after_help = OUTPUT_POLICY)]
     Unpack(unpack::UnpackArgs),
+    #[command(visible_alias = "info")]
     Inspect(inspect::InspectArgs),
     Verify(verify::VerifyArgs),
+    #[command(after_help = OUTPUT_POLICY)]
     Build(build::BuildArgs),
     Schema(schema::SchemaArgs),
+    #[command(after_help = OUTPUT_POLICY)]
     Barrier(barrier::BarrierArgs),
+    #[command(after_help = OUTPUT_POLICY)]
     Corpus(corpus::CorpusArgs),
+    #[command(after_help = OUTPUT_POLICY)]
     Fixtures(fixtures::FixturesArgs),
     Diff(diff::DiffArgs),
     Cat(cat::CatArgs),
+    Completions(generated::CompletionsArgs),
+    #[command(after_help = OUTPUT_POLICY)]
+    Man(generated::ManArgs),
+}
+
+/// Parses the command line; also says whether the command asked for `--json`.
+pub fn parse() -> Result<(Cli, bool), clap::Error> {
+    let matches = Cli::command().try_get_matches()?;
+    let json = wants_json(&matches);
+    Ok((Cli::from_arg_matches(&matches)?, json))
+}
+
+/// Whether the innermost subcommand (or one on the way to it) has `--json` set.
+fn wants_json(matches: &clap::ArgMatches) -> bool {
+    matches.subcommand().is_some_and(|(_, sub)| {
+        matches!(sub.try_get_one::<bool>("json"), Ok(Some(true))) || wants_json(sub)
+    })
 }
 
 /// Runs a parsed command line.
@@ -71,16 +115,41 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
         Command::Fixtures(args) => fixtures::run(args)?,
         Command::Diff(args) => diff::run(args)?,
         Command::Cat(args) => cat::run(args)?,
+        Command::Completions(args) => generated::completions(args)?,
+        Command::Man(args) => generated::man(args)?,
     };
     Ok(ExitCode::from(code))
 }
 
-pub use neff::loader::parse_mask;
+/// Creates `dir` if absent; refuses it when it holds anything, unless `force`
+/// (the folder half of [`OUTPUT_POLICY`]).
+pub fn prepare_output_dir(dir: &std::path::Path, force: bool) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let mut entries =
+        std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+    if !force && entries.next().is_some() {
+        return Err(format!(
+            "{} is not empty: pass --force to write into it",
+            dir.display()
+        ));
+    }
+    Ok(())
+}
+
+pub use neff::loader::{parse_features, parse_mask};
 
 /// Prints a value as pretty JSON on stdout.
 pub fn print_json<T: serde::Serialize>(value: &T) -> Result<(), Box<dyn std::error::Error>> {
     println!("{}", serde_json::to_string_pretty(value)?);
     Ok(())
+}
+
+/// `-q` of `verify` and `inspect`: nothing when accepted, the refusal's
+/// summary on stderr.
+pub fn quiet_verdict(file: &std::path::Path, report: &neff::loader::Report) {
+    if !report.accepted {
+        eprintln!("neff: {}: {}", file.display(), report.summary());
+    }
 }
 
 /// Where `pack` and `build` write a NEFF (`-` is stdout), and how they report it.
@@ -135,6 +204,10 @@ pub fn report_written(
             let Some(report) = e.report() else {
                 return Err(e.into());
             };
+            if json {
+                let file = output.display().to_string();
+                print_json(&documents::WrittenReport::refused(file, report.clone()))?;
+            }
             eprintln!(
                 "neff: {}: not written: the loader refuses it",
                 output.display()
@@ -148,14 +221,8 @@ pub fn report_written(
         }
     };
     if json && !to_stdout {
-        print_json(&serde_json::json!({
-            "file": output.display().to_string(),
-            "header": outcome.header,
-            "tar_size": outcome.tar_size,
-            "files": outcome.files,
-            "directories": outcome.directories,
-            "verdict": outcome.report,
-        }))?;
+        let file = output.display().to_string();
+        print_json(&documents::WrittenReport::written(file, outcome))?;
     } else if !quiet {
         let h = &outcome.header;
         eprintln!(

@@ -9,7 +9,7 @@ use neff::schema::{PkgVersion, Uuid};
 use neff::writer::{HeaderFile, PackOptions, Packager, UuidChoice};
 
 use super::progress::Progress;
-use super::{parse_mask, read_header_file, report_written, FramingArgs, Output, PkgArg};
+use super::{parse_features, read_header_file, report_written, FramingArgs, Output, PkgArg};
 
 /// Pack a directory tree into a NEFF, as it is (like `neuron-packager create`).
 ///
@@ -49,8 +49,10 @@ pub struct PackArgs {
     /// SHA-256, so builds are reproducible and different contents never share one.
     #[arg(long, value_name = "UUID|random")]
     uuid: Option<String>,
-    /// feature_bits mask (decimal, 0x hex or 0b binary).
-    #[arg(long, value_name = "MASK", value_parser = parse_mask)]
+    /// feature_bits: comma-separated numbers (decimal, 0x hex or 0b binary) and
+    /// feature names, with or without the `neff_feature_` prefix, any case
+    /// (e.g. `neff_feature_vnc,custom_ops` or `0x400,custom_ops`).
+    #[arg(long, value_name = "MASK|NAMES", value_parser = parse_features)]
     feature_bits: Option<u64>,
     /// neff_version_major (default 2).
     #[arg(long)]

@@ -4,13 +4,16 @@ use clap::Args;
 use neff::schema::manifest::{DefJson, EngineJson, KelfDescriptor, NeffJson, UcodeLibJson};
 use neff::writer::build_spec::BuildSpec;
 
-use super::{print_json, EXIT_OK};
+use super::{documents, print_json, EXIT_OK};
 
 /// Print a JSON Schema: the build spec, a report, or a manifest.
 ///
 /// Schemas follow JSON Schema draft 2020-12: `build-spec` is what `neff build`
 /// reads, `verify-report` what `neff verify --json` prints per arch, `inspect-report`
-/// what `neff inspect --json` prints, `diff-report` what `neff diff --json` prints, and the
+/// what `neff inspect --json` prints, `diff-report` what `neff diff --json` prints,
+/// `pack-report` what `pack`/`build --json` print, `unpack-report` what `unpack --json`
+/// prints, `error` what any `--json` command prints on an error, `corpus-manifest` the
+/// corpus.json of `neff corpus`, and the
 /// manifest schemas describe neff.json, the KELF descriptor, def.json, engine
 /// JSON and ucode_lib.json. Without NAME, lists the schemas. Manifest schemas describe the JSON
 /// shapes (keys the runtime reads, with their types); unknown keys are allowed,
@@ -19,6 +22,9 @@ use super::{print_json, EXIT_OK};
 pub struct SchemaArgs {
     /// The schema to print (omit to list them).
     name: Option<String>,
+    /// Print nothing: only check that NAME is a known schema.
+    #[arg(short, long)]
+    quiet: bool,
 }
 
 /// (name, description, schema).
@@ -44,6 +50,24 @@ const SCHEMAS: &[Entry] = &[
     ("diff-report", "what `neff diff --json` prints", || {
         schemars::schema_for!(neff::loader::diff::DiffReport)
     }),
+    (
+        "pack-report",
+        "what `neff pack --json` and `neff build --json` print",
+        || schemars::schema_for!(documents::WrittenReport),
+    ),
+    ("unpack-report", "what `neff unpack --json` prints", || {
+        schemars::schema_for!(documents::UnpackReport)
+    }),
+    (
+        "error",
+        "what every `--json` command prints on an error (exit 2)",
+        || schemars::schema_for!(documents::ErrorDocument),
+    ),
+    (
+        "corpus-manifest",
+        "corpus.json of `neff corpus`: each seed file",
+        || schemars::schema_for!(documents::CorpusManifest),
+    ),
     (
         "neff-json",
         "neff.json: the graph with the __kelf node (spec §4.1)",
@@ -93,6 +117,9 @@ pub fn names() -> impl Iterator<Item = &'static str> {
 
 pub fn run(args: SchemaArgs) -> Result<u8, Box<dyn std::error::Error>> {
     let Some(name) = args.name else {
+        if args.quiet {
+            return Ok(EXIT_OK);
+        }
         for (name, what, _) in SCHEMAS {
             println!("{name:<15} {what}");
         }
@@ -102,6 +129,8 @@ pub fn run(args: SchemaArgs) -> Result<u8, Box<dyn std::error::Error>> {
         let known: Vec<&str> = names().collect();
         return Err(format!("unknown schema {name:?}: use one of {}", known.join(", ")).into());
     };
-    print_json(&schema())?;
+    if !args.quiet {
+        print_json(&schema())?;
+    }
     Ok(EXIT_OK)
 }

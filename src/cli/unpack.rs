@@ -8,6 +8,7 @@ use neff::loader::RuntimeProfile;
 use neff::loader::{extract, ExtractLimits};
 use neff::writer::recover_framing;
 
+use super::documents::UnpackReport;
 use super::{print_json, EXIT_OK, EXIT_REJECTED};
 
 /// Unpack every member of a NEFF into a directory, byte-exactly.
@@ -55,6 +56,9 @@ pub struct UnpackArgs {
     /// Print a JSON summary on stdout.
     #[arg(long)]
     json: bool,
+    /// Print nothing on success.
+    #[arg(short, long)]
+    quiet: bool,
 }
 
 pub fn run(args: UnpackArgs) -> Result<u8, Box<dyn std::error::Error>> {
@@ -77,6 +81,9 @@ pub fn run(args: UnpackArgs) -> Result<u8, Box<dyn std::error::Error>> {
             let Some(report) = e.report() else {
                 return Err(e.into());
             };
+            if args.json {
+                print_json(&UnpackReport::refused(report.clone()))?;
+            }
             eprintln!("neff: {}: {}", args.file.display(), report.summary());
             if let Some(detail) = &report.detail {
                 eprintln!("  detail: {detail}");
@@ -91,17 +98,14 @@ pub fn run(args: UnpackArgs) -> Result<u8, Box<dyn std::error::Error>> {
         repack = Some((path.clone(), recovered));
     }
     if args.json {
-        let mut value = serde_json::to_value(&summary)?;
-        if let (Some(object), Some((path, r))) = (value.as_object_mut(), &repack) {
-            object.insert("header_out".into(), path.display().to_string().into());
-            object.insert("byte_identical_repack".into(), r.exact.into());
-            object.insert(
-                "not_reproduced".into(),
-                serde_json::to_value(&r.file.not_reproduced)?,
-            );
+        let mut report = UnpackReport::unpacked(&summary);
+        if let Some((path, r)) = &repack {
+            report.header_out = Some(path.display().to_string());
+            report.byte_identical_repack = Some(r.exact);
+            report.not_reproduced = Some(r.file.not_reproduced.clone());
         }
-        print_json(&value)?;
-    } else {
+        print_json(&report)?;
+    } else if !args.quiet {
         eprintln!(
             "unpacked {} files and {} folders ({} bytes) into {}",
             summary.files,

@@ -11,7 +11,7 @@ use neff::loader::{
 use neff::schema::{Arch, HashLayoutPolicy};
 
 use super::progress::Progress;
-use super::{parse_mask, print_json, EXIT_OK, EXIT_REJECTED};
+use super::{parse_features, parse_mask, print_json, EXIT_OK, EXIT_REJECTED};
 
 /// Check a NEFF the way the Neuron runtime 2.31 loader does.
 ///
@@ -27,6 +27,9 @@ pub struct VerifyArgs {
     /// Print exactly one JSON object on stdout.
     #[arg(long)]
     json: bool,
+    /// Print nothing when the NEFF is accepted; a refusal is one line on stderr.
+    #[arg(short, long)]
+    quiet: bool,
     /// The instance the runtime runs on; `all` evaluates each and requires every
     /// targeted one to load.
     #[arg(long, default_value = "all", value_parser = PossibleValuesParser::new(["sunda", "cayman", "mariana", "all"])
@@ -47,8 +50,10 @@ pub struct VerifyArgs {
         value_parser = PossibleValuesParser::new(HashLayoutPolicy::ALL.map(HashLayoutPolicy::name))
             .map(|s| HashLayoutPolicy::parse(&s).unwrap_or_default()))]
     hash_layout: HashLayoutPolicy,
-    /// Feature bits the runtime supports (default 0x7FFFFFF, runtime 2.31).
-    #[arg(long, value_name = "MASK", value_parser = parse_mask)]
+    /// Feature bits the runtime supports (default 0x7FFFFFF, runtime 2.31):
+    /// comma-separated numbers and feature names (`0x400,custom_ops`), as
+    /// `pack --feature-bits` takes them.
+    #[arg(long, value_name = "MASK|NAMES", value_parser = parse_features)]
     supported_features: Option<u64>,
     /// The offset an EVTACCEL carveout must have on Cayman (default 0x37FF8, INFERRED).
     #[arg(long, value_name = "OFFSET", value_parser = parse_mask)]
@@ -133,6 +138,8 @@ pub fn run(args: VerifyArgs) -> Result<u8, Box<dyn std::error::Error>> {
     };
     if args.json {
         print_json(&combined)?;
+    } else if args.quiet {
+        super::quiet_verdict(&args.file, &combined.report);
     } else {
         for report in &reports {
             print_human(&args.file, report);

@@ -1,0 +1,222 @@
+//! The typed JSON documents the commands print with `--json` (and that
+//! `neff schema` describes): what `pack`/`build` wrote, what `unpack` wrote,
+//! and the error document every `--json` command prints when it fails.
+
+use neff::loader::{ExtractSummary, Report};
+use neff::schema::{HeaderFields, Location};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+/// What `neff pack --json` and `neff build --json` print: the NEFF written,
+/// or, when the loader's gates refuse it, the refusal (`written` false).
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WrittenReport {
+    /// The output file.
+    pub file: String,
+    /// Whether the NEFF was written; false when the gates refuse it (see `verdict`).
+    pub written: bool,
+    /// The header written (absent when refused).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub header: Option<HeaderFields>,
+    /// Length of the tar stream (absent when refused).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tar_size: Option<u64>,
+    /// Number of file members (absent when refused).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files: Option<usize>,
+    /// Number of directory entries (absent when refused).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub directories: Option<usize>,
+    /// The loader's verdict on the output (the refusal when refused).
+    pub verdict: Report,
+}
+
+impl WrittenReport {
+    /// The report of a NEFF the gates refused: nothing was written.
+    pub fn refused(file: String, verdict: Report) -> Self {
+        WrittenReport {
+            file,
+            written: false,
+            header: None,
+            tar_size: None,
+            files: None,
+            directories: None,
+            verdict,
+        }
+    }
+
+    /// The report of a NEFF written.
+    pub fn written(file: String, outcome: neff::writer::PackOutcome) -> Self {
+        WrittenReport {
+            file,
+            written: true,
+            header: Some(outcome.header),
+            tar_size: Some(outcome.tar_size),
+            files: Some(outcome.files),
+            directories: Some(outcome.directories),
+            verdict: outcome.report,
+        }
+    }
+}
+
+/// What `neff unpack --json` prints.
+#[derive(Debug, Default, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UnpackReport {
+    /// Files written (absent when refused).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files: Option<usize>,
+    /// Folders created for directory entries (absent when refused).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub directories: Option<usize>,
+    /// Bytes of member data written (absent when refused).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// File entries not written because a later entry has the same path
+    /// (absent when refused).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replaced: Option<usize>,
+    /// The `--header-out` file written, if asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub header_out: Option<String>,
+    /// With `--header-out`: whether `neff pack DIR --header HEADER.json`
+    /// rebuilds the NEFF byte for byte.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub byte_identical_repack: Option<bool>,
+    /// With `--header-out`: what a repack cannot reproduce.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_reproduced: Option<Vec<String>>,
+    /// The container gates' refusal: nothing was unpacked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Report>,
+}
+
+impl UnpackReport {
+    /// What was unpacked.
+    pub fn unpacked(summary: &ExtractSummary) -> Self {
+        UnpackReport {
+            files: Some(summary.files),
+            directories: Some(summary.directories),
+            bytes: Some(summary.bytes),
+            replaced: Some(summary.replaced),
+            ..UnpackReport::default()
+        }
+    }
+
+    /// The gates refused the NEFF (`verdict` is their report).
+    pub fn refused(verdict: Report) -> Self {
+        UnpackReport {
+            verdict: Some(verdict),
+            ..UnpackReport::default()
+        }
+    }
+}
+
+/// What every `--json` command prints on stdout when it fails with an error
+/// (exit 2): one object with one key, `error`.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorDocument {
+    /// The error.
+    pub error: ErrorObject,
+}
+
+/// An error: its kind, message and where it is.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorObject {
+    /// The error's kind in snake_case: a loader or writer error kind (`read`,
+    /// `write`, `io`, `spec`, `tar`, `gzip`, `limit`, `not_empty`, …), a data
+    /// model kind (`bad_uuid`, …), `usage` for a bad command line, `other`
+    /// for anything else.
+    pub kind: String,
+    /// What went wrong (without the location, given in the other keys).
+    pub message: String,
+    /// The file on disk.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// The member of the NEFF's archive.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub member: Option<String>,
+    /// A JSON key path or a struct field.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// A byte offset (the message says of what).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
+}
+
+impl ErrorDocument {
+    /// The document of any error: the crates' errors give their kind and
+    /// location; others are `other` with their text.
+    pub fn of(e: &(dyn std::error::Error + 'static)) -> Self {
+        let (kind, message, location) = if let Some(e) = e.downcast_ref::<neff::loader::Error>() {
+            (format!("{:?}", e.kind()), e.message(), e.location())
+        } else if let Some(e) = e.downcast_ref::<neff::writer::Error>() {
+            (format!("{:?}", e.kind()), e.message(), e.location())
+        } else if let Some(e) = e.downcast_ref::<neff::schema::Error>() {
+            (format!("{:?}", e.kind()), e.message(), e.location())
+        } else {
+            return ErrorDocument::plain("other", e.to_string());
+        };
+        ErrorDocument::of_location(&snake_case(&kind), message.to_string(), location)
+    }
+
+    /// An error with only a kind and a message.
+    pub fn plain(kind: &str, message: String) -> Self {
+        ErrorDocument::of_location(kind, message, &Location::default())
+    }
+
+    fn of_location(kind: &str, message: String, location: &Location) -> Self {
+        ErrorDocument {
+            error: ErrorObject {
+                kind: kind.to_string(),
+                message,
+                path: location.path.as_ref().map(|p| p.display().to_string()),
+                member: location.member.clone(),
+                key: location.key.clone(),
+                offset: location.offset,
+            },
+        }
+    }
+}
+
+/// `ReadBack(Read)` → `read_back`: the outer variant of a kind's Debug text.
+fn snake_case(debug: &str) -> String {
+    let outer = debug.split('(').next().unwrap_or(debug);
+    let mut out = String::new();
+    for (i, c) in outer.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_lowercase());
+    }
+    out
+}
+
+/// `corpus.json`, the listing `neff corpus` writes beside its seeds.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CorpusManifest {
+    /// The `--seed` the corpus is a function of.
+    pub seed: u64,
+    /// The `--invalid-ratio`: the share of mutated files asked for.
+    pub invalid_ratio: f64,
+    /// Every file written, in order.
+    pub files: Vec<CorpusEntry>,
+}
+
+/// One seed file of `corpus.json`.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CorpusEntry {
+    /// The file name, inside the corpus folder.
+    pub file: String,
+    /// Whether the seed was built to pass every gate.
+    pub valid: bool,
+    /// The generator draw it came from.
+    pub draw: u64,
+    /// What was mutated, for an invalid seed (null for a valid one).
+    pub mutation: Option<String>,
+}
