@@ -8,7 +8,7 @@ use clap::builder::PossibleValuesParser;
 use clap::Args;
 use neff::loader::diff::{diff, DiffOptions, DiffReport, FieldDiff, Program, Snapshot};
 
-use super::{print_json, EXIT_ERROR, EXIT_OK, EXIT_REJECTED};
+use super::{print_json, EXIT_OK, EXIT_REJECTED};
 
 /// Compare two NEFFs: header fields, members and manifest keys.
 ///
@@ -55,14 +55,7 @@ pub fn run(args: DiffArgs) -> Result<u8, Box<dyn std::error::Error>> {
     for name in &args.ignore {
         options.ignore(name)?;
     }
-    let (a, b) = match (snapshot(&args.a), snapshot(&args.b)) {
-        (Ok(a), Ok(b)) => (a, b),
-        (Err(e), _) | (_, Err(e)) if args.json => {
-            print_json(&serde_json::json!({ "error": e }))?;
-            return Ok(EXIT_ERROR);
-        }
-        (Err(e), _) | (_, Err(e)) => return Err(e.into()),
-    };
+    let (a, b) = (snapshot(&args.a)?, snapshot(&args.b)?);
     let report = diff(&a, &b, &options);
     if args.json {
         print_json(&report)?;
