@@ -38,6 +38,7 @@
 
 mod access;
 mod container;
+mod device_memory;
 mod digest;
 mod error;
 mod extract;
@@ -48,6 +49,7 @@ mod json;
 mod manifests;
 mod memory;
 mod model;
+mod ntff;
 mod profile;
 mod report;
 mod sections;
@@ -65,12 +67,14 @@ pub use container::{
     payload_stream, Compression, Container, EntryFate, EntryRecord, Limits, PayloadPadding,
     StoredMember, PREFIX_LEN, WAVEGRAPH_SUFFIX,
 };
+pub use device_memory::{CoreMemory, MemoryCategories, MemoryReport, DMA_DESCRIPTOR_BYTES};
 pub use error::{Error, ErrorKind, GzipErrorKind, TarErrorKind};
 pub use extract::{extract, ExtractLimits, ExtractSummary};
 pub use gate::{Gate, NrtStatus, Rejection};
-pub use inspect::{InspectReport, ModelReadPast, BARRIER_CONFIG_MEMBER};
+pub use inspect::{InspectReport, ModelReadPast};
 pub use memory::{check_members, MemberData};
 pub use model::*;
+pub use ntff::{ntff_neff_uuid, NTFF_UUID_OFFSET};
 pub use profile::{parse_mask, ProfileSettings, RuntimeProfile, EVTACCEL_OFFSET, UCODE_ABI_2_31};
 pub use report::{ArchScope, Report, TIERS};
 pub use tar_reader::{Dialect, Entry, EntryKind, TarReader};
