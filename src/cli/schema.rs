@@ -10,7 +10,8 @@ use super::{print_json, EXIT_OK};
 ///
 /// Schemas follow JSON Schema draft 2020-12: `build-spec` is what `neff build`
 /// reads, `verify-report` what `neff verify --json` prints per arch, `inspect-report`
-/// what `neff inspect --json` prints, and the
+/// what `neff inspect --json` prints, `memory-report` what `neff inspect
+/// --memory --json` prints, and the
 /// manifest schemas describe neff.json, the KELF descriptor, def.json, engine
 /// JSON and ucode_lib.json. Without NAME, lists the schemas. Manifest schemas describe the JSON
 /// shapes (keys the runtime reads, with their types); unknown keys are allowed,
@@ -40,6 +41,11 @@ const SCHEMAS: &[Entry] = &[
         "inspect-report",
         "what `neff inspect --json` prints",
         || schemars::schema_for!(neff::loader::InspectReport),
+    ),
+    (
+        "memory-report",
+        "what `neff inspect --memory --json` prints",
+        || schemars::schema_for!(neff::loader::MemoryReport),
     ),
     (
         "neff-json",
