@@ -369,3 +369,23 @@ fn builder_ucode_lib_and_barrier_config_are_referenced() {
         "{text}"
     );
 }
+
+#[test]
+fn memory_of_a_refused_neff_exits_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    // The header alone: the container tier refuses before any model.
+    let cut = tmp.path().join("cut.neff");
+    let mut n = vec![0u8; 1024];
+    n[0] = 2;
+    std::fs::write(&cut, &n).unwrap();
+    for flag in ["--memory", "--show-weights"] {
+        let o = neff(&[OsStr::new("inspect"), OsStr::new(flag), cut.as_os_str()]);
+        assert_eq!(o.status.code(), Some(1), "{flag}");
+        assert!(o.stdout.is_empty(), "{flag}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("cut.neff: no model to show: REJECTED by G"),
+            "{flag}: {err}"
+        );
+    }
+}

@@ -54,7 +54,9 @@ pub struct InspectArgs {
     /// core's figure is the sum of its N graphs. Sources: awsdocs-neuron
     /// neuron-runtime/explore/device-memory.html and the neuron-monitor
     /// user guide (memory_used → usage_breakdown).
-    #[arg(long, conflicts_with = "ntff")]
+    /// A refused NEFF exits 1 (its figures cover what the manifests gave
+    /// before the refusal; none when its container is unreadable).
+    #[arg(long)]
     memory: bool,
     /// Tell whether a runtime profile (.ntff) was recorded for this NEFF: the
     /// profile holds its NEFF's header UUID (16 raw bytes after the NEFF's
@@ -63,7 +65,7 @@ pub struct InspectArgs {
     /// profile processing, Neuron Explorer's ERROR_PROCESS_INCOMPLETE:
     /// awsdocs-neuron tools/neuron-explorer/troubleshooting.html), 2 when the
     /// profile is unreadable.
-    #[arg(long, value_name = "FILE.ntff")]
+    #[arg(long, value_name = "FILE.ntff", conflicts_with_all = ["json", "memory"])]
     ntff: Option<PathBuf>,
 }
 
@@ -80,12 +82,11 @@ pub fn run(args: InspectArgs) -> Result<u8, Box<dyn std::error::Error>> {
     }
     match (&report.model, args.memory, args.show_weights, args.json) {
         (None, true, ..) | (None, _, true, _) => {
-            return Err(format!(
-                "{}: the manifests could not be read: {}",
+            eprintln!(
+                "neff: {}: no model to show: {}",
                 report.file,
                 report.verdict.summary()
-            )
-            .into())
+            );
         }
         (Some(m), true, _, json) => {
             let memory = MemoryReport::new(&report.file, m);
@@ -98,6 +99,11 @@ pub fn run(args: InspectArgs) -> Result<u8, Box<dyn std::error::Error>> {
         (Some(m), _, true, _) => print_weights(m),
         (_, _, _, true) => print_json(&report)?,
         _ => print_human(&report),
+    }
+    // The text views end with the refusal, as the full view does.
+    if code != EXIT_OK && !args.json && (args.memory || args.show_weights) && report.model.is_some()
+    {
+        println!("verdict: {}", report.verdict.summary());
     }
     Ok(code)
 }
