@@ -410,3 +410,24 @@ fn the_model_is_read_past_a_hash_refusal_but_the_verdict_stays() {
     assert!(r["model"].is_null(), "{:#}", r["model"]);
     assert!(r.get("model_read_past").is_none());
 }
+
+#[test]
+fn inspect_text_of_a_real_neff_matches_its_golden_file() {
+    let Some(dir) = real_dir() else { return };
+    let name = "ncc2.21_riya-ranjan_transpose_1024_0.neff";
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_neff"))
+        .current_dir(&dir)
+        .args(["inspect", name])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let text = String::from_utf8(o.stdout).unwrap();
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/inspect-real-transpose.txt");
+    if std::env::var_os("NEFF_UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, &text).unwrap();
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("{} missing: run with NEFF_UPDATE_GOLDEN=1", path.display()));
+    assert!(want == text, "{} drifted:\n{text}", path.display());
+}
