@@ -3,23 +3,13 @@
 //! as referenced. The memory figures are checked against an independent
 //! reading of the same manifests by Python's tarfile and json.
 
+mod common;
+
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
-
-fn real_dir() -> Option<PathBuf> {
-    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/real-neffs"));
-    if dir.is_dir() {
-        return Some(dir.to_path_buf());
-    }
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("{} is missing (required when CI=true)", dir.display());
-    }
-    println!("skip: {} is missing", dir.display());
-    None
-}
 
 fn neff<S: AsRef<OsStr>>(args: &[S]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_neff"))
@@ -132,7 +122,9 @@ const CATEGORIES: [&str; 8] = [
 
 #[test]
 fn memory_equals_an_independent_reading_on_every_real_neff() {
-    let Some(dir) = real_dir() else { return };
+    let Some(dir) = common::real_neff_dir() else {
+        return;
+    };
     let files = real_neffs(&dir);
     let expected = python(INDEPENDENT, &files);
     for (file, want) in files.iter().zip(expected.as_array().unwrap()) {
@@ -178,7 +170,9 @@ fn memory_equals_an_independent_reading_on_every_real_neff() {
 
 #[test]
 fn memory_text_of_the_real_neffs_matches_its_golden_file() {
-    let Some(dir) = real_dir() else { return };
+    let Some(dir) = common::real_neff_dir() else {
+        return;
+    };
     let mut text = String::new();
     for file in real_neffs(&dir) {
         let o = Command::new(env!("CARGO_BIN_EXE_neff"))
@@ -194,24 +188,14 @@ fn memory_text_of_the_real_neffs_matches_its_golden_file() {
             stdout(&o)
         ));
     }
-    golden("inspect-memory-real.txt", &text);
-}
-
-fn golden(name: &str, actual: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
-        .join(name);
-    if std::env::var_os("NEFF_UPDATE_GOLDEN").is_some() {
-        std::fs::write(&path, actual).unwrap();
-    }
-    let want = std::fs::read_to_string(&path)
-        .unwrap_or_else(|_| panic!("{} missing: run with NEFF_UPDATE_GOLDEN=1", path.display()));
-    assert!(want == actual, "{} drifted:\n{actual}", path.display());
+    common::golden_text("inspect-memory-real.txt", &text);
 }
 
 #[test]
 fn show_weights_lists_every_file_variable() {
-    let Some(dir) = real_dir() else { return };
+    let Some(dir) = common::real_neff_dir() else {
+        return;
+    };
     let o = Command::new(env!("CARGO_BIN_EXE_neff"))
         .current_dir(&dir)
         .args([
@@ -222,7 +206,7 @@ fn show_weights_lists_every_file_variable() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0));
-    golden("inspect-show-weights-real.txt", &stdout(&o));
+    common::golden_text("inspect-show-weights-real.txt", &stdout(&o));
     // 1.15 gives no `size`: the data bytes after the .npy header stand in.
     let o = neff(&[
         OsStr::new("inspect"),
@@ -270,7 +254,9 @@ fn ntff_check(dir: &Path, neff_file: &str, ntff: &Path) -> Output {
 
 #[test]
 fn ntff_belongs_to_its_neff_and_not_to_the_other() {
-    let Some(dir) = real_dir() else { return };
+    let Some(dir) = common::real_neff_dir() else {
+        return;
+    };
     for (i, (name, uuid)) in PAIRS.iter().enumerate() {
         let ntff = dir.join(format!("{name}.ntff"));
         let o = ntff_check(&dir, name, &ntff);
@@ -293,7 +279,9 @@ fn ntff_belongs_to_its_neff_and_not_to_the_other() {
 
 #[test]
 fn a_truncated_or_foreign_ntff_is_an_error() {
-    let Some(dir) = real_dir() else { return };
+    let Some(dir) = common::real_neff_dir() else {
+        return;
+    };
     let (name, _) = PAIRS[0];
     let tmp = tempfile::tempdir().unwrap();
     let cut = tmp.path().join("cut.ntff");

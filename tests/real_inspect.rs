@@ -422,12 +422,5 @@ fn inspect_text_of_a_real_neff_matches_its_golden_file() {
         .unwrap();
     assert_eq!(o.status.code(), Some(0));
     let text = String::from_utf8(o.stdout).unwrap();
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/inspect-real-transpose.txt");
-    if std::env::var_os("NEFF_UPDATE_GOLDEN").is_some() {
-        std::fs::write(&path, &text).unwrap();
-    }
-    let want = std::fs::read_to_string(&path)
-        .unwrap_or_else(|_| panic!("{} missing: run with NEFF_UPDATE_GOLDEN=1", path.display()));
-    assert!(want == text, "{} drifted:\n{text}", path.display());
+    common::golden_text("inspect-real-transpose.txt", &text);
 }
