@@ -19,8 +19,10 @@ use super::{print_json, EXIT_OK, EXIT_REJECTED};
 /// model's inputs and outputs (name, dtype, shape, bytes, from neff.json joined with the
 /// def.json variables of the same name), each graph's inputs and outputs (name, var_id,
 /// size, dtype, shape), weights, DMA queues, engines with instruction sizes, ucode
-/// libraries and carveouts, members no manifest references, and references to missing
-/// members, as far as the manifests could be read. The gates run too (as `neff verify`
+/// libraries and carveouts, the members `neff build` refers to by convention
+/// (`<sg>/ucode_lib.json`, `barrier_config.json`) with what refers to them, members no
+/// manifest references, and references to missing members, as far as the manifests
+/// could be read. The gates run too (as `neff verify`
 /// runs them, on every arch); the exit status is 1 when they refuse the file. When only
 /// the hash check (G9) refuses, the model is still read and shown, marked as read past
 /// the refusal; the verdict stays the refusal.
@@ -51,9 +53,10 @@ pub struct InspectArgs {
     /// max(prod(from_sizes[1..]), prod(to_sizes[1..])) of them; total: their
     /// sum; io_tensors (the application's, not in total). One row per graph:
     /// each graph runs on one physical core, and with vnc_size N the logical
-    /// core's figure is the sum of its N graphs. Sources: awsdocs-neuron
-    /// neuron-runtime/explore/device-memory.html and the neuron-monitor
-    /// user guide (memory_used → usage_breakdown).
+    /// core's figure is the sum of its N graphs. Sources:
+    /// https://awsdocs-neuron.readthedocs-hosted.com/en/latest/neuron-runtime/explore/device-memory.html
+    /// and neuron-monitor's memory_used → usage_breakdown
+    /// (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/tools/neuron-sys-tools/neuron-monitor-user-guide.html).
     /// A refused NEFF exits 1 (its figures cover what the manifests gave
     /// before the refusal; none when its container is unreadable).
     #[arg(long)]
@@ -63,8 +66,8 @@ pub struct InspectArgs {
     /// file name, at offset 141 for `file.neff`). Exit 0 when it belongs, 1
     /// when the UUIDs differ (a UUID mismatch is a documented cause of failed
     /// profile processing, Neuron Explorer's ERROR_PROCESS_INCOMPLETE:
-    /// awsdocs-neuron tools/neuron-explorer/troubleshooting.html), 2 when the
-    /// profile is unreadable.
+    /// https://awsdocs-neuron.readthedocs-hosted.com/en/latest/tools/neuron-explorer/troubleshooting.html),
+    /// 2 when the profile is unreadable.
     #[arg(long, value_name = "FILE.ntff", conflicts_with_all = ["json", "memory"])]
     ntff: Option<PathBuf>,
 }
