@@ -33,7 +33,7 @@
 
 use serde::Serialize;
 
-use crate::model::{GraphSummary, ModelSummary};
+use crate::model::{GraphSummary, ModelSummary, WeightSummary};
 
 /// Bytes of one DMA descriptor in a ring (INFERRED).
 pub const DMA_DESCRIPTOR_BYTES: u64 = 16;
@@ -100,7 +100,7 @@ impl CoreMemory {
         let sum = |items: &mut dyn Iterator<Item = u64>| items.fold(0u64, u64::saturating_add);
         let mut m = MemoryCategories {
             model_code: sum(&mut g.engines.iter().filter_map(|e| e.instr_size)),
-            constants: sum(&mut g.weights.iter().filter_map(|w| w.size.or(w.data_size))),
+            constants: sum(&mut g.weights.iter().filter_map(WeightSummary::bytes)),
             shared_scratchpad: g.scratchpad.high_water,
             scratchpad: g.scratchpad.outside_page,
             dma_rings_io: g.dma.io_descriptors.saturating_mul(DMA_DESCRIPTOR_BYTES),

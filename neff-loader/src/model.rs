@@ -149,6 +149,14 @@ pub struct WeightSummary {
     pub shape: Option<Vec<u64>>,
 }
 
+impl WeightSummary {
+    /// The weight's bytes on the device: the variable's `size`, else the
+    /// member's data bytes.
+    pub fn bytes(&self) -> Option<u64> {
+        self.size.or(self.data_size)
+    }
+}
+
 impl ModelSummary {
     /// Moves out of [`ModelSummary::unreferenced_members`] the members the
     /// builder refers to by convention: `<sg>/ucode_lib.json` of a graph

@@ -143,10 +143,10 @@ fn print_weights(m: &ModelSummary) {
         .iter()
         .flat_map(|g| g.weights.iter().map(move |w| (g.name.as_str(), w)))
         .collect();
-    let total: u64 = weights
+    let total = weights
         .iter()
-        .filter_map(|(_, w)| w.size.or(w.data_size))
-        .sum();
+        .filter_map(|(_, w)| w.bytes())
+        .fold(0u64, u64::saturating_add);
     println!("weights: {} ({total} bytes)", weights.len());
     println!(
         "  {:<6} {:>7} {:>12} {:>12}  {:<10} {:<16} name  member",
@@ -157,7 +157,7 @@ fn print_weights(m: &ModelSummary) {
         println!(
             "  {graph:<6} {:>7} {:>12} {:>12}  {:<10} {:<16} {}  {}",
             w.var_id,
-            opt(w.size.or(w.data_size)),
+            opt(w.bytes()),
             opt(w.member_size),
             w.dtype.as_deref().unwrap_or("-"),
             w.shape.as_ref().map_or("-".into(), |s| format!("{s:?}")),
@@ -351,7 +351,7 @@ fn print_model(m: &ModelSummary) {
                     w.name,
                     w.var_id,
                     w.member,
-                    w.size.or(w.data_size).map_or("?".into(), |s| s.to_string()),
+                    w.bytes().map_or("?".into(), |s| s.to_string()),
                     w.member_size.map_or("?".into(), |s| s.to_string()),
                     dtype_shape(w.dtype.as_deref(), w.shape.as_deref())
                 );
