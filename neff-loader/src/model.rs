@@ -337,7 +337,7 @@ pub struct GraphSummary {
     pub dma: DmaSummary,
 }
 
-/// The scratchpad size of the runtime's HBM scratchpad page (512 MiB, its
+/// The size of the runtime's HBM scratchpad page (512 MiB, its
 /// default `NEURON_SCRATCHPAD_PAGE_SIZE`).
 pub const SCRATCHPAD_PAGE: u64 = 512 << 20;
 
