@@ -410,3 +410,17 @@ fn the_model_is_read_past_a_hash_refusal_but_the_verdict_stays() {
     assert!(r["model"].is_null(), "{:#}", r["model"]);
     assert!(r.get("model_read_past").is_none());
 }
+
+#[test]
+fn inspect_text_of_a_real_neff_matches_its_golden_file() {
+    let Some(dir) = real_dir() else { return };
+    let name = "ncc2.21_riya-ranjan_transpose_1024_0.neff";
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_neff"))
+        .current_dir(&dir)
+        .args(["inspect", name])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let text = String::from_utf8(o.stdout).unwrap();
+    common::golden_text("inspect-real-transpose.txt", &text);
+}

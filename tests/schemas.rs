@@ -39,6 +39,7 @@ fn every_schema_matches_its_golden_file() {
         "build-spec",
         "verify-report",
         "inspect-report",
+        "memory-report",
         "neff-json",
         "kelf",
         "def-json",

@@ -7,7 +7,7 @@ use crate::container::Container;
 use serde::Serialize;
 
 use crate::container::{Compression, EntryRecord, PayloadPadding};
-use crate::model::ModelSummary;
+use crate::model::{ModelSummary, BARRIER_CONFIG_MEMBER};
 use crate::report::Report;
 use crate::Verdict;
 
@@ -83,7 +83,10 @@ impl InspectReport {
             gzip_member_size: container.and_then(|c| c.gzip_member_size),
             payload_padding: container.and_then(|c| c.payload_padding),
             members: container.map(|c| c.entries.clone()).unwrap_or_default(),
-            model: shown.model.clone(),
+            model: shown.model.clone().map(|mut m| {
+                m.mark_builder_members();
+                m
+            }),
             model_read_past: shown.model_past_refusal.as_ref().map(|p| ModelReadPast {
                 gate: p.past.id().to_string(),
                 then: p
@@ -106,9 +109,6 @@ pub struct ModelReadPast {
     /// <message>`); absent when they got through.
     pub then: Option<String>,
 }
-
-/// The member a builder attaches a barrier config under.
-pub const BARRIER_CONFIG_MEMBER: &str = "barrier_config.json";
 
 fn attached_barrier_config(c: &Container) -> Option<Result<BarrierConfigsJson, String>> {
     let member = c.members.get(BARRIER_CONFIG_MEMBER.as_bytes())?;

@@ -39,6 +39,7 @@
 mod access;
 mod container;
 pub mod diff;
+mod device_memory;
 mod digest;
 mod error;
 mod extract;
@@ -49,6 +50,7 @@ mod json;
 mod manifests;
 mod memory;
 mod model;
+mod ntff;
 mod profile;
 mod report;
 mod sections;
@@ -66,12 +68,14 @@ pub use container::{
     payload_stream, Compression, Container, EntryFate, EntryRecord, Limits, PayloadPadding,
     StoredMember, PREFIX_LEN, WAVEGRAPH_SUFFIX,
 };
+pub use device_memory::{CoreMemory, MemoryCategories, MemoryReport, DMA_DESCRIPTOR_BYTES};
 pub use error::{Error, ErrorKind, GzipErrorKind, TarErrorKind};
 pub use extract::{extract, ExtractLimits, ExtractSummary};
 pub use gate::{Gate, NrtStatus, Rejection};
-pub use inspect::{InspectReport, ModelReadPast, BARRIER_CONFIG_MEMBER};
+pub use inspect::{InspectReport, ModelReadPast};
 pub use memory::{check_members, MemberData};
 pub use model::*;
+pub use ntff::{ntff_neff_uuid, NTFF_UUID_OFFSET};
 pub use profile::{
     parse_features, parse_mask, ProfileSettings, RuntimeProfile, EVTACCEL_OFFSET, RUNTIME_VERSION,
     UCODE_ABI_2_31,

@@ -34,10 +34,30 @@ pub struct ModelSummary {
     pub graphs: Vec<GraphSummary>,
     /// Stored members no manifest refers to (the runtime ignores them).
     pub unreferenced_members: Vec<String>,
+    /// Members `neff build` writes by convention, with what refers to them
+    /// (see [`ModelSummary::mark_builder_members`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub builder_members: Vec<BuilderMember>,
     /// References to members that are not in the NEFF but that the runtime
     /// tolerates (it never opens them).
     pub missing_references: Vec<MissingReference>,
 }
+
+/// A member referred to by convention rather than by a manifest key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct BuilderMember {
+    /// The member.
+    pub member: String,
+    /// What refers to it.
+    pub referenced_by: String,
+}
+
+/// The member `neff build` attaches a barrier config under.
+pub const BARRIER_CONFIG_MEMBER: &str = "barrier_config.json";
+
+/// The member, in a graph's directory, where `neff build` writes the ucode
+/// libraries def.json lists.
+pub const UCODE_LIB_MEMBER: &str = "ucode_lib.json";
 
 /// A tensor of neff.json.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -119,6 +139,8 @@ pub struct WeightSummary {
     pub member: String,
     /// The member's stored size in bytes.
     pub member_size: Option<u64>,
+    /// The member's data bytes: after the `.npy` header, or all of a raw file.
+    pub data_size: Option<u64>,
     /// The variable's `size` in bytes, when given.
     pub size: Option<u64>,
     /// dtype, when the variable gives one.
@@ -127,7 +149,46 @@ pub struct WeightSummary {
     pub shape: Option<Vec<u64>>,
 }
 
+impl WeightSummary {
+    /// The weight's bytes on the device: the variable's `size`, else the
+    /// member's data bytes.
+    pub fn bytes(&self) -> Option<u64> {
+        self.size.or(self.data_size)
+    }
+}
+
 impl ModelSummary {
+    /// Moves out of [`ModelSummary::unreferenced_members`] the members the
+    /// builder refers to by convention: `<sg>/ucode_lib.json` of a graph
+    /// whose def.json lists ucode libraries (the same list, which the
+    /// runtime's warning calls "ucode libs specified in ucode_lib.json"),
+    /// and `barrier_config.json` (the builder's barrier config; the runtime
+    /// never reads it).
+    pub fn mark_builder_members(&mut self) {
+        let ucode: HashMap<String, &str> = self
+            .graphs
+            .iter()
+            .filter(|g| !g.ucode_libs.is_empty())
+            .map(|g| (ucode_member_of(&g.definition), g.definition.as_str()))
+            .collect();
+        let mut builder = Vec::new();
+        self.unreferenced_members.retain(|m| {
+            let referenced_by = match ucode.get(m) {
+                Some(def) => format!("{def} ucode_lib (the libraries it lists)"),
+                None if m == BARRIER_CONFIG_MEMBER => {
+                    "the builder's barrier config (NeffBuilder::barrier_config; the runtime never reads it)".to_string()
+                }
+                None => return true,
+            };
+            builder.push(BuilderMember {
+                member: m.clone(),
+                referenced_by,
+            });
+            false
+        });
+        self.builder_members = builder;
+    }
+
     /// Fills in [`ModelSummary::inputs`] and [`ModelSummary::outputs`] from
     /// neff.json's tensors, its signature and the graphs' variables, matched
     /// by entry id (signature) and by name (variables). Tensors only the
@@ -143,6 +204,14 @@ impl ModelSummary {
             &self.graphs,
             |g| &g.outputs,
         );
+    }
+}
+
+/// `<sg_dir>/ucode_lib.json` for a def.json member `<sg_dir>/def.json`.
+fn ucode_member_of(definition: &str) -> String {
+    match definition.rsplit_once('/') {
+        Some((dir, _)) => format!("{dir}/{UCODE_LIB_MEMBER}"),
+        None => UCODE_LIB_MEMBER.to_string(),
     }
 }
 
@@ -261,6 +330,47 @@ pub struct GraphSummary {
     pub ucode_libs: Vec<UcodeLibSummary>,
     /// State-buffer carveouts.
     pub carveouts: Vec<CarveoutSummary>,
+    /// The scratchpad (`virtual`) variables, summed up.
+    pub scratchpad: ScratchpadSummary,
+    /// The DMA descriptors of the graph's blocks (def.json's and the
+    /// engines'), as hardware descriptors.
+    pub dma: DmaSummary,
+}
+
+/// The size of the runtime's HBM scratchpad page (512 MiB, its
+/// default `NEURON_SCRATCHPAD_PAGE_SIZE`).
+pub const SCRATCHPAD_PAGE: u64 = 512 << 20;
+
+/// A graph's scratchpad variables (def.json `var` entries of type `virtual`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct ScratchpadSummary {
+    /// How many there are.
+    pub vars: u64,
+    /// `max(backing_variable_off + size)`: the shared scratchpad the graph needs.
+    pub high_water: u64,
+    /// The sizes of those that cross a [`SCRATCHPAD_PAGE`] boundary
+    /// (`off % page + size > page`), which the runtime allocates privately.
+    pub outside_page: u64,
+}
+
+impl ScratchpadSummary {
+    /// Counts one variable at `offset` of `size` bytes (saturating).
+    pub fn add(&mut self, offset: u64, size: u64) {
+        self.vars += 1;
+        self.high_water = self.high_water.max(offset.saturating_add(size));
+        if (offset % SCRATCHPAD_PAGE).saturating_add(size) > SCRATCHPAD_PAGE {
+            self.outside_page = self.outside_page.saturating_add(size);
+        }
+    }
+}
+
+/// A graph's DMA descriptors, split as the runtime's "dma rings" categories.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct DmaSummary {
+    /// Hardware descriptors whose `from` or `to` is an input or output variable.
+    pub io_descriptors: u64,
+    /// The other hardware descriptors (between the graph's own variables).
+    pub spill_descriptors: u64,
 }
 
 /// An input or output variable.

@@ -1,9 +1,10 @@
 //! `neff inspect`: the header, the member table and the model.
 
-use std::path::PathBuf;
+use std::io::Read;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
-use neff::loader::InspectReport;
+use neff::loader::{ntff_neff_uuid, InspectReport, MemoryReport, ModelSummary, WeightSummary};
 use neff::loader::{verify_file, EntryFate, RuntimeProfile};
 use neff::schema::hex;
 
@@ -18,8 +19,10 @@ use super::{print_json, EXIT_OK, EXIT_REJECTED};
 /// model's inputs and outputs (name, dtype, shape, bytes, from neff.json joined with the
 /// def.json variables of the same name), each graph's inputs and outputs (name, var_id,
 /// size, dtype, shape), weights, DMA queues, engines with instruction sizes, ucode
-/// libraries and carveouts, members no manifest references, and references to missing
-/// members, as far as the manifests could be read. The gates run too (as `neff verify`
+/// libraries and carveouts, the members `neff build` refers to by convention
+/// (`<sg>/ucode_lib.json`, `barrier_config.json`) with what refers to them, members no
+/// manifest references, and references to missing members, as far as the manifests
+/// could be read. The gates run too (as `neff verify`
 /// runs them, on every arch); the exit status is 1 when they refuse the file. When only
 /// the hash check (G9) refuses, the model is still read and shown, marked as read past
 /// the refusal; the verdict stays the refusal.
@@ -27,12 +30,49 @@ use super::{print_json, EXIT_OK, EXIT_REJECTED};
 pub struct InspectArgs {
     /// The NEFF to inspect.
     file: PathBuf,
-    /// Print one JSON object on stdout.
+    /// Print one JSON object on stdout (with --memory: the `memory-report`
+    /// document, see `neff schema memory-report`).
     #[arg(long)]
     json: bool,
     /// Print nothing when the NEFF is accepted; a refusal is one line on stderr.
     #[arg(short, long)]
     quiet: bool,
+    /// Print only the weights table (neuron-packager's `info --show-weights`):
+    /// every def.json `file` variable of every graph with its var_id, member,
+    /// variable size, stored bytes, and dtype and shape where def.json gives
+    /// them. The --json report holds them under model.graphs[].weights.
+    #[arg(long, conflicts_with_all = ["json", "memory", "ntff"])]
+    show_weights: bool,
+    /// Print only the device (HBM) memory per NeuronCore, in the runtime's
+    /// categories, from the manifests. model_code: engine instruction bytes
+    /// (the runtime adds 96 MB of microcode per physical core, not counted);
+    /// constants: each weight's `size`, else its data bytes after the .npy
+    /// header; shared_scratchpad: max(backing_variable_off + size) over the
+    /// `virtual` variables (the runtime's rule); scratchpad: the sizes of the
+    /// virtual variables crossing a 512 MiB scratchpad page (allocated
+    /// privately); dma_rings_io / dma_rings_spill: 16 B per hardware
+    /// descriptor (INFERRED; no per-queue overhead counted) moving an input
+    /// or output / anything else, a JSON descriptor standing for
+    /// max(prod(from_sizes[1..]), prod(to_sizes[1..])) of them; total: their
+    /// sum; io_tensors (the application's, not in total). One row per graph:
+    /// each graph runs on one physical core, and with vnc_size N the logical
+    /// core's figure is the sum of its N graphs. Sources:
+    /// https://awsdocs-neuron.readthedocs-hosted.com/en/latest/neuron-runtime/explore/device-memory.html
+    /// and neuron-monitor's memory_used → usage_breakdown
+    /// (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/tools/neuron-sys-tools/neuron-monitor-user-guide.html).
+    /// A refused NEFF exits 1 (its figures cover what the manifests gave
+    /// before the refusal; none when its container is unreadable).
+    #[arg(long)]
+    memory: bool,
+    /// Tell whether a runtime profile (.ntff) was recorded for this NEFF: the
+    /// profile holds its NEFF's header UUID (16 raw bytes after the NEFF's
+    /// file name, at offset 141 for `file.neff`). Exit 0 when it belongs, 1
+    /// when the UUIDs differ (a UUID mismatch is a documented cause of failed
+    /// profile processing, Neuron Explorer's ERROR_PROCESS_INCOMPLETE:
+    /// https://awsdocs-neuron.readthedocs-hosted.com/en/latest/tools/neuron-explorer/troubleshooting.html),
+    /// 2 when the profile is unreadable.
+    #[arg(long, value_name = "FILE.ntff", conflicts_with_all = ["json", "memory"])]
+    ntff: Option<PathBuf>,
 }
 
 pub fn run(args: InspectArgs) -> Result<u8, Box<dyn std::error::Error>> {
@@ -43,14 +83,118 @@ pub fn run(args: InspectArgs) -> Result<u8, Box<dyn std::error::Error>> {
     } else {
         EXIT_REJECTED
     };
-    if args.json {
-        print_json(&report)?;
-    } else if args.quiet {
-        super::quiet_verdict(&args.file, &report.verdict);
-    } else {
-        print_human(&report);
+    if let Some(ntff) = &args.ntff {
+        return check_ntff(ntff, &report);
+    }
+    match (&report.model, args.memory, args.show_weights, args.json) {
+        // With --json and no model, the inspect report carries the verdict.
+        (None, true, _, false) | (None, _, true, _) => {
+            eprintln!(
+                "neff: {}: no model to show: {}",
+                report.file,
+                report.verdict.summary()
+            );
+        }
+        (Some(m), true, _, json) => {
+            let memory = MemoryReport::new(&report.file, m);
+            if json {
+                print_json(&memory)?;
+            } else {
+                print_memory(&memory);
+            }
+        }
+        (Some(m), _, true, _) => print_weights(m),
+        (_, _, _, true) => print_json(&report)?,
+        _ if args.quiet => super::quiet_verdict(&args.file, &report.verdict),
+        _ => print_human(&report),
+    }
+    // The text views end with the refusal, as the full view does.
+    if code != EXIT_OK && !args.json && (args.memory || args.show_weights) && report.model.is_some()
+    {
+        println!("verdict: {}", report.verdict.summary());
     }
     Ok(code)
+}
+
+/// `--ntff`: whether the profile's NEFF UUID is this NEFF's.
+fn check_ntff(ntff: &Path, r: &InspectReport) -> Result<u8, Box<dyn std::error::Error>> {
+    let Some(header) = &r.header else {
+        return Err(format!("{}: no NEFF header to compare the profile with", r.file).into());
+    };
+    let mut start = Vec::new();
+    std::fs::File::open(ntff)
+        .and_then(|f| f.take(4096).read_to_end(&mut start))
+        .map_err(|e| format!("{}: {e}", ntff.display()))?;
+    let (uuid, _) = ntff_neff_uuid(&start).map_err(|e| format!("{}: {e}", ntff.display()))?;
+    if uuid == header.uuid {
+        println!(
+            "ntff: {} belongs to this NEFF (uuid {uuid})",
+            ntff.display()
+        );
+        return Ok(EXIT_OK);
+    }
+    println!(
+        "ntff: {} does NOT belong to this NEFF (profile uuid {uuid}, NEFF uuid {}): a UUID mismatch is a documented cause of failed profile processing (Neuron Explorer ERROR_PROCESS_INCOMPLETE)",
+        ntff.display(),
+        header.uuid
+    );
+    Ok(EXIT_REJECTED)
+}
+
+/// `--show-weights`: one row per weight of every graph.
+fn print_weights(m: &ModelSummary) {
+    let weights: Vec<(&str, &WeightSummary)> = m
+        .graphs
+        .iter()
+        .flat_map(|g| g.weights.iter().map(move |w| (g.name.as_str(), w)))
+        .collect();
+    let total = weights
+        .iter()
+        .filter_map(|(_, w)| w.bytes())
+        .fold(0u64, u64::saturating_add);
+    println!("weights: {} ({total} bytes)", weights.len());
+    println!(
+        "  {:<6} {:>7} {:>12} {:>12}  {:<10} {:<16} name  member",
+        "graph", "var_id", "size", "stored", "dtype", "shape"
+    );
+    let opt = |v: Option<u64>| v.map_or("?".into(), |s| s.to_string());
+    for (graph, w) in weights {
+        println!(
+            "  {graph:<6} {:>7} {:>12} {:>12}  {:<10} {:<16} {}  {}",
+            w.var_id,
+            opt(w.bytes()),
+            opt(w.member_size),
+            w.dtype.as_deref().unwrap_or("-"),
+            w.shape.as_ref().map_or("-".into(), |s| format!("{s:?}")),
+            w.name,
+            w.member
+        );
+    }
+}
+
+/// `--memory`: one row per graph (physical core), then the NEFF's total.
+fn print_memory(r: &MemoryReport) {
+    println!("device memory per NeuronCore (bytes; see --help for each rule):");
+    println!(
+        "  {:<8} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12}  {:>12}",
+        "core",
+        "model_code",
+        "constants",
+        "shared_scr",
+        "scratchpad",
+        "dma_io",
+        "dma_spill",
+        "total",
+        "io_tensors"
+    );
+    let rows = r.cores.iter().map(|c| (c.graph.as_str(), &c.memory));
+    for (name, m) in rows.chain([("total", &r.total)]) {
+        let [code, constants, shared, private, io, spill] = m.categories();
+        println!(
+            "  {name:<8} {code:>12} {constants:>12} {shared:>12} {private:>12} {io:>12} {spill:>12} {:>12}  {:>12}",
+            m.total, m.io_tensors
+        );
+    }
 }
 
 fn print_human(r: &InspectReport) {
@@ -171,7 +315,7 @@ fn print_human(r: &InspectReport) {
     }
 }
 
-fn print_model(m: &neff::loader::ModelSummary) {
+fn print_model(m: &ModelSummary) {
     if let Some(kelf) = &m.kelf {
         println!(
             "  kelf:    {kelf} (version {})",
@@ -208,10 +352,11 @@ fn print_model(m: &neff::loader::ModelSummary) {
             println!("    weights: {} ({total} bytes stored)", g.weights.len());
             for w in &g.weights {
                 println!(
-                    "    weight {} var_id {} {} {} bytes{}",
+                    "    weight {} var_id {} {} size {} stored {} bytes{}",
                     w.name,
                     w.var_id,
                     w.member,
+                    w.bytes().map_or("?".into(), |s| s.to_string()),
                     w.member_size.map_or("?".into(), |s| s.to_string()),
                     dtype_shape(w.dtype.as_deref(), w.shape.as_deref())
                 );
@@ -257,6 +402,12 @@ fn print_model(m: &neff::loader::ModelSummary) {
         println!(
             "  unreferenced members: {}",
             m.unreferenced_members.join(", ")
+        );
+    }
+    for b in &m.builder_members {
+        println!(
+            "  builder member: {} (referenced by {})",
+            b.member, b.referenced_by
         );
     }
     for r in &m.missing_references {

@@ -12,7 +12,7 @@ use super::{documents, print_json, EXIT_OK};
 /// reads, `verify-report` what `neff verify --json` prints per arch, `inspect-report`
 /// what `neff inspect --json` prints, `diff-report` what `neff diff --json` prints,
 /// `pack-report` what `pack`/`build --json` print, `unpack-report` what `unpack --json`
-/// prints, `error` what any `--json` command prints on an error, `corpus-manifest` the
+/// prints, `memory-report` what `neff inspect --memory --json` prints, `error` what any `--json` command prints on an error, `corpus-manifest` the
 /// corpus.json of `neff corpus`, and the
 /// manifest schemas describe neff.json, the KELF descriptor, def.json, engine
 /// JSON and ucode_lib.json. Without NAME, lists the schemas. Manifest schemas describe the JSON
@@ -67,6 +67,11 @@ const SCHEMAS: &[Entry] = &[
         "corpus-manifest",
         "corpus.json of `neff corpus`: each seed file",
         || schemars::schema_for!(documents::CorpusManifest),
+    ),
+    (
+        "memory-report",
+        "what `neff inspect --memory --json` prints",
+        || schemars::schema_for!(neff::loader::MemoryReport),
     ),
     (
         "neff-json",

@@ -191,3 +191,30 @@ pub fn write_model_tree(root: &std::path::Path) {
         std::fs::write(path, data).unwrap();
     }
 }
+
+/// `../shared/real-neffs/` (the real compiler output), or None (the test is
+/// skipped) when it is missing outside CI.
+pub fn real_neff_dir() -> Option<std::path::PathBuf> {
+    let dir = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/real-neffs"));
+    if dir.is_dir() {
+        return Some(dir.to_path_buf());
+    }
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("{} is missing (required when CI=true)", dir.display());
+    }
+    println!("skip: {} is missing", dir.display());
+    None
+}
+
+/// Compares `actual` with tests/golden/`name` (rewritten under NEFF_UPDATE_GOLDEN=1).
+pub fn golden_text(name: &str, actual: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
+    if std::env::var_os("NEFF_UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, actual).unwrap();
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("{} missing: run with NEFF_UPDATE_GOLDEN=1", path.display()));
+    assert!(want == actual, "{} drifted:\n{actual}", path.display());
+}

@@ -1,12 +1,17 @@
 //! G26: DMA blocks and descriptors.
 
-use super::*;
+use std::collections::HashSet;
 
-/// G26: DMA blocks and their descriptors.
+use super::*;
+use crate::model::DmaSummary;
+
+/// G26: DMA blocks and their descriptors; counts the descriptors into
+/// `summary.dma` (see [`hardware_descriptors`]).
 pub(super) fn dma_blocks(
     blocks: Option<Json<'_>>,
     member: &str,
     key: &str,
+    summary: &mut GraphSummary,
 ) -> Result<usize, Rejection> {
     let Some(blocks) = blocks else {
         return Ok(0);
@@ -18,6 +23,12 @@ pub(super) fn dma_blocks(
             format!("{member}: {key} is not an array"),
         ));
     };
+    let io: HashSet<String> = summary
+        .inputs
+        .iter()
+        .chain(&summary.outputs)
+        .map(|v| v.name.clone())
+        .collect();
     for (b, block) in blocks.iter().enumerate() {
         let Some(block) = block.as_object() else {
             return Err(reject(
@@ -28,6 +39,9 @@ pub(super) fn dma_blocks(
         };
         let descs = block.get("desc").map(Json::items).unwrap_or_default();
         for (d, desc) in descs.iter().enumerate() {
+            if let Some(desc) = desc.as_object() {
+                count_descriptors(desc, &io, &mut summary.dma);
+            }
             // The descriptor's path is only written for a refusal.
             dma_desc(desc.as_object()).map_err(|(message, problem)| {
                 reject(
@@ -39,6 +53,40 @@ pub(super) fn dma_blocks(
         }
     }
     Ok(blocks.len())
+}
+
+/// Adds one descriptor's [`hardware_descriptors`] to `dma`, as I/O when
+/// its `from` or `to` names one of `io`.
+fn count_descriptors(desc: Object<'_>, io: &HashSet<String>, dma: &mut DmaSummary) {
+    let names_io = ["from", "to"].iter().any(|k| {
+        desc.get(k)
+            .and_then(Json::as_str)
+            .is_some_and(|n| io.contains(n))
+    });
+    let count = hardware_descriptors(desc);
+    let slot = if names_io {
+        &mut dma.io_descriptors
+    } else {
+        &mut dma.spill_descriptors
+    };
+    *slot = slot.saturating_add(count);
+}
+
+/// The hardware descriptors one JSON descriptor stands for: the larger of
+/// the products of `from_sizes` and `to_sizes` without their first
+/// (contiguous) dimension, at least 1. This equals neuron-cc 1.15's
+/// `#block_num_descs` on every block of its real NEFF (spec §11).
+pub(super) fn hardware_descriptors(desc: Object<'_>) -> u64 {
+    let outer = |key: &str| {
+        desc.get(key).and_then(Json::as_array).map_or(1, |sizes| {
+            sizes
+                .iter()
+                .skip(1)
+                .filter_map(Json::as_u64)
+                .fold(1u64, u64::saturating_mul)
+        })
+    };
+    outer("from_sizes").max(outer("to_sizes")).max(1)
 }
 
 /// One descriptor; a refusal is its message and what follows the

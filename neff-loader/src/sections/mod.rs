@@ -221,7 +221,7 @@ fn graph_body(
                 .push(format!("{def_member}: cc_streams has no num_streams")),
         }
     }
-    dma_blocks(def.get("dma"), def_member, "dma")?;
+    dma_blocks(def.get("dma"), def_member, "dma", summary)?;
     if let Some(cfg) = def.get("fp8_conversion_config") {
         if !cfg.is_object() {
             ctx.warnings.push(format!(

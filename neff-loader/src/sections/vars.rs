@@ -73,6 +73,10 @@ pub(super) fn vars(
                         at("size missing for a sized variable"),
                     ));
                 };
+                if var_type == VarType::Virtual {
+                    let offset = var.get("backing_variable_off").and_then(Json::as_u64);
+                    summary.scratchpad.add(offset.unwrap_or(0), size);
+                }
                 if var_type == VarType::Pointer && size != 8 {
                     return Err(reject(
                         Gate::G19,
@@ -96,10 +100,12 @@ pub(super) fn vars(
             }
             VarType::File => {
                 let path = weights(ctx, *var, name, member, sg_dir)?;
+                let member_size = ctx.size(&path);
                 let weight = WeightSummary {
                     name: name.to_string(),
                     var_id,
-                    member_size: ctx.size(&path),
+                    data_size: weight_data_size(ctx.prefix(&path), member_size, &path),
+                    member_size,
                     member: path,
                     size,
                     dtype: dtype.clone(),
@@ -155,6 +161,24 @@ pub(super) fn vars(
         ));
     }
     Ok(())
+}
+
+/// The data bytes of a weight member of `size` bytes: what follows the
+/// `.npy` header (magic, version at +6, header length at +8: u16 in v1, u32
+/// in v2/v3), or all of it for a raw file.
+fn weight_data_size(prefix: Option<&[u8]>, size: Option<u64>, path: &str) -> Option<u64> {
+    let size = size?;
+    if !path.ends_with(".npy") {
+        return Some(size);
+    }
+    let header = match prefix? {
+        [_, _, _, _, _, _, 1, _, a, b, ..] => u64::from(u16::from_le_bytes([*a, *b])) + 10,
+        [_, _, _, _, _, _, _, _, a, b, c, d, ..] => {
+            u64::from(u32::from_le_bytes([*a, *b, *c, *d])) + 12
+        }
+        _ => return None,
+    };
+    size.checked_sub(header)
 }
 
 /// Weights (`type: "file"`): the member must exist; `.npy` must start with
