@@ -207,7 +207,8 @@ fn show_weights_lists_every_file_variable() {
         .unwrap();
     assert_eq!(o.status.code(), Some(0));
     common::golden_text("inspect-show-weights-real.txt", &stdout(&o));
-    // 1.15 gives no `size`: the data bytes after the .npy header stand in.
+    // 1.15 gives no `size`: the data bytes after the .npy header stand in;
+    // dtype and shape come from the .npy header.
     let o = neff(&[
         OsStr::new("inspect"),
         OsStr::new("--show-weights"),
@@ -218,7 +219,7 @@ fn show_weights_lists_every_file_variable() {
     assert!(text.starts_with("weights: 104 (229028 bytes)\n"), "{text}");
     assert_eq!(text.lines().count(), 2 + 104);
     assert!(
-        text.contains("  sg00         4         1024         1152  -          -                t20-3854-4024-v0  sg00/value_sg00_t20-3854-4024_CRSM_0.npy\n"),
+        text.contains("  sg00         4         1024         1152  float32    [8, 32, 1, 1]    t20-3854-4024-v0  sg00/value_sg00_t20-3854-4024_CRSM_0.npy\n"),
         "{text}"
     );
     let o = neff(&[
@@ -376,4 +377,74 @@ fn memory_of_a_refused_neff_exits_1() {
             "{flag}: {err}"
         );
     }
+}
+
+/// Reads every `.npy` member's header dict with Python's tarfile and
+/// ast.literal_eval: `{member: [descr, shape]}`.
+const NPY_HEADERS_PY: &str = r#"
+import ast, io, json, struct, sys, tarfile
+out = {}
+with open(sys.argv[1], "rb") as f:
+    f.seek(1024)
+    with tarfile.open(fileobj=io.BytesIO(f.read()), mode="r:*") as t:
+        for m in t.getmembers():
+            if m.isfile() and m.name.endswith(".npy"):
+                data = t.extractfile(m).read(1 << 16)
+                (hlen,) = struct.unpack("<H", data[8:10])
+                d = ast.literal_eval(data[10:10 + hlen].decode("latin1"))
+                out[m.name.removeprefix("./")] = [d["descr"], list(d["shape"])]
+print(json.dumps(out))
+"#;
+
+#[test]
+fn weights_show_the_npy_headers_dtype_and_shape_on_every_real_neff() {
+    let Some(dir) = common::real_neff_dir() else {
+        return;
+    };
+    // Codes a manifest spells map to its name; others (`|V2`, bf16 as raw
+    // bytes) are shown as numpy's descr.
+    fn dtype_of(descr: &str) -> &str {
+        match descr.trim_start_matches(['<', '|', '=']) {
+            "f4" => "float32",
+            "f2" => "float16",
+            "u1" => "uint8",
+            "i1" => "int8",
+            "i2" => "int16",
+            "i4" => "int32",
+            "i8" => "int64",
+            _ => descr,
+        }
+    }
+    let mut checked = 0;
+    for file in real_neffs(&dir) {
+        let py = Command::new("python3")
+            .args(["-c", NPY_HEADERS_PY])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            py.status.success(),
+            "{}",
+            String::from_utf8_lossy(&py.stderr)
+        );
+        let headers: Value = serde_json::from_slice(&py.stdout).unwrap();
+        let o = neff(&[
+            OsStr::new("inspect"),
+            OsStr::new("--json"),
+            file.as_os_str(),
+        ]);
+        let report: Value = serde_json::from_slice(&o.stdout).unwrap();
+        for graph in report["model"]["graphs"].as_array().unwrap() {
+            for w in graph["weights"].as_array().unwrap() {
+                let member = w["member"].as_str().unwrap();
+                let [descr, shape] = headers[member].as_array().unwrap().as_slice() else {
+                    panic!("{member}: no npy header read by Python");
+                };
+                assert_eq!(w["dtype"], dtype_of(descr.as_str().unwrap()), "{member}");
+                assert_eq!(&w["shape"], shape, "{member}");
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 180, "only {checked} weights checked");
 }

@@ -79,12 +79,26 @@ pub struct StoredMember {
     pub header_offset: u64,
     /// Its bytes, when small enough to be kept (see [`Limits`]).
     pub data: Option<Vec<u8>>,
-    /// Its first bytes (up to [`PREFIX_LEN`]), always kept: enough for magic checks.
+    /// Its first bytes (up to [`prefix_len`]), always kept: enough for magic
+    /// checks, and for a `.npy` member its header dict (dtype, shape).
     pub prefix: Vec<u8>,
 }
 
 /// How many leading bytes of every member are kept.
 pub const PREFIX_LEN: usize = 16;
+/// How many leading bytes of a `.npy` member are kept: its header (numpy
+/// writes 128 bytes for all but very long shapes). A tar member takes at
+/// least 1024 bytes of tar stream, so this stays a fraction of the input.
+pub const NPY_PREFIX_LEN: usize = 256;
+
+/// The prefix kept of the member named `key`.
+pub fn prefix_len(key: &[u8]) -> usize {
+    if key.ends_with(b".npy") {
+        NPY_PREFIX_LEN
+    } else {
+        PREFIX_LEN
+    }
+}
 
 /// Why an entry of the tar walk is not in the member map.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -470,11 +484,12 @@ pub(crate) fn header_gates(
 struct KeepSink {
     data: Option<Vec<u8>>,
     prefix: Vec<u8>,
+    prefix_len: usize,
 }
 
 impl io::Write for KeepSink {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let room = PREFIX_LEN - self.prefix.len();
+        let room = self.prefix_len - self.prefix.len();
         self.prefix.extend_from_slice(&buf[..room.min(buf.len())]);
         if let Some(data) = &mut self.data {
             data.extend_from_slice(buf);
@@ -607,7 +622,8 @@ fn walk<R: Read>(
                 && kept_total + size <= limits.keep_total_max;
             let mut sink = KeepSink {
                 data: keep.then(|| Vec::with_capacity(size as usize)),
-                prefix: Vec::with_capacity(PREFIX_LEN),
+                prefix: Vec::with_capacity(prefix_len(key)),
+                prefix_len: prefix_len(key),
             };
             tar.copy_data(&mut sink).map_err(|e| {
                 classify(e, Gate::G12, |t| {

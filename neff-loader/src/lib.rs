@@ -38,8 +38,8 @@
 
 mod access;
 mod container;
-pub mod diff;
 mod device_memory;
+pub mod diff;
 mod digest;
 mod error;
 mod extract;

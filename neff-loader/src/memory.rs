@@ -13,7 +13,7 @@ use neff_schema::{Arch, NeffHeader};
 
 use crate::access::MANIFEST_MAX;
 use crate::container::{
-    Container, EntryFate, EntryRecord, StoredMember, PREFIX_LEN, WAVEGRAPH_SUFFIX,
+    prefix_len, Container, EntryFate, EntryRecord, StoredMember, WAVEGRAPH_SUFFIX,
 };
 use crate::tar_reader::{escape_name, EntryKind};
 use crate::{arch_loads, container, RuntimeProfile, Verdict};
@@ -83,7 +83,7 @@ pub fn check_members<'a>(
             data: whole
                 .filter(|_| key.ends_with(".json") && size <= MANIFEST_MAX)
                 .map(<[u8]>::to_vec),
-            prefix: prefix[..prefix.len().min(PREFIX_LEN)].to_vec(),
+            prefix: prefix[..prefix.len().min(prefix_len(key.as_bytes()))].to_vec(),
         };
         if container
             .members

@@ -27,6 +27,8 @@ pub enum ErrorKind {
     ManifestEncode,
     /// JSON that cannot become a barrier config.
     BarrierJson,
+    /// Bytes that are not a `.npy` v1 file, or a malformed header dict.
+    Npy,
 }
 
 /// Where a problem is. Every part is optional; the parts that are known are

@@ -25,6 +25,7 @@ pub mod framing;
 pub mod header;
 pub mod hex;
 pub mod manifest;
+pub mod npy;
 mod target;
 mod uuid;
 

@@ -39,8 +39,8 @@ pub struct InspectArgs {
     quiet: bool,
     /// Print only the weights table (neuron-packager's `info --show-weights`):
     /// every def.json `file` variable of every graph with its var_id, member,
-    /// variable size, stored bytes, and dtype and shape where def.json gives
-    /// them. The --json report holds them under model.graphs[].weights.
+    /// variable size, stored bytes, and dtype and shape where def.json or the
+    /// member's .npy header gives them. The --json report holds them under model.graphs[].weights.
     #[arg(long, conflicts_with_all = ["json", "memory", "ntff"])]
     show_weights: bool,
     /// Print only the device (HBM) memory per NeuronCore, in the runtime's

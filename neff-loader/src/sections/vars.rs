@@ -101,15 +101,16 @@ pub(super) fn vars(
             VarType::File => {
                 let path = weights(ctx, *var, name, member, sg_dir)?;
                 let member_size = ctx.size(&path);
+                let npy = npy_header(ctx.prefix(&path), &path);
                 let weight = WeightSummary {
                     name: name.to_string(),
                     var_id,
                     data_size: weight_data_size(ctx.prefix(&path), member_size, &path),
                     member_size,
-                    member: path,
                     size,
-                    dtype: dtype.clone(),
-                    shape: shape.clone(),
+                    dtype: dtype.clone().or_else(|| npy_dtype(npy.as_ref()?)),
+                    shape: shape.clone().or_else(|| npy?.shape),
+                    member: path,
                 };
                 ctx.load.list(&mut summary.weights, weight);
             }
@@ -161,6 +162,22 @@ pub(super) fn vars(
         ));
     }
     Ok(())
+}
+
+/// The `.npy` header of a weight member, from the prefix the walk keeps
+/// (for display: the runtime reads only the magic and the length).
+fn npy_header(prefix: Option<&[u8]>, path: &str) -> Option<neff_schema::npy::NpyHeader> {
+    path.ends_with(".npy")
+        .then(|| neff_schema::npy::parse_header(prefix?).ok())
+        .flatten()
+}
+
+/// The header's dtype as a manifest spells it, else its raw `descr`.
+fn npy_dtype(header: &neff_schema::npy::NpyHeader) -> Option<String> {
+    match header.dtype() {
+        Some(dtype) => Some(dtype.to_string()),
+        None => header.descr.clone(),
+    }
 }
 
 /// The data bytes of a weight member of `size` bytes: what follows the
