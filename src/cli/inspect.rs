@@ -4,9 +4,10 @@ use std::path::PathBuf;
 
 use clap::Args;
 use neff::loader::InspectReport;
-use neff::loader::{verify_file, EntryFate, RuntimeProfile};
+use neff::loader::{EntryFate, Limits, RuntimeProfile};
 use neff::schema::hex;
 
+use super::input;
 use super::{print_json, EXIT_OK, EXIT_REJECTED};
 
 /// Show every header field, the member table and the model the manifests describe.
@@ -25,7 +26,7 @@ use super::{print_json, EXIT_OK, EXIT_REJECTED};
 /// the refusal; the verdict stays the refusal.
 #[derive(Args, Debug)]
 pub struct InspectArgs {
-    /// The NEFF to inspect.
+    /// The NEFF to inspect (`-` reads it from stdin).
     file: PathBuf,
     /// Print one JSON object on stdout.
     #[arg(long)]
@@ -33,8 +34,10 @@ pub struct InspectArgs {
 }
 
 pub fn run(args: InspectArgs) -> Result<u8, Box<dyn std::error::Error>> {
-    let verdict = verify_file(&args.file, &RuntimeProfile::default())?;
-    let report = InspectReport::new(&args.file.display().to_string(), &verdict);
+    let name = input::name(&args.file);
+    let verdict = input::verify(&args.file, &RuntimeProfile::default(), &Limits::default())
+        .map_err(|e| e.at_path(&name))?;
+    let report = InspectReport::new(&name, &verdict);
     let code = if report.verdict.accepted {
         EXIT_OK
     } else {

@@ -4,6 +4,7 @@ mod barrier;
 mod build;
 mod corpus;
 mod fixtures;
+mod input;
 mod inspect;
 mod pack;
 mod progress;

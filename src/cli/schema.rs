@@ -9,7 +9,8 @@ use super::{print_json, EXIT_OK};
 /// Print a JSON Schema: the build spec, a report, or a manifest.
 ///
 /// Schemas follow JSON Schema draft 2020-12: `build-spec` is what `neff build`
-/// reads, `verify-report` what `neff verify --json` prints per arch, `inspect-report`
+/// reads, `verify-report` what `neff verify --json` prints for one file, `verify-many` for
+/// several files or a folder, `inspect-report`
 /// what `neff inspect --json` prints, and the
 /// manifest schemas describe neff.json, the KELF descriptor, def.json, engine
 /// JSON and ucode_lib.json. Without NAME, lists the schemas. Manifest schemas describe the JSON
@@ -33,8 +34,13 @@ const SCHEMAS: &[Entry] = &[
     ),
     (
         "verify-report",
-        "one report of `neff verify --json` (per arch)",
-        || schemars::schema_for!(neff::loader::Report),
+        "what `neff verify --json` prints for one file (with `per_arch` reports)",
+        || schemars::schema_for!(super::verify::Combined),
+    ),
+    (
+        "verify-many",
+        "what `neff verify --json` prints for several files or a folder",
+        || schemars::schema_for!(super::verify::ManyReport),
     ),
     (
         "inspect-report",
