@@ -74,10 +74,7 @@ fn unlinked_temp_file() -> io::Result<File> {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
-    let path = std::env::temp_dir().join(format!(
-        ".neff-stdin-{}-{nanos:09}",
-        std::process::id()
-    ));
+    let path = std::env::temp_dir().join(format!(".neff-stdin-{}-{nanos:09}", std::process::id()));
     let file = OpenOptions::new()
         .read(true)
         .write(true)

@@ -11,8 +11,7 @@ use std::path::{Path, PathBuf};
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
 use neff::loader::{
-    load_reader, ArchScope, Error, Limits, ProfileSettings, Report,
-    RuntimeProfile,
+    load_reader, ArchScope, Error, Limits, ProfileSettings, Report, RuntimeProfile,
 };
 use neff::schema::{Arch, HashLayoutPolicy};
 
@@ -144,8 +143,8 @@ fn run_one(
         progress: progress.counter(),
         ..Limits::default()
     };
-    let checked = check(path, args.instance_arch.arch(), profile, &limits)
-        .map_err(|e| e.at_path(&name))?;
+    let checked =
+        check(path, args.instance_arch.arch(), profile, &limits).map_err(|e| e.at_path(&name))?;
     drop(progress);
     if args.json {
         print_json(&checked.combined)?;
@@ -212,10 +211,11 @@ fn print_checked(name: &str, checked: &Checked) {
         checked.reports.iter().for_each(|r| print_human(name, r));
         return;
     };
-    let (on, off): (Vec<&Report>, Vec<&Report>) = checked
-        .reports
-        .iter()
-        .partition(|r| targeted.iter().any(|&a| r.instance_arch == ArchScope::Arch(a)));
+    let (on, off): (Vec<&Report>, Vec<&Report>) = checked.reports.iter().partition(|r| {
+        targeted
+            .iter()
+            .any(|&a| r.instance_arch == ArchScope::Arch(a))
+    });
     on.iter().for_each(|r| print_human(name, r));
     if !off.is_empty() {
         println!("  {}", not_targeted(&off));
@@ -245,7 +245,10 @@ fn not_targeted(reports: &[&Report]) -> String {
     let names = reports.iter().map(|r| r.instance_arch.name());
     let listed: Vec<String> = match outcomes.split_first() {
         Some((first, rest)) if rest.iter().all(|o| o == first) => {
-            vec![format!("{} ({first})", names.collect::<Vec<_>>().join(", "))]
+            vec![format!(
+                "{} ({first})",
+                names.collect::<Vec<_>>().join(", ")
+            )]
         }
         _ => names
             .zip(&outcomes)
@@ -255,7 +258,6 @@ fn not_targeted(reports: &[&Report]) -> String {
     let listed = listed.join(", ");
     format!("not targeted: {listed}; --instance-arch ARCH shows one in full")
 }
-
 
 fn print_human(name: &str, r: &Report) {
     println!("{name}: {}", r.summary());
