@@ -375,3 +375,51 @@ fn every_real_neff_is_accepted_in_one_folder_run() {
         "{text}"
     );
 }
+
+/// A NEFF from a pipe is spooled to disk, not memory: a 192 MiB pkg-1 NEFF
+/// (raw tar, so the file is that big) on stdin keeps the child's own peak
+/// RSS (`wait4`) under 64 MiB.
+#[cfg(unix)]
+#[test]
+fn a_large_neff_on_a_pipe_keeps_memory_bounded() {
+    // Built by `neff pack` and written in chunks: a big buffer in this
+    // process would count in the child's peak RSS (fork copies the mark).
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    write_model_tree(&tree);
+    let mut weights = fs::File::create(tree.join("weights.bin")).unwrap();
+    let chunk = vec![0u8; 1 << 20];
+    (0..192).for_each(|_| weights.write_all(&chunk).unwrap());
+    drop(weights);
+    let path = dir.path().join("big.neff");
+    let packed = neff(&["pack", s(&tree), "-o", s(&path), "--pkg-version", "1", "-q"]);
+    assert_eq!(
+        code(&packed),
+        0,
+        "{}",
+        String::from_utf8_lossy(&packed.stderr)
+    );
+    #[allow(clippy::zombie_processes)] // reaped by wait4 below
+    let mut child = Command::new(env!("CARGO_BIN_EXE_neff"))
+        .args(["verify", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("run neff");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let writer =
+        std::thread::spawn(move || std::io::copy(&mut fs::File::open(path)?, &mut stdin).map(drop));
+    let mut status = 0;
+    // SAFETY: plain out-parameters for wait4.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let got = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
+    assert!(got > 0, "wait4 failed");
+    writer.join().expect("writer").expect("write stdin");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "status {status:#x}"
+    );
+    let rss_kib = usage.ru_maxrss as u64;
+    eprintln!("verify - of a 192 MiB pipe: peak RSS {rss_kib} KiB");
+    assert!(rss_kib < 64 * 1024, "peak RSS {rss_kib} KiB");
+}
