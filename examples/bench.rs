@@ -829,17 +829,16 @@ fn verify_dir_workload(neff: &Path, dir: &Path, script: &Path, bytes: u64) -> Re
         script: format!("{neff} verify {dir} --threads 1 >/dev/null"),
         ours: false,
     });
-    Ok(w
-        .baseline(
-            "python3",
-            "python3 gzip+tarfile+hashlib",
-            format!("python3 {script} {dir}"),
-        )
-        .baseline(
-            "md5sum",
-            "find | xargs md5sum",
-            format!("find {dir} -name '*.neff' -print0 | xargs -0 md5sum >/dev/null"),
-        ))
+    Ok(w.baseline(
+        "python3",
+        "python3 gzip+tarfile+hashlib",
+        format!("python3 {script} {dir}"),
+    )
+    .baseline(
+        "md5sum",
+        "find | xargs md5sum",
+        format!("find {dir} -name '*.neff' -print0 | xargs -0 md5sum >/dev/null"),
+    ))
 }
 
 // ---------------------------------------------------------------------------

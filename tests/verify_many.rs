@@ -423,3 +423,14 @@ fn a_large_neff_on_a_pipe_keeps_memory_bounded() {
     eprintln!("verify - of a 192 MiB pipe: peak RSS {rss_kib} KiB");
     assert!(rss_kib < 64 * 1024, "peak RSS {rss_kib} KiB");
 }
+
+#[test]
+fn a_folder_without_neffs_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    write(&dir.path().join("notes.txt"), b"not a NEFF");
+    let out = neff(&["verify", s(dir.path())]);
+    assert_eq!(code(&out), 0);
+    assert_eq!(stdout(&out), "0 accepted, 0 refused, 0 errors\n");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no *.neff file found"), "{err}");
+}

@@ -102,13 +102,6 @@ pub struct Combined {
     per_arch: Option<BTreeMap<String, Report>>,
 }
 
-/// One input's outcome: its JSON verdict and each arch's report, in load order.
-struct Checked {
-    accepted: bool,
-    combined: Combined,
-    reports: Vec<Report>,
-}
-
 pub fn run(args: VerifyArgs) -> Result<u8, Box<dyn std::error::Error>> {
     // The flags map onto the loader's profile settings, the one place that
     // turns verify options into a runtime profile.
@@ -147,11 +140,11 @@ fn run_one(
         check(path, args.instance_arch.arch(), profile, &limits).map_err(|e| e.at_path(&name))?;
     drop(progress);
     if args.json {
-        print_json(&checked.combined)?;
+        print_json(&checked)?;
     } else {
         print_checked(&name, &checked);
     }
-    Ok(if checked.accepted {
+    Ok(if checked.report.accepted {
         EXIT_OK
     } else {
         EXIT_REJECTED
@@ -165,7 +158,7 @@ fn check(
     single: Option<Arch>,
     profile: &RuntimeProfile,
     limits: &Limits,
-) -> Result<Checked, Error> {
+) -> Result<Combined, Error> {
     Ok(match single {
         Some(arch) => {
             let profile = RuntimeProfile {
@@ -174,44 +167,37 @@ fn check(
             };
             let mut report = load_reader(Some(input::open(path)?), &profile, limits)?.report;
             report.file = Some(input::name(path));
-            Checked {
-                accepted: report.accepted,
-                combined: Combined {
-                    report: report.clone(),
-                    targeted_arches: None,
-                    per_arch: None,
-                },
-                reports: vec![report],
+            Combined {
+                report,
+                targeted_arches: None,
+                per_arch: None,
             }
         }
         None => {
             let verdict = input::verify(path, profile, limits)?;
-            let reports: Vec<Report> = verdict.loads.iter().map(|l| l.report.clone()).collect();
-            let per_arch = reports
+            let per_arch = verdict
+                .loads
                 .iter()
-                .map(|r| (r.instance_arch.name().to_string(), r.clone()))
+                .map(|l| (l.report.instance_arch.name().to_string(), l.report.clone()))
                 .collect();
-            Checked {
-                accepted: verdict.accepted,
-                combined: Combined {
-                    report: verdict.combined_report(),
-                    targeted_arches: Some(verdict.targeted.clone()),
-                    per_arch: Some(per_arch),
-                },
-                reports,
+            Combined {
+                report: verdict.combined_report(),
+                targeted_arches: Some(verdict.targeted.clone()),
+                per_arch: Some(per_arch),
             }
         }
     })
 }
 
-/// One input's text output: each targeted arch's report, one line for the
-/// arches it does not target, then the verdict.
-fn print_checked(name: &str, checked: &Checked) {
-    let Some(targeted) = &checked.combined.targeted_arches else {
-        checked.reports.iter().for_each(|r| print_human(name, r));
+/// One input's text output: each targeted arch's report in arch order, one
+/// line for the arches it does not target, then the verdict.
+fn print_checked(name: &str, checked: &Combined) {
+    let (Some(targeted), Some(per_arch)) = (&checked.targeted_arches, &checked.per_arch) else {
+        print_human(name, &checked.report);
         return;
     };
-    let (on, off): (Vec<&Report>, Vec<&Report>) = checked.reports.iter().partition(|r| {
+    let reports = Arch::ALL.iter().filter_map(|a| per_arch.get(a.name()));
+    let (on, off): (Vec<&Report>, Vec<&Report>) = reports.partition(|r| {
         targeted
             .iter()
             .any(|&a| r.instance_arch == ArchScope::Arch(a))
@@ -220,7 +206,7 @@ fn print_checked(name: &str, checked: &Checked) {
     if !off.is_empty() {
         println!("  {}", not_targeted(&off));
     }
-    let verdict = if checked.accepted {
+    let verdict = if checked.report.accepted {
         "ACCEPTED"
     } else {
         "REJECTED"

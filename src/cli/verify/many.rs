@@ -114,6 +114,9 @@ pub fn run(
     profile: &RuntimeProfile,
 ) -> Result<u8, Box<dyn std::error::Error>> {
     let inputs = walk::expand(files);
+    if inputs.is_empty() {
+        eprintln!("neff: warning: no *.neff file found");
+    }
     let threads = args.threads.map_or_else(
         || std::thread::available_parallelism().map_or(1, NonZeroUsize::get),
         NonZeroUsize::get,
@@ -157,7 +160,7 @@ fn outcome(
         Input::Unreadable(_, e) => Err(Error::new(ErrorKind::Read, format!("cannot read: {e}"))),
     };
     match result {
-        Ok(checked) => FileOutcome::Checked(checked.combined),
+        Ok(checked) => FileOutcome::Checked(checked),
         Err(e) => FileOutcome::Failed {
             file: input::name(item.path()),
             error: FileError {
