@@ -27,7 +27,7 @@ pub struct ManyReport {
 #[serde(untagged)]
 enum FileOutcome {
     /// The verdict, the object `neff verify --json` prints for one file.
-    Checked(Combined),
+    Checked(Box<Combined>),
     /// The input could not be read (exit status 2).
     Failed {
         /// The input's path.
@@ -160,7 +160,7 @@ fn outcome(
         Input::Unreadable(_, e) => Err(Error::new(ErrorKind::Read, format!("cannot read: {e}"))),
     };
     match result {
-        Ok(checked) => FileOutcome::Checked(checked),
+        Ok(checked) => FileOutcome::Checked(Box::new(checked)),
         Err(e) => FileOutcome::Failed {
             file: input::name(item.path()),
             error: FileError {
