@@ -17,7 +17,11 @@
 //!   check for a NEFF with a 1 GiB member;
 //! * (c) `neff pack` of 10,000 small members (64 B to 4 KiB) against the
 //!   baselines of (a), reported in members/s;
-//! * (f) `neff corpus --count 1000`: fuzz-seed generation speed, in files/s.
+//! * (f) `neff corpus --count 1000`: fuzz-seed generation speed, in files/s;
+//! * (g) `neff verify DIR` over a compile-cache-like folder of 1,000 small
+//!   valid NEFFs, with `--threads 1` and `--threads 2`, in files/s, against
+//!   a Python `gzip` + `tarfile` + `hashlib` walk that reads and hashes each
+//!   one, and `md5sum` of the files.
 //!
 //! The baselines only stream and hash, while `neff pack` also writes the NEFF
 //! to disk and reads it back through the loader's gates, so a ratio near 1
@@ -56,7 +60,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
 
+use neff::schema::manifest::Dtype;
 use neff::smith::corpus::Mix;
+use neff::writer::builder::Tensor;
+use neff::writer::NeffBuilder;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
@@ -150,6 +157,11 @@ fn run() -> Result<()> {
     );
     let corpus = run_workload(&f, opts.runs)?;
     let corpus_seconds = corpus.first().map_or(0.0, |m| m.median_seconds);
+    let cache = work.path().join("cache");
+    let cache_bytes = ensure_cache_tree(&cache)?;
+    let g = verify_dir_workload(&neff, &cache, &work.path().join("walk.py"), cache_bytes)?;
+    let verify_dir = run_workload(&g, opts.runs)?;
+    results.extend(verify_dir.iter().cloned());
 
     println!();
     print_machine();
@@ -184,7 +196,19 @@ fn run() -> Result<()> {
         CORPUS_FILES as f64 / corpus_seconds.max(1e-9),
         opts.runs
     );
-    for note in [&a, &b, &d, &e].iter().flat_map(|w| &w.notes) {
+    let rates: Vec<String> = verify_dir
+        .iter()
+        .map(|m| {
+            let rate = CACHE_NEFFS as f64 / m.median_seconds.max(1e-9);
+            format!("`{}` {rate:.0} files/s", m.label)
+        })
+        .collect();
+    println!(
+        "\n- (g) `neff verify DIR` over {CACHE_NEFFS} NEFFs ({cache_bytes} bytes): {} (medians of {} runs)",
+        rates.join(", "),
+        opts.runs
+    );
+    for note in [&a, &b, &d, &e, &g].iter().flat_map(|w| &w.notes) {
         println!("\nNote: {note}");
     }
 
@@ -414,6 +438,61 @@ fn ensure_small_members_tree(root: &Path) -> Result<u64> {
     }
     tree_size(root)
 }
+
+/// NEFFs in the compile-cache folder of workload (g).
+const CACHE_NEFFS: usize = 1000;
+
+/// Writes a folder shaped like a Neuron compile cache, unless present:
+/// [`CACHE_NEFFS`] small valid NEFFs (`neuronxcc-2.<k>/MODULE_<i>/model.neff`,
+/// each of its own input shape, beside a `compile_flags.json`). Returns the
+/// NEFFs' total size in bytes.
+fn ensure_cache_tree(root: &Path) -> Result<u64> {
+    let marker = root.join(MARKER);
+    if !marker.exists() {
+        eprintln!(
+            "bench: generating {CACHE_NEFFS} NEFFs in {} ...",
+            root.display()
+        );
+        for i in 0..CACHE_NEFFS {
+            let dir = root.join(format!("neuronxcc-2.{}/MODULE_{i:04}", i % 10));
+            fs::create_dir_all(&dir)?;
+            fs::write(dir.join("compile_flags.json"), "[\"--target=trn1\"]")?;
+            NeffBuilder::new()
+                .name(format!("module-{i}"))
+                .subgraph("sg00", |sg| {
+                    sg.input("x", Tensor::new(Dtype::Float32, [1 + i as u64]))
+                        .output("y", Tensor::new(Dtype::Float32, [4]))
+                })
+                .write_to_path(dir.join("model.neff"))?;
+        }
+        fs::write(&marker, "compile cache")?;
+    }
+    let mut total = 0;
+    for entry in fs::read_dir(root)? {
+        for module in fs::read_dir(entry?.path()).into_iter().flatten() {
+            total += fs::metadata(module?.path().join("model.neff")).map_or(0, |m| m.len());
+        }
+    }
+    Ok(total)
+}
+
+/// The baseline of (g): every `*.neff` under a folder read, its payload
+/// hashed (MD5) and inflated, and every tar member read.
+const WALK_PY: &str = r#"import gzip, hashlib, io, os, sys, tarfile
+n = 0
+for root, dirs, files in os.walk(sys.argv[1]):
+    for name in sorted(files):
+        if name.endswith(".neff"):
+            with open(os.path.join(root, name), "rb") as f:
+                payload = f.read()[1024:]
+            hashlib.md5(payload).digest()
+            with tarfile.open(fileobj=io.BytesIO(gzip.decompress(payload))) as tar:
+                for member in tar:
+                    if member.isfile():
+                        tar.extractfile(member).read()
+            n += 1
+assert n > 0
+"#;
 
 /// Writes `size` bytes of `kind` data to `path`.
 fn write_large_file(path: &Path, size: u64, kind: DataKind, rng: &mut Mix) -> Result<()> {
@@ -733,6 +812,35 @@ fn verify_workload(neff: &Path, file: &Path, payload_bytes: u64) -> Workload {
     )
 }
 
+/// (g) verify a folder of NEFFs, on 1 and 2 threads.
+fn verify_dir_workload(neff: &Path, dir: &Path, script: &Path, bytes: u64) -> Result<Workload> {
+    fs::write(script, WALK_PY)?;
+    let (neff, dir, script) = (quote(neff), quote(dir), quote(script));
+    let mut w = Workload::new(
+        "(g) verify DIR",
+        bytes,
+        ours(
+            "neff verify DIR --threads 2",
+            format!("{neff} verify {dir} --threads 2 >/dev/null"),
+        ),
+    );
+    w.commands.push(Cmd {
+        label: "neff verify DIR --threads 1".into(),
+        script: format!("{neff} verify {dir} --threads 1 >/dev/null"),
+        ours: false,
+    });
+    Ok(w.baseline(
+        "python3",
+        "python3 gzip+tarfile+hashlib",
+        format!("python3 {script} {dir}"),
+    )
+    .baseline(
+        "md5sum",
+        "find | xargs md5sum",
+        format!("find {dir} -name '*.neff' -print0 | xargs -0 md5sum >/dev/null"),
+    ))
+}
+
 // ---------------------------------------------------------------------------
 // Measuring
 
@@ -744,6 +852,7 @@ struct Sample {
 }
 
 /// The summary of one command's runs.
+#[derive(Clone)]
 struct Measured {
     workload: String,
     label: String,

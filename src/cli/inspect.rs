@@ -5,9 +5,10 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use neff::loader::{ntff_neff_uuid, InspectReport, MemoryReport, ModelSummary, WeightSummary};
-use neff::loader::{verify_file, EntryFate, RuntimeProfile};
+use neff::loader::{EntryFate, Limits, RuntimeProfile};
 use neff::schema::hex;
 
+use super::input;
 use super::{print_json, EXIT_OK, EXIT_REJECTED};
 
 /// Show every header field, the member table and the model the manifests describe.
@@ -28,7 +29,7 @@ use super::{print_json, EXIT_OK, EXIT_REJECTED};
 /// the refusal; the verdict stays the refusal.
 #[derive(Args, Debug)]
 pub struct InspectArgs {
-    /// The NEFF to inspect.
+    /// The NEFF to inspect (`-` reads it from stdin).
     file: PathBuf,
     /// Print one JSON object on stdout (with --memory: the `memory-report`
     /// document, see `neff schema memory-report`).
@@ -76,8 +77,10 @@ pub struct InspectArgs {
 }
 
 pub fn run(args: InspectArgs) -> Result<u8, Box<dyn std::error::Error>> {
-    let verdict = verify_file(&args.file, &RuntimeProfile::default())?;
-    let report = InspectReport::new(&args.file.display().to_string(), &verdict);
+    let name = input::name(&args.file);
+    let verdict = input::verify(&args.file, &RuntimeProfile::default(), &Limits::default())
+        .map_err(|e| e.at_path(&name))?;
+    let report = InspectReport::new(&name, &verdict);
     let code = if report.verdict.accepted {
         EXIT_OK
     } else {

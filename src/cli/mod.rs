@@ -8,6 +8,7 @@ mod diff;
 pub mod documents;
 mod fixtures;
 mod generated;
+mod input;
 mod inspect;
 mod pack;
 mod progress;

@@ -9,11 +9,12 @@ use super::{documents, print_json, EXIT_OK};
 /// Print a JSON Schema: the build spec, a report, or a manifest.
 ///
 /// Schemas follow JSON Schema draft 2020-12: `build-spec` is what `neff build`
-/// reads, `verify-report` what `neff verify --json` prints per arch, `inspect-report`
-/// what `neff inspect --json` prints, `diff-report` what `neff diff --json` prints,
-/// `pack-report` what `pack`/`build --json` print, `unpack-report` what `unpack --json`
-/// prints, `memory-report` what `neff inspect --memory --json` prints, `error` what any `--json` command prints on an error, `corpus-manifest` the
-/// corpus.json of `neff corpus`, and the
+/// reads, `verify-report` what `neff verify --json` prints for one file, `verify-many` for
+/// several files or a folder, `inspect-report` what `neff inspect --json` prints,
+/// `diff-report` what `neff diff --json` prints, `pack-report` what `pack`/`build --json`
+/// print, `unpack-report` what `unpack --json` prints, `memory-report` what
+/// `neff inspect --memory --json` prints, `error` what any `--json` command prints on an
+/// error, `corpus-manifest` the corpus.json of `neff corpus`, and the
 /// manifest schemas describe neff.json, the KELF descriptor, def.json, engine
 /// JSON and ucode_lib.json. Without NAME, lists the schemas. Manifest schemas describe the JSON
 /// shapes (keys the runtime reads, with their types); unknown keys are allowed,
@@ -39,8 +40,13 @@ const SCHEMAS: &[Entry] = &[
     ),
     (
         "verify-report",
-        "one report of `neff verify --json` (per arch)",
-        || schemars::schema_for!(neff::loader::Report),
+        "what `neff verify --json` prints for one file (with `per_arch` reports)",
+        || schemars::schema_for!(super::verify::Combined),
+    ),
+    (
+        "verify-many",
+        "what `neff verify --json` prints for several files or a folder",
+        || schemars::schema_for!(super::verify::ManyReport),
     ),
     (
         "inspect-report",

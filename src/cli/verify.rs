@@ -1,33 +1,52 @@
-//! `neff verify`: run the loader's gates.
+//! `neff verify`: run the loader's gates on one NEFF, several, or every NEFF
+//! under a folder.
+
+mod many;
+mod walk;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::num::NonZeroUsize;
+use std::path::{Path, PathBuf};
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
 use neff::loader::{
-    load_file, verify_file_with, ArchScope, Limits, ProfileSettings, Report, RuntimeProfile,
+    load_reader, ArchScope, Error, Limits, ProfileSettings, Report, RuntimeProfile,
 };
 use neff::schema::{Arch, HashLayoutPolicy};
 
+use super::input;
 use super::progress::Progress;
 use super::{parse_features, parse_mask, print_json, EXIT_OK, EXIT_REJECTED};
 
-/// Check a NEFF the way the Neuron runtime 2.31 loader does.
+pub use many::ManyReport;
+
+/// Check NEFFs the way the Neuron runtime 2.31 loader does.
 ///
 /// All gates G1-G31 run in the runtime's order: container, manifests (neff.json, the
 /// KELF descriptor, the arch check), each graph's sections, then staging. A refusal
 /// names the gate, the runtime's status code and its log line, plus where in the file
 /// the problem is. By default every instance arch is simulated and the NEFF is accepted
-/// when it loads on every arch it targets (`*` = all three, a named target = that one).
+/// when it loads on every arch it targets (`*` = all three, a named target = that one);
+/// the text output shows each targeted arch and sums up the others in one line.
+///
+/// With several inputs or a folder, each file gets one line (`PATH: ACCEPTED (targets
+/// ...)`, `PATH: REJECTED by Gxx ...` or `PATH: ERROR: ...`), then a summary line;
+/// `--json` prints one object `{"files": [...], "summary": {...}}`. Files are checked
+/// in parallel; the output keeps the input order. Exit status: 2 if any input could not
+/// be read, else 1 if any was refused, else 0.
 #[derive(Args, Debug)]
 pub struct VerifyArgs {
-    /// The NEFF to check.
-    file: PathBuf,
+    /// The NEFFs to check: files, `-` for stdin (a pipe is spooled to an unlinked temp
+    /// file), or folders (every `*.neff` under them, sorted by path; symlinked folders
+    /// are not followed; unreadable entries are reported, not fatal).
+    #[arg(required = true, value_name = "FILE|DIR|-")]
+    files: Vec<PathBuf>,
     /// Print exactly one JSON object on stdout.
     #[arg(long)]
     json: bool,
-    /// Print nothing when the NEFF is accepted; a refusal is one line on stderr.
+    /// Print nothing when a NEFF is accepted; a refusal (or, with several
+    /// inputs, an unreadable one) is one line on stderr.
     #[arg(short, long)]
     quiet: bool,
     /// The instance the runtime runs on; `all` evaluates each and requires every
@@ -68,26 +87,32 @@ pub struct VerifyArgs {
     /// The runtime's GPSIMD ucode ABI version (default 1.21.1.0).
     #[arg(long, value_name = "VERSION")]
     ucode_abi: Option<String>,
+    /// Files checked at once when there are several (default: the number of cores).
+    #[arg(long, value_name = "N")]
+    threads: Option<NonZeroUsize>,
 }
 
-/// The JSON verdict: the deciding report (the first refusal on a targeted
-/// arch, else the accepted outcome), plus every arch's report under `all`.
-#[derive(serde::Serialize)]
-struct Combined {
+/// The JSON verdict of one file: the deciding report (the first refusal on
+/// a targeted arch, else the accepted outcome), plus every arch's report and
+/// the targeted arches under `--instance-arch all`.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct Combined {
     #[serde(flatten)]
     report: Report,
+    /// The arches the NEFF targets (under `--instance-arch all`).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<Vec<String>>")]
     targeted_arches: Option<Vec<Arch>>,
+    /// Each arch's full report, by arch name (under `--instance-arch all`).
     #[serde(skip_serializing_if = "Option::is_none")]
     per_arch: Option<BTreeMap<String, Report>>,
 }
 
 pub fn run(args: VerifyArgs) -> Result<u8, Box<dyn std::error::Error>> {
-    let single = args.instance_arch.arch();
     // The flags map onto the loader's profile settings, the one place that
     // turns verify options into a runtime profile.
     let profile = ProfileSettings {
-        instance_arch: single,
+        instance_arch: args.instance_arch.arch(),
         allow_legacy_neff: args.allow_legacy_neff,
         no_verify_hash: args.no_verify_hash,
         hash_layout: Some(args.hash_layout),
@@ -98,72 +123,138 @@ pub fn run(args: VerifyArgs) -> Result<u8, Box<dyn std::error::Error>> {
         ucode_abi: args.ucode_abi.clone(),
     }
     .profile();
-    let (accepted, combined, reports) = match single {
+    match args.files.as_slice() {
+        [one] if !one.is_dir() => run_one(&args, one, &profile),
+        files => many::run(&args, files, &profile),
+    }
+}
+
+/// One input: the reports in full, or its JSON verdict.
+fn run_one(
+    args: &VerifyArgs,
+    path: &Path,
+    profile: &RuntimeProfile,
+) -> Result<u8, Box<dyn std::error::Error>> {
+    let name = input::name(path);
+    let total = std::fs::metadata(path).map_or(0, |m| m.len());
+    let progress = Progress::start(args.json, total, "verifying");
+    let limits = Limits {
+        progress: progress.counter(),
+        ..Limits::default()
+    };
+    let checked =
+        check(path, args.instance_arch.arch(), profile, &limits).map_err(|e| e.at_path(&name))?;
+    drop(progress);
+    if args.json {
+        print_json(&checked)?;
+    } else if args.quiet {
+        super::quiet_verdict(Path::new(&name), &checked.report);
+    } else {
+        print_checked(&name, &checked);
+    }
+    Ok(if checked.report.accepted {
+        EXIT_OK
+    } else {
+        EXIT_REJECTED
+    })
+}
+
+/// Runs the gates on the input `path` (`-` = stdin) on `single` arch, or on
+/// every arch when `None`; every report names the input.
+fn check(
+    path: &Path,
+    single: Option<Arch>,
+    profile: &RuntimeProfile,
+    limits: &Limits,
+) -> Result<Combined, Error> {
+    Ok(match single {
         Some(arch) => {
             let profile = RuntimeProfile {
                 instance_arch: arch,
-                ..profile
+                ..profile.clone()
             };
-            let report = load_file(&args.file, &profile)?.report;
-            let combined = Combined {
-                report: report.clone(),
+            let mut report = load_reader(Some(input::open(path)?), &profile, limits)?.report;
+            report.file = Some(input::name(path));
+            Combined {
+                report,
                 targeted_arches: None,
                 per_arch: None,
-            };
-            (report.accepted, combined, vec![report])
+            }
         }
         None => {
-            let total = std::fs::metadata(&args.file).map_or(0, |m| m.len());
-            let progress = Progress::start(args.json, total, "verifying");
-            let limits = Limits {
-                progress: progress.counter(),
-                ..Limits::default()
-            };
-            let verdict = verify_file_with(&args.file, &profile, &limits)?;
-            drop(progress);
-            let report = verdict.combined_report();
-            let reports: Vec<Report> = verdict.loads.iter().map(|l| l.report.clone()).collect();
-            let combined = Combined {
-                report,
-                targeted_arches: Some(verdict.targeted.clone()),
-                per_arch: Some(
-                    reports
-                        .iter()
-                        .map(|r| (r.instance_arch.name().to_string(), r.clone()))
-                        .collect(),
-                ),
-            };
-            (verdict.accepted, combined, reports)
-        }
-    };
-    if args.json {
-        print_json(&combined)?;
-    } else if args.quiet {
-        super::quiet_verdict(&args.file, &combined.report);
-    } else {
-        for report in &reports {
-            print_human(&args.file, report);
-        }
-        if single.is_none() {
-            let targeted: Vec<&str> = combined
-                .targeted_arches
+            let verdict = input::verify(path, profile, limits)?;
+            let per_arch = verdict
+                .loads
                 .iter()
-                .flatten()
-                .map(|a| a.name())
+                .map(|l| (l.report.instance_arch.name().to_string(), l.report.clone()))
                 .collect();
-            println!(
-                "{}: {} (targets {})",
-                args.file.display(),
-                if accepted { "ACCEPTED" } else { "REJECTED" },
-                targeted.join(", ")
-            );
+            Combined {
+                report: verdict.combined_report(),
+                targeted_arches: Some(verdict.targeted.clone()),
+                per_arch: Some(per_arch),
+            }
         }
-    }
-    Ok(if accepted { EXIT_OK } else { EXIT_REJECTED })
+    })
 }
 
-fn print_human(file: &std::path::Path, r: &Report) {
-    println!("{}: {}", file.display(), r.summary());
+/// One input's text output: each targeted arch's report in arch order, one
+/// line for the arches it does not target, then the verdict.
+fn print_checked(name: &str, checked: &Combined) {
+    let (Some(targeted), Some(per_arch)) = (&checked.targeted_arches, &checked.per_arch) else {
+        print_human(name, &checked.report);
+        return;
+    };
+    let reports = Arch::ALL.iter().filter_map(|a| per_arch.get(a.name()));
+    let (on, off): (Vec<&Report>, Vec<&Report>) = reports.partition(|r| {
+        targeted
+            .iter()
+            .any(|&a| r.instance_arch == ArchScope::Arch(a))
+    });
+    on.iter().for_each(|r| print_human(name, r));
+    if !off.is_empty() {
+        println!("  {}", not_targeted(&off));
+    }
+    let verdict = if checked.report.accepted {
+        "ACCEPTED"
+    } else {
+        "REJECTED"
+    };
+    println!("{name}: {verdict} (targets {})", arch_names(targeted));
+}
+
+/// `sunda, mariana`.
+fn arch_names(arches: &[Arch]) -> String {
+    let names: Vec<&str> = arches.iter().map(|a| a.name()).collect();
+    names.join(", ")
+}
+
+/// The one line for the arches a NEFF does not target: each arch with how
+/// it fares, grouped when they all fare alike.
+fn not_targeted(reports: &[&Report]) -> String {
+    let outcome = |r: &Report| {
+        r.gate_id()
+            .map_or_else(|| "accepted".to_string(), |g| format!("refused by {g}"))
+    };
+    let outcomes: Vec<String> = reports.iter().map(|r| outcome(r)).collect();
+    let names = reports.iter().map(|r| r.instance_arch.name());
+    let listed: Vec<String> = match outcomes.split_first() {
+        Some((first, rest)) if rest.iter().all(|o| o == first) => {
+            vec![format!(
+                "{} ({first})",
+                names.collect::<Vec<_>>().join(", ")
+            )]
+        }
+        _ => names
+            .zip(&outcomes)
+            .map(|(name, o)| format!("{name} ({o})"))
+            .collect(),
+    };
+    let listed = listed.join(", ");
+    format!("not targeted: {listed}; --instance-arch ARCH shows one in full")
+}
+
+fn print_human(name: &str, r: &Report) {
+    println!("{name}: {}", r.summary());
     if let Some(detail) = &r.detail {
         println!("  detail: {detail}");
     }

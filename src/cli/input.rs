@@ -1,0 +1,86 @@
+//! Where `verify` and `inspect` read a NEFF from: a file, or stdin (`-`).
+//!
+//! The loader seeks (the file size first, then back over the payload), so a
+//! stdin that is a redirected file is read in place, and a pipe is spooled to
+//! an unlinked temporary file: memory stays bounded whatever the input size;
+//! the disk holds one copy until the process ends.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufReader, IsTerminal, Seek, SeekFrom};
+use std::os::fd::AsFd;
+use std::path::Path;
+
+use neff::loader::{verify_reader, Error, ErrorKind, Limits, RuntimeProfile, Verdict};
+
+/// The name reports give stdin.
+pub const STDIN_NAME: &str = "<stdin>";
+
+/// Whether the argument `path` stands for stdin.
+pub fn is_stdin(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// The name reports give the input `path`.
+pub fn name(path: &Path) -> String {
+    if is_stdin(path) {
+        STDIN_NAME.to_string()
+    } else {
+        path.display().to_string()
+    }
+}
+
+/// Opens the input `path` (`-` = stdin) for the loader. Errors carry no path:
+/// the caller names the input.
+pub fn open(path: &Path) -> Result<BufReader<File>, Error> {
+    let file = if is_stdin(path) {
+        stdin_file()
+    } else {
+        File::open(path)
+    }
+    .map_err(|e| Error::new(ErrorKind::Read, format!("cannot open: {e}")).with_source(e))?;
+    Ok(BufReader::with_capacity(1 << 20, file))
+}
+
+/// [`verify_reader`] on the input `path` (`-` = stdin); every report names it.
+pub fn verify(path: &Path, profile: &RuntimeProfile, limits: &Limits) -> Result<Verdict, Error> {
+    let mut verdict = verify_reader(Some(open(path)?), profile, limits)?;
+    for load in &mut verdict.loads {
+        load.report.file = Some(name(path));
+    }
+    Ok(verdict)
+}
+
+/// Stdin as a seekable file: itself when it is one, else spooled.
+fn stdin_file() -> io::Result<File> {
+    let stdin = io::stdin();
+    if stdin.is_terminal() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "stdin is a terminal: redirect a NEFF into it (`neff verify - < FILE`)",
+        ));
+    }
+    let mut file = File::from(stdin.as_fd().try_clone_to_owned()?);
+    if file.stream_position().is_ok() {
+        return Ok(file);
+    }
+    let mut spool = unlinked_temp_file()?;
+    io::copy(&mut file, &mut spool)?;
+    spool.seek(SeekFrom::Start(0))?;
+    Ok(spool)
+}
+
+/// A new file in the temp folder, removed at once (it lives while open).
+fn unlinked_temp_file() -> io::Result<File> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let path = std::env::temp_dir().join(format!(".neff-stdin-{}-{nanos:09}", std::process::id()));
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+    std::fs::remove_file(&path)?;
+    Ok(file)
+}

@@ -1,0 +1,232 @@
+//! `neff verify` over several inputs or a folder: one line (or JSON entry)
+//! per file in input order, checked in parallel, then a summary.
+
+use std::collections::BTreeMap;
+use std::num::NonZeroUsize;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+
+use neff::loader::{Error, ErrorKind, Gate, Limits, RuntimeProfile};
+
+use super::walk::{self, Input};
+use super::{arch_names, check, input, Combined, VerifyArgs};
+use crate::cli::{print_json, EXIT_ERROR, EXIT_OK, EXIT_REJECTED};
+
+/// What `neff verify --json` prints for several inputs or a folder.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct ManyReport {
+    /// One entry per input, in input order (a folder's files sorted by path).
+    files: Vec<FileOutcome>,
+    /// The counts over every input.
+    summary: Summary,
+}
+
+/// One input's entry: its verdict, or why it could not be read.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+#[serde(untagged)]
+enum FileOutcome {
+    /// The verdict, the object `neff verify --json` prints for one file.
+    Checked(Box<Combined>),
+    /// The input could not be read (exit status 2).
+    Failed {
+        /// The input's path.
+        file: String,
+        /// What failed.
+        error: FileError,
+    },
+}
+
+/// Why an input could not be read.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+struct FileError {
+    /// The kind of failure (`read`, `gzip`, `tar`, `limit`, ...).
+    kind: String,
+    /// What failed and where.
+    message: String,
+}
+
+/// The counts over every input.
+#[derive(Default, serde::Serialize, schemars::JsonSchema)]
+struct Summary {
+    /// Inputs checked.
+    files: usize,
+    /// Inputs accepted.
+    accepted: usize,
+    /// Inputs a gate refused.
+    refused: usize,
+    /// Inputs that could not be read.
+    errors: usize,
+    /// Refusals by the gate that refused.
+    by_gate: BTreeMap<Gate, usize>,
+}
+
+impl Summary {
+    fn add(&mut self, outcome: &FileOutcome) {
+        self.files += 1;
+        match outcome {
+            FileOutcome::Checked(c) if c.report.accepted => self.accepted += 1,
+            FileOutcome::Checked(c) => {
+                self.refused += 1;
+                if let Some(gate) = c.report.gate {
+                    *self.by_gate.entry(gate).or_default() += 1;
+                }
+            }
+            FileOutcome::Failed { .. } => self.errors += 1,
+        }
+    }
+
+    /// `N accepted, M refused (by gate: G9 2, G17 1), K errors`.
+    fn line(&self) -> String {
+        let gates: Vec<String> = self
+            .by_gate
+            .iter()
+            .map(|(gate, n)| format!("{} {n}", gate.id()))
+            .collect();
+        let by_gate = if gates.is_empty() {
+            String::new()
+        } else {
+            format!(" (by gate: {})", gates.join(", "))
+        };
+        let s = if self.errors == 1 { "" } else { "s" };
+        format!(
+            "{} accepted, {} refused{by_gate}, {} error{s}",
+            self.accepted, self.refused, self.errors
+        )
+    }
+
+    /// 2 if any input could not be read, else 1 if any was refused, else 0.
+    fn exit_code(&self) -> u8 {
+        if self.errors > 0 {
+            EXIT_ERROR
+        } else if self.refused > 0 {
+            EXIT_REJECTED
+        } else {
+            EXIT_OK
+        }
+    }
+}
+
+/// Checks every input `files` name, `--threads` at a time.
+pub fn run(
+    args: &VerifyArgs,
+    files: &[PathBuf],
+    profile: &RuntimeProfile,
+) -> Result<u8, Box<dyn std::error::Error>> {
+    let inputs = walk::expand(files);
+    if inputs.is_empty() {
+        eprintln!("neff: warning: no *.neff file found");
+    }
+    let threads = args.threads.map_or_else(
+        || std::thread::available_parallelism().map_or(1, NonZeroUsize::get),
+        NonZeroUsize::get,
+    );
+    let single = args.instance_arch.arch();
+    let mut summary = Summary::default();
+    let mut entries = Vec::new();
+    in_order(
+        &inputs,
+        threads,
+        |input| outcome(input, single, profile),
+        |outcome| {
+            summary.add(&outcome);
+            if args.json {
+                entries.push(outcome);
+            } else if !args.quiet {
+                println!("{}", line(&outcome));
+            } else if !matches!(&outcome, FileOutcome::Checked(c) if c.report.accepted) {
+                eprintln!("neff: {}", line(&outcome));
+            }
+        },
+    );
+    let code = summary.exit_code();
+    if args.json {
+        print_json(&ManyReport {
+            files: entries,
+            summary,
+        })?;
+    } else if !args.quiet {
+        println!("{}", summary.line());
+    }
+    Ok(code)
+}
+
+/// Checks one input; a failure to read it is its outcome, not an error.
+fn outcome(
+    item: &Input,
+    single: Option<neff::schema::Arch>,
+    profile: &RuntimeProfile,
+) -> FileOutcome {
+    let result = match item {
+        Input::Path(path) => check(path, single, profile, &Limits::default()),
+        Input::Unreadable(_, e) => Err(Error::new(ErrorKind::Read, format!("cannot read: {e}"))),
+    };
+    match result {
+        Ok(checked) => FileOutcome::Checked(Box::new(checked)),
+        Err(e) => FileOutcome::Failed {
+            file: input::name(item.path()),
+            error: FileError {
+                kind: kind_name(e.kind()),
+                message: e.to_string(),
+            },
+        },
+    }
+}
+
+/// `read`, `gzip`, `tar`, ...: the kind without its detail, lower case.
+fn kind_name(kind: ErrorKind) -> String {
+    let debug = format!("{kind:?}");
+    let name = debug.split('(').next().unwrap_or(&debug);
+    name.to_ascii_lowercase()
+}
+
+/// One input's line: `PATH: ACCEPTED (targets ...)`, `PATH: REJECTED by
+/// ...` or `PATH: ERROR: ...`.
+fn line(outcome: &FileOutcome) -> String {
+    match outcome {
+        FileOutcome::Checked(c) => {
+            let file = c.report.file.as_deref().unwrap_or_default();
+            match (&c.targeted_arches, c.report.accepted) {
+                (Some(targeted), true) => {
+                    format!("{file}: ACCEPTED (targets {})", arch_names(targeted))
+                }
+                _ => format!("{file}: {}", c.report.summary()),
+            }
+        }
+        FileOutcome::Failed { file, error } => format!("{file}: ERROR: {}", error.message),
+    }
+}
+
+/// Runs `work` on each of `items` on `threads` threads and hands each result
+/// to `emit` in item order, as soon as it and every one before it are done.
+fn in_order<T: Sync, R: Send>(
+    items: &[T],
+    threads: usize,
+    work: impl Fn(&T) -> R + Sync,
+    mut emit: impl FnMut(R),
+) {
+    let next = AtomicUsize::new(0);
+    let (tx, rx) = mpsc::channel();
+    std::thread::scope(|scope| {
+        for _ in 0..threads.clamp(1, items.len().max(1)) {
+            let (tx, next, work) = (tx.clone(), &next, &work);
+            scope.spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(item) = items.get(i) else { break };
+                if tx.send((i, work(item))).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(tx);
+        let mut pending = BTreeMap::new();
+        let mut due = 0;
+        for (i, r) in rx {
+            pending.insert(i, r);
+            while let Some(r) = pending.remove(&due) {
+                emit(r);
+                due += 1;
+            }
+        }
+    });
+}

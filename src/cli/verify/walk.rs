@@ -1,0 +1,80 @@
+//! The inputs `verify` arguments name: files and `-` as given, and every
+//! `*.neff` under a folder, sorted by path.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// One input: a path to check, or an entry of a folder that could not be read.
+#[derive(Debug)]
+pub enum Input {
+    /// A NEFF to check (or `-`, stdin).
+    Path(PathBuf),
+    /// A folder entry that could not be read, and why.
+    Unreadable(PathBuf, io::Error),
+}
+
+impl Input {
+    /// The path this input names.
+    pub fn path(&self) -> &Path {
+        match self {
+            Input::Path(p) | Input::Unreadable(p, _) => p,
+        }
+    }
+}
+
+/// Every input `args` name, in argument order; a folder gives its `*.neff`
+/// files (recursively) sorted by path.
+pub fn expand(args: &[PathBuf]) -> Vec<Input> {
+    let mut out = Vec::new();
+    for arg in args {
+        if arg.is_dir() {
+            let mut found = Vec::new();
+            walk(arg, &mut found);
+            found.sort_by(|a, b| a.path().cmp(b.path()));
+            out.extend(found);
+        } else {
+            out.push(Input::Path(arg.clone()));
+        }
+    }
+    out
+}
+
+/// Collects the `*.neff` files under `root`. Symlinks to files are taken,
+/// symlinks to folders are not followed (no loops); what cannot be read is
+/// collected as [`Input::Unreadable`].
+fn walk(root: &Path, out: &mut Vec<Input>) {
+    let mut folders = vec![root.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        let entries = match fs::read_dir(&folder) {
+            Ok(entries) => entries,
+            Err(e) => {
+                out.push(Input::Unreadable(folder, e));
+                continue;
+            }
+        };
+        for entry in entries {
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(e) => {
+                    out.push(Input::Unreadable(folder.clone(), e));
+                    continue;
+                }
+            };
+            let path = entry.path();
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => folders.push(path),
+                Ok(_) if path.extension().is_some_and(|e| e == "neff") => {
+                    // A symlink is taken when it leads to a file.
+                    match fs::metadata(&path) {
+                        Ok(m) if m.is_dir() => {}
+                        Ok(_) => out.push(Input::Path(path)),
+                        Err(e) => out.push(Input::Unreadable(path, e)),
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => out.push(Input::Unreadable(path, e)),
+            }
+        }
+    }
+}
