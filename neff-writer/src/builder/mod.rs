@@ -732,12 +732,10 @@ impl Build {
         self.members.values().map(MemberSource::len).sum()
     }
 
-    /// Adds member bytes packed so far to `counter` while writing.
-    pub fn progress(
-        mut self,
-        counter: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
-    ) -> Self {
-        self.options.progress = counter;
+    /// Reports the write's phase and bytes to `progress` (see
+    /// [`PackOptions::progress`]).
+    pub fn progress(mut self, progress: Option<std::sync::Arc<crate::Progress>>) -> Self {
+        self.options.progress = progress;
         self
     }
 
