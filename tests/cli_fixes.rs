@@ -203,3 +203,22 @@ fn a_model_with_no_output_is_refused_by_g20b_in_build_and_pack() {
         stderr(&packed)
     );
 }
+
+#[test]
+fn a_repeated_spec_key_is_refused_naming_the_key_and_both_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"{"subgraphs": [{"name": "sg00",
+  "inputs": [{"name": "x", "dtype": "float32", "shape": [4]}],
+  "outputs": [{"name": "y", "dtype": "float32", "shape": [4]}],
+  "dma_queues": {
+    "q_in": {"owner": "pool", "type": "in", "semaphore": 10},
+    "q_in": {"owner": "pool", "type": "out", "semaphore": 11}}}]}"#;
+    let path = spec(dir.path(), "spec.json", text);
+    let out = neff(&["build", s(&path), "-o", s(&dir.path().join("o.neff"))]);
+    exit(&out, 2);
+    let want = format!(
+        "{}: 6:5: repeated key \"subgraphs[0].dma_queues.q_in\" (first at line 5, column 5)",
+        path.display()
+    );
+    assert!(stderr(&out).contains(&want), "{}", stderr(&out));
+}

@@ -424,8 +424,14 @@ impl BuildSpec {
         BuildSpec::from_slice(path, &bytes)
     }
 
-    /// Parses spec bytes; `path` names them in errors.
+    /// Parses spec bytes; `path` names them in errors. A key repeated in an
+    /// object is refused with the line and column of both occurrences.
     pub fn from_slice(path: &Path, bytes: &[u8]) -> Result<BuildSpec, Error> {
+        if let Some(repeated) = crate::repeated_keys::first_repeated_key(bytes) {
+            return Err(Error::new(ErrorKind::Spec, repeated.to_string())
+                .at_path(path)
+                .at_key(repeated.path));
+        }
         serde_json::from_slice(bytes).map_err(|e| {
             Error::new(ErrorKind::Spec, e.to_string())
                 .at_path(path)
@@ -681,6 +687,19 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("unknown engine \"gpsimd\""), "{err}");
+    }
+
+    #[test]
+    fn repeated_keys_are_refused_with_both_lines() {
+        let err = parse(
+            "{\"subgraphs\": [{\"name\": \"s\", \"dma_queues\": {\n  \"q_in\": {\"type\": \"in\"},\n  \"q_in\": {\"type\": \"out\"}}}]}",
+        )
+        .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Spec);
+        assert_eq!(
+            err.to_string(),
+            "spec.json: 3:3: repeated key \"subgraphs[0].dma_queues.q_in\" (first at line 2, column 3)"
+        );
     }
 
     #[test]

@@ -49,6 +49,7 @@ mod packager;
 mod parallel_gzip;
 mod progress;
 mod recover;
+mod repeated_keys;
 mod stale;
 pub mod tar_writer;
 mod zlib_gzip;
