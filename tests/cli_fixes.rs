@@ -222,3 +222,29 @@ fn a_repeated_spec_key_is_refused_naming_the_key_and_both_lines() {
     );
     assert!(stderr(&out).contains(&want), "{}", stderr(&out));
 }
+
+#[test]
+fn a_target_the_runtime_does_not_know_is_refused_by_g16() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = |target: &str| {
+        format!(
+            r#"{{"target": "{target}", "subgraphs": [{{"name": "sg00",
+            "inputs": [{{"name": "x", "dtype": "float32", "shape": [4]}}],
+            "outputs": [{{"name": "y", "dtype": "float32", "shape": [4]}}]}}]}}"#
+        )
+    };
+    let out_path = dir.path().join("o.neff");
+    for bad in ["Cayman", "trn2"] {
+        let path = spec(dir.path(), "bad.json", &model(bad));
+        let out = neff(&["build", s(&path), "-o", s(&out_path)]);
+        exit(&out, 1);
+        assert!(stderr(&out).contains("REJECTED by G16"), "{}", stderr(&out));
+        assert!(!out_path.exists());
+    }
+    let path = spec(dir.path(), "good.json", &model("cayman"));
+    exit(&neff(&["build", s(&path), "-o", s(&out_path)]), 0);
+    // The schema's enum is the runtime's list.
+    let schema = neff(&["schema", "build-spec"]);
+    let text = String::from_utf8_lossy(&schema.stdout);
+    assert!(text.contains(r#""cayman""#) && !text.contains(r#""Cayman""#));
+}

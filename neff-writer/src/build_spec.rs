@@ -35,9 +35,12 @@ pub struct BuildSpec {
     /// The model name stored in the header (at most 255 bytes).
     #[serde(default)]
     pub name: Option<String>,
-    /// The KELF descriptor's target (default `"*"`, any instance).
+    /// The KELF descriptor's target (default `"*"`, any instance), written as
+    /// given: the loader's G16 refuses a string the runtime does not know
+    /// (the schema's enum is the same list).
     #[serde(default)]
-    pub target: Option<Target>,
+    #[schemars(with = "Option<Target>")]
+    pub target: Option<String>,
     /// The KELF descriptor's member name (default `kelf-0.json`; the runtime's
     /// fixture uses `kelf-a.json`).
     #[serde(default)]
@@ -447,7 +450,7 @@ impl BuildSpec {
             .unchecked(self.allow_invalid)
             .keep_refused(self.allow_invalid)
             .maybe(self.name, NeffBuilder::name)
-            .maybe(self.target, NeffBuilder::target)
+            .maybe(self.target, NeffBuilder::target_text)
             .maybe(self.kelf_member, NeffBuilder::kelf_member)
             .maybe(self.kelf_node_name, NeffBuilder::kelf_node_name)
             .maybe(self.kelf_version, NeffBuilder::kelf_version)

@@ -199,7 +199,7 @@ pub const BARRIER_CONFIG_MEMBER: &str = "barrier_config.json";
 #[derive(Debug)]
 pub struct NeffBuilder {
     name: Option<String>,
-    target: Target,
+    target: String,
     kelf_member: String,
     kelf_node_name: String,
     kelf_version: String,
@@ -225,7 +225,7 @@ impl NeffBuilder {
     pub fn new() -> NeffBuilder {
         NeffBuilder {
             name: None,
-            target: Target::Any,
+            target: Target::Any.as_str().to_string(),
             kelf_member: DEFAULT_KELF_MEMBER.to_string(),
             kelf_node_name: DEFAULT_KELF_NODE_NAME.to_string(),
             kelf_version: manifest::kelf::KELF_VERSION.to_string(),
@@ -247,8 +247,15 @@ impl NeffBuilder {
     }
 
     /// The KELF descriptor's `target` (default `"*"`, any instance).
-    pub fn target(mut self, target: Target) -> Self {
-        self.target = target;
+    pub fn target(self, target: Target) -> Self {
+        self.target_text(target.as_str())
+    }
+
+    /// The KELF descriptor's `target` as written, any string: the loader's
+    /// G16 refuses one the runtime does not know (`"Cayman"`: it compares
+    /// exactly).
+    pub fn target_text(mut self, target: impl Into<String>) -> Self {
+        self.target = target.into();
         self
     }
 
@@ -433,7 +440,8 @@ impl NeffBuilder {
 
         let mut ctx = subgraph::Context { checked };
         let mut members: BTreeMap<String, MemberSource> = BTreeMap::new();
-        let mut kelf = KelfDescriptor::new(self.target);
+        let mut kelf = KelfDescriptor::new(Target::Any);
+        kelf.target = Some(self.target);
         kelf.version = self.kelf_version.clone();
         kelf.extra = self.kelf_extra.clone();
         let mut inputs = ModelIo::default();
