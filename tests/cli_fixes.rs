@@ -248,3 +248,43 @@ fn a_target_the_runtime_does_not_know_is_refused_by_g16() {
     let text = String::from_utf8_lossy(&schema.stdout);
     assert!(text.contains(r#""cayman""#) && !text.contains(r#""Cayman""#));
 }
+
+#[test]
+fn every_invalid_corpus_seed_is_refused_and_corpus_json_has_verify_s_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("corpus");
+    let args = [
+        "corpus",
+        "--out",
+        s(&out),
+        "--count",
+        "60",
+        "--invalid-ratio",
+        "0.5",
+    ];
+    exit(&neff(&args), 0);
+    let listing: serde_json::Value =
+        serde_json::from_slice(&fs::read(out.join("corpus.json")).unwrap()).unwrap();
+    let files = listing["files"].as_array().unwrap();
+    assert_eq!(files.len(), 60);
+    let mut invalid = 0;
+    for entry in files {
+        let name = entry["file"].as_str().unwrap();
+        let verify = neff(&["verify", "--json", s(&out.join(name))]);
+        let got: serde_json::Value = serde_json::from_slice(&verify.stdout).unwrap();
+        let verdict = &entry["verdict"];
+        for key in ["accepted", "gate", "status", "status_name"] {
+            assert_eq!(verdict[key], got[key], "{name}: {key}");
+        }
+        let accepted = got["accepted"].as_bool().unwrap();
+        assert_eq!(
+            verify.status.code(),
+            Some(if accepted { 0 } else { 1 }),
+            "{name}"
+        );
+        assert_eq!(name.ends_with("-invalid.neff"), !accepted, "{name}: {got}");
+        assert_eq!(entry["valid"], got["accepted"], "{name}");
+        invalid += usize::from(!accepted);
+    }
+    assert!(invalid >= 20, "only {invalid} of 60 refused");
+}
