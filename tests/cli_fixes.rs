@@ -288,3 +288,32 @@ fn every_invalid_corpus_seed_is_refused_and_corpus_json_has_verify_s_verdict() {
     }
     assert!(invalid >= 20, "only {invalid} of 60 refused");
 }
+
+#[test]
+fn rules_the_builder_no_longer_copies_are_refused_by_the_loader_s_gates() {
+    let dir = tempfile::tempdir().unwrap();
+    let io = r#""inputs": [{"name": "x", "dtype": "float32", "shape": [4]}],
+        "outputs": [{"name": "y", "dtype": "float32", "shape": [4]}]"#;
+    let sg = format!(r#"{{"name": "sg00", {io}}}"#);
+    let lib = r#"{"library": "l.so", "ulib_to_ucode_version": "1.0", "data": {"text": ""}}"#;
+    let cases = [
+        (format!(r#"{{"subgraphs": [{sg}, {sg}]}}"#), "G18"),
+        (
+            format!(
+                r#"{{"subgraphs": [{{"name": "sg00", {io}, "tmp_bufs": [{{"name": "t"}}]}}]}}"#
+            ),
+            "G19",
+        ),
+        (
+            format!(r#"{{"subgraphs": [{{"name": "sg00", {io}, "ucode_libs": [{lib}, {lib}]}}]}}"#),
+            "G24e",
+        ),
+    ];
+    for (text, gate) in cases {
+        let path = spec(dir.path(), "spec.json", &text);
+        let out = neff(&["build", s(&path), "-o", s(&dir.path().join("o.neff"))]);
+        exit(&out, 1);
+        let want = format!("REJECTED by {gate} ");
+        assert!(stderr(&out).contains(&want), "{want}: {}", stderr(&out));
+    }
+}

@@ -301,7 +301,7 @@ pub struct EngineSpec {
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UcodeLibSpec {
-    /// The library member name in the subgraph folder (unique).
+    /// The library member name in the subgraph folder (unique: G24e).
     pub library: String,
     /// The library bytes (an Xtensa ELF32; opaque to the builder).
     pub data: Blob,

@@ -423,17 +423,11 @@ impl NeffBuilder {
     /// written).
     pub fn build(self) -> Result<Build, Error> {
         let checked = !self.unchecked;
-        let mut names = BTreeSet::new();
         for sg in &self.subgraphs {
             let name = sg.name();
             if name.is_empty() || name.contains('/') || MemberName::new(name).is_err() {
                 return invalid(format!(
                     "subgraph name {name:?} must be one non-empty path component (like sg00)"
-                ));
-            }
-            if !names.insert(name.to_string()) && checked {
-                return invalid(format!(
-                    "subgraph {name} is declared twice (KELF graph names must be unique)"
                 ));
             }
         }
@@ -448,11 +442,17 @@ impl NeffBuilder {
         let mut outputs = ModelIo::default();
         let mut custom_ops = false;
         let subgraph_count = self.subgraphs.len();
+        let mut names = BTreeSet::new();
         for sg in self.subgraphs {
             let name = sg.name().to_string();
             let out = sg.generate(&mut ctx)?;
-            custom_ops |= out.has_ucode;
             kelf = kelf.graph(&name);
+            if !names.insert(name.clone()) {
+                // Listed again as asked, with the first one's members (one
+                // folder per name): the loader's G18 refuses the repeat.
+                continue;
+            }
+            custom_ops |= out.has_ucode;
             inputs.merge(out.inputs, &name, "input", checked)?;
             outputs.merge(out.outputs, &name, "output", checked)?;
             for (member, source) in out.members {
