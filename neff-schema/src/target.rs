@@ -23,17 +23,28 @@ impl Target {
     /// MARIANA (`"mariana"`, `"v4"`).
     pub const MARIANA: Target = Target::Arch(Arch::Mariana);
 
-    /// The runtime's reading of a target string: canonical names and `v2`/`v3`/`v4`
-    /// (exact, case-sensitive, as `parse_target` compares), `"*"`, and the empty
-    /// string (which means SUNDA). Anything else is `None` (G16, "Invalid target").
+    /// Every target string the runtime's `parse_target` knows, exactly as it
+    /// compares them (case-sensitive): the one list G16, [`Target::parse_runtime`]
+    /// and the JSON Schemas' enum use.
+    pub const RUNTIME_NAMES: [(&'static str, Target); 8] = [
+        ("sunda", Target::SUNDA),
+        ("cayman", Target::CAYMAN),
+        ("mariana", Target::MARIANA),
+        ("*", Target::Any),
+        ("v2", Target::SUNDA),
+        ("v3", Target::CAYMAN),
+        ("v4", Target::MARIANA),
+        ("", Target::SUNDA),
+    ];
+
+    /// The runtime's reading of a target string: one of [`Target::RUNTIME_NAMES`]
+    /// (canonical names, `v2`/`v3`/`v4`, `"*"`, and the empty string, which means
+    /// SUNDA). Anything else is `None` (G16, "Invalid target").
     pub fn parse_runtime(text: &str) -> Option<Target> {
-        match text {
-            "sunda" | "v2" | "" => Some(Target::SUNDA),
-            "cayman" | "v3" => Some(Target::CAYMAN),
-            "mariana" | "v4" => Some(Target::MARIANA),
-            "*" => Some(Target::Any),
-            _ => None,
-        }
+        Target::RUNTIME_NAMES
+            .iter()
+            .find(|(name, _)| *name == text)
+            .map(|&(_, target)| target)
     }
 
     /// The canonical string a writer emits (`"sunda"`, `"cayman"`, `"mariana"`, `"*"`).
@@ -71,7 +82,7 @@ impl FromStr for Target {
     type Err = Error;
 
     /// Like [`Target::parse_runtime`], but also accepts any letter case
-    /// (for command lines and build specs).
+    /// (for command lines; JSON reads a target exactly, as the runtime does).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Target::parse_runtime(&s.to_ascii_lowercase()).ok_or_else(|| {
             Error::new(
@@ -89,9 +100,15 @@ impl serde::Serialize for Target {
 }
 
 impl<'de> serde::Deserialize<'de> for Target {
+    /// As the runtime reads it ([`Target::parse_runtime`], exact letter case).
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let text = String::deserialize(d)?;
-        text.parse().map_err(serde::de::Error::custom)
+        Target::parse_runtime(&text).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "invalid target {text:?} (the runtime refuses it, G16): expected one of {:?}",
+                Target::RUNTIME_NAMES.map(|(name, _)| name)
+            ))
+        })
     }
 }
 
@@ -104,7 +121,7 @@ impl schemars::JsonSchema for Target {
         schemars::json_schema!({
             "description": "Target architecture: sunda (v2), cayman (v3), mariana (v4), or * for any.",
             "type": "string",
-            "enum": ["sunda", "cayman", "mariana", "*", "v2", "v3", "v4", ""]
+            "enum": Target::RUNTIME_NAMES.map(|(name, _)| name)
         })
     }
 }

@@ -1,6 +1,8 @@
 //! Fuzz seed corpora: valid NEFFs from [`crate::generate`], and invalid ones
 //! made by mutations that keep the payload hash valid, so they reach the JSON
-//! parsers and the manifest gates rather than dying at the MD5 gate.
+//! parsers and the manifest gates rather than dying at the MD5 gate. Every
+//! seed carries the loader's verdict on it: a mutation the loader still
+//! accepts is redrawn (a few times, then kept as an accepted seed).
 //! Everything is a function of the seed: the same seed gives the same files.
 
 use arbitrary::Unstructured;
@@ -12,15 +14,62 @@ use neff_writer::HeaderPatch;
 
 use crate::generate::{generate, GenConfig};
 
+/// Mutations drawn for one invalid seed before an accepted one is kept.
+const MUTATION_TRIES: usize = 8;
+
 /// One corpus file.
 #[derive(Debug, Clone)]
 pub struct Seed {
     /// The NEFF bytes.
     pub bytes: Vec<u8>,
-    /// Whether it was built to pass every gate.
-    pub valid: bool,
-    /// What was mutated, for an invalid seed.
+    /// The loader's verdict on it (default profile, every targeted arch), as
+    /// `neff verify` gives it.
+    pub verdict: SeedVerdict,
+    /// What was mutated, for a mutated seed (which may still be accepted).
     pub mutation: Option<String>,
+}
+
+/// The loader's verdict on a seed: the `accepted`, `gate`, `status` and
+/// `status_name` keys of `neff verify --json`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+pub struct SeedVerdict {
+    /// Accepted on every arch it targets.
+    pub accepted: bool,
+    /// The refusing gate.
+    pub gate: Option<&'static str>,
+    /// The runtime status code.
+    pub status: i64,
+    /// Its name.
+    pub status_name: &'static str,
+}
+
+impl SeedVerdict {
+    /// The loader's verdict on `bytes`.
+    pub fn of(bytes: &[u8]) -> SeedVerdict {
+        let verdict = neff_loader::verify_reader(
+            Some(std::io::Cursor::new(bytes)),
+            &neff_loader::RuntimeProfile::default(),
+            &neff_loader::Limits::default(),
+        );
+        match verdict {
+            Ok(v) => {
+                let r = v.combined_report();
+                SeedVerdict {
+                    accepted: r.accepted,
+                    gate: r.gate_id(),
+                    status: r.status.code(),
+                    status_name: r.status.name(),
+                }
+            }
+            // In memory no read fails; refuse rather than claim acceptance.
+            Err(_) => SeedVerdict {
+                accepted: false,
+                gate: None,
+                status: neff_loader::NrtStatus::Invalid.code(),
+                status_name: neff_loader::NrtStatus::Invalid.name(),
+            },
+        }
+    }
 }
 
 /// SplitMix64: a small, well-mixed deterministic generator (also handy for
@@ -65,17 +114,26 @@ pub fn seed_file(seed: u64, index: u64, invalid_ratio: f64, config: &GenConfig) 
     if !invalid {
         let bytes = write(build)?;
         return Some(Seed {
+            verdict: SeedVerdict::of(&bytes),
             bytes,
-            valid: true,
             mutation: None,
         });
     }
-    let (bytes, mutation) = mutate(&generated.json, &build, &mut mix)?;
-    Some(Seed {
-        bytes,
-        valid: false,
-        mutation: Some(mutation),
-    })
+    let mut seed = None;
+    for _ in 0..MUTATION_TRIES {
+        let (bytes, mutation) = mutate(&generated.json, &build, &mut mix)?;
+        let verdict = SeedVerdict::of(&bytes);
+        let refused = !verdict.accepted;
+        seed = Some(Seed {
+            bytes,
+            verdict,
+            mutation: Some(mutation),
+        });
+        if refused {
+            break;
+        }
+    }
+    seed
 }
 
 fn write(build: Build) -> Option<Vec<u8>> {
@@ -208,7 +266,9 @@ mod tests {
                 &neff_loader::Limits::default(),
             )
             .unwrap();
-            if a.valid {
+            assert_eq!(verdict.accepted, a.verdict.accepted, "file {i}");
+            assert_eq!(verdict.report().gate_id(), a.verdict.gate, "file {i}");
+            if a.mutation.is_none() {
                 valid += 1;
                 assert!(verdict.accepted, "file {i}: {:?}", verdict.report());
             } else {

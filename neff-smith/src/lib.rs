@@ -19,7 +19,7 @@
 //! let seed = (0..16)
 //!     .find_map(|draw| seed_file(7, draw, 0.0, &GenConfig::default()))
 //!     .expect("some draw builds");
-//! assert!(seed.valid);
+//! assert!(seed.verdict.accepted);
 //! assert!(seed.bytes.len() > 1024);
 //! ```
 #![deny(missing_docs)]

@@ -35,9 +35,12 @@ pub struct BuildSpec {
     /// The model name stored in the header (at most 255 bytes).
     #[serde(default)]
     pub name: Option<String>,
-    /// The KELF descriptor's target (default `"*"`, any instance).
+    /// The KELF descriptor's target (default `"*"`, any instance), written as
+    /// given: the loader's G16 refuses a string the runtime does not know
+    /// (the schema's enum is the same list).
     #[serde(default)]
-    pub target: Option<Target>,
+    #[schemars(with = "Option<Target>")]
+    pub target: Option<String>,
     /// The KELF descriptor's member name (default `kelf-0.json`; the runtime's
     /// fixture uses `kelf-a.json`).
     #[serde(default)]
@@ -298,7 +301,7 @@ pub struct EngineSpec {
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UcodeLibSpec {
-    /// The library member name in the subgraph folder (unique).
+    /// The library member name in the subgraph folder (unique: G24e).
     pub library: String,
     /// The library bytes (an Xtensa ELF32; opaque to the builder).
     pub data: Blob,
@@ -424,8 +427,14 @@ impl BuildSpec {
         BuildSpec::from_slice(path, &bytes)
     }
 
-    /// Parses spec bytes; `path` names them in errors.
+    /// Parses spec bytes; `path` names them in errors. A key repeated in an
+    /// object is refused with the line and column of both occurrences.
     pub fn from_slice(path: &Path, bytes: &[u8]) -> Result<BuildSpec, Error> {
+        if let Some(repeated) = crate::repeated_keys::first_repeated_key(bytes) {
+            return Err(Error::new(ErrorKind::Spec, repeated.to_string())
+                .at_path(path)
+                .at_key(repeated.path));
+        }
         serde_json::from_slice(bytes).map_err(|e| {
             Error::new(ErrorKind::Spec, e.to_string())
                 .at_path(path)
@@ -441,7 +450,7 @@ impl BuildSpec {
             .unchecked(self.allow_invalid)
             .keep_refused(self.allow_invalid)
             .maybe(self.name, NeffBuilder::name)
-            .maybe(self.target, NeffBuilder::target)
+            .maybe(self.target, NeffBuilder::target_text)
             .maybe(self.kelf_member, NeffBuilder::kelf_member)
             .maybe(self.kelf_node_name, NeffBuilder::kelf_node_name)
             .maybe(self.kelf_version, NeffBuilder::kelf_version)
@@ -681,6 +690,19 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("unknown engine \"gpsimd\""), "{err}");
+    }
+
+    #[test]
+    fn repeated_keys_are_refused_with_both_lines() {
+        let err = parse(
+            "{\"subgraphs\": [{\"name\": \"s\", \"dma_queues\": {\n  \"q_in\": {\"type\": \"in\"},\n  \"q_in\": {\"type\": \"out\"}}}]}",
+        )
+        .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Spec);
+        assert_eq!(
+            err.to_string(),
+            "spec.json: 3:3: repeated key \"subgraphs[0].dma_queues.q_in\" (first at line 2, column 3)"
+        );
     }
 
     #[test]

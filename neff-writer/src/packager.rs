@@ -10,7 +10,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use neff_loader::{verify_reader, Limits, Report, RuntimeProfile};
@@ -25,6 +24,7 @@ use crate::header_options::{default_fields, HeaderPatch, UuidChoice};
 use crate::labelled::Labelled;
 use crate::member::{MemberName, MemberSource};
 use crate::parallel_gzip;
+use crate::progress::{Counted, Phase, Progress};
 use crate::tar_writer::TarWriter;
 use crate::zlib_gzip::ZlibGzipWriter;
 
@@ -44,8 +44,10 @@ pub struct PackOptions {
     /// Compression threads (default: the available cores). The output does
     /// not depend on it.
     pub threads: usize,
-    /// When set, member bytes packed so far are added here (for a progress display).
-    pub progress: Option<Arc<AtomicU64>>,
+    /// When set, the phase and its bytes so far (member bytes as they are
+    /// read, then payload bytes as they are read back) go here, for a
+    /// progress display.
+    pub progress: Option<Arc<Progress>>,
     /// How the UUID is chosen (a UUID in `header` wins over this).
     pub uuid: UuidChoice,
     /// Header fields to set over the defaults and the computed fields.
@@ -390,6 +392,9 @@ impl Packager {
         let uuid_from_content =
             options.header.uuid.is_none() && options.uuid == UuidChoice::FromContent;
         let tar_framing = options.framing.tar.clone();
+        if let Some(p) = &options.progress {
+            p.start(Phase::Writing, self.input_bytes());
+        }
         let entries = self.entries(&tar_framing)?;
         let files = entries
             .iter()
@@ -479,10 +484,17 @@ fn check<F: Read + Seek>(
     written: Written,
 ) -> Result<PackOutcome, Error> {
     file.seek(SeekFrom::Start(0))?;
+    if let Some(p) = &options.progress {
+        p.start(Phase::ReadingBack, written.header.data_size);
+    }
+    let limits = Limits {
+        progress: options.progress.as_ref().map(|p| p.counter()),
+        ..Limits::default()
+    };
     let verdict = verify_reader(
         Some(BufReader::with_capacity(1 << 20, &mut *file)),
         &options.profile,
-        &Limits::default(),
+        &limits,
     )?;
     let report = verdict.combined_report();
     if !verdict.accepted && !options.keep_refused {
@@ -500,7 +512,7 @@ fn check<F: Read + Seek>(
 fn write_entries<W: Write>(
     tar: &mut TarWriter<W>,
     entries: Vec<(String, Entry)>,
-    progress: Option<&AtomicU64>,
+    progress: Option<&Progress>,
 ) -> Result<(), Error> {
     for (name, entry) in entries {
         match entry {
@@ -508,11 +520,11 @@ fn write_entries<W: Write>(
             Entry::File(source) => {
                 let what = source.describe();
                 let len = source.len();
-                let mut reader = source.open()?;
+                let mut reader = Counted {
+                    inner: source.open()?,
+                    progress,
+                };
                 tar.append_file(&name, len, &mut reader, &what)?;
-                if let Some(p) = progress {
-                    p.fetch_add(len, Ordering::Relaxed);
-                }
             }
         }
     }

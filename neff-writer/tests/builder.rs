@@ -492,7 +492,7 @@ fn checked_rules_name_the_subgraph_and_key() {
         ),
         (
             NeffBuilder::new().subgraph("sg00", |sg| base(sg).tmp_buf("t", Tensor::default())),
-            "needs a size",
+            "G19 Failed to parse, key: size",
         ),
         (
             NeffBuilder::new().subgraph("sg00", |sg| base(sg).output("big", f32s(&[1; 33]))),
@@ -555,7 +555,7 @@ fn checked_rules_name_the_subgraph_and_key() {
                     .ucode_lib(UcodeLib::new("l.so", "1.0"), vec![])
                     .ucode_lib(UcodeLib::new("l.so", "1.0"), vec![])
             }),
-            "both named sg00/l.so",
+            "G24e UCode Library l.so has already been added",
         ),
         (
             NeffBuilder::new().subgraph("sg00", |sg| {
@@ -579,7 +579,7 @@ fn checked_rules_name_the_subgraph_and_key() {
             NeffBuilder::new()
                 .subgraph("sg00", base)
                 .subgraph("sg00", base),
-            "subgraph sg00 is declared twice",
+            "G18 /opt/workspace/KaenaRuntime/kelf/kelf.cpp:217: Assertion `graphs.count(name) == 1' failed.",
         ),
         (
             NeffBuilder::new().subgraph("a/b", base),

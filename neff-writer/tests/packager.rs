@@ -271,3 +271,64 @@ fn write_to_a_pipe_spools_and_matches_the_file_output() {
         .unwrap();
     assert_eq!(piped, file_bytes);
 }
+
+/// A member reader that records the progress counter each time it is read.
+struct Sampler {
+    left: u64,
+    progress: std::sync::Arc<neff_writer::Progress>,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<(neff_writer::Phase, u64)>>>,
+}
+
+impl Read for Sampler {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let p = &self.progress;
+        if let Ok(mut seen) = self.seen.lock() {
+            seen.push((p.phase(), p.bytes()));
+        }
+        let n = buf
+            .len()
+            .min(usize::try_from(self.left).unwrap_or(usize::MAX));
+        buf[..n].fill(0x5A);
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
+
+#[test]
+fn progress_counts_member_bytes_as_they_stream_then_the_read_back() {
+    use neff_writer::{Phase, Progress};
+    const BIG: u64 = 64 << 20;
+    let progress = Progress::new();
+    let seen = std::sync::Arc::default();
+    let mut p = sample();
+    let reader = Sampler {
+        left: BIG,
+        progress: std::sync::Arc::clone(&progress),
+        seen: std::sync::Arc::clone(&seen),
+    };
+    p.add_reader("big.bin", reader, BIG).unwrap();
+    let total = p.input_bytes();
+    let options = PackOptions {
+        progress: Some(std::sync::Arc::clone(&progress)),
+        ..PackOptions::default()
+    };
+    let (_dir, _path, bytes) = build(p, &options);
+    let seen = seen.lock().unwrap();
+    assert!(seen.iter().all(|(phase, _)| *phase == Phase::Writing));
+    let mid: Vec<u64> = seen.iter().map(|(_, b)| *b).collect();
+    // Sampled while the 64 MiB member streams: the counter moves in steps far
+    // smaller than the member, not once per member.
+    assert!(mid.len() > 16, "{} reads", mid.len());
+    assert!(mid
+        .windows(2)
+        .all(|w| w[1] >= w[0] && w[1] - w[0] <= 1 << 20));
+    assert!(
+        mid.iter().any(|&b| b > BIG / 4 && b < total - BIG / 4),
+        "{mid:?}"
+    );
+    // Then the read-back, labelled as its own phase, over the payload.
+    assert_eq!(progress.phase(), Phase::ReadingBack);
+    let header = NeffHeader::from_prefix(&bytes).unwrap();
+    assert_eq!(progress.total(), header.fields().data_size);
+    assert!(progress.bytes() > 0 && progress.bytes() <= progress.total());
+}

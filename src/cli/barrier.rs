@@ -8,9 +8,8 @@ use neff::schema::barrier::tables::{self, BarrierType, Fabric};
 use neff::schema::barrier::{BarrierConfigs, BARRIER_CONFIGS_LEN};
 use neff::schema::hex;
 use neff::writer::barrier::{compose, ComposeInputs};
-use neff::writer::write_atomic;
 
-use super::{parse_mask, print_json, EXIT_OK};
+use super::{parse_mask, print_json, write_binary, EXIT_OK};
 
 /// Decode, encode, compose and explain barrier configs (`neff_barrier_configs_t`, 296 bytes).
 ///
@@ -43,7 +42,7 @@ enum BarrierCommand {
     Encode {
         /// The JSON config.
         file: PathBuf,
-        /// The binary output (written atomically).
+        /// The binary output (written atomically); `-` writes to stdout.
         #[arg(short, long, value_name = "FILE.bin")]
         output: PathBuf,
     },
@@ -65,10 +64,10 @@ struct ComposeArgs {
     /// Inputs as JSON; flags given too override it.
     #[arg(long, value_name = "FILE.json")]
     spec: Option<PathBuf>,
-    /// The binary output (written atomically).
+    /// The binary output (written atomically); `-` writes to stdout.
     #[arg(short, long, value_name = "FILE.bin")]
     output: PathBuf,
-    /// Also print the result as the logger's JSON.
+    /// Also print the result as the logger's JSON (on stdout, so not with `-o -`).
     #[arg(long)]
     json: bool,
     /// Fabric family: default ({1,4,4,1}) or switch-v1 ({1,2,2,1}).
@@ -132,7 +131,7 @@ pub fn run(args: BarrierArgs) -> Result<u8, Box<dyn std::error::Error>> {
             let text =
                 std::fs::read(&file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
             let configs = from_json(&text).map_err(|e| format!("{}: {e}", file.display()))?;
-            write_atomic(&output, configs.as_bytes())?;
+            write_binary(&output, configs.as_bytes())?;
             if !quiet {
                 eprintln!("wrote {} ({BARRIER_CONFIGS_LEN} bytes)", output.display());
             }
@@ -183,8 +182,11 @@ fn compose_cmd(c: ComposeArgs, quiet: bool) -> Result<(), Box<dyn std::error::Er
     inputs.tdrbp = c.tdrbp.unwrap_or(inputs.tdrbp);
     inputs.desc_count = c.desc_count.unwrap_or(inputs.desc_count);
     inputs.total_desc_n = c.total_desc_n.unwrap_or(inputs.total_desc_n);
+    if c.json && c.output.as_os_str() == "-" {
+        return Err("--json and -o - both write to stdout: give -o FILE".into());
+    }
     let composed = compose(&inputs)?;
-    write_atomic(&c.output, composed.configs.as_bytes())?;
+    write_binary(&c.output, composed.configs.as_bytes())?;
     if quiet {
         return Ok(());
     }

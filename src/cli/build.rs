@@ -111,7 +111,7 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
         build.options_mut().set_level(level);
     }
     let progress = Progress::start(args.quiet || args.json, build.input_bytes(), "building");
-    let build = build.progress(progress.counter());
+    let build = build.progress(progress.tracker());
     let result = if out.to_stdout {
         build.write_to(&mut io::stdout().lock())
     } else {

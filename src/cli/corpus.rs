@@ -14,11 +14,14 @@ use super::{prepare_output_dir, EXIT_OK};
 /// Write fuzz seeds: valid NEFFs drawn from the structure-aware generator, and
 /// invalid ones made by mutating a manifest or a header field.
 ///
-/// Every valid seed passes every loader gate on the arches it targets. Invalid seeds
-/// are rebuilt with a correct payload hash, so they reach the JSON parsers and the
-/// manifest gates instead of dying at the MD5 gate. The same seed always gives the same
-/// files. Files are DIR/NNNNNN-valid.neff and DIR/NNNNNN-invalid.neff, listed in
-/// DIR/corpus.json with what each mutation changed.
+/// Invalid seeds are rebuilt with a correct payload hash, so they reach the JSON
+/// parsers and the manifest gates instead of dying at the MD5 gate. Each file is
+/// named by the loader's verdict under `neff verify`'s defaults:
+/// DIR/NNNNNN-valid.neff is accepted on every arch it targets,
+/// DIR/NNNNNN-invalid.neff is refused (a mutation the loader still accepts is
+/// redrawn up to 8 times, then kept as a valid seed). DIR/corpus.json lists
+/// every file with its verdict (accepted, gate, status) and what its mutation
+/// changed. The same seed always gives the same files.
 #[derive(Args, Debug)]
 pub struct CorpusArgs {
     /// Output directory (created; must be empty unless --force).
@@ -61,15 +64,17 @@ pub fn run(args: CorpusArgs) -> Result<u8, Box<dyn std::error::Error>> {
         let Some(seed) = seed_file(args.seed, this, args.invalid_ratio, &config) else {
             continue;
         };
+        let valid = seed.verdict.accepted;
         let name = format!(
             "{written:06}-{}.neff",
-            if seed.valid { "valid" } else { "invalid" }
+            if valid { "valid" } else { "invalid" }
         );
         write_atomic(&args.out.join(&name), &seed.bytes)?;
         bytes += seed.bytes.len() as u64;
         listing.push(CorpusEntry {
             file: name,
-            valid: seed.valid,
+            valid,
+            verdict: seed.verdict,
             draw: this,
             mutation: seed.mutation,
         });

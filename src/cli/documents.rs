@@ -213,8 +213,11 @@ pub struct CorpusManifest {
 pub struct CorpusEntry {
     /// The file name, inside the corpus folder.
     pub file: String,
-    /// Whether the seed was built to pass every gate.
+    /// Whether the loader accepts it (`verdict.accepted`; the file name says
+    /// `valid` or `invalid` to match).
     pub valid: bool,
+    /// The loader's verdict under `neff verify`'s defaults.
+    pub verdict: neff::smith::corpus::SeedVerdict,
     /// The generator draw it came from.
     pub draw: u64,
     /// What was mutated, for an invalid seed (null for a valid one).

@@ -171,11 +171,8 @@ impl<'a> Output<'a> {
         inputs: &[&std::path::Path],
     ) -> Result<Self, Box<dyn std::error::Error>> {
         let to_stdout = path.as_os_str() == "-";
-        if to_stdout && std::io::IsTerminal::is_terminal(&std::io::stdout()) {
-            return Err(
-                "refusing to write a binary NEFF to a terminal: redirect stdout or give -o FILE"
-                    .into(),
-            );
+        if to_stdout {
+            refuse_terminal("a binary NEFF")?;
         }
         if !to_stdout {
             let guard = neff::writer::OutputGuard::new(path);
@@ -188,6 +185,31 @@ impl<'a> Output<'a> {
             quiet,
         })
     }
+}
+
+/// Refuses to write binary `what` to stdout when it is a terminal.
+fn refuse_terminal(what: &str) -> Result<(), String> {
+    if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        return Err(format!(
+            "refusing to write {what} to a terminal: redirect stdout or give -o FILE"
+        ));
+    }
+    Ok(())
+}
+
+/// Writes a small binary output: `-` is stdout (refused when it is a
+/// terminal), anything else a file written atomically.
+pub fn write_binary(
+    path: &std::path::Path,
+    bytes: &[u8],
+) -> Result<(), Box<dyn std::error::Error>> {
+    if path.as_os_str() != "-" {
+        return Ok(neff::writer::write_atomic(path, bytes)?);
+    }
+    refuse_terminal("binary output")?;
+    let mut out = std::io::stdout().lock();
+    std::io::Write::write_all(&mut out, bytes)?;
+    Ok(std::io::Write::flush(&mut out)?)
 }
 
 /// Reports the result of writing a NEFF (`pack`, `build`): a refusal by the

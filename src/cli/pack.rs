@@ -152,7 +152,7 @@ pub fn run(args: PackArgs) -> Result<u8, Box<dyn std::error::Error>> {
     let packager = Packager::from_dir(&args.dir)?;
     let progress = Progress::start(args.quiet || args.json, packager.input_bytes(), "packing");
     let options = PackOptions {
-        progress: progress.counter(),
+        progress: progress.tracker(),
         ..options
     };
     let result = if out.to_stdout {

@@ -1,5 +1,6 @@
 //! A progress bar (bytes, rate, ETA) for long runs, drawn on stderr only when
-//! it is a terminal, from a byte counter the library updates.
+//! it is a terminal, from the phase and byte counter the library updates: the
+//! bar restarts, relabelled "reading back", when the read-back check begins.
 
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -8,13 +9,14 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
+use neff::writer::{Phase, Progress as Tracker};
 
 /// Runs below this many bytes get no bar.
 const MIN_BYTES: u64 = 64 << 20;
 
 /// A running progress display (or nothing, when disabled).
 pub struct Progress {
-    counter: Option<Arc<AtomicU64>>,
+    tracker: Option<Arc<Tracker>>,
     stop: Arc<AtomicBool>,
     ticker: Option<JoinHandle<()>>,
 }
@@ -26,12 +28,12 @@ impl Progress {
         let stop = Arc::new(AtomicBool::new(false));
         if quiet || total < MIN_BYTES || !std::io::stderr().is_terminal() {
             return Progress {
-                counter: None,
+                tracker: None,
                 stop,
                 ticker: None,
             };
         }
-        let counter = Arc::new(AtomicU64::new(0));
+        let tracker = Tracker::new();
         let bar = ProgressBar::new(total);
         let style = ProgressStyle::with_template(
             "{msg} [{bar:30}] {bytes}/{total_bytes} {binary_bytes_per_sec} ETA {eta}",
@@ -40,24 +42,36 @@ impl Progress {
         .unwrap_or_else(|_| ProgressStyle::default_bar());
         bar.set_style(style);
         bar.set_message(what.to_string());
-        let (c, s) = (Arc::clone(&counter), Arc::clone(&stop));
+        let (t, s) = (Arc::clone(&tracker), Arc::clone(&stop));
         let ticker = std::thread::spawn(move || {
+            let mut shown = Phase::Writing;
             while !s.load(Ordering::Relaxed) {
-                bar.set_position(c.load(Ordering::Relaxed));
+                if t.phase() != shown {
+                    shown = t.phase();
+                    bar.reset();
+                    bar.set_length(t.total());
+                    bar.set_message("reading back");
+                }
+                bar.set_position(t.bytes());
                 std::thread::sleep(Duration::from_millis(100));
             }
             bar.finish_and_clear();
         });
         Progress {
-            counter: Some(counter),
+            tracker: Some(tracker),
             stop,
             ticker: Some(ticker),
         }
     }
 
-    /// The counter the library adds bytes to, when a bar is shown.
+    /// The phase and bytes the library reports to, when a bar is shown.
+    pub fn tracker(&self) -> Option<Arc<Tracker>> {
+        self.tracker.clone()
+    }
+
+    /// The byte counter alone (for a read with no phases), when a bar is shown.
     pub fn counter(&self) -> Option<Arc<AtomicU64>> {
-        self.counter.clone()
+        self.tracker.as_ref().map(|t| t.counter())
     }
 }
 

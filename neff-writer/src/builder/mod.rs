@@ -199,7 +199,7 @@ pub const BARRIER_CONFIG_MEMBER: &str = "barrier_config.json";
 #[derive(Debug)]
 pub struct NeffBuilder {
     name: Option<String>,
-    target: Target,
+    target: String,
     kelf_member: String,
     kelf_node_name: String,
     kelf_version: String,
@@ -225,7 +225,7 @@ impl NeffBuilder {
     pub fn new() -> NeffBuilder {
         NeffBuilder {
             name: None,
-            target: Target::Any,
+            target: Target::Any.as_str().to_string(),
             kelf_member: DEFAULT_KELF_MEMBER.to_string(),
             kelf_node_name: DEFAULT_KELF_NODE_NAME.to_string(),
             kelf_version: manifest::kelf::KELF_VERSION.to_string(),
@@ -247,8 +247,15 @@ impl NeffBuilder {
     }
 
     /// The KELF descriptor's `target` (default `"*"`, any instance).
-    pub fn target(mut self, target: Target) -> Self {
-        self.target = target;
+    pub fn target(self, target: Target) -> Self {
+        self.target_text(target.as_str())
+    }
+
+    /// The KELF descriptor's `target` as written, any string: the loader's
+    /// G16 refuses one the runtime does not know (`"Cayman"`: it compares
+    /// exactly).
+    pub fn target_text(mut self, target: impl Into<String>) -> Self {
+        self.target = target.into();
         self
     }
 
@@ -416,7 +423,6 @@ impl NeffBuilder {
     /// written).
     pub fn build(self) -> Result<Build, Error> {
         let checked = !self.unchecked;
-        let mut names = BTreeSet::new();
         for sg in &self.subgraphs {
             let name = sg.name();
             if name.is_empty() || name.contains('/') || MemberName::new(name).is_err() {
@@ -424,27 +430,29 @@ impl NeffBuilder {
                     "subgraph name {name:?} must be one non-empty path component (like sg00)"
                 ));
             }
-            if !names.insert(name.to_string()) && checked {
-                return invalid(format!(
-                    "subgraph {name} is declared twice (KELF graph names must be unique)"
-                ));
-            }
         }
 
         let mut ctx = subgraph::Context { checked };
         let mut members: BTreeMap<String, MemberSource> = BTreeMap::new();
-        let mut kelf = KelfDescriptor::new(self.target);
+        let mut kelf = KelfDescriptor::new(Target::Any);
+        kelf.target = Some(self.target);
         kelf.version = self.kelf_version.clone();
         kelf.extra = self.kelf_extra.clone();
         let mut inputs = ModelIo::default();
         let mut outputs = ModelIo::default();
         let mut custom_ops = false;
         let subgraph_count = self.subgraphs.len();
+        let mut names = BTreeSet::new();
         for sg in self.subgraphs {
             let name = sg.name().to_string();
             let out = sg.generate(&mut ctx)?;
-            custom_ops |= out.has_ucode;
             kelf = kelf.graph(&name);
+            if !names.insert(name.clone()) {
+                // Listed again as asked, with the first one's members (one
+                // folder per name): the loader's G18 refuses the repeat.
+                continue;
+            }
+            custom_ops |= out.has_ucode;
             inputs.merge(out.inputs, &name, "input", checked)?;
             outputs.merge(out.outputs, &name, "output", checked)?;
             for (member, source) in out.members {
@@ -732,12 +740,10 @@ impl Build {
         self.members.values().map(MemberSource::len).sum()
     }
 
-    /// Adds member bytes packed so far to `counter` while writing.
-    pub fn progress(
-        mut self,
-        counter: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
-    ) -> Self {
-        self.options.progress = counter;
+    /// Reports the write's phase and bytes to `progress` (see
+    /// [`PackOptions::progress`]).
+    pub fn progress(mut self, progress: Option<std::sync::Arc<crate::Progress>>) -> Self {
+        self.options.progress = progress;
         self
     }
 

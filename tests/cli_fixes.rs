@@ -1,0 +1,339 @@
+//! Issue 12's "broken today" items: output modes follow the umask, `-o -` is
+//! stdout for barrier outputs, repeated spec keys and unknown targets are
+//! refused, gate refusals exit 1 naming the gate, corpus seeds are named by
+//! their verdict.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn neff(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_neff"))
+        .args(args)
+        .output()
+        .expect("run neff")
+}
+
+/// Runs neff under `umask` (set in a shell that then execs it).
+fn neff_umask(umask: &str, args: &[&str]) -> Output {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("umask {umask}; exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_neff"))
+        .args(args)
+        .output()
+        .expect("run neff")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[track_caller]
+fn exit(out: &Output, code: i32) {
+    assert_eq!(out.status.code(), Some(code), "{}", stderr(out));
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples")
+        .join(name)
+}
+
+fn mode(path: &Path) -> u32 {
+    fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+/// `barrier compose` with one leader, writing to `out`.
+const COMPOSE: [&str; 4] = ["barrier", "compose", "--leader-base", "0x8280000000"];
+
+/// A barrier config as `decode --json` prints it, from a one-leader compose.
+fn barrier_json(dir: &Path) -> PathBuf {
+    let bin = dir.join("seed.bin");
+    exit(&neff(&[&COMPOSE[..], &["-o", s(&bin)]].concat()), 0);
+    let out = neff(&["barrier", "decode", "--json", s(&bin)]);
+    exit(&out, 0);
+    let json = dir.join("seed.json");
+    fs::write(&json, &out.stdout).unwrap();
+    json
+}
+
+#[test]
+fn every_output_follows_the_umask_also_when_it_replaces_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let json = barrier_json(d);
+    let model = example("allreduce");
+    let spec = example("two-subgraphs.json");
+    for (umask, want) in [("022", 0o644), ("027", 0o640)] {
+        let at = |name: &str| d.join(format!("{umask}-{name}"));
+        let (pack, build, enc, comp, hdr) = (
+            at("p.neff"),
+            at("b.neff"),
+            at("e.bin"),
+            at("c.bin"),
+            at("h.json"),
+        );
+        let (fixtures, corpus, unpacked) = (at("fixtures"), at("corpus"), at("unpacked"));
+        // Each run with the file it replaces on a second and third run (made
+        // 0600 and 0666 first); unpack, fixtures and corpus refuse a
+        // non-empty DIR, so they run once.
+        let runs: [(Vec<&str>, Option<&Path>); 7] = [
+            (vec!["pack", s(&model), "-o", s(&pack)], Some(&pack)),
+            (vec!["build", s(&spec), "-o", s(&build)], Some(&build)),
+            (
+                vec!["barrier", "encode", s(&json), "-o", s(&enc)],
+                Some(&enc),
+            ),
+            ([&COMPOSE[..], &["-o", s(&comp)]].concat(), Some(&comp)),
+            (
+                vec![
+                    "unpack",
+                    s(&pack),
+                    "-o",
+                    s(&unpacked),
+                    "--header-out",
+                    s(&hdr),
+                ],
+                None,
+            ),
+            (vec!["fixtures", "--out", s(&fixtures), "-q"], None),
+            (vec!["corpus", "--out", s(&corpus), "--count", "3"], None),
+        ];
+        for (args, output) in &runs {
+            exit(&neff_umask(umask, args), 0);
+            for m in output.map_or(vec![], |_| vec![0o600, 0o666]) {
+                let path = output.unwrap();
+                fs::set_permissions(path, fs::Permissions::from_mode(m)).unwrap();
+                exit(&neff_umask(umask, args), 0);
+            }
+        }
+        for p in [&pack, &build, &enc, &comp, &hdr] {
+            assert_eq!(mode(p), want, "{} under umask {umask}", p.display());
+        }
+        for p in [
+            fixtures.join("manifest.json"),
+            corpus.join("corpus.json"),
+            corpus.join("000000-valid.neff"),
+            unpacked.join("neff.json"),
+        ] {
+            assert_eq!(mode(&p), want, "{} under umask {umask}", p.display());
+        }
+        let any_fixture = fs::read_dir(fixtures.join("valid"))
+            .unwrap()
+            .next()
+            .unwrap();
+        assert_eq!(mode(&any_fixture.unwrap().path()), want);
+    }
+}
+
+#[test]
+fn barrier_dash_output_is_stdout_and_creates_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let json = barrier_json(d);
+    let file = fs::read(d.join("seed.bin")).unwrap();
+    let compose = Command::new(env!("CARGO_BIN_EXE_neff"))
+        .current_dir(d)
+        .args(COMPOSE)
+        .args(["-o", "-"])
+        .output()
+        .unwrap();
+    exit(&compose, 0);
+    assert_eq!(compose.stdout, file);
+    let encode = Command::new(env!("CARGO_BIN_EXE_neff"))
+        .current_dir(d)
+        .args(["barrier", "encode", s(&json), "-o", "-"])
+        .output()
+        .unwrap();
+    exit(&encode, 0);
+    assert_eq!(encode.stdout.len(), 296);
+    assert_eq!(encode.stdout, file);
+    assert!(!d.join("-").exists(), "a file named - was written");
+    let both = neff(&[&COMPOSE[..], &["--json", "-o", "-"]].concat());
+    exit(&both, 2);
+    assert!(
+        stderr(&both).contains("--json and -o -"),
+        "{}",
+        stderr(&both)
+    );
+}
+
+/// A one-subgraph spec with an input and, when `output`, an output.
+fn spec(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn a_model_with_no_output_is_refused_by_g20b_in_build_and_pack() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let no_output = spec(
+        d,
+        "noout.json",
+        r#"{"subgraphs": [{"name": "sg00",
+            "inputs": [{"name": "x", "dtype": "float32", "shape": [4]}]}]}"#,
+    );
+    let built = neff(&["build", s(&no_output), "-o", s(&d.join("b.neff"))]);
+    exit(&built, 1);
+    assert!(
+        stderr(&built).contains("REJECTED by G20b"),
+        "{}",
+        stderr(&built)
+    );
+    assert!(!d.join("b.neff").exists());
+    // The same model as a tree: written with --allow-invalid, unpacked, packed.
+    let forced = d.join("forced.neff");
+    let args = ["build", s(&no_output), "-o", s(&forced), "--allow-invalid"];
+    exit(&neff(&args), 0);
+    let tree = d.join("tree");
+    exit(&neff(&["unpack", s(&forced), "-o", s(&tree)]), 0);
+    let packed = neff(&["pack", s(&tree), "-o", s(&d.join("p.neff"))]);
+    exit(&packed, 1);
+    assert!(
+        stderr(&packed).contains("REJECTED by G20b"),
+        "{}",
+        stderr(&packed)
+    );
+}
+
+#[test]
+fn a_repeated_spec_key_is_refused_naming_the_key_and_both_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"{"subgraphs": [{"name": "sg00",
+  "inputs": [{"name": "x", "dtype": "float32", "shape": [4]}],
+  "outputs": [{"name": "y", "dtype": "float32", "shape": [4]}],
+  "dma_queues": {
+    "q_in": {"owner": "pool", "type": "in", "semaphore": 10},
+    "q_in": {"owner": "pool", "type": "out", "semaphore": 11}}}]}"#;
+    let path = spec(dir.path(), "spec.json", text);
+    let out = neff(&["build", s(&path), "-o", s(&dir.path().join("o.neff"))]);
+    exit(&out, 2);
+    let want = format!(
+        "{}: 6:5: repeated key \"subgraphs[0].dma_queues.q_in\" (first at line 5, column 5)",
+        path.display()
+    );
+    assert!(stderr(&out).contains(&want), "{}", stderr(&out));
+}
+
+#[test]
+fn a_target_the_runtime_does_not_know_is_refused_by_g16() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = |target: &str| {
+        format!(
+            r#"{{"target": "{target}", "subgraphs": [{{"name": "sg00",
+            "inputs": [{{"name": "x", "dtype": "float32", "shape": [4]}}],
+            "outputs": [{{"name": "y", "dtype": "float32", "shape": [4]}}]}}]}}"#
+        )
+    };
+    let out_path = dir.path().join("o.neff");
+    for bad in ["Cayman", "trn2"] {
+        let path = spec(dir.path(), "bad.json", &model(bad));
+        let out = neff(&["build", s(&path), "-o", s(&out_path)]);
+        exit(&out, 1);
+        assert!(stderr(&out).contains("REJECTED by G16"), "{}", stderr(&out));
+        assert!(!out_path.exists());
+    }
+    let path = spec(dir.path(), "good.json", &model("cayman"));
+    exit(&neff(&["build", s(&path), "-o", s(&out_path)]), 0);
+    // The schema's enum is the runtime's list.
+    let schema = neff(&["schema", "build-spec"]);
+    let text = String::from_utf8_lossy(&schema.stdout);
+    assert!(text.contains(r#""cayman""#) && !text.contains(r#""Cayman""#));
+}
+
+#[test]
+fn every_invalid_corpus_seed_is_refused_and_corpus_json_has_verify_s_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("corpus");
+    let args = [
+        "corpus",
+        "--out",
+        s(&out),
+        "--count",
+        "60",
+        "--invalid-ratio",
+        "0.5",
+    ];
+    exit(&neff(&args), 0);
+    let listing: serde_json::Value =
+        serde_json::from_slice(&fs::read(out.join("corpus.json")).unwrap()).unwrap();
+    let files = listing["files"].as_array().unwrap();
+    assert_eq!(files.len(), 60);
+    let mut invalid = 0;
+    for entry in files {
+        let name = entry["file"].as_str().unwrap();
+        let verify = neff(&["verify", "--json", s(&out.join(name))]);
+        let got: serde_json::Value = serde_json::from_slice(&verify.stdout).unwrap();
+        let verdict = &entry["verdict"];
+        for key in ["accepted", "gate", "status", "status_name"] {
+            assert_eq!(verdict[key], got[key], "{name}: {key}");
+        }
+        let accepted = got["accepted"].as_bool().unwrap();
+        assert_eq!(
+            verify.status.code(),
+            Some(if accepted { 0 } else { 1 }),
+            "{name}"
+        );
+        assert_eq!(name.ends_with("-invalid.neff"), !accepted, "{name}: {got}");
+        assert_eq!(entry["valid"], got["accepted"], "{name}");
+        invalid += usize::from(!accepted);
+    }
+    assert!(invalid >= 20, "only {invalid} of 60 refused");
+}
+
+#[test]
+fn rules_the_builder_no_longer_copies_are_refused_by_the_loader_s_gates() {
+    let dir = tempfile::tempdir().unwrap();
+    let io = r#""inputs": [{"name": "x", "dtype": "float32", "shape": [4]}],
+        "outputs": [{"name": "y", "dtype": "float32", "shape": [4]}]"#;
+    let sg = format!(r#"{{"name": "sg00", {io}}}"#);
+    let lib = r#"{"library": "l.so", "ulib_to_ucode_version": "1.0", "data": {"text": ""}}"#;
+    let cases = [
+        (format!(r#"{{"subgraphs": [{sg}, {sg}]}}"#), "G18"),
+        (
+            format!(
+                r#"{{"subgraphs": [{{"name": "sg00", {io}, "tmp_bufs": [{{"name": "t"}}]}}]}}"#
+            ),
+            "G19",
+        ),
+        (
+            format!(r#"{{"subgraphs": [{{"name": "sg00", {io}, "ucode_libs": [{lib}, {lib}]}}]}}"#),
+            "G24e",
+        ),
+    ];
+    for (text, gate) in cases {
+        let path = spec(dir.path(), "spec.json", &text);
+        let out = neff(&["build", s(&path), "-o", s(&dir.path().join("o.neff"))]);
+        exit(&out, 1);
+        let want = format!("REJECTED by {gate} ");
+        assert!(stderr(&out).contains(&want), "{want}: {}", stderr(&out));
+    }
+}
+
+/// `--help` of the commands changed here (regenerate with NEFF_UPDATE_GOLDEN=1).
+#[test]
+fn help_of_the_changed_commands_matches_the_golden_files() {
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    for cmd in ["corpus"] {
+        let r = neff(&[cmd.split(' ').collect(), vec!["--help"]].concat());
+        exit(&r, 0);
+        let path = golden.join(format!("help-{}.txt", cmd.replace(' ', "-")));
+        if std::env::var_os("NEFF_UPDATE_GOLDEN").is_some() {
+            fs::write(&path, &r.stdout).unwrap();
+        }
+        let expected = fs::read(&path).unwrap_or_default();
+        assert!(
+            expected == r.stdout,
+            "{} changed: review, then NEFF_UPDATE_GOLDEN=1",
+            path.display()
+        );
+    }
+}
