@@ -274,7 +274,13 @@ fn a_builder_can_attach_a_config_that_inspect_decodes() {
         b["host_barrier"]["barrier_done"]["addr"]["soc_addr"],
         "0x0000000000000020"
     );
-    assert!(v["model"]["unreferenced_members"]
+    // The builder's own member, not an unreferenced one.
+    assert!(v["model"]["builder_members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["member"] == "barrier_config.json"));
+    assert!(!v["model"]["unreferenced_members"]
         .as_array()
         .unwrap()
         .contains(&"barrier_config.json".into()));

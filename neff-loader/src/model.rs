@@ -36,7 +36,6 @@ pub struct ModelSummary {
     pub unreferenced_members: Vec<String>,
     /// Members `neff build` writes by convention, with what refers to them
     /// (see [`ModelSummary::mark_builder_members`]).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub builder_members: Vec<BuilderMember>,
     /// References to members that are not in the NEFF but that the runtime
     /// tolerates (it never opens them).
