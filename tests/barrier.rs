@@ -285,4 +285,10 @@ fn a_builder_can_attach_a_config_that_inspect_decodes() {
         .unwrap()
         .contains(&"barrier_config.json".into()));
     assert_eq!(v["verdict"]["accepted"], true);
+    // The text names the verbs that read the member: cat prints the JSON,
+    // encode turns it into bytes (it once said "decode it with encode").
+    let text = String::from_utf8(ok(&neff(&["inspect", s(&path)]))).unwrap();
+    let hint = format!("`neff cat {} barrier_config.json` prints it", s(&path));
+    assert!(text.contains(&hint), "{text}");
+    assert!(!text.contains("decode it with"), "{text}");
 }

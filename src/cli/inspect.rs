@@ -302,9 +302,10 @@ fn print_human(r: &InspectReport) {
     }
     match &r.barrier_config {
         Some(Ok(b)) => println!(
-            "barrier config ({}): execute_device_barrier {} (decode it with `neff barrier encode`; see --json)",
-            neff::loader::BARRIER_CONFIG_MEMBER,
-            if b.execute_device_barrier.0 { "0x1" } else { "0x0" }
+            "barrier config ({member}): execute_device_barrier {} (the logger's JSON: `neff cat {} {member}` prints it, `neff barrier encode` turns it into the 296 bytes)",
+            if b.execute_device_barrier.0 { "0x1" } else { "0x0" },
+            r.file,
+            member = neff::loader::BARRIER_CONFIG_MEMBER,
         ),
         Some(Err(e)) => println!("barrier config: does not decode: {e}"),
         None => {}
