@@ -1,0 +1,3 @@
+# Type stubs of the native module neff._native.
+__version__: str
+RUNTIME_VERSION: str

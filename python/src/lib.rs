@@ -1,0 +1,13 @@
+//! The native module `neff._native`: the Rust core of the `neff` Python
+//! package. The public, typed API is the Python layer in `python/neff/`;
+//! this module holds only what needs Rust.
+
+use pyo3::prelude::*;
+
+/// `neff._native`.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("RUNTIME_VERSION", neff_loader::RUNTIME_VERSION)?;
+    Ok(())
+}
