@@ -1,15 +1,11 @@
 //! `neff barrier`: golden outputs, round trips through the CLI, and refusals.
 
+mod common;
+use common::*;
+
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn neff(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_neff"))
-        .args(args)
-        .output()
-        .expect("run neff")
-}
+use std::process::Output;
 
 fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/barrier")
@@ -49,10 +45,6 @@ fn refused(out: &Output, needle: &str) {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains(needle), "{needle:?} not in {err}");
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 #[test]

@@ -2,37 +2,17 @@
 //! pack byte for byte; the generated manifests have the documented shape; the
 //! unchecked path; spec errors; `--help` pinned by golden files.
 
+mod common;
+use common::*;
+
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use md5::{Digest, Md5};
 use serde_json::{json, Value};
 
 const EXAMPLES: [&str; 4] = ["allreduce", "weights", "cayman-ucode", "two-subgraphs"];
-
-fn neff(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_neff"))
-        .args(args)
-        .output()
-        .expect("run neff")
-}
-
-fn code(out: &Output) -> i32 {
-    out.status.code().expect("exit code")
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
 
 fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples")

@@ -5,35 +5,12 @@ mod common;
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use common::*;
 
-fn neff(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_neff"))
-        .args(args)
-        .output()
-        .expect("run neff")
-}
-
-fn code(out: &Output) -> i32 {
-    out.status.code().expect("exit code")
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
 fn example() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/allreduce")
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 /// Every file under `root`, relative path → bytes.

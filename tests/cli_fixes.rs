@@ -3,17 +3,13 @@
 //! refused, gate refusals exit 1 naming the gate, corpus seeds are named by
 //! their verdict.
 
+mod common;
+use common::*;
+
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn neff(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_neff"))
-        .args(args)
-        .output()
-        .expect("run neff")
-}
 
 /// Runs neff under `umask` (set in a shell that then execs it).
 fn neff_umask(umask: &str, args: &[&str]) -> Output {
@@ -26,17 +22,9 @@ fn neff_umask(umask: &str, args: &[&str]) -> Output {
         .expect("run neff")
 }
 
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
 #[track_caller]
 fn exit(out: &Output, code: i32) {
     assert_eq!(out.status.code(), Some(code), "{}", stderr(out));
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 fn example(name: &str) -> PathBuf {

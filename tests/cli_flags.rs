@@ -3,29 +3,17 @@
 //! completions, the man page, `--version`, and `--json` printing exactly one
 //! JSON document even when the command fails.
 
+mod common;
+use common::*;
+
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
-fn neff(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_neff"))
-        .args(args)
-        .output()
-        .expect("run neff")
-}
-
-fn code(out: &Output) -> i32 {
-    out.status.code().expect("exit code")
-}
-
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 fn example(name: &str) -> PathBuf {

@@ -20,18 +20,6 @@ fn neff_in(dir: &Path, args: &[&str]) -> Output {
         .expect("run neff")
 }
 
-fn code(out: &Output) -> i32 {
-    out.status.code().expect("exit code")
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
 /// A temp dir holding `tree/`, the weights example built and unpacked.
 fn workdir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();

@@ -2,21 +2,17 @@
 //! reports for it, every reachable gate has a negative fixture, and the
 //! corpus is byte-for-byte reproducible.
 
+mod common;
+use common::*;
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use neff::loader::Gate;
 use neff::smith::fixtures::{generate, FixtureKind, FixtureManifest, MANIFEST_FILE};
 use serde_json::Value;
-
-fn neff(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_neff"))
-        .args(args)
-        .output()
-        .expect("run neff")
-}
 
 fn fixtures(dir: &Path, extra: &[&str]) -> Output {
     let mut args = vec!["fixtures", "--out", dir.to_str().unwrap()];

@@ -2,18 +2,14 @@
 //! tests/golden/schemas/ (regenerate with NEFF_UPDATE_GOLDEN=1), and the
 //! example build specs are checked against the build-spec schema's keys.
 
+mod common;
+use common::*;
+
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::Value;
-
-fn neff(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_neff"))
-        .args(args)
-        .output()
-        .expect("run neff")
-}
 
 fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/schemas")

@@ -12,13 +12,6 @@ use std::process::{Command, Output, Stdio};
 
 use common::*;
 
-fn neff(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_neff"))
-        .args(args)
-        .output()
-        .expect("run neff")
-}
-
 /// `neff ARGS` with `input` written into a pipe on stdin.
 fn neff_piped(args: &[&str], input: &[u8]) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_neff"))
@@ -43,18 +36,6 @@ fn neff_redirected(args: &[&str], path: &Path) -> Output {
         .stdin(fs::File::open(path).expect("open stdin file"))
         .output()
         .expect("run neff")
-}
-
-fn code(out: &Output) -> i32 {
-    out.status.code().expect("exit code")
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 /// The minimal model refused by the hash check (G9).

@@ -3,6 +3,8 @@
 #![allow(dead_code)]
 
 use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output};
 
 use md5::{Digest, Md5};
 use sha2::Sha256;
@@ -217,4 +219,34 @@ pub fn golden_text(name: &str, actual: &str) {
     let want = std::fs::read_to_string(&path)
         .unwrap_or_else(|_| panic!("{} missing: run with NEFF_UPDATE_GOLDEN=1", path.display()));
     assert!(want == actual, "{} drifted:\n{actual}", path.display());
+}
+
+// The CLI helpers most test files share.
+
+/// Runs the `neff` binary with `args`.
+pub fn neff(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_neff"))
+        .args(args)
+        .output()
+        .expect("run neff")
+}
+
+/// The exit code of a finished command.
+pub fn code(out: &Output) -> i32 {
+    out.status.code().expect("exit code")
+}
+
+/// stdout as text.
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// stderr as text.
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A path as `&str` (test paths are UTF-8).
+pub fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
 }
