@@ -49,7 +49,9 @@ fn diff(
         options.ignore(name).map_err(|e| bad_argument(&e))?;
     }
     let report = py
-        .detach(|| Ok::<_, neff_loader::Error>(diff_snapshots(&snapshot(&a)?, &snapshot(&b)?, &options)))
+        .detach(|| {
+            Ok::<_, neff_loader::Error>(diff_snapshots(&snapshot(&a)?, &snapshot(&b)?, &options))
+        })
         .map_err(|e| loader_error(&e))?;
     serde_json::to_string(&report).map_err(|e| bad_argument(&e.to_string()))
 }
@@ -72,7 +74,12 @@ struct PackArgs {
 /// the outcome as JSON (`header`, `tar_size`, `files`, `directories`,
 /// `report`). A refusal raises `neff.Rejected` unless `allow_invalid`.
 #[pyfunction]
-fn pack(py: Python<'_>, dir: PathBuf, out: PathBuf, options: &Bound<'_, PyAny>) -> PyResult<String> {
+fn pack(
+    py: Python<'_>,
+    dir: PathBuf,
+    out: PathBuf,
+    options: &Bound<'_, PyAny>,
+) -> PyResult<String> {
     let args: PackArgs = options.extract()?;
     let options = pack_options(&args).map_err(|e| bad_argument(&e))?;
     let outcome = py
@@ -95,13 +102,15 @@ fn pack_options(args: &PackArgs) -> Result<PackOptions, String> {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            HeaderFile::parse(&text).map_err(|e| format!("{}: invalid header JSON: {e}", path.display()))?
+            HeaderFile::parse(&text)
+                .map_err(|e| format!("{}: invalid header JSON: {e}", path.display()))?
         }
         None => HeaderFile::default(),
     };
     let mut patch = file.header;
     let pkg = args.pkg_version.or(patch.pkg_version.take()).unwrap_or(2);
-    let pkg = PkgVersion::from_value(pkg).ok_or_else(|| format!("pkg_version {pkg} is not 1 or 2"))?;
+    let pkg =
+        PkgVersion::from_value(pkg).ok_or_else(|| format!("pkg_version {pkg} is not 1 or 2"))?;
     if let Some(name) = &args.name {
         patch.name = Some(Text::new(name).map_err(|e| format!("name {name:?}: {e}"))?);
     }
@@ -163,7 +172,9 @@ fn unpack(
         .map_err(|e| loader_error(&e))?;
     let mut doc = json!(summary);
     if let Some(out) = &header_out {
-        let recovered = py.detach(|| recover_framing(&path)).map_err(|e| writer_error(&e))?;
+        let recovered = py
+            .detach(|| recover_framing(&path))
+            .map_err(|e| writer_error(&e))?;
         neff_writer::write_atomic(out, recovered.file.to_json().as_bytes())
             .map_err(|e| writer_error(&neff_writer::Error::io("cannot write", out, e)))?;
         doc["header_out"] = json!(out.display().to_string());

@@ -12,6 +12,7 @@ use std::sync::Mutex;
 use neff_loader::diff::{member_key, open_members};
 use neff_loader::{
     load_reader, verify_reader, Error, InspectReport, Limits, MemoryReport, ProfileSettings,
+    RuntimeProfile, Verdict,
 };
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -43,8 +44,7 @@ fn located(source: &Source<'_>, e: Error) -> PyErr {
 fn inspect(py: Python<'_>, source: &Bound<'_, PyAny>) -> PyResult<(String, Option<String>)> {
     let source = Source::extract(source)?;
     let result = py.detach(|| -> Result<(String, Option<String>), Error> {
-        let profile = neff_loader::RuntimeProfile::default();
-        let verdict = verify_reader(Some(source.open()?), &profile, &Limits::default())?;
+        let verdict = verify_source(&source, &RuntimeProfile::default())?;
         let report = InspectReport::new(&source.name(), &verdict);
         let memory = report
             .model
@@ -70,31 +70,36 @@ fn verify(py: Python<'_>, source: &Bound<'_, PyAny>, args: Vec<String>) -> PyRes
         .map_err(|e| located(&source, e))
 }
 
+/// The verdict on every arch, each report naming the source.
+fn verify_source(source: &Source<'_>, profile: &RuntimeProfile) -> Result<Verdict, Error> {
+    let mut verdict = verify_reader(Some(source.open()?), profile, &Limits::default())?;
+    for load in &mut verdict.loads {
+        load.report.file = Some(source.name());
+    }
+    Ok(verdict)
+}
+
 /// One verify document: under one arch that arch's report; under all the
 /// deciding report with `targeted_arches` and `per_arch`, as `neff verify`.
 fn checked(source: &Source<'_>, settings: &ProfileSettings) -> Result<String, Error> {
     let profile = settings.profile();
-    let limits = Limits::default();
-    let name = Some(source.name());
     if settings.instance_arch.is_some() {
-        let mut report = load_reader(Some(source.open()?), &profile, &limits)?.report;
-        report.file = name;
+        let mut report = load_reader(Some(source.open()?), &profile, &Limits::default())?.report;
+        report.file = Some(source.name());
         return Ok(to_json(&report));
     }
-    let verdict = verify_reader(Some(source.open()?), &profile, &limits)?;
+    let verdict = verify_source(source, &profile)?;
     let per_arch: serde_json::Map<String, Value> = verdict
         .loads
         .iter()
-        .map(|l| {
-            let mut r = l.report.clone();
-            r.file.clone_from(&name);
-            (r.instance_arch.name().to_string(), json!(r))
-        })
+        .map(|l| (l.report.instance_arch.name().to_string(), json!(l.report)))
         .collect();
-    let mut report = verdict.combined_report();
-    report.file = name;
-    let mut doc = json!(report);
-    doc["targeted_arches"] = json!(verdict.targeted.iter().map(|a| a.name()).collect::<Vec<_>>());
+    let mut doc = json!(verdict.combined_report());
+    doc["targeted_arches"] = json!(verdict
+        .targeted
+        .iter()
+        .map(|a| a.name())
+        .collect::<Vec<_>>());
     doc["per_arch"] = Value::Object(per_arch);
     Ok(doc.to_string())
 }
@@ -143,7 +148,9 @@ fn parallel<T: Sync, R: Send>(
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(item) = items.get(i) else { break };
                 let result = work(item);
-                done.lock().unwrap_or_else(|p| p.into_inner()).push((i, result));
+                done.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push((i, result));
             });
         }
     });
