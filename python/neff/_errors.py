@@ -72,7 +72,7 @@ class NeffIOError(NeffError, OSError):
     def __init__(self, message: str, kind: str = "Read", errno: Optional[int] = None, **where: Any) -> None:
         OSError.__init__(self, errno, message, where.get("path"))
         NeffError.__init__(self, message, kind, **where)
-        self.errno = errno  # type: ignore[assignment]
+        self.errno = errno
         self.strerror = message
         self.filename = where.get("path")
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union
 
 from neff import _native
-from neff._errors import MemberNotFound, NeffError
+from neff._errors import MemberNotFound, NeffError, NeffValueError
 
 __all__ = [
     "DiffReport", "DmaQueue", "Engine", "Graph", "Header", "Member", "Memory", "MemoryFigures",
@@ -315,12 +315,22 @@ def _source(source: Source) -> Union[str, bytes]:
     return source if isinstance(source, bytes) else os.fspath(source)
 
 
+PROFILE_KNOBS = (
+    "allow_legacy_neff", "no_verify_hash", "hash_layout", "supported_features", "evtaccel_offset",
+    "no_check_var_ids", "virtual_core_size", "ucode_abi",
+)
+"""The keyword arguments of the verify functions: ``neff verify``'s flags, ``_`` for ``-``."""
+
+
 def _profile_args(instance_arch: str = "all", **profile: Any) -> List[str]:
     """The ``neff verify`` arguments of the keyword arguments (the CLI's flag names, ``_`` for ``-``).
 
     >>> _profile_args(allow_legacy_neff=True, supported_features=["vnc", 0x4])
     ['--instance-arch', 'all', '--allow-legacy-neff', '--supported-features', 'vnc,4']
     """
+    unknown = sorted(set(profile) - set(PROFILE_KNOBS))
+    if unknown:
+        raise NeffValueError(f"unknown profile knob {unknown[0]!r}: use {', '.join(PROFILE_KNOBS)}", "BadOption")
     args = ["--instance-arch", instance_arch]
     for name, value in profile.items():
         flag = "--" + name.replace("_", "-")
@@ -411,7 +421,8 @@ class Neff:
 
         >>> neff.open("m.neff").inspect()["header"]["uuid"]
         """
-        return json.loads(json.dumps(self._inspect))  # a copy the caller may change
+        copy: Dict[str, Any] = json.loads(json.dumps(self._inspect))  # the caller may change it
+        return copy
 
     def verify(self, instance_arch: str = "all", **profile: Any) -> Report:
         """Runs the loader's gates (``neff verify``); profile knobs are the CLI's flags.
@@ -486,11 +497,22 @@ def pack(
     uuid: Union[str, _uuid.UUID, None] = None,
     name: Optional[str] = None,
     feature_bits: Optional[Features] = None,
+    major: Optional[int] = None,
+    minor: Optional[int] = None,
+    build_version: Optional[str] = None,
+    vnc_size: Optional[int] = None,
+    requested_tpb_count: Optional[int] = None,
     threads: Optional[int] = None,
     header: Optional[PathLike] = None,
     allow_invalid: bool = False,
 ) -> PackOutcome:
     """Packs a folder into a NEFF as ``neff pack`` does (atomically, checked by the gates).
+
+    The options are ``neff pack``'s flags: ``pkg_version`` (2: gzip + MD5, 1: raw
+    tar + SHA-256), ``level`` (1-9), ``framing`` (``gnu``, ``neuronx-cc``,
+    ``neuronx-cc-2.16``), ``uuid`` (a UUID or ``"random"``; default derived from
+    the content), header fields, ``threads``, ``header`` (a ``neff unpack
+    --header-out`` file, for a byte-identical repack) and ``allow_invalid``.
 
     Raises :class:`neff.Rejected` when the gates refuse it, unless ``allow_invalid``.
 
@@ -501,7 +523,8 @@ def pack(
         "pkg_version": pkg_version, "level": level, "framing": framing,
         "uuid": None if uuid is None else str(uuid), "name": name,
         "feature_bits": None if feature_bits is None else _features(feature_bits),
-        "threads": threads, "header": None if header is None else os.fspath(header),
+        "major": major, "minor": minor, "build_version": build_version, "vnc_size": vnc_size,
+        "requested_tpb_count": requested_tpb_count, "threads": threads, "header": None if header is None else os.fspath(header),
         "allow_invalid": allow_invalid,
     }
     d = json.loads(_native.pack(os.fspath(dir), os.fspath(out), options))

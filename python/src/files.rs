@@ -58,6 +58,7 @@ fn diff(
 
 /// The options of `neff pack` as Python passes them.
 #[derive(Debug, Default, FromPyObject)]
+#[pyo3(from_item_all)]
 struct PackArgs {
     pkg_version: Option<u64>,
     level: Option<u32>,
@@ -65,6 +66,11 @@ struct PackArgs {
     uuid: Option<String>,
     name: Option<String>,
     feature_bits: Option<String>,
+    major: Option<u64>,
+    minor: Option<u64>,
+    build_version: Option<String>,
+    vnc_size: Option<u32>,
+    requested_tpb_count: Option<u32>,
     threads: Option<usize>,
     header: Option<PathBuf>,
     allow_invalid: bool,
@@ -123,6 +129,13 @@ fn pack_options(args: &PackArgs) -> Result<PackOptions, String> {
     if let Some(bits) = &args.feature_bits {
         patch.feature_bits = Some(parse_features(bits).map_err(|e| format!("feature_bits: {e}"))?);
     }
+    if let Some(v) = &args.build_version {
+        patch.build_version = Some(Text::new(v).map_err(|e| format!("build_version {v:?}: {e}"))?);
+    }
+    patch.neff_version_major = args.major.or(patch.neff_version_major);
+    patch.neff_version_minor = args.minor.or(patch.neff_version_minor);
+    patch.vnc_size = args.vnc_size.or(patch.vnc_size);
+    patch.requested_tpb_count = args.requested_tpb_count.or(patch.requested_tpb_count);
     let preset = match &args.framing {
         Some(name) => FramingPreset::parse(name).ok_or_else(|| {
             let known: Vec<&str> = FramingPreset::ALL.iter().map(|p| p.name()).collect();

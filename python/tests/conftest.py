@@ -68,10 +68,17 @@ class Independent:
 def read_independently(path: Path) -> Independent:
     """Header fields by struct, members by gzip + tarfile."""
     raw = path.read_bytes()
-    u64 = lambda at: struct.unpack_from("<Q", raw, at)[0]  # noqa: E731
-    u32 = lambda at: struct.unpack_from("<I", raw, at)[0]  # noqa: E731
-    text = lambda at, n: raw[at:at + n].split(b"\0", 1)[0].decode()  # noqa: E731
-    fields = {
+
+    def u64(at: int) -> int:
+        return int(struct.unpack_from("<Q", raw, at)[0])
+
+    def u32(at: int) -> int:
+        return int(struct.unpack_from("<I", raw, at)[0])
+
+    def text(at: int, n: int) -> str:
+        return raw[at:at + n].split(b"\0", 1)[0].decode()
+
+    fields: Dict[str, Any] = {
         "pkg_version": u64(0x000), "header_size": u64(0x008), "data_size": u64(0x010),
         "neff_version_major": u64(0x018), "neff_version_minor": u64(0x020),
         "build_version": text(0x028, 128), "unused_0": u32(0x0A8), "hash": raw[0x0AC:0x0CC],
