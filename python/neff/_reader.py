@@ -367,13 +367,12 @@ class Neff:
         self._inspect: Dict[str, Any] = json.loads(inspect)
         self._memory: Optional[Dict[str, Any]] = json.loads(memory) if memory is not None else None
         verdict = self._inspect["verdict"]
-        head = self._inspect.get("header")
-        self.header: Optional[Header] = (
-            Header._from(head, self._inspect.get("feature_names", ()), verdict.get("hash_layout")) if head else None
-        )
-        """The header (``None`` when the file is shorter than one)."""
-        if self._inspect.get("tar_size") is None:
+        if self._inspect.get("tar_size") is None or not self._inspect.get("header"):
             raise _unreadable(self._inspect["file"], verdict)
+        self.header: Header = Header._from(
+            self._inspect["header"], self._inspect.get("feature_names", ()), verdict.get("hash_layout")
+        )
+        """The header."""
         model = self._inspect.get("model") or {}
         typed = {(v["graph"], v["var_id"]): t for t in model.get("inputs", []) + model.get("outputs", [])
                  for v in t.get("vars", ())}

@@ -27,7 +27,7 @@ def test_unpack_then_pack_rebuilds_the_same_bytes(real: Path, tmp_path: Path) ->
     assert s.byte_identical_repack and header.is_file()
     out = neff.pack(tree, tmp_path / "again.neff", header=header)
     assert out.report.accepted and Path(out.file).read_bytes() == real.read_bytes()
-    assert out.files == s.files and out.header.uuid == neff.open(real).header.uuid  # type: ignore[union-attr]
+    assert out.files == s.files and out.header.uuid == neff.open(real).header.uuid
 
 
 def test_python_packed_neff_is_verified_by_the_cli(real: Path, tmp_path: Path, neff_cli: Path) -> None:
