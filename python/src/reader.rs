@@ -30,12 +30,17 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-/// Names the input in an error from reading it.
-fn located(source: &Source<'_>, e: Error) -> PyErr {
-    loader_error(&match source.path() {
+/// An error from reading `source`, naming it.
+fn with_path(source: &Source<'_>, e: Error) -> Error {
+    match source.path() {
         Some(p) if e.location().path.is_none() => e.at_path(p),
         _ => e,
-    })
+    }
+}
+
+/// [`with_path`] as a Python exception.
+fn located(source: &Source<'_>, e: Error) -> PyErr {
+    loader_error(&with_path(source, e))
 }
 
 /// `(inspect_json, memory_json)`: the `neff inspect --json` document and the
@@ -122,10 +127,7 @@ fn verify_many(
         .min(sources.len().max(1));
     let results = py.detach(|| {
         parallel(&sources, workers, |s| {
-            checked(s, &settings).map_err(|e| match s.path() {
-                Some(p) if e.location().path.is_none() => e.at_path(p),
-                _ => e,
-            })
+            checked(s, &settings).map_err(|e| with_path(s, e))
         })
     });
     results
