@@ -21,7 +21,11 @@
 //! * (g) `neff verify DIR` over a compile-cache-like folder of 1,000 small
 //!   valid NEFFs, with `--threads 1` and `--threads 2`, in files/s, against
 //!   a Python `gzip` + `tarfile` + `hashlib` walk that reads and hashes each
-//!   one, and `md5sum` of the files.
+//!   one, and `md5sum` of the files;
+//! * (h) `neff verify OUT` (the NEFF of (d)) from Python,
+//!   `python3 -c "import neff; neff.verify(p)"`, against the CLI: the Python
+//!   package's overhead (skipped with a note unless `python3 -c "import neff"`
+//!   works, e.g. after `pip install ./python`).
 //!
 //! The baselines only stream and hash, while `neff pack` also writes the NEFF
 //! to disk and reads it back through the loader's gates, so a ratio near 1
@@ -118,6 +122,9 @@ fn run() -> Result<()> {
     let payload_bytes = fs::metadata(&neff_a)?.len().saturating_sub(HEADER_SIZE);
     let d = verify_workload(&neff, &neff_a, payload_bytes);
     results.extend(run_workload(&d, opts.runs)?);
+    let h = python_verify_workload(&neff, &neff_a, payload_bytes);
+    let from_python = run_workload(&h, opts.runs)?;
+    results.extend(from_python.iter().cloned());
     let small = work.path().join("small");
     let small_bytes = ensure_small_members_tree(&small)?;
     let c = pack_gzip_workload(
@@ -208,7 +215,15 @@ fn run() -> Result<()> {
         rates.join(", "),
         opts.runs
     );
-    for note in [&a, &b, &d, &e, &g].iter().flat_map(|w| &w.notes) {
+    if let Some(py) = from_python.iter().find(|m| !m.ours) {
+        println!(
+            "\n- (h) `neff.verify(p)` from Python {:.2} s vs `neff verify p` {:.2} s: {:+.1}% (goal <= +5%)",
+            py.median_seconds,
+            py.our_seconds,
+            (py.median_seconds / py.our_seconds.max(1e-9) - 1.0) * 100.0
+        );
+    }
+    for note in [&a, &b, &d, &e, &g, &h].iter().flat_map(|w| &w.notes) {
         println!("\nNote: {note}");
     }
 
@@ -810,6 +825,34 @@ fn verify_workload(neff: &Path, file: &Path, payload_bytes: u64) -> Workload {
         "tail | md5sum; tail | gzip -t",
         format!("tail -c +{skip} {file} | md5sum; tail -c +{skip} {file} | gzip -t"),
     )
+}
+
+/// (h) verify the NEFF of (d) from Python against the CLI, when `python3`
+/// can import the package.
+fn python_verify_workload(neff: &Path, file: &Path, payload_bytes: u64) -> Workload {
+    let (neff, file) = (quote(neff), quote(file));
+    let mut w = Workload::new(
+        "(h) verify from Python",
+        payload_bytes,
+        ours("neff verify", format!("{neff} verify {file}")),
+    );
+    let importable = Command::new("python3")
+        .args(["-c", "import neff"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if importable {
+        w.commands.push(Cmd {
+            label: "python3 neff.verify(p)".into(),
+            script: format!("python3 -c 'import sys, neff; neff.verify(sys.argv[1])' {file}"),
+            ours: false,
+        });
+    } else {
+        let note = "(h) verify from Python: skipped: `python3 -c \"import neff\"` fails (pip install ./python)";
+        eprintln!("bench: {note}");
+        w.notes.push(note.to_string());
+    }
+    w
 }
 
 /// (g) verify a folder of NEFFs, on 1 and 2 threads.

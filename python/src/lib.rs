@@ -4,10 +4,17 @@
 
 use pyo3::prelude::*;
 
+mod errors;
+mod files;
+mod reader;
+mod source;
+
 /// `neff._native`.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("RUNTIME_VERSION", neff_loader::RUNTIME_VERSION)?;
+    reader::register(m)?;
+    files::register(m)?;
     Ok(())
 }

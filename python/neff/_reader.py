@@ -1,0 +1,542 @@
+"""The reading side of ``neff``: :func:`open` and :class:`Neff`, :func:`verify`,
+:func:`verify_many`, :func:`diff`, :func:`pack` and :func:`unpack`.
+
+The Rust core (``neff._native``) does the work with the GIL released and hands
+back the documents the CLI prints with ``--json``; this module turns them into
+typed, read-only objects. Every object keeps that document in ``.raw``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import uuid as _uuid
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union
+
+from neff import _native
+from neff._errors import MemberNotFound, NeffError, NeffValueError
+
+__all__ = [
+    "DiffReport", "DmaQueue", "Engine", "Graph", "Header", "Member", "Memory", "MemoryFigures",
+    "Neff", "PackOutcome", "Report", "Tensor", "UnpackSummary", "Weight",
+    "diff", "open", "pack", "unpack", "verify", "verify_many",
+]
+
+PathLike = Union[str, "os.PathLike[str]"]
+"""A path: ``str`` or any :class:`os.PathLike`."""
+Source = Union[PathLike, bytes]
+"""A NEFF: a path (read on demand) or its bytes."""
+Features = Union[int, str, Iterable[Union[int, str]]]
+"""Feature bits: an int, a name (``"vnc"``, ``"neff_feature_vnc"``) or several."""
+
+T = TypeVar("T")
+
+
+def _build(cls: Type[T], d: Mapping[str, Any], **override: Any) -> T:
+    """A ``cls`` dataclass from the fields of ``d`` it has (and ``raw`` = ``d``)."""
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    values = {k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items() if k in names}
+    values.update(override)
+    if "raw" in names:
+        values["raw"] = dict(d)
+    return cls(**values)
+
+
+def _shape(v: Optional[Sequence[int]]) -> Optional[Tuple[int, ...]]:
+    return None if v is None else tuple(v)
+
+
+@dataclass(frozen=True)
+class Header:
+    """The 1024-byte header, every field typed.
+
+    >>> h = neff.open("m.neff").header
+    >>> h.uuid, h.feature_names, h.data_size
+    """
+
+    pkg_version: int
+    header_size: int
+    data_size: int
+    neff_version_major: int
+    neff_version_minor: int
+    build_version: str
+    unused_0: int
+    hash: str
+    """The payload digest, hex, trailing zero bytes trimmed (MD5 for pkg 2, SHA-256 for pkg 1)."""
+    uuid: _uuid.UUID
+    name: str
+    requested_tpb_count: int
+    tpb_per_node: str
+    """Hex, trailing zero bytes trimmed."""
+    feature_bits: int
+    vnc_size: int
+    pad: str
+    """Hex, trailing zero bytes trimmed."""
+    feature_names: Tuple[str, ...] = ()
+    """The names of the set feature bits."""
+    hash_layout: Optional[str] = None
+    """The layout the payload digest matched in (``standard``, ``word-reversed``), if checked."""
+
+    @staticmethod
+    def _from(d: Mapping[str, Any], feature_names: Sequence[str] = (), hash_layout: Optional[str] = None) -> Header:
+        return _build(Header, d, uuid=_uuid.UUID(d["uuid"]), feature_names=tuple(feature_names), hash_layout=hash_layout)
+
+
+@dataclass(frozen=True)
+class Member:
+    """One tar entry of the payload.
+
+    >>> [(m.name, m.size) for m in neff.open("m.neff").members() if m.kind == "file"]
+    """
+
+    name: str
+    size: int
+    kind: str
+    """``file``, ``directory``, ``symlink``, ..."""
+    key: str
+    """The key the runtime stores it under (``./`` stripped)."""
+    header_offset: int
+    fate: str
+    """What the loader did with it (``stored``, ``skipped``, ...)."""
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """An input or output: ``name``, ``dtype``, ``shape``, ``size`` (bytes).
+
+    >>> [(t.name, t.dtype, t.shape) for t in neff.open("m.neff").graphs[0].inputs]
+    """
+
+    name: str
+    dtype: Optional[str]
+    shape: Optional[Tuple[int, ...]]
+    size: int
+    var_id: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class Weight:
+    """A weight (constant) of a graph and the member holding it.
+
+    >>> [(w.name, w.member, w.size) for w in neff.open("m.neff").graphs[0].weights]
+    """
+
+    name: str
+    var_id: Optional[int]
+    member: Optional[str]
+    dtype: Optional[str]
+    shape: Optional[Tuple[int, ...]]
+    size: Optional[int]
+
+
+@dataclass(frozen=True)
+class DmaQueue:
+    """A DMA queue of a graph.
+
+    >>> [q.name for q in neff.open("m.neff").graphs[0].queues]
+    """
+
+    name: str
+    owner: Optional[str]
+    type: Optional[str]
+    semaphores: Optional[int]
+
+
+@dataclass(frozen=True)
+class Engine:
+    """An engine's program in a graph.
+
+    >>> [(e.engine, e.instr_size) for e in neff.open("m.neff").graphs[0].engines]
+    """
+
+    engine: str
+    json: Optional[str]
+    instr: Optional[str]
+    instr_size: Optional[int]
+    dma_blocks: Optional[int]
+
+
+@dataclass(frozen=True)
+class Graph:
+    """One graph (subgraph, NeuronCore program) as its def.json describes it.
+
+    >>> g = neff.open("m.neff").graphs[0]
+    >>> g.name, len(g.inputs), len(g.weights), [e.engine for e in g.engines]
+    """
+
+    name: str
+    definition: Optional[str]
+    inputs: Tuple[Tensor, ...]
+    outputs: Tuple[Tensor, ...]
+    weights: Tuple[Weight, ...]
+    queues: Tuple[DmaQueue, ...]
+    engines: Tuple[Engine, ...]
+    raw: Dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
+
+    @staticmethod
+    def _from(d: Mapping[str, Any], typed: Mapping[Tuple[str, int], Mapping[str, Any]]) -> Graph:
+        """``typed``: the model's inputs and outputs by (graph, var_id), for the dtype and shape
+        def.json does not carry."""
+
+        def each(cls: Type[T], key: str) -> Tuple[T, ...]:
+            return tuple(_build(cls, x) for x in d.get(key) or ())
+
+        def tensors(key: str) -> Tuple[Tensor, ...]:
+            def typed_tensor(x: Mapping[str, Any]) -> Tensor:
+                io = typed.get((d["name"], x.get("var_id", -1)), {})
+                return _build(Tensor, x, dtype=x.get("dtype") or io.get("dtype"),
+                              shape=_shape(x.get("shape") or io.get("shape")))
+            return tuple(typed_tensor(x) for x in d.get(key) or ())
+
+        return _build(
+            Graph, d, inputs=tensors("inputs"), outputs=tensors("outputs"),
+            weights=each(Weight, "weights"), queues=each(DmaQueue, "queues"), engines=each(Engine, "engines"),
+        )
+
+
+@dataclass(frozen=True)
+class MemoryFigures:
+    """Device (HBM) memory of one NeuronCore or the total, in bytes (``neff inspect --memory``).
+
+    >>> neff.open("m.neff").memory().total.total
+    """
+
+    model_code: int
+    constants: int
+    shared_scratchpad: int
+    scratchpad: int
+    dma_rings_io: int
+    dma_rings_spill: int
+    total: int
+    io_tensors: int
+    graph: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Memory:
+    """The ``neff inspect --memory --json`` report: one row per graph and the total.
+
+    >>> m = neff.open("m.neff").memory()
+    >>> [(c.graph, c.total) for c in m.cores], m.total.total
+    """
+
+    cores: Tuple[MemoryFigures, ...]
+    total: MemoryFigures
+    raw: Dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Report:
+    """The loader's verdict (the ``neff verify --json`` document).
+
+    >>> r = neff.verify("m.neff")
+    >>> r.accepted, r.gate, r.status_name, r.targeted_arches
+    """
+
+    accepted: bool
+    gate: Optional[str]
+    """The refusing gate (``"G1"`` .. ``"G31"``), ``None`` when accepted."""
+    status: int
+    status_name: str
+    message: Optional[str]
+    """The runtime's log line for the refusal."""
+    detail: Optional[str]
+    warnings: Tuple[str, ...]
+    instance_arch: str
+    file: Optional[str] = None
+    hash_layout: Optional[str] = None
+    target: Optional[str] = None
+    targeted_arches: Tuple[str, ...] = ()
+    """The arches the NEFF targets (with ``instance_arch="all"``)."""
+    per_arch: Dict[str, Report] = field(default_factory=dict)
+    """Each arch's report (with ``instance_arch="all"``)."""
+    raw: Dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
+
+    @staticmethod
+    def _from(d: Mapping[str, Any]) -> Report:
+        per_arch = {k: Report._from(v) for k, v in (d.get("per_arch") or {}).items()}
+        return _build(Report, d, per_arch=per_arch)
+
+
+@dataclass(frozen=True)
+class DiffReport:
+    """What differs between two NEFFs (the ``neff diff --json`` document).
+
+    >>> d = neff.diff("a.neff", "b.neff", ignore=("uuid", "name"))
+    >>> d.equal, d.header, d.members
+    """
+
+    equal: bool
+    ignored: Tuple[str, ...]
+    header: Tuple[Dict[str, Any], ...]
+    members: Dict[str, Any]
+    manifests: Tuple[Dict[str, Any], ...]
+    programs: Optional[Tuple[Dict[str, Any], ...]] = None
+    raw: Dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PackOutcome:
+    """What :func:`pack` wrote.
+
+    >>> out = neff.pack("tree/", "m.neff")
+    >>> out.header.uuid, out.tar_size, out.files, out.report.accepted
+    """
+
+    file: str
+    header: Header
+    tar_size: int
+    files: int
+    directories: int
+    report: Report
+
+
+@dataclass(frozen=True)
+class UnpackSummary:
+    """What :func:`unpack` wrote.
+
+    >>> s = neff.unpack("m.neff", "tree/", header_out="m.header.json")
+    >>> s.files, s.bytes, s.byte_identical_repack
+    """
+
+    files: int
+    directories: int
+    bytes: int
+    replaced: int
+    header_out: Optional[str] = None
+    byte_identical_repack: Optional[bool] = None
+    not_reproduced: Tuple[str, ...] = ()
+
+
+def _source(source: Source) -> Union[str, bytes]:
+    return source if isinstance(source, bytes) else os.fspath(source)
+
+
+PROFILE_KNOBS = (
+    "allow_legacy_neff", "no_verify_hash", "hash_layout", "supported_features", "evtaccel_offset",
+    "no_check_var_ids", "virtual_core_size", "ucode_abi",
+)
+"""The keyword arguments of the verify functions: ``neff verify``'s flags, ``_`` for ``-``."""
+
+
+def _profile_args(instance_arch: str = "all", **profile: Any) -> List[str]:
+    """The ``neff verify`` arguments of the keyword arguments (the CLI's flag names, ``_`` for ``-``).
+
+    >>> _profile_args(allow_legacy_neff=True, supported_features=["vnc", 0x4])
+    ['--instance-arch', 'all', '--allow-legacy-neff', '--supported-features', 'vnc,4']
+    """
+    unknown = sorted(set(profile) - set(PROFILE_KNOBS))
+    if unknown:
+        raise NeffValueError(f"unknown profile knob {unknown[0]!r}: use {', '.join(PROFILE_KNOBS)}", "BadOption")
+    args = ["--instance-arch", instance_arch]
+    for name, value in profile.items():
+        flag = "--" + name.replace("_", "-")
+        if isinstance(value, bool):
+            args += [flag] if value else []
+        elif value is not None:
+            args += [flag, _features(value) if name == "supported_features" else str(value)]
+    return args
+
+
+def _features(value: Features) -> str:
+    """Feature bits as ``parse_features`` reads them."""
+    if isinstance(value, (int, str)):
+        return str(value)
+    return ",".join(str(v) for v in value)
+
+
+class Neff:
+    """A NEFF opened with :func:`open`: its header, members, graphs and verdict.
+
+    One streaming pass at open reads the header, the member table and the
+    manifests; member data is read only by :meth:`read`, streaming from the
+    file again (or from the bytes given). A NEFF the gates refuse opens (see
+    :attr:`report`) unless its header or payload cannot be read at all: then
+    :class:`neff.NeffError` (kind ``Unreadable``, with ``.report``).
+
+    >>> n = neff.open("m.neff")
+    >>> n.header.name, len(n.members()), [g.name for g in n.graphs]
+    """
+
+    def __init__(self, source: Source) -> None:
+        self._source = _source(source)
+        inspect, memory = _native.inspect(self._source)
+        self._inspect: Dict[str, Any] = json.loads(inspect)
+        self._memory: Optional[Dict[str, Any]] = json.loads(memory) if memory is not None else None
+        verdict = self._inspect["verdict"]
+        if self._inspect.get("tar_size") is None or not self._inspect.get("header"):
+            raise _unreadable(self._inspect["file"], verdict)
+        self.header: Header = Header._from(
+            self._inspect["header"], self._inspect.get("feature_names", ()), verdict.get("hash_layout")
+        )
+        """The header."""
+        model = self._inspect.get("model") or {}
+        typed = {(v["graph"], v["var_id"]): t for t in model.get("inputs", []) + model.get("outputs", [])
+                 for v in t.get("vars", ())}
+        self.graphs: Tuple[Graph, ...] = tuple(Graph._from(g, typed) for g in model.get("graphs", ()))
+        """Each graph's inputs, outputs, weights, DMA queues and engines."""
+        self.report: Report = Report._from(verdict)
+        """The verdict under the default profile on every arch."""
+
+    def __repr__(self) -> str:
+        return f"Neff({self._inspect['file']!r}, graphs={[g.name for g in self.graphs]!r})"
+
+    def members(self) -> List[Member]:
+        """Every tar entry: name, size, kind.
+
+        >>> [m.name for m in neff.open("m.neff").members()]
+        """
+        return [_build(Member, m, kind=m["type"]) for m in self._inspect.get("members", ())]
+
+    def read(self, name: str) -> bytes:
+        """The data of member ``name`` (by its key, ``./`` stripped), streamed from the payload.
+
+        Raises :class:`neff.MemberNotFound` (a ``KeyError``) listing the members.
+
+        >>> neff.open("m.neff").read("neff.json")[:1]
+        b'{'
+        """
+        data = _native.read_member(self._source, name)
+        if data is None:
+            names = ", ".join(m.key for m in self.members() if m.kind == "file")
+            raise MemberNotFound(f"no member {name!r}; the members are: {names}", "NotFound", member=name)
+        return data
+
+    def memory(self) -> Memory:
+        """Device memory per NeuronCore (``neff inspect --memory``); needs a readable model.
+
+        >>> neff.open("m.neff").memory().total.total
+        """
+        if self._memory is None:
+            raise MemberNotFound(f"no model to size: {self.report.message}", "NoModel")
+        cores = tuple(_build(MemoryFigures, c) for c in self._memory["cores"])
+        return Memory(cores, _build(MemoryFigures, self._memory["total"]), self._memory)
+
+    def inspect(self) -> Dict[str, Any]:
+        """The ``neff inspect --json`` document.
+
+        >>> neff.open("m.neff").inspect()["header"]["uuid"]
+        """
+        copy: Dict[str, Any] = json.loads(json.dumps(self._inspect))  # the caller may change it
+        return copy
+
+    def verify(self, instance_arch: str = "all", **profile: Any) -> Report:
+        """Runs the loader's gates (``neff verify``); profile knobs are the CLI's flags.
+
+        Knobs: ``allow_legacy_neff``, ``no_verify_hash``, ``hash_layout``,
+        ``supported_features`` (int or names), ``evtaccel_offset``,
+        ``no_check_var_ids``, ``virtual_core_size``, ``ucode_abi``.
+
+        >>> neff.open("m.neff").verify(instance_arch="cayman", no_verify_hash=True).accepted
+        True
+        """
+        return Report._from(json.loads(_native.verify(self._source, _profile_args(instance_arch, **profile))))
+
+
+def _unreadable(file: str, verdict: Dict[str, Any]) -> NeffError:
+    """The error of a NEFF whose header or payload cannot be read (so has no members):
+    the refusal's gate and log line, ``offset`` the header field it names (``(+0x010)``)."""
+    detail = verdict.get("detail") or ""
+    field_at = re.search(r"\(\+0x([0-9a-f]+)\)", detail)
+    error = NeffError(
+        f"not a readable NEFF: {verdict.get('gate')}: {verdict.get('message')} ({detail})", "Unreadable",
+        path=None if file == "<bytes>" else file, offset=int(field_at.group(1), 16) if field_at else None,
+    )
+    error.report = verdict
+    return error
+
+
+def open(source: Source) -> Neff:  # noqa: A001 - the API's name
+    """Opens a NEFF (a path, or its bytes) lazily.
+
+    >>> n = neff.open("model.neff")
+    >>> print(n.header.uuid, n.graphs[0].inputs)
+    """
+    return Neff(source)
+
+
+def verify(source: Source, instance_arch: str = "all", **profile: Any) -> Report:
+    """Checks a NEFF as ``neff verify`` does; returns the :class:`Report`, never raises on a refusal.
+
+    >>> neff.verify("model.neff", allow_legacy_neff=True).accepted
+    True
+    """
+    return Report._from(json.loads(_native.verify(_source(source), _profile_args(instance_arch, **profile))))
+
+
+def verify_many(
+    paths: Iterable[PathLike], threads: Optional[int] = None, instance_arch: str = "all", **profile: Any
+) -> List[Report]:
+    """:func:`verify` on each path, in parallel Rust threads (GIL released); in input order.
+
+    >>> [r.accepted for r in neff.verify_many(["a.neff", "b.neff"], threads=4)]
+    """
+    docs = _native.verify_many([os.fspath(p) for p in paths], _profile_args(instance_arch, **profile), threads)
+    return [Report._from(json.loads(d)) for d in docs]
+
+
+def diff(a: PathLike, b: PathLike, ignore: Iterable[str] = (), programs: bool = False) -> DiffReport:
+    """Compares two NEFFs as ``neff diff`` does (``ignore``: header fields, ``mtime``, ``framing``).
+
+    >>> neff.diff("a.neff", "b.neff", ignore=("uuid", "name", "mtime", "framing")).equal
+    """
+    return _build(DiffReport, json.loads(_native.diff(os.fspath(a), os.fspath(b), list(ignore), programs)))
+
+
+def pack(
+    dir: PathLike,
+    out: PathLike,
+    *,
+    pkg_version: Optional[int] = None,
+    level: Optional[int] = None,
+    framing: Optional[str] = None,
+    uuid: Union[str, _uuid.UUID, None] = None,
+    name: Optional[str] = None,
+    feature_bits: Optional[Features] = None,
+    major: Optional[int] = None,
+    minor: Optional[int] = None,
+    build_version: Optional[str] = None,
+    vnc_size: Optional[int] = None,
+    requested_tpb_count: Optional[int] = None,
+    threads: Optional[int] = None,
+    header: Optional[PathLike] = None,
+    allow_invalid: bool = False,
+) -> PackOutcome:
+    """Packs a folder into a NEFF as ``neff pack`` does (atomically, checked by the gates).
+
+    The options are ``neff pack``'s flags: ``pkg_version`` (2: gzip + MD5, 1: raw
+    tar + SHA-256), ``level`` (1-9), ``framing`` (``gnu``, ``neuronx-cc``,
+    ``neuronx-cc-2.16``), ``uuid`` (a UUID or ``"random"``; default derived from
+    the content), header fields, ``threads``, ``header`` (a ``neff unpack
+    --header-out`` file, for a byte-identical repack) and ``allow_invalid``.
+
+    Raises :class:`neff.Rejected` when the gates refuse it, unless ``allow_invalid``.
+
+    >>> neff.pack("tree/", "m.neff", framing="neuronx-cc", name="m").report.accepted
+    True
+    """
+    options = {
+        "pkg_version": pkg_version, "level": level, "framing": framing,
+        "uuid": None if uuid is None else str(uuid), "name": name,
+        "feature_bits": None if feature_bits is None else _features(feature_bits),
+        "major": major, "minor": minor, "build_version": build_version, "vnc_size": vnc_size,
+        "requested_tpb_count": requested_tpb_count, "threads": threads, "header": None if header is None else os.fspath(header),
+        "allow_invalid": allow_invalid,
+    }
+    d = json.loads(_native.pack(os.fspath(dir), os.fspath(out), options))
+    return _build(PackOutcome, d, header=Header._from(d["header"]), report=Report._from(d["report"]))
+
+
+def unpack(
+    path: PathLike, dir: PathLike, header_out: Optional[PathLike] = None, force: bool = False,
+    no_verify_hash: bool = False,
+) -> UnpackSummary:
+    """Unpacks every member into ``dir`` as ``neff unpack`` does; ``header_out`` writes the repack header.
+
+    >>> neff.unpack("m.neff", "tree/", header_out="m.header.json").files
+    """
+    h = None if header_out is None else os.fspath(header_out)
+    return _build(UnpackSummary, json.loads(_native.unpack(os.fspath(path), os.fspath(dir), h, force, no_verify_hash)))

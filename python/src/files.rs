@@ -1,0 +1,198 @@
+//! Whole-file operations: diff two NEFFs, pack a folder, unpack a NEFF, the
+//! way `neff diff`, `neff pack` and `neff unpack` do them (the same library
+//! calls, so the same checks and the same atomicity). The GIL is released
+//! while they run.
+
+use std::fs::File;
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+
+use neff_loader::diff::{diff as diff_snapshots, DiffOptions, Snapshot};
+use neff_loader::{extract, parse_features, ExtractLimits, RuntimeProfile};
+use neff_schema::header::Text;
+use neff_schema::{FramingPreset, PkgVersion};
+use neff_writer::{recover_framing, HeaderFile, PackOptions, Packager, UuidChoice};
+use pyo3::prelude::*;
+use serde_json::json;
+
+use crate::errors::{bad_argument, loader_error, writer_error};
+
+/// Registers the file functions on the module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(diff, m)?)?;
+    m.add_function(wrap_pyfunction!(pack, m)?)?;
+    m.add_function(wrap_pyfunction!(unpack, m)?)?;
+    Ok(())
+}
+
+/// Reads one NEFF for a diff, naming it in the error.
+fn snapshot(path: &Path) -> Result<Snapshot, neff_loader::Error> {
+    let open = |e| neff_loader::Error::io(neff_loader::ErrorKind::Read, "cannot open", path, e);
+    let file = File::open(path).map_err(open)?;
+    let size = file.metadata().map_err(open)?.len();
+    Snapshot::read(BufReader::new(file), size).map_err(|e| e.at_path(path))
+}
+
+/// The `neff diff --json` document of `a` against `b`.
+#[pyfunction]
+#[pyo3(signature = (a, b, ignore, programs=false))]
+fn diff(
+    py: Python<'_>,
+    a: PathBuf,
+    b: PathBuf,
+    ignore: Vec<String>,
+    programs: bool,
+) -> PyResult<String> {
+    let mut options = DiffOptions::default();
+    options.programs = programs;
+    for name in &ignore {
+        options.ignore(name).map_err(|e| bad_argument(&e))?;
+    }
+    let report = py
+        .detach(|| {
+            Ok::<_, neff_loader::Error>(diff_snapshots(&snapshot(&a)?, &snapshot(&b)?, &options))
+        })
+        .map_err(|e| loader_error(&e))?;
+    serde_json::to_string(&report).map_err(|e| bad_argument(&e.to_string()))
+}
+
+/// The options of `neff pack` as Python passes them.
+#[derive(Debug, Default, FromPyObject)]
+#[pyo3(from_item_all)]
+struct PackArgs {
+    pkg_version: Option<u64>,
+    level: Option<u32>,
+    framing: Option<String>,
+    uuid: Option<String>,
+    name: Option<String>,
+    feature_bits: Option<String>,
+    major: Option<u64>,
+    minor: Option<u64>,
+    build_version: Option<String>,
+    vnc_size: Option<u32>,
+    requested_tpb_count: Option<u32>,
+    threads: Option<usize>,
+    header: Option<PathBuf>,
+    allow_invalid: bool,
+}
+
+/// `neff pack DIR -o OUT` with `options` (a dict of [`PackArgs`]' fields):
+/// the outcome as JSON (`header`, `tar_size`, `files`, `directories`,
+/// `report`). A refusal raises `neff.Rejected` unless `allow_invalid`.
+#[pyfunction]
+fn pack(
+    py: Python<'_>,
+    dir: PathBuf,
+    out: PathBuf,
+    options: &Bound<'_, PyAny>,
+) -> PyResult<String> {
+    let args: PackArgs = options.extract()?;
+    let options = pack_options(&args).map_err(|e| bad_argument(&e))?;
+    let outcome = py
+        .detach(|| Packager::from_dir(&dir)?.write_to_path(&out, &options))
+        .map_err(|e| writer_error(&e))?;
+    Ok(json!({
+        "file": out.display().to_string(),
+        "header": outcome.header,
+        "tar_size": outcome.tar_size,
+        "files": outcome.files,
+        "directories": outcome.directories,
+        "report": outcome.report,
+    })
+    .to_string())
+}
+
+/// The writer's options for `args`, as `neff pack` maps its flags.
+fn pack_options(args: &PackArgs) -> Result<PackOptions, String> {
+    let file = match &args.header {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            HeaderFile::parse(&text)
+                .map_err(|e| format!("{}: invalid header JSON: {e}", path.display()))?
+        }
+        None => HeaderFile::default(),
+    };
+    let mut patch = file.header;
+    let pkg = args.pkg_version.or(patch.pkg_version.take()).unwrap_or(2);
+    let pkg =
+        PkgVersion::from_value(pkg).ok_or_else(|| format!("pkg_version {pkg} is not 1 or 2"))?;
+    if let Some(name) = &args.name {
+        patch.name = Some(Text::new(name).map_err(|e| format!("name {name:?}: {e}"))?);
+    }
+    let mut uuid = UuidChoice::FromContent;
+    match args.uuid.as_deref() {
+        Some("random") => uuid = UuidChoice::Random,
+        Some(text) => patch.uuid = Some(text.parse().map_err(|e| format!("uuid: {e}"))?),
+        None => {}
+    }
+    if let Some(bits) = &args.feature_bits {
+        patch.feature_bits = Some(parse_features(bits).map_err(|e| format!("feature_bits: {e}"))?);
+    }
+    if let Some(v) = &args.build_version {
+        patch.build_version = Some(Text::new(v).map_err(|e| format!("build_version {v:?}: {e}"))?);
+    }
+    patch.neff_version_major = args.major.or(patch.neff_version_major);
+    patch.neff_version_minor = args.minor.or(patch.neff_version_minor);
+    patch.vnc_size = args.vnc_size.or(patch.vnc_size);
+    patch.requested_tpb_count = args.requested_tpb_count.or(patch.requested_tpb_count);
+    let preset = match &args.framing {
+        Some(name) => FramingPreset::parse(name).ok_or_else(|| {
+            let known: Vec<&str> = FramingPreset::ALL.iter().map(|p| p.name()).collect();
+            format!("framing {name:?} is not one of {}", known.join(", "))
+        })?,
+        None => FramingPreset::default(),
+    };
+    let mut framing = file.framing.unwrap_or_else(|| preset.framing());
+    if let Some(level) = args.level {
+        if !(1..=9).contains(&level) {
+            return Err(format!("level {level} is not 1 to 9"));
+        }
+        framing.gzip.deflate.level = level;
+    }
+    let defaults = PackOptions::default();
+    Ok(PackOptions {
+        pkg_version: pkg,
+        framing,
+        compiler_header: preset.is_compiler_like(),
+        uuid,
+        header: patch,
+        keep_refused: args.allow_invalid,
+        threads: args.threads.unwrap_or(defaults.threads),
+        ..defaults
+    })
+}
+
+/// `neff unpack PATH -o DIR [--force] [--header-out H]`: the summary as JSON
+/// (`files`, `directories`, `bytes`, `replaced`, and `byte_identical_repack`
+/// with a header file).
+#[pyfunction]
+#[pyo3(signature = (path, dir, header_out=None, force=false, no_verify_hash=false))]
+fn unpack(
+    py: Python<'_>,
+    path: PathBuf,
+    dir: PathBuf,
+    header_out: Option<PathBuf>,
+    force: bool,
+    no_verify_hash: bool,
+) -> PyResult<String> {
+    let profile = RuntimeProfile {
+        verify_hash: !no_verify_hash,
+        ..RuntimeProfile::default()
+    };
+    let (summary, _) = py
+        .detach(|| extract(&path, &dir, &profile, force, &ExtractLimits::default()))
+        .map_err(|e| loader_error(&e))?;
+    let mut doc = json!(summary);
+    if let Some(out) = &header_out {
+        let recovered = py
+            .detach(|| recover_framing(&path))
+            .map_err(|e| writer_error(&e))?;
+        neff_writer::write_atomic(out, recovered.file.to_json().as_bytes())
+            .map_err(|e| writer_error(&neff_writer::Error::io("cannot write", out, e)))?;
+        doc["header_out"] = json!(out.display().to_string());
+        doc["byte_identical_repack"] = json!(recovered.exact);
+        doc["not_reproduced"] = json!(recovered.file.not_reproduced);
+    }
+    Ok(doc.to_string())
+}

@@ -1,0 +1,187 @@
+//! The reading side: inspect (with the memory report), verify, verify many
+//! files in parallel, and stream one member out. Everything that reads runs
+//! with the GIL released; results cross to Python as JSON text (the shapes
+//! `neff inspect --json` and `neff verify --json` print).
+
+use std::io::Read;
+use std::num::NonZeroUsize;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use neff_loader::diff::{member_key, open_members};
+use neff_loader::{
+    load_reader, verify_reader, Error, InspectReport, Limits, MemoryReport, ProfileSettings,
+    RuntimeProfile, Verdict,
+};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use serde_json::{json, Value};
+
+use crate::errors::{bad_argument, loader_error};
+use crate::source::Source;
+
+/// Registers the reading functions on the module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(inspect, m)?)?;
+    m.add_function(wrap_pyfunction!(verify, m)?)?;
+    m.add_function(wrap_pyfunction!(verify_many, m)?)?;
+    m.add_function(wrap_pyfunction!(read_member, m)?)?;
+    Ok(())
+}
+
+/// An error from reading `source`, naming it.
+fn with_path(source: &Source<'_>, e: Error) -> Error {
+    match source.path() {
+        Some(p) if e.location().path.is_none() => e.at_path(p),
+        _ => e,
+    }
+}
+
+/// [`with_path`] as a Python exception.
+fn located(source: &Source<'_>, e: Error) -> PyErr {
+    loader_error(&with_path(source, e))
+}
+
+/// `(inspect_json, memory_json)`: the `neff inspect --json` document and the
+/// `neff inspect --memory --json` one (`None` without a model).
+#[pyfunction]
+fn inspect(py: Python<'_>, source: &Bound<'_, PyAny>) -> PyResult<(String, Option<String>)> {
+    let source = Source::extract(source)?;
+    let result = py.detach(|| -> Result<(String, Option<String>), Error> {
+        let verdict = verify_source(&source, &RuntimeProfile::default())?;
+        let report = InspectReport::new(&source.name(), &verdict);
+        let memory = report
+            .model
+            .as_ref()
+            .map(|m| to_json(&MemoryReport::new(&report.file, m)));
+        Ok((to_json(&report), memory))
+    });
+    result.map_err(|e| located(&source, e))
+}
+
+/// Serializes a report (our own types: serializing cannot fail).
+fn to_json<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_else(|e| json!({ "error": e.to_string() }).to_string())
+}
+
+/// The `neff verify --json` document of one NEFF under the profile the
+/// `neff verify` arguments `args` describe.
+#[pyfunction]
+fn verify(py: Python<'_>, source: &Bound<'_, PyAny>, args: Vec<String>) -> PyResult<String> {
+    let settings = ProfileSettings::from_args(&args).map_err(|e| bad_argument(&e))?;
+    let source = Source::extract(source)?;
+    py.detach(|| checked(&source, &settings))
+        .map_err(|e| located(&source, e))
+}
+
+/// The verdict on every arch, each report naming the source.
+fn verify_source(source: &Source<'_>, profile: &RuntimeProfile) -> Result<Verdict, Error> {
+    let mut verdict = verify_reader(Some(source.open()?), profile, &Limits::default())?;
+    for load in &mut verdict.loads {
+        load.report.file = Some(source.name());
+    }
+    Ok(verdict)
+}
+
+/// One verify document: under one arch that arch's report; under all the
+/// deciding report with `targeted_arches` and `per_arch`, as `neff verify`.
+fn checked(source: &Source<'_>, settings: &ProfileSettings) -> Result<String, Error> {
+    let profile = settings.profile();
+    if settings.instance_arch.is_some() {
+        let mut report = load_reader(Some(source.open()?), &profile, &Limits::default())?.report;
+        report.file = Some(source.name());
+        return Ok(to_json(&report));
+    }
+    let verdict = verify_source(source, &profile)?;
+    let per_arch: serde_json::Map<String, Value> = verdict
+        .loads
+        .iter()
+        .map(|l| (l.report.instance_arch.name().to_string(), json!(l.report)))
+        .collect();
+    let mut doc = json!(verdict.combined_report());
+    doc["targeted_arches"] = json!(verdict
+        .targeted
+        .iter()
+        .map(|a| a.name())
+        .collect::<Vec<_>>());
+    doc["per_arch"] = Value::Object(per_arch);
+    Ok(doc.to_string())
+}
+
+/// [`verify`] on each path, `threads` at once (default: the cores), in order.
+/// The first file that cannot be read raises, naming it.
+#[pyfunction]
+#[pyo3(signature = (paths, args, threads=None))]
+fn verify_many(
+    py: Python<'_>,
+    paths: Vec<PathBuf>,
+    args: Vec<String>,
+    threads: Option<NonZeroUsize>,
+) -> PyResult<Vec<String>> {
+    let settings = ProfileSettings::from_args(&args).map_err(|e| bad_argument(&e))?;
+    let sources: Vec<Source<'_>> = paths.into_iter().map(Source::Path).collect();
+    let workers = threads
+        .or_else(|| std::thread::available_parallelism().ok())
+        .map_or(1, NonZeroUsize::get)
+        .min(sources.len().max(1));
+    let results = py.detach(|| {
+        parallel(&sources, workers, |s| {
+            checked(s, &settings).map_err(|e| with_path(s, e))
+        })
+    });
+    results
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| loader_error(&e))
+}
+
+/// `work` on every item on `workers` threads; the results in input order.
+fn parallel<T: Sync, R: Send>(
+    items: &[T],
+    workers: usize,
+    work: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    let next = AtomicUsize::new(0);
+    let done: Mutex<Vec<(usize, R)>> = Mutex::new(Vec::with_capacity(items.len()));
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(item) = items.get(i) else { break };
+                let result = work(item);
+                done.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push((i, result));
+            });
+        }
+    });
+    let mut done = done.into_inner().unwrap_or_else(|p| p.into_inner());
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
+}
+
+/// The data of member `name` (the last entry of that key, as the runtime
+/// keeps it), streamed from the payload; `None` when there is none.
+#[pyfunction]
+fn read_member<'py>(
+    py: Python<'py>,
+    source: &Bound<'py, PyAny>,
+    name: &str,
+) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    let source = Source::extract(source)?;
+    let found = py.detach(|| -> Result<Option<Vec<u8>>, Error> {
+        let mut opened = open_members(source.open()?)?;
+        let mut found = None;
+        while let Some(entry) = opened.tar.next_entry()? {
+            if member_key(&entry) == name {
+                let mut data = Vec::new();
+                opened.tar.data().read_to_end(&mut data)?;
+                found = Some(data);
+            }
+        }
+        Ok(found)
+    });
+    let found = found.map_err(|e| located(&source, e.in_member(name)))?;
+    Ok(found.map(|d| PyBytes::new(py, &d)))
+}

@@ -1,0 +1,78 @@
+"""neff.pack / neff.unpack, and NEFFs crossing between Python and the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import neff
+from conftest import REAL_NEFFS, read_independently, run_cli
+
+
+@pytest.fixture
+def real() -> Path:
+    if not REAL_NEFFS:
+        pytest.skip("no real NEFFs")
+    return next((p for p in REAL_NEFFS if "matmul_small" in p.name), REAL_NEFFS[0])
+
+
+def test_unpack_then_pack_rebuilds_the_same_bytes(real: Path, tmp_path: Path) -> None:
+    tree, header = tmp_path / "tree", tmp_path / "h.json"
+    s = neff.unpack(real, tree, header_out=header)
+    ind = read_independently(real)
+    assert s.files == len(ind.members) and s.bytes == sum(len(b) for b in ind.members.values())
+    assert all((tree / k).read_bytes() == b for k, b in ind.members.items())
+    assert s.byte_identical_repack and header.is_file()
+    out = neff.pack(tree, tmp_path / "again.neff", header=header)
+    assert out.report.accepted and Path(out.file).read_bytes() == real.read_bytes()
+    assert out.files == s.files and out.header.uuid == neff.open(real).header.uuid
+
+
+def test_python_packed_neff_is_verified_by_the_cli(real: Path, tmp_path: Path, neff_cli: Path) -> None:
+    neff.unpack(real, tmp_path / "tree")
+    out = neff.pack(tmp_path / "tree", tmp_path / "py.neff", name="from-python", feature_bits=["vnc", 0x400],
+                    vnc_size=2)
+    assert out.header.name == "from-python" and out.header.feature_bits == 0x400 and out.header.vnc_size == 2
+    done = run_cli(neff_cli, "verify", "--json", str(tmp_path / "py.neff"))
+    assert done.returncode == 0 and json.loads(done.stdout)["accepted"]
+    same = run_cli(neff_cli, "pack", str(tmp_path / "tree"), "-o", str(tmp_path / "cli.neff"),
+                   "--name", "from-python", "--feature-bits", "0x400", "--vnc-size", "2")
+    assert same.returncode == 0, same.stderr
+    assert (tmp_path / "cli.neff").read_bytes() == (tmp_path / "py.neff").read_bytes()
+
+
+def test_cli_packed_neff_opens_in_python(real: Path, tmp_path: Path, neff_cli: Path) -> None:
+    neff.unpack(real, tmp_path / "tree")
+    out = tmp_path / "cli.neff"
+    done = run_cli(neff_cli, "pack", str(tmp_path / "tree"), "-o", str(out), "--framing", "neuronx-cc",
+                   "--vnc-size", "2")
+    assert done.returncode == 0, done.stderr
+    n = neff.open(out)
+    assert n.report.accepted and n.header is not None and n.header.hash_layout == "word-reversed"
+    assert n.read("neff.json") == (tmp_path / "tree" / "neff.json").read_bytes()
+    assert [g.name for g in n.graphs] == [g.name for g in neff.open(real).graphs]
+
+
+def test_refused_pack_raises_rejected_and_leaves_nothing(tmp_path: Path) -> None:
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "tree" / "readme.txt").write_text("no neff.json here")
+    out = tmp_path / "bad.neff"
+    with pytest.raises(neff.Rejected) as caught:
+        neff.pack(tmp_path / "tree", out)
+    e = caught.value
+    assert e.gate == "G13" and e.status_name == "NRT_INVALID" and e.status == 2
+    assert e.detail and "neff.json" in e.detail and e.report is not None and e.report["accepted"] is False
+    assert isinstance(e, neff.NeffError) and not out.exists()
+    kept = neff.pack(tmp_path / "tree", out, allow_invalid=True)
+    assert out.exists() and not kept.report.accepted and kept.report.gate == "G13"
+    assert not neff.verify(out).accepted  # verify reports, never raises
+
+
+def test_unpack_refuses_a_non_empty_folder_unless_forced(real: Path, tmp_path: Path) -> None:
+    neff.unpack(real, tmp_path)
+    with pytest.raises(neff.NeffError) as caught:
+        neff.unpack(real, tmp_path)
+    assert caught.value.kind == "NotEmpty" and caught.value.path == str(tmp_path)
+    assert neff.unpack(real, tmp_path, force=True).files > 0

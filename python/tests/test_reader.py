@@ -1,0 +1,143 @@
+"""neff.open / Neff against every real NEFF, checked by an independent reader
+and by the CLI."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+
+import neff
+from conftest import REAL_NEFFS, read_independently, real_neffs, run_cli
+
+
+def word_reversed(digest: bytes) -> bytes:
+    """Each 4-byte word byte-reversed (neuronx-cc 2.18+'s layout)."""
+    return b"".join(digest[i:i + 4][::-1] for i in range(0, len(digest), 4))
+
+
+@pytest.mark.parametrize("path", real_neffs())
+def test_header_fields_match_struct(path: Path) -> None:
+    ind = read_independently(path)
+    h = neff.open(path).header
+    assert h is not None
+    for name in ("pkg_version", "header_size", "data_size", "neff_version_major", "neff_version_minor",
+                 "build_version", "unused_0", "name", "requested_tpb_count", "feature_bits", "vnc_size"):
+        assert getattr(h, name) == ind.fields[name], name
+    assert h.uuid == uuid.UUID(bytes=ind.fields["uuid"])
+    assert bytes.fromhex(h.hash) == ind.fields["hash"].rstrip(b"\0")
+    assert bytes.fromhex(h.tpb_per_node) == ind.fields["tpb_per_node"].rstrip(b"\0")
+    bits = [n for n in h.feature_names]
+    assert (h.feature_bits == 0) == (bits == [])
+
+
+@pytest.mark.parametrize("path", real_neffs())
+def test_payload_md5_is_the_header_hash_in_its_layout(path: Path) -> None:
+    ind = read_independently(path)
+    h = neff.open(path).header
+    assert h is not None and h.pkg_version == 2
+    md5 = hashlib.md5(ind.payload).digest()
+    stored = ind.fields["hash"][:16]
+    layout = {md5: "standard", word_reversed(md5): "word-reversed"}.get(stored)
+    assert layout is not None and h.hash_layout == layout
+
+
+@pytest.mark.parametrize("path", real_neffs())
+def test_members_and_their_bytes_match_tarfile(path: Path) -> None:
+    ind = read_independently(path)
+    n = neff.open(path)
+    assert {m.key: m.size for m in n.members()} == ind.sizes
+    files = [m for m in n.members() if m.kind == "file"]
+    assert {m.key for m in files} == set(ind.members)
+    for m in files[:8] + [f for f in files if f.key == "neff.json"]:
+        assert n.read(m.key) == ind.members[m.key], m.key
+
+
+@pytest.mark.parametrize("path", real_neffs())
+def test_opened_from_bytes_reads_the_same(path: Path) -> None:
+    data = path.read_bytes()
+    a, b = neff.open(path), neff.open(data)
+    assert a.header == b.header and a.graphs == b.graphs and a.members() == b.members()
+    assert b.read("neff.json") == a.read("neff.json")
+
+
+@pytest.mark.parametrize("path", real_neffs())
+def test_graphs_name_their_tensors_weights_queues_and_engines(path: Path) -> None:
+    ind = read_independently(path)
+    n = neff.open(path)
+    assert n.graphs, "every real NEFF has a graph"
+    for g in n.graphs:
+        assert g.definition in ind.members
+        definition = json.loads(ind.members[g.definition])
+        assert g.inputs and g.outputs and g.engines
+        for t in g.inputs + g.outputs:
+            assert t.size > 0 and t.shape is not None
+            assert t.dtype or path.name.startswith("ncc1."), "def.json or neff.json types it"
+        for w in g.weights:
+            assert w.member in ind.members and (w.size is None or w.size > 0)
+        assert [q.name for q in g.queues] == list(definition.get("dma_queue") or {})
+        for e in g.engines:
+            assert e.instr is None or e.instr in ind.members
+
+
+@pytest.mark.parametrize("path", real_neffs())
+def test_verify_accepts_every_real_neff(path: Path) -> None:
+    r = neff.open(path).verify()
+    assert r.accepted and r.gate is None and r.status_name == "NRT_SUCCESS"
+    assert r.targeted_arches and set(r.per_arch) == {"sunda", "cayman", "mariana"}
+    assert all(r.per_arch[a].accepted for a in r.targeted_arches)
+    assert neff.verify(path) == r
+
+
+@pytest.mark.parametrize("path", real_neffs())
+def test_memory_and_inspect_equal_the_cli(path: Path, neff_cli: Path) -> None:
+    n = neff.open(path)
+    mem = json.loads(run_cli(neff_cli, "inspect", "--memory", "--json", str(path)).stdout)
+    assert n.memory().raw == mem
+    assert sum(c.total for c in n.memory().cores) == n.memory().total.total
+    assert n.inspect() == json.loads(run_cli(neff_cli, "inspect", "--json", str(path)).stdout)
+
+
+@pytest.mark.parametrize("path", real_neffs())
+def test_verify_equals_the_cli(path: Path, neff_cli: Path) -> None:
+    cli = json.loads(run_cli(neff_cli, "verify", "--json", "--instance-arch", "all", str(path)).stdout)
+    assert neff.verify(path).raw == cli
+
+
+def test_profile_knobs_change_the_verdict() -> None:
+    if not REAL_NEFFS:
+        pytest.skip("no real NEFFs")
+    cayman = next(p for p in REAL_NEFFS if neff.open(p).report.target == "cayman")
+    refused = neff.verify(cayman, instance_arch="sunda")
+    assert not refused.accepted and refused.gate == "G17" and refused.instance_arch == "sunda"
+    assert neff.verify(cayman, instance_arch="sunda", allow_legacy_neff=True).gate != "G17"
+    h = neff.open(cayman).header
+    assert h is not None and h.feature_bits
+    assert neff.verify(cayman, supported_features=0).gate == "G5"
+    assert neff.verify(cayman, supported_features=list(h.feature_names)).accepted
+    assert neff.verify(cayman, supported_features=h.feature_bits).accepted
+
+
+def test_verify_many_keeps_the_order() -> None:
+    if not REAL_NEFFS:
+        pytest.skip("no real NEFFs")
+    paths = REAL_NEFFS * 2
+    reports = neff.verify_many(paths, threads=3)
+    assert [r.file for r in reports] == [str(p) for p in paths]
+    assert all(r.accepted for r in reports)
+    sunda = neff.verify_many(paths, threads=1, instance_arch="sunda")
+    assert [r.accepted for r in sunda] == [neff.verify(p, instance_arch="sunda").accepted for p in paths]
+
+
+def test_diff_finds_equal_and_different() -> None:
+    if len(REAL_NEFFS) < 2:
+        pytest.skip("needs two real NEFFs")
+    a, b = REAL_NEFFS[0], REAL_NEFFS[1]
+    assert neff.diff(a, a).equal
+    d = neff.diff(a, b)
+    assert not d.equal and d.header
+    assert "uuid" in {f["field"] for f in d.header}
+    assert "uuid" not in {f["field"] for f in neff.diff(a, b, ignore=("uuid",)).header}
