@@ -4,10 +4,14 @@
 
 use pyo3::prelude::*;
 
+mod builder;
+mod errors;
+
 /// `neff._native`.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("RUNTIME_VERSION", neff_loader::RUNTIME_VERSION)?;
+    builder::register(m)?;
     Ok(())
 }
