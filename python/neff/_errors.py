@@ -20,7 +20,7 @@ class NeffError(Exception):
 class NeffIOError(NeffError, OSError):
     """An I/O failure (``filename`` is the path)."""
 
-    @property  # type: ignore[override]
+    @property
     def filename(self) -> Optional[str]:
         return self.path
 

@@ -18,7 +18,13 @@ pub fn writer_error(e: &neff_writer::Error) -> PyErr {
             location.set_item("offset", l.offset)?;
             let report = e.report().and_then(|r| serde_json::to_string(r).ok());
             let factory = py.import("neff._errors")?.getattr("_from_native")?;
-            let args = (format!("{:?}", e.kind()), e.message(), location, None::<i32>, report);
+            let args = (
+                format!("{:?}", e.kind()),
+                e.message(),
+                location,
+                None::<i32>,
+                report,
+            );
             Ok(PyErr::from_value(factory.call1(args)?))
         })();
         built.unwrap_or_else(|err| PyRuntimeError::new_err(format!("{}: {err}", e.message())))

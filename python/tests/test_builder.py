@@ -10,7 +10,7 @@ import tarfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List, Tuple
 
 import numpy as np
 import pytest
@@ -56,7 +56,7 @@ def small_model(b: neff.Builder) -> neff.Subgraph:
     return sg
 
 
-ARRAYS = {
+ARRAYS: Dict[str, "np.ndarray[Any, Any]"] = {
     "w_f32": np.arange(16, dtype=np.float32).reshape(4, 4) / 3,
     "w_i8": np.arange(-15, 15, dtype=np.int8).reshape(2, 3, 5),
     "w_f16": np.linspace(-1, 1, 7).astype(np.float16),
@@ -80,7 +80,7 @@ def test_numpy_weights_round_trip_byte_exactly(tmp_path: Path, neff_bin: Path) -
     definition = json.loads(found["sg00/def.json"])
     for name, array in ARRAYS.items():
         data = found[f"sg00/{name}.npy"]
-        back = np.load(io.BytesIO(data))
+        back: np.ndarray[Any, Any] = np.load(io.BytesIO(data))
         assert back.dtype == array.dtype and back.shape == array.shape
         assert back.tobytes() == array.tobytes()
         cat = run(neff_bin, "cat", out, f"sg00/{name}.npy")
@@ -194,7 +194,7 @@ def test_a_bad_dtype_is_a_neff_error_naming_the_key(tmp_path: Path) -> None:
 
 def test_bad_arguments_name_their_key() -> None:
     sg = small_model(neff.Builder())
-    cases = [
+    cases: List[Tuple[Callable[[], object], str]] = [
         (lambda: sg.engine("gpsimd", instr=b""), "subgraphs[0].engines.gpsimd"),
         (lambda: sg.input("z", "float32", (2, -1)), "subgraphs[0].inputs[1].shape"),
         (lambda: sg.weight("w", 3.5), "subgraphs[0].weights[0].raw"),

@@ -55,7 +55,8 @@ impl HeldBuffer {
         let mut view = std::mem::MaybeUninit::<View>::zeroed();
         // SAFETY: `obj` is alive and the GIL is held; on success the view is
         // filled in, on failure an exception is set.
-        let status = unsafe { PyObject_GetBuffer(obj.as_ptr(), view.as_mut_ptr(), PYBUF_C_CONTIGUOUS) };
+        let status =
+            unsafe { PyObject_GetBuffer(obj.as_ptr(), view.as_mut_ptr(), PYBUF_C_CONTIGUOUS) };
         if status != 0 {
             return Err(PyErr::fetch(obj.py()));
         }
