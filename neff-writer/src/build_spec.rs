@@ -789,4 +789,35 @@ mod tests {
             assert!(err.starts_with(needle), "{needle:?} vs {err:?}");
         }
     }
+
+    #[test]
+    fn a_resolver_supplies_every_blob_with_its_key() {
+        let spec = parse(
+            r#"{"subgraphs": [{"name": "sg00", "engines": {"pe": {"instructions": "pe.bin"}}}],
+                "members": {"notes.txt": {"text": "as written"}}}"#,
+        )
+        .unwrap();
+        let mut keys = Vec::new();
+        let build = spec
+            .into_builder_with(&mut |key, blob| {
+                keys.push(key.to_string());
+                match blob {
+                    Blob::Path(p) => Ok(Data::bytes(format!("from {}", p.display()).into_bytes())),
+                    other => blob_data(Path::new("."), key, other),
+                }
+            })
+            .unwrap()
+            .unchecked(true)
+            .build()
+            .unwrap();
+        assert_eq!(
+            keys,
+            [
+                "subgraphs[0].engines.pe.instructions",
+                "members.\"notes.txt\""
+            ]
+        );
+        assert_eq!(build.bytes("sg00/pe.bin"), Some(&b"from pe.bin"[..]));
+        assert_eq!(build.bytes("notes.txt"), Some(&b"as written"[..]));
+    }
 }
