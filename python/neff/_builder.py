@@ -26,7 +26,7 @@ from types import TracebackType
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type, Union
 
 from neff import _native
-from neff._errors import NeffError
+from neff._errors import NeffError, _from_native
 
 __all__ = ["BuildOutcome", "Builder", "Subgraph"]
 
@@ -72,7 +72,9 @@ class BuildOutcome:
 
 
 def _error(key: str, message: str) -> NeffError:
-    return NeffError(f"{key}: {message}", kind="Spec", key=key)
+    """A spec error at ``key``, made as the native errors are."""
+    location = {"path": None, "member": None, "key": key, "offset": None}
+    return _from_native("Spec", f"{key}: {message}", location, None, None)
 
 
 def _options(**values: Any) -> Dict[str, Any]:

@@ -6,6 +6,7 @@ import io
 import json
 import os
 import subprocess
+import sys
 import tarfile
 import threading
 import time
@@ -283,3 +284,26 @@ def test_the_gil_is_released_while_writing(tmp_path: Path) -> None:
     inside = [t for t in ticks if start < t < end]
     # Held for the whole write, the main thread could not run inside it.
     assert inside and inside[-1] - inside[0] > (end - start) / 2, (len(inside), end - start)
+
+
+PEAK_SCRIPT = """
+import resource, sys
+import numpy as np
+import neff
+array = np.ones(128 << 20, dtype=np.uint8)
+array[::4096] = 7
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+b = neff.Builder()
+b.subgraph("sg00").input("x", "float32", (4,)).output("y", "float32", (4,)).weight("w", array)
+assert b.write(sys.argv[1], threads=2).accepted
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
+"""
+
+
+def test_an_array_weight_is_written_without_a_copy(tmp_path: Path) -> None:
+    """A 128 MiB array adds far less than its size to the peak RSS (a child process's getrusage)."""
+    child = subprocess.run([sys.executable, "-c", PEAK_SCRIPT, str(tmp_path / "m.neff")],
+                           capture_output=True, text=True, check=True)
+    grown_kib = int(child.stdout.split()[-1])
+    assert grown_kib < 48 << 10, f"peak RSS grew by {grown_kib} KiB writing a 128 MiB array"
+    assert (tmp_path / "m.neff").stat().st_size > 1024
