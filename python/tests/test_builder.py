@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import os
@@ -307,3 +308,36 @@ def test_an_array_weight_is_written_without_a_copy(tmp_path: Path) -> None:
     grown_kib = int(child.stdout.split()[-1])
     assert grown_kib < 48 << 10, f"peak RSS grew by {grown_kib} KiB writing a 128 MiB array"
     assert (tmp_path / "m.neff").stat().st_size > 1024
+
+
+def test_ucode_libraries_and_members_equal_the_cli_build(tmp_path: Path, neff_bin: Path) -> None:
+    spec = json.loads((EXAMPLES / "cayman-ucode.json").read_text())
+    cli = tmp_path / "cli.neff"
+    assert run(neff_bin, "build", EXAMPLES / "cayman-ucode.json", "-o", cli, "-q").returncode == 0
+    lib = spec["subgraphs"][0]["ucode_libs"][0]
+    b = neff.Builder(name="cayman-ucode", target="cayman")
+    with b.subgraph("sg00", evtaccel=True) as sg:
+        sg.input("scores", "float32", (128, 64))
+        sg.output("top_values", "float32", (128, 8)).output("top_indices", "uint32", (128, 8))
+        sg.ucode_lib("libcustom_topk.so", base64.b64decode(lib["data"]["base64"]), "1.21.1.0",
+                     ulib_to_isa_version="1.0", total_cpus=1,
+                     functions=["custom_topk", {"name": "custom_sort"}])
+    b.member("hlo_stats.json", spec["members"]["hlo_stats.json"]["text"].encode())
+    py = tmp_path / "py.neff"
+    outcome = b.write(py)
+    assert outcome.header["feature_bits"] & 0x4  # custom_ops
+    assert py.read_bytes() == cli.read_bytes()
+
+
+def test_packaging_options_reach_the_header(tmp_path: Path) -> None:
+    uuid = "01234567-89ab-cdef-0123-456789abcdef"
+    b = neff.Builder(name="opts", target="cayman", pkg_version=1, uuid=uuid,
+                     features=["collective_has_offset"])
+    for name in ("sg00", "sg01"):
+        b.subgraph(name).input("x", "bfloat16", (2, 64)).output("y", "bfloat16", (2, 64))
+    header = b.write(tmp_path / "m.neff").header
+    assert (header["pkg_version"], header["uuid"], header["vnc_size"]) == (1, uuid, 2)
+    assert header["feature_bits"] & 0x402 == 0x402  # collective_has_offset, neff_feature_vnc
+    with pytest.raises(neff.NeffError) as caught:
+        neff.Builder(framing="tar").write(tmp_path / "x.neff")
+    assert caught.value.key == "framing" and "not a framing preset" in str(caught.value)
