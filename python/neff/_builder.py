@@ -78,8 +78,13 @@ def _error(key: str, message: str) -> NeffError:
 
 
 def _options(**values: Any) -> Dict[str, Any]:
-    """The given values (not None, not empty), JSON-ready."""
-    return {k: v for k, v in values.items() if v is not None and v != {} and v != []}
+    """The values given (not None)."""
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def _mapping(extra: Optional[Mapping[str, Any]]) -> Optional[Dict[str, Any]]:
+    """Extra keys as a dict, None when there are none."""
+    return dict(extra) if extra else None
 
 
 def _shape(shape: Optional[Sequence[int]], key: str) -> Optional[List[int]]:
@@ -89,6 +94,13 @@ def _shape(shape: Optional[Sequence[int]], key: str) -> Optional[List[int]]:
     if any(d < 0 for d in dims):
         raise _error(key, f"shape {tuple(dims)} has a negative dimension")
     return dims
+
+
+def _count(value: Optional[int], key: str) -> Optional[int]:
+    """A size or id: an int >= 0."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise _error(key, f"{value!r} is not an integer >= 0")
+    return value
 
 
 def _numpy_array(data: object) -> bool:
@@ -114,7 +126,8 @@ class _Spec:
                extra: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
         return {"name": name, **_options(
             dtype=self.dtype(dtype, f"{key}.dtype"), shape=_shape(shape, f"{key}.shape"),
-            size=size, var_id=var_id, extra=dict(extra or {}))}
+            size=_count(size, f"{key}.size"), var_id=_count(var_id, f"{key}.var_id"),
+            extra=_mapping(extra))}
 
     def blob(self, data: Data, key: str, npy: Optional[Tuple[str, List[int]]] = None) -> Any:
         """A path as a path blob, else the buffer as a data-list reference."""
@@ -279,8 +292,8 @@ class Subgraph:
         """
         self._engine_name(owner, f"{self._key}.dma_queues.{name}.owner")
         self._doc.setdefault("dma_queues", {})[name] = {"owner": owner, "type": type, **_options(
-            semaphore=semaphore, semaphore_set=list(semaphore_set or []), num_queues=num_queues,
-            indirect_memcpy=indirect_memcpy, extra=dict(extra or {}))}
+            semaphore=semaphore, semaphore_set=None if semaphore_set is None else list(semaphore_set), num_queues=num_queues,
+            indirect_memcpy=indirect_memcpy, extra=_mapping(extra))}
         return self
 
     def dma(self, block: Mapping[str, Any]) -> Subgraph:
@@ -307,7 +320,7 @@ class Subgraph:
         """
         key = f"{self._key}.engines.{engine}"
         self._engine_name(engine, key)
-        program = _options(name=name, dma=[dict(b) for b in dma], extra=dict(extra or {}))
+        program = _options(name=name, dma=[dict(b) for b in dma] or None, extra=_mapping(extra))
         if instr is not None:
             program["instructions"] = self._spec.blob(instr, f"{key}.instructions")
         self._doc.setdefault("engines", {})[engine] = program
@@ -330,8 +343,8 @@ class Subgraph:
         entries.append({
             "library": library, "data": self._spec.blob(data, f"{key}.data"),
             "ulib_to_ucode_version": ulib_to_ucode_version, **_options(
-                functions=funcs, ulib_to_isa_version=ulib_to_isa_version, is_builtin=is_builtin,
-                cpu_id=cpu_id, total_cpus=total_cpus, extra=dict(extra or {}))})
+                functions=funcs or None, ulib_to_isa_version=ulib_to_isa_version, is_builtin=is_builtin,
+                cpu_id=cpu_id, total_cpus=total_cpus, extra=_mapping(extra))})
         return self
 
     def evtaccel(self) -> Subgraph:
@@ -391,10 +404,10 @@ class Builder:
         self._spec = _Spec()
         self._spec.doc.update(_options(
             name=name, target=target, pkg_version=pkg_version, framing=framing, level=level,
-            uuid=None if uuid is None else str(uuid), features=list(features),
+            uuid=None if uuid is None else str(uuid), features=list(features) or None,
             header=None if header is None else dict(header), kelf_member=kelf_member,
             kelf_node_name=kelf_node_name, kelf_version=kelf_version,
-            kelf_extra=dict(kelf_extra or {}), neff_json_extra=dict(neff_json_extra or {})))
+            kelf_extra=_mapping(kelf_extra), neff_json_extra=_mapping(neff_json_extra)))
 
     def subgraph(self, name: str, *, def_name: Optional[str] = None,
                  def_version: Optional[str] = None, evtaccel: bool = False,
@@ -417,7 +430,7 @@ class Builder:
             num_streams=num_streams,
             fp8_conversion_config=None if fp8_conversion_config is None
             else dict(fp8_conversion_config),
-            extra=dict(extra or {}))}
+            extra=_mapping(extra))}
         subgraphs.append(doc)
         return Subgraph(self._spec, doc, f"subgraphs[{len(subgraphs) - 1}]")
 

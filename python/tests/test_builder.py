@@ -199,6 +199,8 @@ def test_bad_arguments_name_their_key() -> None:
     cases: List[Tuple[Callable[[], object], str]] = [
         (lambda: sg.engine("gpsimd", instr=b""), "subgraphs[0].engines.gpsimd"),
         (lambda: sg.input("z", "float32", (2, -1)), "subgraphs[0].inputs[1].shape"),
+        (lambda: sg.buffer("t", size="8"), "subgraphs[0].tmp_bufs[0].size"),  # type: ignore[arg-type]
+        (lambda: sg.state_buffer("s", var_id=-1), "subgraphs[0].state_buffers[0].var_id"),
         (lambda: sg.weight("w", 3.5), "subgraphs[0].weights[0].raw"),
         (lambda: sg.weight("w", b"", format="csv"), "subgraphs[0].weights[0].format"),
     ]
