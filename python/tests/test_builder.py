@@ -343,3 +343,30 @@ def test_packaging_options_reach_the_header(tmp_path: Path) -> None:
     with pytest.raises(neff.NeffError) as caught:
         neff.Builder(framing="tar").write(tmp_path / "x.neff")
     assert caught.value.key == "framing" and "not a framing preset" in str(caught.value)
+
+
+def test_raw_members_replace_or_drop_generated_ones(tmp_path: Path) -> None:
+    b = neff.Builder()
+    small_model(b)
+    b.raw_member("sg00/pe.bin", b"\x01" * 64)
+    out = tmp_path / "m.neff"
+    assert b.write(out).accepted and members(out)["sg00/pe.bin"] == b"\x01" * 64
+    b.raw_member("sg00/def.json", None)
+    with pytest.raises(neff.Rejected):
+        b.write(out)
+    assert not b.write(out, allow_invalid=True).accepted
+    assert "sg00/def.json" not in members(out)
+
+
+def test_numpy_is_not_imported_without_arrays(tmp_path: Path) -> None:
+    script = (
+        "import sys, neff\n"
+        "b = neff.Builder()\n"
+        "b.subgraph('sg00').input('x', 'float32', (4,)).output('y', 'float32', (4,))"
+        ".weight('w', bytearray(16), 'float32', (4,))\n"
+        "assert b.write(sys.argv[1]).accepted\n"
+        "print('numpy' in sys.modules)\n"
+    )
+    child = subprocess.run([sys.executable, "-c", script, str(tmp_path / "m.neff")],
+                           capture_output=True, text=True, check=True)
+    assert child.stdout.strip() == "False"
