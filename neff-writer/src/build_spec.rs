@@ -445,7 +445,19 @@ impl BuildSpec {
     /// The builder this spec describes; relative blob paths resolve against
     /// `base` (the spec file's folder).
     pub fn into_builder(self, base: &Path) -> Result<NeffBuilder, Error> {
-        let blobs = Blobs { base };
+        self.into_builder_with(&mut |key, blob| blob_data(base, key, blob))
+    }
+
+    /// The builder this spec describes, each blob turned into data by
+    /// `resolve(key, blob)` (`key` is the blob's path in the spec, for
+    /// errors); [`blob_data`] is what [`BuildSpec::into_builder`] uses. A
+    /// caller with data of its own (the Python bindings' buffers) maps its
+    /// placeholders here.
+    pub fn into_builder_with(
+        self,
+        resolve: &mut dyn FnMut(&str, Blob) -> Result<Data, Error>,
+    ) -> Result<NeffBuilder, Error> {
+        let mut blobs = Blobs { resolve };
         let mut b = NeffBuilder::new()
             .unchecked(self.allow_invalid)
             .keep_refused(self.allow_invalid)
@@ -457,7 +469,7 @@ impl BuildSpec {
             .each(self.kelf_extra, |b, (k, v)| b.kelf_key(k, v))
             .each(self.neff_json_extra, |b, (k, v)| b.neff_json_key(k, v));
         for (i, sg) in self.subgraphs.into_iter().enumerate() {
-            b = b.add_subgraph(sg.into_subgraph(&format!("subgraphs[{i}]"), &blobs)?);
+            b = b.add_subgraph(sg.into_subgraph(&format!("subgraphs[{i}]"), &mut blobs)?);
         }
         for (name, blob) in self.members {
             let data = blobs.data(&format!("members.{name:?}"), blob)?;
@@ -518,25 +530,32 @@ pub fn parse_uuid(text: &str) -> Result<UuidChoice, String> {
 }
 
 struct Blobs<'a> {
-    base: &'a Path,
+    resolve: &'a mut dyn FnMut(&str, Blob) -> Result<Data, Error>,
 }
 
 impl Blobs<'_> {
-    fn data(&self, key: &str, blob: Blob) -> Result<Data, Error> {
-        match blob {
-            Blob::Path(p) => {
-                let path = self.base.join(&p);
-                match std::fs::metadata(&path) {
-                    Ok(m) if m.is_file() => Ok(Data::Path(path)),
-                    Ok(_) => invalid(key, format!("{} is not a regular file", path.display())),
-                    Err(e) => invalid(key, format!("cannot read {}: {e}", path.display())),
-                }
+    fn data(&mut self, key: &str, blob: Blob) -> Result<Data, Error> {
+        (self.resolve)(key, blob)
+    }
+}
+
+/// A blob's data: a path relative to `base` (checked to be a regular file,
+/// streamed when written), decoded base64 or the text's bytes; `key` names
+/// the blob in errors.
+pub fn blob_data(base: &Path, key: &str, blob: Blob) -> Result<Data, Error> {
+    match blob {
+        Blob::Path(p) => {
+            let path = base.join(&p);
+            match std::fs::metadata(&path) {
+                Ok(m) if m.is_file() => Ok(Data::Path(path)),
+                Ok(_) => invalid(key, format!("{} is not a regular file", path.display())),
+                Err(e) => invalid(key, format!("cannot read {}: {e}", path.display())),
             }
-            Blob::Base64(text) => crate::base64::decode(&text)
-                .map(Data::bytes)
-                .or_else(|e| invalid(format!("{key}.base64"), e.to_string())),
-            Blob::Text(text) => Ok(Data::bytes(text.into_bytes())),
         }
+        Blob::Base64(text) => crate::base64::decode(&text)
+            .map(Data::bytes)
+            .or_else(|e| invalid(format!("{key}.base64"), e.to_string())),
+        Blob::Text(text) => Ok(Data::bytes(text.into_bytes())),
     }
 }
 
@@ -584,7 +603,7 @@ fn tensors(specs: Vec<TensorSpec>) -> impl Iterator<Item = (String, Tensor)> {
 }
 
 impl SubgraphSpec {
-    fn into_subgraph(self, key: &str, blobs: &Blobs<'_>) -> Result<Subgraph, Error> {
+    fn into_subgraph(self, key: &str, blobs: &mut Blobs<'_>) -> Result<Subgraph, Error> {
         let mut sg = Subgraph::new(self.name)
             .maybe(self.def_name, Subgraph::def_name)
             .maybe(self.def_version, Subgraph::def_version)
@@ -769,5 +788,36 @@ mod tests {
                 .to_string();
             assert!(err.starts_with(needle), "{needle:?} vs {err:?}");
         }
+    }
+
+    #[test]
+    fn a_resolver_supplies_every_blob_with_its_key() {
+        let spec = parse(
+            r#"{"subgraphs": [{"name": "sg00", "engines": {"pe": {"instructions": "pe.bin"}}}],
+                "members": {"notes.txt": {"text": "as written"}}}"#,
+        )
+        .unwrap();
+        let mut keys = Vec::new();
+        let build = spec
+            .into_builder_with(&mut |key, blob| {
+                keys.push(key.to_string());
+                match blob {
+                    Blob::Path(p) => Ok(Data::bytes(format!("from {}", p.display()).into_bytes())),
+                    other => blob_data(Path::new("."), key, other),
+                }
+            })
+            .unwrap()
+            .unchecked(true)
+            .build()
+            .unwrap();
+        assert_eq!(
+            keys,
+            [
+                "subgraphs[0].engines.pe.instructions",
+                "members.\"notes.txt\""
+            ]
+        );
+        assert_eq!(build.bytes("sg00/pe.bin"), Some(&b"from pe.bin"[..]));
+        assert_eq!(build.bytes("notes.txt"), Some(&b"as written"[..]));
     }
 }

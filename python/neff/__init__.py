@@ -10,6 +10,7 @@ package is its typed Python surface.
 
 from __future__ import annotations
 
+from neff._builder import BuildOutcome, Builder, Subgraph
 from neff._errors import MemberNotFound, NeffError, NeffIOError, NeffValueError, Rejected
 from neff._native import RUNTIME_VERSION, __version__
 from neff._reader import (
@@ -19,6 +20,7 @@ from neff._reader import (
 
 __all__ = [
     "RUNTIME_VERSION", "__version__",
+    "BuildOutcome", "Builder", "Subgraph",
     "MemberNotFound", "NeffError", "NeffIOError", "NeffValueError", "Rejected",
     "DiffReport", "DmaQueue", "Engine", "Graph", "Header", "Member", "Memory", "MemoryFigures", "Neff",
     "PackOutcome", "Report", "Tensor", "UnpackSummary", "Weight",

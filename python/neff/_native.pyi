@@ -2,8 +2,9 @@
 __version__: str
 RUNTIME_VERSION: str
 
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
 # --- reader (python/src/reader.rs, python/src/files.rs) ---
-from typing import Any, Dict, List, Optional, Tuple, Union
 
 def inspect(source: Union[str, bytes]) -> Tuple[str, Optional[str]]: ...
 def verify(source: Union[str, bytes], args: List[str]) -> str: ...
@@ -14,3 +15,13 @@ def pack(dir: str, out: str, options: Dict[str, Any]) -> str: ...
 def unpack(
     path: str, dir: str, header_out: Optional[str] = None, force: bool = False, no_verify_hash: bool = False
 ) -> str: ...
+
+# --- builder (python/src/builder.rs) ---
+
+def build(
+    spec: str,
+    data: Sequence[Tuple[object, Optional[Tuple[str, List[int]]]]],
+    path: Optional[str] = None,
+    threads: Optional[int] = None,
+) -> Tuple[str, Optional[bytes]]: ...
+def dtype_known(name: str) -> bool: ...

@@ -4,6 +4,7 @@
 
 use pyo3::prelude::*;
 
+mod builder;
 mod errors;
 mod files;
 mod reader;
@@ -16,5 +17,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("RUNTIME_VERSION", neff_loader::RUNTIME_VERSION)?;
     reader::register(m)?;
     files::register(m)?;
+    builder::register(m)?;
     Ok(())
 }

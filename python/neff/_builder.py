@@ -1,0 +1,491 @@
+"""``neff.Builder``: describe a model in Python, write it as a NEFF.
+
+The builder writes a build spec, the JSON ``neff build`` reads (``neff schema
+build-spec`` documents every key; the methods and arguments here have the
+same names), and hands it with the data to the Rust builder: the manifests
+are generated, the loader's gates run before anything is written, and the
+NEFF is packed deterministically and atomically.
+
+Data (weights, instruction streams, ucode libraries, extra members) is a path
+(streamed from the file when the NEFF is written) or any object with the
+buffer protocol (numpy arrays, ``bytes``, ``bytearray``, ``memoryview``…),
+read in place without a copy while the GIL is released; the object is held,
+so it cannot be freed or resized meanwhile (do not write to it either).
+numpy is optional and never imported here: an array is recognised when numpy
+is already loaded.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import sys
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type, Union
+
+from neff import _native
+from neff._errors import NeffError, _from_native
+
+__all__ = ["BuildOutcome", "Builder", "Subgraph"]
+
+#: A path (``str`` or ``os.PathLike``), else an object with the buffer protocol.
+Data = object
+#: An entry of the data list handed to the native builder.
+_DataItem = Tuple[object, Optional[Tuple[str, List[int]]]]
+
+#: The engines, as the build spec names them.
+ENGINES = ("pe", "act", "pool", "dve", "sp")
+#: Weight formats: ``.npy`` v1 or raw bytes.
+WEIGHT_FORMATS = ("npy", "raw")
+
+
+@dataclass(frozen=True)
+class BuildOutcome:
+    """What writing a NEFF produced, as ``neff build --json`` reports it.
+
+    ``header`` holds the header fields written (as ``neff inspect --json``
+    prints them), ``report`` the loader's verdict on the read-back,
+    ``tar_size`` the tar stream's length and ``files`` / ``directories`` the
+    member counts.
+
+    >>> outcome = builder.write("m.neff")  # doctest: +SKIP
+    >>> outcome.accepted, outcome.header["uuid"]  # doctest: +SKIP
+    (True, '...')
+    """
+
+    header: Dict[str, Any]
+    report: Dict[str, Any]
+    tar_size: int
+    files: int
+    directories: int
+
+    @property
+    def accepted(self) -> bool:
+        """Whether the loader accepts the NEFF written.
+
+        >>> builder.write("m.neff").accepted  # doctest: +SKIP
+        True
+        """
+        return bool(self.report.get("accepted"))
+
+
+def _error(key: str, message: str) -> NeffError:
+    """A spec error at ``key``, made as the native errors are."""
+    location = {"path": None, "member": None, "key": key, "offset": None}
+    return _from_native("Spec", f"{key}: {message}", location, None, None)
+
+
+def _options(**values: Any) -> Dict[str, Any]:
+    """The values given (not None)."""
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def _mapping(extra: Optional[Mapping[str, Any]]) -> Optional[Dict[str, Any]]:
+    """Extra keys as a dict, None when there are none."""
+    return dict(extra) if extra else None
+
+
+def _shape(shape: Optional[Sequence[int]], key: str) -> Optional[List[int]]:
+    if shape is None:
+        return None
+    dims = [int(d) for d in shape]
+    if any(d < 0 for d in dims):
+        raise _error(key, f"shape {tuple(dims)} has a negative dimension")
+    return dims
+
+
+def _count(value: Optional[int], key: str) -> Optional[int]:
+    """A size or id: an int >= 0."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise _error(key, f"{value!r} is not an integer >= 0")
+    return value
+
+
+def _numpy_array(data: object) -> bool:
+    numpy = sys.modules.get("numpy")
+    return numpy is not None and isinstance(data, numpy.ndarray)
+
+
+class _Spec:
+    """The build spec and data shared by a builder and its subgraphs."""
+
+    def __init__(self) -> None:
+        self.doc: Dict[str, Any] = {"subgraphs": []}
+        self.data: List[_DataItem] = []
+        self.dtypes: List[Tuple[str, str]] = []
+
+    def dtype(self, dtype: Optional[str], key: str) -> Optional[str]:
+        if dtype is not None and not _native.dtype_known(dtype):
+            self.dtypes.append((key, dtype))
+        return dtype
+
+    def tensor(self, key: str, name: str, dtype: Optional[str], shape: Optional[Sequence[int]],
+               size: Optional[int], var_id: Optional[int],
+               extra: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+        return {"name": name, **_options(
+            dtype=self.dtype(dtype, f"{key}.dtype"), shape=_shape(shape, f"{key}.shape"),
+            size=_count(size, f"{key}.size"), var_id=_count(var_id, f"{key}.var_id"),
+            extra=_mapping(extra))}
+
+    def blob(self, data: Data, key: str, npy: Optional[Tuple[str, List[int]]] = None) -> Any:
+        """A path as a path blob, else the buffer as a data-list reference."""
+        if isinstance(data, (str, os.PathLike)):
+            return {"path": os.path.abspath(os.fspath(data))}
+        try:
+            view = memoryview(data)  # type: ignore[arg-type]
+        except TypeError:
+            raise _error(key, f"expected a path or an object with the buffer protocol, "
+                              f"not {type(data).__name__}") from None
+        with view:
+            if not view.c_contiguous:
+                raise _error(key, "the data is not C-contiguous (numpy.ascontiguousarray "
+                                  "gives a copy that is)")
+        self.data.append((data, npy))
+        return {"path": f"\0data:{len(self.data) - 1}"}
+
+    def weight_blob(self, data: Data, key: str, format: Optional[str]) -> Tuple[str, Any]:
+        """The weight's format and blob: an array as ``.npy`` v1 by default, a
+        path by its extension, other buffers raw."""
+        if format is not None and format not in WEIGHT_FORMATS:
+            raise _error(f"{key}.format", f"{format!r} is not one of {WEIGHT_FORMATS}")
+        if _numpy_array(data):
+            array: Any = data
+            if not array.flags.c_contiguous:
+                raise _error(key, "the array is not C-contiguous (numpy.ascontiguousarray "
+                                  "gives a copy that is)")
+            fmt = format or "npy"
+            header = (str(array.dtype.str), [int(d) for d in array.shape]) if fmt == "npy" else None
+            return fmt, self.blob(array, f"{key}.{fmt}", header)
+        if isinstance(data, (str, os.PathLike)):
+            fmt = format or ("npy" if os.fspath(data).endswith(".npy") else "raw")
+        else:
+            fmt = format or "raw"
+        return fmt, self.blob(data, f"{key}.{fmt}")
+
+    def json(self, allow_invalid: bool) -> str:
+        if not allow_invalid and self.dtypes:
+            key, dtype = self.dtypes[0]
+            raise _error(key, f"{dtype!r} is not a dtype the runtime knows (see `neff schema "
+                              f"build-spec`; allow_invalid=True writes it anyway)")
+        return json.dumps({**self.doc, "allow_invalid": allow_invalid})
+
+
+class Subgraph:
+    """One subgraph (``sgNN/``): its variables, DMA queues and blocks, engine
+    programs, ucode libraries and carveouts. Made by :meth:`Builder.subgraph`.
+
+    Variables get dense var_ids as in the build spec: inputs, then outputs,
+    then tmp_bufs, state_buffers, weights and vars, each in call order,
+    except those that pin a ``var_id``.
+
+    >>> with builder.subgraph("sg00") as sg:  # doctest: +SKIP
+    ...     sg.input("x", "float32", (4, 4))
+    ...     sg.output("y", "float32", (4, 4))
+    """
+
+    def __init__(self, spec: _Spec, doc: Dict[str, Any], key: str) -> None:
+        self._spec, self._doc, self._key = spec, doc, key
+
+    def __enter__(self) -> Subgraph:
+        return self
+
+    def __exit__(self, kind: Optional[Type[BaseException]], value: Optional[BaseException],
+                 traceback: Optional[TracebackType]) -> None:
+        return None
+
+    @property
+    def name(self) -> str:
+        """The subgraph's folder and KELF graph name.
+
+        >>> builder.subgraph("sg00").name  # doctest: +SKIP
+        'sg00'
+        """
+        return str(self._doc["name"])
+
+    def _tensor(self, kind: str, name: str, dtype: Optional[str], shape: Optional[Sequence[int]],
+                size: Optional[int], var_id: Optional[int],
+                extra: Optional[Mapping[str, Any]]) -> Subgraph:
+        entries = self._doc.setdefault(kind, [])
+        key = f"{self._key}.{kind}[{len(entries)}]"
+        entries.append(self._spec.tensor(key, name, dtype, shape, size, var_id, extra))
+        return self
+
+    def input(self, name: str, dtype: str, shape: Sequence[int], *, size: Optional[int] = None,
+              var_id: Optional[int] = None, extra: Optional[Mapping[str, Any]] = None) -> Subgraph:
+        """A model input (``type: "input"``).
+
+        >>> sg.input("x", "float32", (4, 4))  # doctest: +SKIP
+        """
+        return self._tensor("inputs", name, dtype, shape, size, var_id, extra)
+
+    def output(self, name: str, dtype: str, shape: Sequence[int], *, size: Optional[int] = None,
+               var_id: Optional[int] = None, extra: Optional[Mapping[str, Any]] = None) -> Subgraph:
+        """A model output (``type: "output"``); a subgraph needs at least one (G20b).
+
+        >>> sg.output("y", "float32", (4, 4))  # doctest: +SKIP
+        """
+        return self._tensor("outputs", name, dtype, shape, size, var_id, extra)
+
+    def tmp_buf(self, name: str, dtype: Optional[str] = None,
+                shape: Optional[Sequence[int]] = None, *, size: Optional[int] = None,
+                var_id: Optional[int] = None, extra: Optional[Mapping[str, Any]] = None) -> Subgraph:
+        """A scratch buffer (``type: "tmp-buf"``): a size, or a dtype and shape.
+
+        >>> sg.tmp_buf("scratch", size=128)  # doctest: +SKIP
+        """
+        return self._tensor("tmp_bufs", name, dtype, shape, size, var_id, extra)
+
+    buffer = tmp_buf
+
+    def state_buffer(self, name: str, dtype: Optional[str] = None,
+                     shape: Optional[Sequence[int]] = None, *, size: Optional[int] = None,
+                     var_id: Optional[int] = None,
+                     extra: Optional[Mapping[str, Any]] = None) -> Subgraph:
+        """A state-buffer variable (``type: "state-buffer"``).
+
+        >>> sg.state_buffer("SB", var_id=1)  # doctest: +SKIP
+        """
+        return self._tensor("state_buffers", name, dtype, shape, size, var_id, extra)
+
+    def var(self, name: str, type: str, dtype: Optional[str] = None,
+            shape: Optional[Sequence[int]] = None, *, size: Optional[int] = None,
+            var_id: Optional[int] = None, extra: Optional[Mapping[str, Any]] = None) -> Subgraph:
+        """A variable of any other ``type`` (``virtual``, ``pointer``, ``list``…).
+
+        >>> sg.var("p", "pointer")  # doctest: +SKIP
+        """
+        entries = self._doc.setdefault("vars", [])
+        key = f"{self._key}.vars[{len(entries)}]"
+        entry = self._spec.tensor(key, name, dtype, shape, size, var_id, extra)
+        entries.append({**entry, "type": type})
+        return self
+
+    def weight(self, name: str, data: Data, dtype: Optional[str] = None,
+               shape: Optional[Sequence[int]] = None, *, format: Optional[str] = None,
+               file_name: Optional[str] = None, size: Optional[int] = None,
+               var_id: Optional[int] = None, extra: Optional[Mapping[str, Any]] = None) -> Subgraph:
+        """Weights (``type: "file"``): a numpy array (C-contiguous; written as
+        ``.npy`` v1 with its dtype and shape unless ``format="raw"``), a path
+        (``.npy`` by its extension, else raw) or any buffer (raw unless
+        ``format="npy"``, when it must be a whole ``.npy`` file). A dtype and
+        shape given must fit the data.
+
+        >>> sg.weight("w", numpy.ones((4, 4), "float32"))  # doctest: +SKIP
+        >>> sg.weight("b", "bias.bin", "float32", (4,))  # doctest: +SKIP
+        """
+        entries = self._doc.setdefault("weights", [])
+        key = f"{self._key}.weights[{len(entries)}]"
+        fmt, blob = self._spec.weight_blob(data, key, format)
+        entry = self._spec.tensor(key, name, dtype, shape, size, var_id, extra)
+        entries.append({**entry, fmt: blob, **_options(file_name=file_name)})
+        return self
+
+    def dma_queue(self, name: str, owner: str, type: str, *, semaphore: Optional[int] = None,
+                  semaphore_set: Optional[Sequence[int]] = None,
+                  num_queues: Optional[int] = None, indirect_memcpy: Optional[bool] = None,
+                  extra: Optional[Mapping[str, Any]] = None) -> Subgraph:
+        """A DMA queue owned by an engine; ``type`` is the queue type (``in``, ``out``, ``data``…).
+
+        >>> sg.dma_queue("q_in", "pool", "in", semaphore=10)  # doctest: +SKIP
+        """
+        self._engine_name(owner, f"{self._key}.dma_queues.{name}.owner")
+        self._doc.setdefault("dma_queues", {})[name] = {"owner": owner, "type": type, **_options(
+            semaphore=semaphore, semaphore_set=None if semaphore_set is None else list(semaphore_set), num_queues=num_queues,
+            indirect_memcpy=indirect_memcpy, extra=_mapping(extra))}
+        return self
+
+    def dma(self, block: Mapping[str, Any]) -> Subgraph:
+        """A top-level def.json DMA block (a manifest object, written as it is).
+
+        >>> sg.dma({"id": 0, "queue": "q_in", "desc": []})  # doctest: +SKIP
+        """
+        self._doc.setdefault("dma", []).append(dict(block))
+        return self
+
+    def _engine_name(self, engine: str, key: str) -> None:
+        if engine not in ENGINES:
+            raise _error(key, f"{engine!r} is not an engine ({', '.join(ENGINES)})")
+
+    def engine(self, engine: str, instr: Optional[Data] = None, *,
+               dma: Sequence[Mapping[str, Any]] = (), name: Optional[str] = None,
+               extra: Optional[Mapping[str, Any]] = None) -> Subgraph:
+        """An engine's program (``pe``, ``act``, ``pool``, ``dve``, ``sp``): its
+        instruction stream (``<eng>.bin``; bytes or a path), the engine
+        manifest's DMA blocks, ``name`` and extra keys. Replaces an earlier
+        call for the engine; an engine never given has an empty program.
+
+        >>> sg.engine("pe", instr=bytes(64))  # doctest: +SKIP
+        """
+        key = f"{self._key}.engines.{engine}"
+        self._engine_name(engine, key)
+        program = _options(name=name, dma=[dict(b) for b in dma] or None, extra=_mapping(extra))
+        if instr is not None:
+            program["instructions"] = self._spec.blob(instr, f"{key}.instructions")
+        self._doc.setdefault("engines", {})[engine] = program
+        return self
+
+    def ucode_lib(self, library: str, data: Data, ulib_to_ucode_version: str, *,
+                  functions: Sequence[Union[str, Mapping[str, Any]]] = (),
+                  ulib_to_isa_version: Optional[str] = None, is_builtin: Optional[bool] = None,
+                  cpu_id: Optional[int] = None, total_cpus: Optional[int] = None,
+                  extra: Optional[Mapping[str, Any]] = None) -> Subgraph:
+        """A GPSIMD ucode library (member ``<sg>/<library>``); ``functions`` are
+        names or ``{"name", "sub_opcode", "opcode"}`` objects. Sets feature bit
+        ``custom_ops``.
+
+        >>> sg.ucode_lib("lib.so", "lib.so", "1.21.1.0", functions=["f"])  # doctest: +SKIP
+        """
+        entries = self._doc.setdefault("ucode_libs", [])
+        key = f"{self._key}.ucode_libs[{len(entries)}]"
+        funcs = [{"name": f} if isinstance(f, str) else dict(f) for f in functions]
+        entries.append({
+            "library": library, "data": self._spec.blob(data, f"{key}.data"),
+            "ulib_to_ucode_version": ulib_to_ucode_version, **_options(
+                functions=funcs or None, ulib_to_isa_version=ulib_to_isa_version, is_builtin=is_builtin,
+                cpu_id=cpu_id, total_cpus=total_cpus, extra=_mapping(extra))})
+        return self
+
+    def evtaccel(self) -> Subgraph:
+        """Adds the EVTACCEL carveout CAYMAN requires.
+
+        >>> sg.evtaccel()  # doctest: +SKIP
+        """
+        self._doc["evtaccel"] = True
+        return self
+
+    def carveout(self, carveout: Mapping[str, Any]) -> Subgraph:
+        """A ``runtime_statebuffer_reservation`` entry, as it is.
+
+        >>> sg.carveout({"type": "evtaccel", "offset": 229368, "size": 8,
+        ...              "base_partition": 0, "partitions": 128})  # doctest: +SKIP
+        """
+        self._doc.setdefault("carveouts", []).append(dict(carveout))
+        return self
+
+    def key(self, key: str, value: Any) -> Subgraph:
+        """An extra def.json key, written as it is (``debug_info``, ``git_version``…).
+
+        >>> sg.key("git_version", "")  # doctest: +SKIP
+        """
+        self._doc.setdefault("extra", {})[key] = value
+        return self
+
+
+class Builder:
+    """A model to write as a NEFF: subgraphs, extra members and packaging.
+
+    The arguments are the build spec's top-level keys (``neff schema
+    build-spec``): ``target`` (default ``"*"``), ``pkg_version`` (2: gzip +
+    MD5, or 1), ``framing`` (``"gnu"``, ``"neuronx-cc"``, ``"neuronx-cc-2.16"``),
+    gzip ``level`` 1-9, ``uuid`` (default: from the content; or ``"random"``),
+    ``features`` (feature-bit names), ``header`` (header fields set over the
+    computed ones), the KELF descriptor's member, node name, version and
+    extra keys, and extra neff.json keys.
+
+    >>> b = neff.Builder(name="m", target="cayman")  # doctest: +SKIP
+    >>> with b.subgraph("sg00") as sg:  # doctest: +SKIP
+    ...     sg.input("x", "float32", (4,)).output("y", "float32", (4,))
+    ...     sg.weight("w", numpy.zeros(4, "float32"))
+    ...     sg.engine("pe", instr=bytes(64))
+    >>> b.write("m.neff").report["accepted"]  # doctest: +SKIP
+    True
+    """
+
+    def __init__(self, name: Optional[str] = None, *, target: Optional[str] = None,
+                 pkg_version: Optional[int] = None, framing: Optional[str] = None,
+                 level: Optional[int] = None, uuid: Optional[object] = None,
+                 features: Sequence[str] = (), header: Optional[Mapping[str, Any]] = None,
+                 kelf_member: Optional[str] = None, kelf_node_name: Optional[str] = None,
+                 kelf_version: Optional[str] = None,
+                 kelf_extra: Optional[Mapping[str, Any]] = None,
+                 neff_json_extra: Optional[Mapping[str, Any]] = None) -> None:
+        self._spec = _Spec()
+        self._spec.doc.update(_options(
+            name=name, target=target, pkg_version=pkg_version, framing=framing, level=level,
+            uuid=None if uuid is None else str(uuid), features=list(features) or None,
+            header=None if header is None else dict(header), kelf_member=kelf_member,
+            kelf_node_name=kelf_node_name, kelf_version=kelf_version,
+            kelf_extra=_mapping(kelf_extra), neff_json_extra=_mapping(neff_json_extra)))
+
+    def subgraph(self, name: str, *, def_name: Optional[str] = None,
+                 def_version: Optional[str] = None, evtaccel: bool = False,
+                 replica_groups: Optional[Sequence[Any]] = None,
+                 src_target_pairs: Optional[Sequence[Any]] = None,
+                 num_streams: Optional[int] = None,
+                 fp8_conversion_config: Optional[Mapping[str, Any]] = None,
+                 extra: Optional[Mapping[str, Any]] = None) -> Subgraph:
+        """Adds subgraph ``name`` (its folder and KELF graph name, e.g. ``sg00``),
+        in KELF order; more than one sets the header's ``vnc_size``.
+
+        >>> with b.subgraph("sg00", evtaccel=True) as sg:  # doctest: +SKIP
+        ...     sg.output("y", "float32", (4,))
+        """
+        subgraphs = self._spec.doc["subgraphs"]
+        doc: Dict[str, Any] = {"name": name, **_options(
+            def_name=def_name, def_version=def_version, evtaccel=evtaccel or None,
+            replica_groups=None if replica_groups is None else list(replica_groups),
+            src_target_pairs=None if src_target_pairs is None else list(src_target_pairs),
+            num_streams=num_streams,
+            fp8_conversion_config=None if fp8_conversion_config is None
+            else dict(fp8_conversion_config),
+            extra=_mapping(extra))}
+        subgraphs.append(doc)
+        return Subgraph(self._spec, doc, f"subgraphs[{len(subgraphs) - 1}]")
+
+    def member(self, name: str, data: Data) -> Builder:
+        """A member no manifest generates (``hlo_stats.json``, ``.asm`` listings…).
+
+        >>> b.member("sg00/pe.asm", b"nop\\n")  # doctest: +SKIP
+        """
+        self._spec.doc.setdefault("members", {})[name] = self._spec.blob(data, f"members.{name!r}")
+        return self
+
+    def raw_member(self, name: str, data: Optional[Data]) -> Builder:
+        """Replaces (or adds) member ``name`` after generation; ``None`` leaves
+        it out. For deliberately invalid NEFFs, with ``allow_invalid=True``.
+
+        >>> b.raw_member("sg00/def.json", None)  # doctest: +SKIP
+        """
+        key = f"raw_members.{name!r}"
+        blob = None if data is None else self._spec.blob(data, key)
+        self._spec.doc.setdefault("raw_members", {})[name] = blob
+        return self
+
+    def spec(self) -> Dict[str, Any]:
+        """The build spec so far (a copy); buffers appear as ``"\\0data:N"`` paths.
+
+        >>> b.spec()["subgraphs"][0]["name"]  # doctest: +SKIP
+        'sg00'
+        """
+        return copy.deepcopy(self._spec.doc)
+
+    def _build(self, path: Optional[str], allow_invalid: bool,
+               threads: Optional[int]) -> Tuple[BuildOutcome, Optional[bytes]]:
+        text, data = _native.build(self._spec.json(allow_invalid), self._spec.data, path, threads)
+        return BuildOutcome(**json.loads(text)), data
+
+    def write(self, path: Union[str, os.PathLike[str]], *, allow_invalid: bool = False,
+              threads: Optional[int] = None) -> BuildOutcome:
+        """Writes the NEFF at ``path`` atomically (a temporary file renamed into
+        place). A model the loader's gates refuse raises :class:`neff.Rejected`
+        (``gate``, ``status``, ``message``) and nothing is written, unless
+        ``allow_invalid=True``: then it is written and ``report`` says why it
+        is refused. Other failures raise :class:`neff.NeffError` (``key``
+        names the part of the spec). ``threads``: compression threads
+        (default: the cores; the output is the same).
+
+        >>> b.write("m.neff").files  # doctest: +SKIP
+        14
+        """
+        return self._build(os.fspath(path), allow_invalid, threads)[0]
+
+    def to_bytes(self, *, allow_invalid: bool = False, threads: Optional[int] = None) -> bytes:
+        """The NEFF's bytes (the same as :meth:`write` writes), checked the same way.
+
+        >>> b.to_bytes()[:4]  # doctest: +SKIP
+        b'\\x01\\x00\\x00\\x00'
+        """
+        data = self._build(None, allow_invalid, threads)[1]
+        return data if data is not None else b""

@@ -1,0 +1,125 @@
+//! `neff._native.build`: a build spec (JSON with the keys `neff schema
+//! build-spec` documents) and the data Python hands over → a NEFF, written
+//! atomically to a path or returned as bytes. The typed surface is
+//! `neff.Builder` (`python/neff/_builder.py`), which writes the spec.
+
+mod buffer;
+
+use std::io::{Cursor, Read};
+use std::path::{Path, PathBuf};
+
+use neff_schema::manifest::Dtype;
+use neff_writer::build_spec::{blob_data, Blob, BuildSpec};
+use neff_writer::builder::npy::encode_v1;
+use neff_writer::{Data, Error, ErrorKind, MemberSource, PackOutcome};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::errors::writer_error;
+use buffer::HeldBuffer;
+
+/// A blob path that names entry N of the data list as `"\0data:N"` (a NUL
+/// never occurs in a real path).
+const DATA_REF: &str = "\0data:";
+
+/// Adds the builder's functions to the module.
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(build, m)?)?;
+    m.add_function(wrap_pyfunction!(dtype_known, m)?)?;
+    Ok(())
+}
+
+/// One piece of data: an object with the buffer protocol and, for an array
+/// written as `.npy`, the header's descr and shape.
+type DataArg<'py> = (Bound<'py, PyAny>, Option<(String, Vec<u64>)>);
+
+/// Builds the NEFF `spec` describes, blobs `{"path": "\0data:N"}` taken
+/// from `data[N]`; writes it atomically at `path`, or returns its bytes when
+/// there is no path. Returns the outcome as JSON. The GIL is released while
+/// the NEFF is generated, checked, compressed, hashed and written.
+#[pyfunction]
+#[pyo3(signature = (spec, data, path=None, threads=None))]
+fn build<'py>(
+    py: Python<'py>,
+    spec: &str,
+    data: Vec<DataArg<'py>>,
+    path: Option<PathBuf>,
+    threads: Option<usize>,
+) -> PyResult<(String, Option<Bound<'py, PyBytes>>)> {
+    let spec = BuildSpec::from_slice(Path::new("<spec>"), spec.as_bytes())
+        .map_err(|e| writer_error(&e))?;
+    let mut sources = Vec::with_capacity(data.len());
+    for (obj, npy) in &data {
+        sources.push(Some(buffer_data(obj, npy.as_ref())?));
+    }
+    let mut builder = spec
+        .into_builder_with(&mut |key, blob| resolve(&mut sources, key, blob))
+        .map_err(|e| writer_error(&e))?;
+    if let Some(threads) = threads {
+        builder = builder.threads(threads);
+    }
+    let written = py.detach(move || match path {
+        Some(path) => builder.write_to_path(path).map(|o| (o, None)),
+        None => {
+            let mut out = Vec::new();
+            builder.write_to(&mut out).map(|o| (o, Some(out)))
+        }
+    });
+    let (outcome, bytes) = written.map_err(|e| writer_error(&e))?;
+    Ok((outcome_json(&outcome), bytes.map(|b| PyBytes::new(py, &b))))
+}
+
+/// Whether `name` is a dtype the runtime knows (`float32`, `bfloat16`…).
+#[pyfunction]
+fn dtype_known(name: &str) -> bool {
+    !matches!(Dtype::parse(name), Dtype::Other(_))
+}
+
+/// The data of one buffer, behind the `.npy` v1 header when one is asked for.
+fn buffer_data(obj: &Bound<'_, PyAny>, npy: Option<&(String, Vec<u64>)>) -> PyResult<Data> {
+    let held = HeldBuffer::get(obj)?;
+    let prefix = npy.map_or_else(Vec::new, |(descr, shape)| encode_v1(descr, shape, &[]));
+    let len = prefix.len() as u64 + held.as_bytes().len() as u64;
+    let reader = Cursor::new(prefix).chain(held.into_reader());
+    Ok(Data::Source(MemberSource::Reader {
+        reader: Box::new(reader),
+        len,
+    }))
+}
+
+/// A spec blob's data: a data-list entry (each used once), else as `neff
+/// build` reads blobs, relative paths against the working directory.
+fn resolve(sources: &mut [Option<Data>], key: &str, blob: Blob) -> Result<Data, Error> {
+    let index = match &blob {
+        Blob::Path(p) => p.to_str().and_then(|s| s.strip_prefix(DATA_REF)),
+        _ => None,
+    };
+    let Some(index) = index else {
+        return blob_data(Path::new(""), key, blob);
+    };
+    index
+        .parse::<usize>()
+        .ok()
+        .and_then(|i| sources.get_mut(i))
+        .and_then(Option::take)
+        .ok_or_else(|| {
+            Error::new(
+                ErrorKind::Spec,
+                format!("{key}: data #{index} is missing or used twice"),
+            )
+            .at_key(key)
+        })
+}
+
+/// The outcome as `neff build --json` describes a written NEFF: header,
+/// loader report, tar size and member counts.
+fn outcome_json(outcome: &PackOutcome) -> String {
+    serde_json::json!({
+        "header": outcome.header,
+        "report": outcome.report,
+        "tar_size": outcome.tar_size,
+        "files": outcome.files,
+        "directories": outcome.directories,
+    })
+    .to_string()
+}
