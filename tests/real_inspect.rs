@@ -7,23 +7,11 @@
 mod common;
 
 use std::io::{Cursor, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use neff::loader::InspectReport;
 use neff::loader::{verify_reader, Limits, RuntimeProfile};
 use serde_json::{json, Value};
-
-fn real_dir() -> Option<PathBuf> {
-    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/real-neffs"));
-    if dir.is_dir() {
-        return Some(dir.to_path_buf());
-    }
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("{} is missing (required when CI=true)", dir.display());
-    }
-    println!("skip: {} is missing", dir.display());
-    None
-}
 
 /// The report `neff inspect --json` prints, as JSON.
 fn inspect(bytes: &[u8], file: &str) -> Value {
@@ -159,7 +147,9 @@ fn independent(bytes: &[u8]) -> Independent {
 
 #[test]
 fn every_real_neff_has_its_tar_length_and_padding() {
-    let Some(dir) = real_dir() else { return };
+    let Some(dir) = common::real_neff_dir() else {
+        return;
+    };
     let mut seen = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
@@ -210,7 +200,9 @@ fn every_real_neff_has_its_tar_length_and_padding() {
 
 #[test]
 fn every_real_neff_shows_consistent_inputs_and_outputs() {
-    let Some(dir) = real_dir() else { return };
+    let Some(dir) = common::real_neff_dir() else {
+        return;
+    };
     for &(name, ..) in LAYOUT {
         let bytes = std::fs::read(dir.join(name)).unwrap();
         let r = inspect(&bytes, name);
@@ -271,7 +263,9 @@ fn t(name: &str, dtype: &str, shape: &[u64], size: u64) -> (String, String, Vec<
 
 #[test]
 fn conv2d_pool_2_18_inputs_and_outputs() {
-    let Some(dir) = real_dir() else { return };
+    let Some(dir) = common::real_neff_dir() else {
+        return;
+    };
     let r = io_of(&dir, "ncc2.18_waahm7_file_pool_1_float16.neff");
     assert_eq!(
         io(&r, "inputs"),
@@ -295,7 +289,9 @@ fn conv2d_pool_2_18_inputs_and_outputs() {
 
 #[test]
 fn stream_2_21_has_one_output_on_two_cores() {
-    let Some(dir) = real_dir() else { return };
+    let Some(dir) = common::real_neff_dir() else {
+        return;
+    };
     let r = io_of(&dir, "ncc2.21_chengli2003_stream_256k_fd1k.neff");
     assert_eq!(
         io(&r, "inputs"),
@@ -312,7 +308,9 @@ fn stream_2_21_has_one_output_on_two_cores() {
 
 #[test]
 fn bert_1_15_outputs_are_named_by_output_names() {
-    let Some(dir) = real_dir() else { return };
+    let Some(dir) = common::real_neff_dir() else {
+        return;
+    };
     let r = io_of(&dir, "ncc1.15_optimum-neuron_neuron_model.neff");
     assert_eq!(
         io(&r, "inputs"),
@@ -348,7 +346,9 @@ fn bert_1_15_outputs_are_named_by_output_names() {
 
 #[test]
 fn bert_2_6_and_matmul_2_23() {
-    let Some(dir) = real_dir() else { return };
+    let Some(dir) = common::real_neff_dir() else {
+        return;
+    };
     let r = io_of(&dir, "ncc2.6_optimum-neuron_neuronx_model.neff");
     assert_eq!(
         io(&r, "inputs"),
@@ -413,7 +413,9 @@ fn the_model_is_read_past_a_hash_refusal_but_the_verdict_stays() {
 
 #[test]
 fn inspect_text_of_a_real_neff_matches_its_golden_file() {
-    let Some(dir) = real_dir() else { return };
+    let Some(dir) = common::real_neff_dir() else {
+        return;
+    };
     let name = "ncc2.21_riya-ranjan_transpose_1024_0.neff";
     let o = std::process::Command::new(env!("CARGO_BIN_EXE_neff"))
         .current_dir(&dir)
