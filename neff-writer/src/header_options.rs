@@ -175,6 +175,15 @@ const FRAMING_KEY: &str = "framing";
 const NOT_REPRODUCED_KEY: &str = "not_reproduced";
 
 impl HeaderFile {
+    /// Reads and parses the header file at `path` (`--header HEADER.json`);
+    /// the error names the file.
+    pub fn from_path(path: &std::path::Path) -> Result<HeaderFile, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        HeaderFile::parse(&text)
+            .map_err(|e| format!("{}: invalid header JSON: {e}", path.display()))
+    }
+
     /// Parses a header file. Unknown keys are refused, naming the key.
     pub fn parse(text: &str) -> Result<HeaderFile, String> {
         let mut value: serde_json::Value =

@@ -9,9 +9,8 @@ use std::path::{Path, PathBuf};
 
 use neff_loader::diff::{diff as diff_snapshots, DiffOptions, Snapshot};
 use neff_loader::{extract, parse_features, ExtractLimits, RuntimeProfile};
-use neff_schema::header::Text;
 use neff_schema::{FramingPreset, PkgVersion};
-use neff_writer::{recover_framing, HeaderFile, PackOptions, Packager, UuidChoice};
+use neff_writer::{recover_framing, HeaderFile, PackOptions, PackSettings, Packager};
 use pyo3::prelude::*;
 use serde_json::json;
 
@@ -87,7 +86,7 @@ fn pack(
     options: &Bound<'_, PyAny>,
 ) -> PyResult<String> {
     let args: PackArgs = options.extract()?;
-    let options = pack_options(&args).map_err(|e| bad_argument(&e))?;
+    let options = pack_options(&args)?;
     let outcome = py
         .detach(|| Packager::from_dir(&dir)?.write_to_path(&out, &options))
         .map_err(|e| writer_error(&e))?;
@@ -102,65 +101,53 @@ fn pack(
     .to_string())
 }
 
-/// The writer's options for `args`, as `neff pack` maps its flags.
-fn pack_options(args: &PackArgs) -> Result<PackOptions, String> {
-    let file = match &args.header {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            HeaderFile::parse(&text)
-                .map_err(|e| format!("{}: invalid header JSON: {e}", path.display()))?
+/// The writer's options for `args`: the Python spellings (a pkg version
+/// number, a preset name, feature names) turned into [`PackSettings`], which
+/// map them as `neff pack` does.
+fn pack_options(args: &PackArgs) -> PyResult<PackOptions> {
+    let pkg_version = match args.pkg_version {
+        Some(v) => Some(
+            PkgVersion::from_value(v)
+                .ok_or_else(|| bad_argument(&format!("pkg_version {v} is not 1 or 2")))?,
+        ),
+        None => None,
+    };
+    let framing = match &args.framing {
+        Some(name) => Some(FramingPreset::parse(name).ok_or_else(|| {
+            let known: Vec<&str> = FramingPreset::ALL.iter().map(|p| p.name()).collect();
+            bad_argument(&format!(
+                "framing {name:?} is not one of {}",
+                known.join(", ")
+            ))
+        })?),
+        None => None,
+    };
+    let feature_bits = match &args.feature_bits {
+        Some(bits) => {
+            Some(parse_features(bits).map_err(|e| bad_argument(&format!("feature_bits: {e}")))?)
         }
+        None => None,
+    };
+    let file = match &args.header {
+        Some(path) => HeaderFile::from_path(path).map_err(|e| bad_argument(&e))?,
         None => HeaderFile::default(),
     };
-    let mut patch = file.header;
-    let pkg = args.pkg_version.or(patch.pkg_version.take()).unwrap_or(2);
-    let pkg =
-        PkgVersion::from_value(pkg).ok_or_else(|| format!("pkg_version {pkg} is not 1 or 2"))?;
-    if let Some(name) = &args.name {
-        patch.name = Some(Text::new(name).map_err(|e| format!("name {name:?}: {e}"))?);
-    }
-    let mut uuid = UuidChoice::FromContent;
-    match args.uuid.as_deref() {
-        Some("random") => uuid = UuidChoice::Random,
-        Some(text) => patch.uuid = Some(text.parse().map_err(|e| format!("uuid: {e}"))?),
-        None => {}
-    }
-    if let Some(bits) = &args.feature_bits {
-        patch.feature_bits = Some(parse_features(bits).map_err(|e| format!("feature_bits: {e}"))?);
-    }
-    if let Some(v) = &args.build_version {
-        patch.build_version = Some(Text::new(v).map_err(|e| format!("build_version {v:?}: {e}"))?);
-    }
-    patch.neff_version_major = args.major.or(patch.neff_version_major);
-    patch.neff_version_minor = args.minor.or(patch.neff_version_minor);
-    patch.vnc_size = args.vnc_size.or(patch.vnc_size);
-    patch.requested_tpb_count = args.requested_tpb_count.or(patch.requested_tpb_count);
-    let preset = match &args.framing {
-        Some(name) => FramingPreset::parse(name).ok_or_else(|| {
-            let known: Vec<&str> = FramingPreset::ALL.iter().map(|p| p.name()).collect();
-            format!("framing {name:?} is not one of {}", known.join(", "))
-        })?,
-        None => FramingPreset::default(),
-    };
-    let mut framing = file.framing.unwrap_or_else(|| preset.framing());
-    if let Some(level) = args.level {
-        if !(1..=9).contains(&level) {
-            return Err(format!("level {level} is not 1 to 9"));
-        }
-        framing.gzip.deflate.level = level;
-    }
-    let defaults = PackOptions::default();
-    Ok(PackOptions {
-        pkg_version: pkg,
+    let settings = PackSettings {
+        pkg_version,
         framing,
-        compiler_header: preset.is_compiler_like(),
-        uuid,
-        header: patch,
-        keep_refused: args.allow_invalid,
-        threads: args.threads.unwrap_or(defaults.threads),
-        ..defaults
-    })
+        level: args.level,
+        uuid: args.uuid.clone(),
+        name: args.name.clone(),
+        build_version: args.build_version.clone(),
+        feature_bits,
+        major: args.major,
+        minor: args.minor,
+        vnc_size: args.vnc_size,
+        requested_tpb_count: args.requested_tpb_count,
+        threads: args.threads,
+        allow_invalid: args.allow_invalid,
+    };
+    settings.options(file).map_err(|e| writer_error(&e))
 }
 
 /// `neff unpack PATH -o DIR [--force] [--header-out H]`: the summary as JSON

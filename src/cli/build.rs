@@ -8,7 +8,7 @@ use neff::writer::build_spec::{parse_uuid, BuildSpec};
 use neff::writer::HeaderPatch;
 
 use super::progress::Progress;
-use super::{read_header_file, report_written, FramingArgs, Output, PkgArg};
+use super::{report_written, FramingArgs, Output, PkgArg};
 
 /// Build a NEFF from a JSON build spec, generating its manifests.
 ///
@@ -72,7 +72,7 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
     }
     let mut header_framing = None;
     if let Some(path) = &args.header {
-        let file = read_header_file(path)?;
+        let file = neff::writer::HeaderFile::from_path(path)?;
         spec.header
             .get_or_insert_with(HeaderPatch::default)
             .merge(&file.header);

@@ -284,15 +284,6 @@ impl PkgArg {
     }
 }
 
-/// Reads a `--header HEADER.json` file (every header field optional, plus the
-/// framing `neff unpack --header-out` records).
-pub fn read_header_file(path: &std::path::Path) -> Result<neff::writer::HeaderFile, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    neff::writer::HeaderFile::parse(&text)
-        .map_err(|e| format!("{}: invalid header JSON: {e}", path.display()))
-}
-
 /// `--framing` and its per-field overrides, shared by `pack` and `build`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct FramingArgs {

@@ -4,12 +4,10 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use neff::schema::header::Text;
-use neff::schema::{PkgVersion, Uuid};
-use neff::writer::{HeaderFile, PackOptions, Packager, UuidChoice};
+use neff::writer::{HeaderFile, PackOptions, PackSettings, Packager};
 
 use super::progress::Progress;
-use super::{parse_features, read_header_file, report_written, FramingArgs, Output, PkgArg};
+use super::{parse_features, report_written, FramingArgs, Output, PkgArg};
 
 /// Pack a directory tree into a NEFF, as it is (like `neuron-packager create`).
 ///
@@ -30,9 +28,10 @@ pub struct PackArgs {
     /// first, because the header is only known once the payload is hashed).
     #[arg(short, long, value_name = "OUT.neff")]
     output: PathBuf,
-    /// Packaging: 2 = gzip tar + MD5 (what current compilers emit), 1 = raw tar + SHA-256.
-    #[arg(long, value_enum, default_value = "2")]
-    pkg_version: PkgArg,
+    /// Packaging: 2 = gzip tar + MD5 (what current compilers emit), 1 = raw tar + SHA-256
+    /// (default: the --header file's, else 2).
+    #[arg(long, value_enum)]
+    pkg_version: Option<PkgArg>,
     /// gzip compression level, 1 (fastest, the compiler's choice; the default) to 9.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=9))]
     level: Option<u32>,
@@ -89,64 +88,31 @@ pub struct PackArgs {
 
 pub fn run(args: PackArgs) -> Result<u8, Box<dyn std::error::Error>> {
     let file = match &args.header {
-        Some(path) => read_header_file(path)?,
+        Some(path) => HeaderFile::from_path(path)?,
         None => HeaderFile::default(),
     };
-    let mut patch = file.header;
-    let mut pkg = args.pkg_version.version();
-    if let Some(value) = patch.pkg_version.take() {
-        pkg = PkgVersion::from_value(value)
-            .ok_or_else(|| format!("header pkg_version {value} is not 1 or 2"))?;
-    }
-    let text_flag = |flag: &str, value: &str| format!("--{flag} {value:?}: ");
-    if let Some(name) = &args.name {
-        patch.name = Some(Text::new(name).map_err(|e| format!("{}{e}", text_flag("name", name)))?);
-    }
-    if let Some(v) = &args.build_version {
-        patch.build_version =
-            Some(Text::new(v).map_err(|e| format!("{}{e}", text_flag("build-version", v)))?);
-    }
-    let mut uuid = UuidChoice::FromContent;
-    match args.uuid.as_deref() {
-        Some("random") => {
-            uuid = UuidChoice::Random;
-            patch.uuid = None;
-        }
-        Some(text) => {
-            let parsed: Uuid = text.parse().map_err(|e| format!("--uuid: {e}"))?;
-            patch.uuid = Some(parsed);
-        }
-        None => {}
-    }
-    patch.feature_bits = args.feature_bits.or(patch.feature_bits);
-    patch.neff_version_major = args.major.or(patch.neff_version_major);
-    patch.neff_version_minor = args.minor.or(patch.neff_version_minor);
-    patch.vnc_size = args.vnc_size.or(patch.vnc_size);
-    patch.requested_tpb_count = args.requested_tpb_count.or(patch.requested_tpb_count);
-
-    let preset = args.framing.framing.unwrap_or_default();
-    let mut framing = file.framing.unwrap_or_else(|| preset.framing());
-    args.framing.apply(&mut framing);
-    if let Some(level) = args.level {
-        framing.gzip.deflate.level = level;
-    }
     for note in &file.not_reproduced {
         if !args.quiet {
             eprintln!("neff: note: this repack cannot match the original byte for byte: {note}");
         }
     }
-    let options = PackOptions {
-        pkg_version: pkg,
-        framing,
-        compiler_header: preset.is_compiler_like(),
-        uuid,
-        header: patch,
-        keep_refused: args.allow_invalid,
-        threads: args
-            .threads
-            .map_or(PackOptions::default().threads, |t| t as usize),
-        ..PackOptions::default()
+    let settings = PackSettings {
+        pkg_version: args.pkg_version.map(PkgArg::version),
+        framing: args.framing.framing,
+        level: args.level,
+        uuid: args.uuid.clone(),
+        name: args.name.clone(),
+        build_version: args.build_version.clone(),
+        feature_bits: args.feature_bits,
+        major: args.major,
+        minor: args.minor,
+        vnc_size: args.vnc_size,
+        requested_tpb_count: args.requested_tpb_count,
+        threads: args.threads.map(|t| t as usize),
+        allow_invalid: args.allow_invalid,
     };
+    let mut options = settings.options(file)?;
+    args.framing.apply(&mut options.framing);
     let side_inputs: Vec<&Path> = args.header.iter().map(PathBuf::as_path).collect();
     let out = Output::new(&args.output, args.json, args.quiet, &side_inputs)?;
     let packager = Packager::from_dir(&args.dir)?;

@@ -1,0 +1,170 @@
+//! The choices of `neff pack` as plain values, and the one mapping from them
+//! (over a `--header` file) to [`PackOptions`]: the CLI and the Python
+//! package both build their options here, so they cannot drift apart.
+
+use neff_schema::header::Text;
+use neff_schema::{FramingPreset, PkgVersion};
+
+use crate::build_spec::parse_uuid;
+use crate::error::{Error, ErrorKind};
+use crate::{HeaderFile, PackOptions, UuidChoice};
+
+/// What `neff pack` can be told, each optional. A value given here wins over
+/// the header file's, which wins over the default.
+#[derive(Debug, Clone, Default)]
+pub struct PackSettings {
+    /// Packaging version (default 2).
+    pub pkg_version: Option<PkgVersion>,
+    /// Framing preset (default `gnu`; a header file's recorded framing wins
+    /// over the default preset, not over a given one's level).
+    pub framing: Option<FramingPreset>,
+    /// Deflate level 1–9.
+    pub level: Option<u32>,
+    /// A UUID, or `random`; default: derived from the payload.
+    pub uuid: Option<String>,
+    /// The header's model name.
+    pub name: Option<String>,
+    /// The header's build version text.
+    pub build_version: Option<String>,
+    /// The header's feature bits.
+    pub feature_bits: Option<u64>,
+    /// The header's NEFF major version.
+    pub major: Option<u64>,
+    /// The header's NEFF minor version.
+    pub minor: Option<u64>,
+    /// The header's vnc_size.
+    pub vnc_size: Option<u32>,
+    /// The header's requested_tpb_count.
+    pub requested_tpb_count: Option<u32>,
+    /// Compression threads (default: the available cores).
+    pub threads: Option<usize>,
+    /// Write the NEFF even when the loader's gates refuse it.
+    pub allow_invalid: bool,
+}
+
+fn bad(message: String) -> Error {
+    Error::new(ErrorKind::BadOption, message)
+}
+
+impl PackSettings {
+    /// The writer's options: these settings over `file` (a `--header` file,
+    /// or `HeaderFile::default()`). A text too long for its header field,
+    /// a bad UUID, level or pkg version is a `BadOption` error naming it.
+    pub fn options(&self, file: HeaderFile) -> Result<PackOptions, Error> {
+        let mut patch = file.header;
+        let recorded_pkg = patch.pkg_version.take();
+        let pkg_version = match (self.pkg_version, recorded_pkg) {
+            (Some(pkg), _) => pkg,
+            (None, Some(value)) => PkgVersion::from_value(value)
+                .ok_or_else(|| bad(format!("header pkg_version {value} is not 1 or 2")))?,
+            (None, None) => PkgVersion::Md5Gzip,
+        };
+        let text =
+            |key: &str, value: &str, e: neff_schema::Error| bad(format!("{key} {value:?}: {e}"));
+        if let Some(name) = &self.name {
+            patch.name = Some(Text::new(name).map_err(|e| text("name", name, e))?);
+        }
+        if let Some(v) = &self.build_version {
+            patch.build_version = Some(Text::new(v).map_err(|e| text("build_version", v, e))?);
+        }
+        let mut uuid = UuidChoice::FromContent;
+        if let Some(given) = &self.uuid {
+            match parse_uuid(given).map_err(|e| bad(format!("uuid: {e}")))? {
+                UuidChoice::Explicit(u) => patch.uuid = Some(u),
+                choice => {
+                    uuid = choice;
+                    patch.uuid = None;
+                }
+            }
+        }
+        patch.feature_bits = self.feature_bits.or(patch.feature_bits);
+        patch.neff_version_major = self.major.or(patch.neff_version_major);
+        patch.neff_version_minor = self.minor.or(patch.neff_version_minor);
+        patch.vnc_size = self.vnc_size.or(patch.vnc_size);
+        patch.requested_tpb_count = self.requested_tpb_count.or(patch.requested_tpb_count);
+        let preset = self.framing.unwrap_or_default();
+        let mut framing = file.framing.unwrap_or_else(|| preset.framing());
+        if let Some(level) = self.level {
+            if !(1..=9).contains(&level) {
+                return Err(bad(format!("level {level} is not 1 to 9")));
+            }
+            framing.gzip.deflate.level = level;
+        }
+        let defaults = PackOptions::default();
+        Ok(PackOptions {
+            pkg_version,
+            framing,
+            compiler_header: preset.is_compiler_like(),
+            uuid,
+            header: patch,
+            keep_refused: self.allow_invalid,
+            threads: self.threads.unwrap_or(defaults.threads),
+            ..defaults
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::HeaderPatch;
+
+    #[test]
+    fn a_given_value_wins_over_the_header_file_which_wins_over_the_default() {
+        let file = HeaderFile {
+            header: HeaderPatch {
+                pkg_version: Some(1),
+                vnc_size: Some(2),
+                ..HeaderPatch::default()
+            },
+            ..HeaderFile::default()
+        };
+        let from_file = PackSettings::default().options(file.clone()).unwrap();
+        assert_eq!(from_file.pkg_version, PkgVersion::Sha256Tar);
+        assert_eq!(from_file.header.vnc_size, Some(2));
+        let given = PackSettings {
+            pkg_version: Some(PkgVersion::Md5Gzip),
+            vnc_size: Some(4),
+            ..PackSettings::default()
+        };
+        let options = given.options(file).unwrap();
+        assert_eq!(options.pkg_version, PkgVersion::Md5Gzip);
+        assert_eq!(options.header.vnc_size, Some(4));
+        assert_eq!(
+            PackSettings::default()
+                .options(HeaderFile::default())
+                .unwrap()
+                .pkg_version,
+            PkgVersion::Md5Gzip
+        );
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        let fail = |s: PackSettings| s.options(HeaderFile::default()).unwrap_err();
+        let e = fail(PackSettings {
+            level: Some(10),
+            ..PackSettings::default()
+        });
+        assert_eq!(e.kind(), ErrorKind::BadOption);
+        assert!(e.to_string().contains("level 10"), "{e}");
+        let e = fail(PackSettings {
+            uuid: Some("nope".into()),
+            ..PackSettings::default()
+        });
+        assert!(e.to_string().starts_with("uuid: "), "{e}");
+        let e = fail(PackSettings {
+            name: Some("x".repeat(300)),
+            ..PackSettings::default()
+        });
+        assert!(e.to_string().starts_with("name \"xxx"), "{e}");
+        let random = PackSettings {
+            uuid: Some("random".into()),
+            ..PackSettings::default()
+        };
+        assert_eq!(
+            random.options(HeaderFile::default()).unwrap().uuid,
+            UuidChoice::Random
+        );
+    }
+}
