@@ -36,23 +36,41 @@ fn report_json(report: Option<&neff_loader::Report>) -> Option<String> {
 
 /// A loader error as a Python exception.
 pub fn loader_error(e: &neff_loader::Error) -> PyErr {
-    to_pyerr(Native {
-        kind: format!("{:?}", e.kind()),
-        message: e.message(),
-        location: e.location(),
-        errno: errno(e),
-        report: report_json(e.report()),
-    })
+    crate_error(
+        format!("{:?}", e.kind()),
+        e.message(),
+        e.location(),
+        e,
+        e.report(),
+    )
 }
 
 /// A writer error as a Python exception (the builder raises these too).
 pub fn writer_error(e: &neff_writer::Error) -> PyErr {
+    crate_error(
+        format!("{:?}", e.kind()),
+        e.message(),
+        e.location(),
+        e,
+        e.report(),
+    )
+}
+
+/// The exception of one of the crates' errors: its kind, message and
+/// location, the OS error behind it and the refusal's report.
+fn crate_error(
+    kind: String,
+    message: &str,
+    location: &Location,
+    e: &dyn std::error::Error,
+    report: Option<&neff_loader::Report>,
+) -> PyErr {
     to_pyerr(Native {
-        kind: format!("{:?}", e.kind()),
-        message: e.message(),
-        location: e.location(),
+        kind,
+        message,
+        location,
         errno: errno(e),
-        report: report_json(e.report()),
+        report: report_json(report),
     })
 }
 
