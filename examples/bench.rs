@@ -7,29 +7,41 @@
 //! baselines built from standard tools, on a generated test tree:
 //!
 //! * (a) `neff pack DIR -o OUT --level 1 -q` (pkg 2: gzip tar + MD5) against
-//!   `tar | pigz -p2 -1 | md5sum` and `bsdtar -cz (level 1) | md5sum`;
+//!   `tar | pigz -p2 -1 | tee out | md5sum` and `bsdtar -cz (level 1) | tee out | md5sum`;
 //! * (b) `neff pack DIR -o OUT --pkg-version 1 -q` (pkg 1: raw tar + SHA-256)
-//!   against `tar | openssl dgst -sha256`;
+//!   against `tar | tee out | openssl dgst -sha256; sync out`, and the same with
+//!   `--no-fsync` against the baseline without `sync`;
+//! * (c) `neff pack` of 1,000, 10,000 and 100,000 small members (64 B to
+//!   4 KiB; 1,000,000 with `--million`) against the baselines of (a), and
+//!   `neff verify` of the result against those of (d), with members/s and RSS;
 //! * (d) `neff verify OUT` (the NEFF from (a)) against `md5sum` and `gzip -t`
 //!   of its payload (everything after the 1024-byte header);
 //! * (e) `neff pack` of a second tree holding one `--member-mib` MiB member
 //!   (default 1024, f32 weights) against the baselines of (a): the peak-RSS
 //!   check for a NEFF with a 1 GiB member;
-//! * (c) `neff pack` of 10,000 small members (64 B to 4 KiB) against the
-//!   baselines of (a), reported in members/s;
-//! * (f) `neff corpus --count 1000`: fuzz-seed generation speed, in files/s;
+//! * (f) `neff corpus --count 1000`, with and without `--no-fsync`: fuzz-seed
+//!   generation speed, in files/s;
 //! * (g) `neff verify DIR` over a compile-cache-like folder of 1,000 small
-//!   valid NEFFs, with `--threads 1` and `--threads 2`, in files/s, against
-//!   a Python `gzip` + `tarfile` + `hashlib` walk that reads and hashes each
+//!   valid NEFFs, and over 1,000 copies of the real compiler NEFFs (11 KB to
+//!   1.5 MB), with `--threads 1` and `--threads 2`, in files/s, against a
+//!   Python `gzip` + `tarfile` + `hashlib` walk that reads and hashes each
 //!   one, and `md5sum` of the files;
 //! * (h) `neff verify OUT` (the NEFF of (d)) from Python,
 //!   `python3 -c "import neff; neff.verify(p)"`, against the CLI: the Python
 //!   package's overhead (skipped with a note unless `python3 -c "import neff"`
-//!   works, e.g. after `pip install ./python`).
+//!   works, e.g. after `pip install ./python`);
+//! * (i) the per-process fixed cost: 100 calls of `neff verify` on the smallest
+//!   real NEFF against 100 `python3 -c` runs that read it with `tarfile`;
+//! * (j) `neff pack --level 1|6|9` of a `--levels-mib` MiB tree (default 256)
+//!   against `tar | pigz -p2 -1|-6|-9 | tee out | md5sum`, with output sizes;
+//! * (k) `neff unpack` of the NEFF from (a) against `tar -xzf` of its payload
+//!   plus `md5sum` of it.
 //!
-//! The baselines only stream and hash, while `neff pack` also writes the NEFF
-//! to disk and reads it back through the loader's gates, so a ratio near 1
-//! already means the extra work is cheap.
+//! `--only LETTERS` runs a subset (e.g. `--only bj`).
+//!
+//! The baselines only stream, hash and write, while `neff pack` also runs
+//! every loader gate on the bytes it writes, so a ratio near 1 already means
+//! the extra work is cheap.
 //!
 //! The tree is `--size-mib` MiB (default 1024) in a few large files, half
 //! PRNG bytes (incompressible) and half f32 "weights" rounded to bf16 precision
@@ -113,62 +125,195 @@ fn run() -> Result<()> {
     fs::create_dir_all(&out_dir)?;
     let neff_a = out_dir.join("a.neff");
     let neff_b = out_dir.join("b.neff");
+    let base_out = out_dir.join("baseline.out");
 
     let mut results = Vec::new();
-    let a = pack_gzip_workload("(a) pack pkg 2", &neff, &tree, &neff_a, tree_bytes);
-    results.extend(run_workload(&a, opts.runs)?);
-    let b = pack_raw_workload(&neff, &tree, &neff_b, tree_bytes);
-    results.extend(run_workload(&b, opts.runs)?);
-    let payload_bytes = fs::metadata(&neff_a)?.len().saturating_sub(HEADER_SIZE);
-    let d = verify_workload(&neff, &neff_a, payload_bytes);
-    results.extend(run_workload(&d, opts.runs)?);
-    let h = python_verify_workload(&neff, &neff_a, payload_bytes);
-    let from_python = run_workload(&h, opts.runs)?;
-    results.extend(from_python.iter().cloned());
-    let small = work.path().join("small");
-    let small_bytes = ensure_small_members_tree(&small)?;
-    let c = pack_gzip_workload(
-        "(c) 10,000 small members",
-        &neff,
-        &small,
-        &out_dir.join("c.neff"),
-        small_bytes,
-    );
-    let small_results = run_workload(&c, opts.runs)?;
-    let small_seconds = small_results.first().map_or(0.0, |m| m.median_seconds);
-    results.extend(small_results);
-    let single = work.path().join("single");
-    let single_bytes = ensure_single_member_tree(&single, opts.member_mib)?;
-    let e = pack_gzip_workload(
-        "(e) pack one large member",
-        &neff,
-        &single,
-        &out_dir.join("e.neff"),
-        single_bytes,
-    );
-    results.extend(run_workload(&e, opts.runs)?);
-
-    // (f) fuzz-seed generation speed.
-    const CORPUS_FILES: u64 = 1000;
-    let corpus_dir = quote(&work.path().join("corpus"));
-    let f = Workload::new(
-        "(f) corpus",
-        0,
-        ours(
-            "neff corpus --count 1000",
-            format!(
-                "rm -rf {corpus_dir} && {} corpus --out {corpus_dir} --count {CORPUS_FILES} --seed 1 2>/dev/null",
-                quote(&neff)
-            ),
-        ),
-    );
-    let corpus = run_workload(&f, opts.runs)?;
-    let corpus_seconds = corpus.first().map_or(0.0, |m| m.median_seconds);
-    let cache = work.path().join("cache");
-    let cache_bytes = ensure_cache_tree(&cache)?;
-    let g = verify_dir_workload(&neff, &cache, &work.path().join("walk.py"), cache_bytes)?;
-    let verify_dir = run_workload(&g, opts.runs)?;
-    results.extend(verify_dir.iter().cloned());
+    let mut notes = Vec::new();
+    let mut lines = Vec::new();
+    let mut measure = |w: &Workload, results: &mut Vec<Measured>| -> Result<Vec<Measured>> {
+        let measured = run_workload(w, opts.runs)?;
+        results.extend(measured.iter().cloned());
+        notes.extend(w.notes.iter().cloned());
+        Ok(measured)
+    };
+    if opts.wants('a') || opts.wants('d') || opts.wants('h') || opts.wants('k') {
+        let a = pack_gzip_workload(
+            "(a) pack pkg 2",
+            &neff,
+            &tree,
+            &neff_a,
+            &base_out,
+            1,
+            tree_bytes,
+        );
+        measure(&a, &mut results)?;
+    }
+    if opts.wants('b') {
+        for fsync in [true, false] {
+            let b = pack_raw_workload(&neff, &tree, &neff_b, &base_out, fsync, tree_bytes);
+            measure(&b, &mut results)?;
+        }
+    }
+    if opts.wants('j') {
+        let levels_tree = work.path().join("levels");
+        let levels_bytes = ensure_tree(&levels_tree, opts.levels_mib)?;
+        warm_cache(&levels_tree)?;
+        let ours_out = out_dir.join("levels.neff");
+        for level in [1, 6, 9] {
+            let name = format!("(j) level {level}, {} MiB", opts.levels_mib);
+            let j = pack_gzip_workload(
+                &name,
+                &neff,
+                &levels_tree,
+                &ours_out,
+                &base_out,
+                level,
+                levels_bytes,
+            );
+            measure(&j, &mut results)?;
+            let ours = payload_len(&ours_out)?;
+            let pigz = fs::metadata(&base_out).map(|m| m.len()).ok();
+            lines.push(match pigz {
+                Some(pigz) => format!(
+                    "(j) level {level}: our payload {ours} bytes, pigz -p2 -{level} {pigz} bytes ({:+.2}%)",
+                    (ours as f64 / pigz as f64 - 1.0) * 100.0
+                ),
+                None => format!("(j) level {level}: our payload {ours} bytes"),
+            });
+        }
+    }
+    let payload_bytes = fs::metadata(&neff_a).map_or(0, |m| m.len().saturating_sub(HEADER_SIZE));
+    if opts.wants('d') {
+        measure(
+            &verify_workload(&neff, &neff_a, payload_bytes),
+            &mut results,
+        )?;
+    }
+    if opts.wants('k') {
+        let k = unpack_workload(&neff, &neff_a, &out_dir.join("unpacked"), tree_bytes);
+        measure(&k, &mut results)?;
+    }
+    if opts.wants('h') {
+        let h = python_verify_workload(&neff, &neff_a, payload_bytes);
+        let from_python = measure(&h, &mut results)?;
+        if let Some(py) = from_python.iter().find(|m| !m.ours) {
+            lines.push(format!(
+                "(h) `neff.verify(p)` from Python {:.2} s vs `neff verify p` {:.2} s: {:+.1}% (goal <= +5%)",
+                py.median_seconds,
+                py.our_seconds,
+                (py.median_seconds / py.our_seconds.max(1e-9) - 1.0) * 100.0
+            ));
+        }
+    }
+    if opts.wants('c') {
+        let mut counts = vec![1_000, 10_000, 100_000];
+        if opts.million {
+            counts.push(1_000_000);
+        }
+        for count in counts {
+            let small = work.path().join(format!("small-{count}"));
+            let small_bytes = ensure_small_members_tree(&small, count)?;
+            warm_cache(&small)?;
+            let neff_c = out_dir.join(format!("c-{count}.neff"));
+            let name = format!("(c) pack {count} small members");
+            let c = pack_gzip_workload(&name, &neff, &small, &neff_c, &base_out, 1, small_bytes);
+            let packed = measure(&c, &mut results)?;
+            let name = format!("(c) verify {count} small members");
+            let v = verify_workload_named(&name, &neff, &neff_c, payload_len(&neff_c)?);
+            measure(&v, &mut results)?;
+            if let Some(ours) = packed.iter().find(|m| m.ours) {
+                lines.push(format!(
+                    "(c) {count} members packed in {:.2} s = {:.0} members/s, peak RSS {:.1} MiB",
+                    ours.median_seconds,
+                    count as f64 / ours.median_seconds.max(1e-9),
+                    ours.peak_rss_kib as f64 / 1024.0
+                ));
+            }
+            fs::remove_dir_all(&small)?;
+        }
+    }
+    if opts.wants('e') {
+        let single = work.path().join("single");
+        let single_bytes = ensure_single_member_tree(&single, opts.member_mib)?;
+        let e = pack_gzip_workload(
+            "(e) pack one large member",
+            &neff,
+            &single,
+            &out_dir.join("e.neff"),
+            &base_out,
+            1,
+            single_bytes,
+        );
+        measure(&e, &mut results)?;
+        fs::remove_dir_all(&single)?;
+    }
+    if opts.wants('f') {
+        const CORPUS_FILES: u64 = 1000;
+        let f = corpus_workload(&neff, &work.path().join("corpus"), CORPUS_FILES);
+        for m in measure(&f, &mut results)? {
+            lines.push(format!(
+                "(f) `{}`: {CORPUS_FILES} seeds (25% mutated, every one checked by all gates on every targeted arch) in {:.2} s = {:.0} files/s",
+                m.label,
+                m.median_seconds,
+                CORPUS_FILES as f64 / m.median_seconds.max(1e-9)
+            ));
+        }
+    }
+    if opts.wants('g') {
+        let cache = work.path().join("cache");
+        let cache_bytes = ensure_cache_tree(&cache)?;
+        let script = work.path().join("walk.py");
+        let g = verify_dir_workload("(g) verify DIR, small", &neff, &cache, &script, cache_bytes)?;
+        let real = work.path().join("real-cache");
+        match ensure_real_cache_tree(&real)? {
+            Some(real_bytes) => {
+                let g2 = verify_dir_workload(
+                    "(g) verify DIR, real-sized",
+                    &neff,
+                    &real,
+                    &script,
+                    real_bytes,
+                )?;
+                for (w, dir_bytes) in [(g, cache_bytes), (g2, real_bytes)] {
+                    for m in measure(&w, &mut results)? {
+                        lines.push(format!(
+                            "{}: `{}` {:.0} files/s ({CACHE_NEFFS} NEFFs, {dir_bytes} bytes)",
+                            w.name,
+                            m.label,
+                            CACHE_NEFFS as f64 / m.median_seconds.max(1e-9)
+                        ));
+                    }
+                }
+            }
+            None => {
+                measure(&g, &mut results)?;
+                lines.push(format!(
+                    "(g) real-sized: skipped: {} not found",
+                    real_neff_dir().display()
+                ));
+            }
+        }
+    }
+    if opts.wants('i') {
+        if let Some(small) = smallest_real_neff()? {
+            let i = fixed_cost_workload(&neff, &small);
+            for m in measure(&i, &mut results)? {
+                lines.push(format!(
+                    "(i) `{}` on {}: {:.1} ms per call ({FIXED_COST_CALLS} calls)",
+                    m.label,
+                    small
+                        .file_name()
+                        .map_or(String::new(), |n| n.to_string_lossy().into_owned()),
+                    m.median_seconds * 1000.0 / FIXED_COST_CALLS as f64
+                ));
+            }
+        } else {
+            lines.push(format!(
+                "(i) skipped: no NEFF in {}",
+                real_neff_dir().display()
+            ));
+        }
+    }
 
     println!();
     print_machine();
@@ -183,47 +328,22 @@ fn run() -> Result<()> {
         tree_bytes,
         2 * LARGE_FILES_PER_KIND
     );
-    println!(
-        "- NEFF sizes: pkg 2 (a) {} bytes, pkg 1 (b) {} bytes",
-        fs::metadata(&neff_a)?.len(),
-        fs::metadata(&neff_b)?.len()
-    );
+    for (label, path) in [("pkg 2 (a)", &neff_a), ("pkg 1 (b)", &neff_b)] {
+        if let Ok(m) = fs::metadata(path) {
+            println!("- NEFF size: {label} {} bytes", m.len());
+        }
+    }
     println!(
         "- runs per command: {} (interleaved; medians shown)",
         opts.runs
     );
     println!();
     print_table(&results);
-    println!(
-        "\n- (c) {SMALL_MEMBERS} members in {small_seconds:.2} s = {:.0} members/s",
-        SMALL_MEMBERS as f64 / small_seconds.max(1e-9)
-    );
-    println!(
-        "\n- (f) `neff corpus`: {CORPUS_FILES} seeds (25% mutated, every valid one checked by all gates on every targeted arch, each fsynced) in {corpus_seconds:.2} s = {:.0} files/s (median of {} runs)",
-        CORPUS_FILES as f64 / corpus_seconds.max(1e-9),
-        opts.runs
-    );
-    let rates: Vec<String> = verify_dir
-        .iter()
-        .map(|m| {
-            let rate = CACHE_NEFFS as f64 / m.median_seconds.max(1e-9);
-            format!("`{}` {rate:.0} files/s", m.label)
-        })
-        .collect();
-    println!(
-        "\n- (g) `neff verify DIR` over {CACHE_NEFFS} NEFFs ({cache_bytes} bytes): {} (medians of {} runs)",
-        rates.join(", "),
-        opts.runs
-    );
-    if let Some(py) = from_python.iter().find(|m| !m.ours) {
-        println!(
-            "\n- (h) `neff.verify(p)` from Python {:.2} s vs `neff verify p` {:.2} s: {:+.1}% (goal <= +5%)",
-            py.median_seconds,
-            py.our_seconds,
-            (py.median_seconds / py.our_seconds.max(1e-9) - 1.0) * 100.0
-        );
+    println!();
+    for line in lines {
+        println!("- {line}");
     }
-    for note in [&a, &b, &d, &e, &g, &h].iter().flat_map(|w| &w.notes) {
+    for note in notes {
         println!("\nNote: {note}");
     }
 
@@ -232,6 +352,11 @@ fn run() -> Result<()> {
         println!("\nKept {}", kept.display());
     }
     Ok(())
+}
+
+/// Bytes of a NEFF after its header.
+fn payload_len(path: &Path) -> Result<u64> {
+    Ok(fs::metadata(path)?.len().saturating_sub(HEADER_SIZE))
 }
 
 // ---------------------------------------------------------------------------
@@ -250,11 +375,17 @@ struct Options {
     keep: bool,
     /// Size of the single member of workload (e), MiB.
     member_mib: u64,
+    /// Size of the tree of workload (j) (levels 1, 6 and 9), MiB.
+    levels_mib: u64,
+    /// Also run (c) at 1,000,000 members.
+    million: bool,
+    /// The workload letters to run (all when `None`).
+    only: Option<String>,
 }
 
 impl Options {
     const USAGE: &'static str =
-        "usage: bench [--size-mib N] [--member-mib N] [--runs N] [--dir PATH] [--keep]  (defaults: 1024 MiB tree, 1024 MiB member, 3 runs)";
+        "usage: bench [--size-mib N] [--member-mib N] [--levels-mib N] [--runs N] [--dir PATH] [--keep] [--million] [--only LETTERS]\n  (defaults: 1024 MiB tree, 1024 MiB member, 256 MiB levels tree, 3 runs, every workload a-k; --only bj runs (b) and (j))";
 
     /// Parses the arguments after the program name.
     fn parse(mut args: impl Iterator<Item = String>) -> Result<Self> {
@@ -264,6 +395,9 @@ impl Options {
             dir: None,
             keep: false,
             member_mib: 1024,
+            levels_mib: 256,
+            million: false,
+            only: None,
         };
         while let Some(arg) = args.next() {
             let mut value = |name: &str| {
@@ -273,9 +407,12 @@ impl Options {
             match arg.as_str() {
                 "--size-mib" => opts.size_mib = parse_positive(&value("--size-mib")?)?,
                 "--member-mib" => opts.member_mib = parse_positive(&value("--member-mib")?)?,
+                "--levels-mib" => opts.levels_mib = parse_positive(&value("--levels-mib")?)?,
                 "--runs" => opts.runs = parse_positive(&value("--runs")?)? as usize,
                 "--dir" => opts.dir = Some(PathBuf::from(value("--dir")?)),
                 "--keep" => opts.keep = true,
+                "--million" => opts.million = true,
+                "--only" => opts.only = Some(value("--only")?),
                 "-h" | "--help" => {
                     println!("{}", Self::USAGE);
                     std::process::exit(0);
@@ -284,6 +421,11 @@ impl Options {
             }
         }
         Ok(opts)
+    }
+
+    /// Whether workload `letter` runs.
+    fn wants(&self, letter: char) -> bool {
+        self.only.as_ref().is_none_or(|only| only.contains(letter))
     }
 }
 
@@ -427,26 +569,27 @@ fn copy_model(root: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Members in the many-small-members tree of workload (c).
-const SMALL_MEMBERS: usize = 10_000;
-
-/// Writes a tree of [`SMALL_MEMBERS`] small files (64 B to 4 KiB) in 100
-/// folders plus the example model, unless present. Returns its size in bytes.
-fn ensure_small_members_tree(root: &Path) -> Result<u64> {
+/// Writes a tree of `count` small files (64 B to 4 KiB, f32 weights) in
+/// folders of at most 1,000, plus the example model, unless present. Returns
+/// its size in bytes.
+fn ensure_small_members_tree(root: &Path, count: usize) -> Result<u64> {
     let marker = root.join(MARKER);
     if !marker.exists() {
         eprintln!(
-            "bench: generating {SMALL_MEMBERS} small members in {} ...",
+            "bench: generating {count} small members in {} ...",
             root.display()
         );
+        let folders = count.div_ceil(1000).max(100);
         let mut rng = Mix(SEED ^ 2);
-        for i in 0..SMALL_MEMBERS {
-            let dir = root.join(format!("m{:02}", i % 100));
-            fs::create_dir_all(&dir)?;
+        let mut buf = vec![0u8; 4096];
+        for i in 0..count {
+            let dir = root.join(format!("m{:04}", i % folders));
+            if i < folders {
+                fs::create_dir_all(&dir)?;
+            }
             let len = 64 + (rng.next_u64() % 4032) as usize;
-            let mut buf = vec![0u8; len];
             fill_weights(&mut buf[..len / 4 * 4], &mut rng);
-            fs::write(dir.join(format!("member-{i:05}.bin")), &buf)?;
+            fs::write(dir.join(format!("member-{i:07}.bin")), &buf[..len])?;
         }
         copy_model(root)?;
         fs::write(&marker, "small members")?;
@@ -489,6 +632,53 @@ fn ensure_cache_tree(root: &Path) -> Result<u64> {
         }
     }
     Ok(total)
+}
+
+/// The real compiler NEFFs (`../shared/real-neffs`, 11 KB to 1.5 MB).
+fn real_neff_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/real-neffs")
+}
+
+/// The real NEFFs, sorted by name; empty when the folder is missing.
+fn real_neffs() -> Result<Vec<PathBuf>> {
+    let Ok(entries) = fs::read_dir(real_neff_dir()) else {
+        return Ok(Vec::new());
+    };
+    let mut found = Vec::new();
+    for entry in entries {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "neff") {
+            found.push(path);
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// The smallest real NEFF, for (i).
+fn smallest_real_neff() -> Result<Option<PathBuf>> {
+    let mut all = Vec::new();
+    for path in real_neffs()? {
+        all.push((fs::metadata(&path)?.len(), path));
+    }
+    Ok(all.into_iter().min().map(|(_, p)| p))
+}
+
+/// A compile-cache-like folder of [`CACHE_NEFFS`] real-sized NEFFs: copies
+/// of the real compiler NEFFs in turn (`MODULE_<i>/model.neff`). Returns their
+/// total size, or `None` when the real NEFFs are missing.
+fn ensure_real_cache_tree(root: &Path) -> Result<Option<u64>> {
+    let real = real_neffs()?;
+    if real.is_empty() {
+        return Ok(None);
+    }
+    let mut total = 0;
+    for i in 0..CACHE_NEFFS {
+        let dir = root.join(format!("neuronxcc-2.{}/MODULE_{i:04}", i % 10));
+        fs::create_dir_all(&dir)?;
+        total += fs::copy(&real[i % real.len()], dir.join("model.neff"))?;
+    }
+    Ok(Some(total))
 }
 
 /// The baseline of (g): every `*.neff` under a folder read, its payload
@@ -770,60 +960,176 @@ fn ours(label: &str, script: String) -> Cmd {
     }
 }
 
-/// (a) and (e): pack to pkg 2 (gzip level 1 + MD5).
-fn pack_gzip_workload(name: &str, neff: &Path, tree: &Path, out: &Path, bytes: u64) -> Workload {
-    let (neff, tree, out) = (quote(neff), quote(tree), quote(out));
-    Workload::new(
+/// (a), (c), (e) and (j): pack to pkg 2 (gzip at `level` + MD5). The
+/// baselines write their output too (through `tee` into `base_out`).
+fn pack_gzip_workload(
+    name: &str,
+    neff: &Path,
+    tree: &Path,
+    out: &Path,
+    base_out: &Path,
+    level: u32,
+    bytes: u64,
+) -> Workload {
+    let (neff, tree, out, base) = (quote(neff), quote(tree), quote(out), quote(base_out));
+    let w = Workload::new(
         name,
         bytes,
         ours(
-            "neff pack --level 1",
-            format!("{neff} pack {tree} -o {out} --level 1 -q"),
+            &format!("neff pack --level {level}"),
+            format!("{neff} pack {tree} -o {out} --level {level} -q"),
         ),
     )
     .baseline(
         "pigz",
-        "tar | pigz -p2 -1 | md5sum",
-        format!("tar -cf - -C {tree} . | pigz -p2 -1 | md5sum"),
-    )
-    .baseline(
+        &format!("tar | pigz -p2 -{level} | tee out | md5sum"),
+        format!("tar -cf - -C {tree} . | pigz -p2 -{level} | tee {base} | md5sum"),
+    );
+    if level != 1 {
+        return w;
+    }
+    w.baseline(
         "bsdtar",
-        "bsdtar -cz (level 1) | md5sum",
-        format!("bsdtar -czf - --options gzip:compression-level=1 -C {tree} . | md5sum"),
+        "bsdtar -cz (level 1) | tee out | md5sum",
+        format!(
+            "bsdtar -czf - --options gzip:compression-level=1 -C {tree} . | tee {base} | md5sum"
+        ),
     )
 }
 
-/// (b) pack to pkg 1 (raw tar + SHA-256).
-fn pack_raw_workload(neff: &Path, tree: &Path, out: &Path, bytes: u64) -> Workload {
-    let (neff, tree, out) = (quote(neff), quote(tree), quote(out));
+/// (b) pack to pkg 1 (raw tar + SHA-256), the baseline writing its output
+/// through `tee`; with `fsync`, both make it durable (ours by default, the
+/// baseline with `sync` of the file and its folder), else neither does.
+fn pack_raw_workload(
+    neff: &Path,
+    tree: &Path,
+    out: &Path,
+    base_out: &Path,
+    fsync: bool,
+    bytes: u64,
+) -> Workload {
+    let base_dir = base_out.parent().unwrap_or(Path::new("."));
+    let (neff, tree, out, base, base_dir) = (
+        quote(neff),
+        quote(tree),
+        quote(out),
+        quote(base_out),
+        quote(base_dir),
+    );
+    let (name, flag, sync, label) = if fsync {
+        (
+            "(b) pack pkg 1, fsync",
+            "",
+            format!("; sync {base} {base_dir}"),
+            "; sync out",
+        )
+    } else {
+        ("(b) pack pkg 1, no fsync", " --no-fsync", String::new(), "")
+    };
     Workload::new(
-        "(b) pack pkg 1",
+        name,
         bytes,
         ours(
-            "neff pack --pkg-version 1",
-            format!("{neff} pack {tree} -o {out} --pkg-version 1 -q"),
+            &format!("neff pack --pkg-version 1{flag}"),
+            format!("{neff} pack {tree} -o {out} --pkg-version 1 -q{flag}"),
         ),
     )
     .baseline(
         "openssl",
-        "tar | openssl dgst -sha256",
-        format!("tar -cf - -C {tree} . | openssl dgst -sha256"),
+        &format!("tar | tee out | openssl dgst -sha256{label}"),
+        format!("tar -cf - -C {tree} . | tee {base} | openssl dgst -sha256{sync}"),
     )
 }
 
 /// (d) verify the pkg 2 NEFF from (a).
 fn verify_workload(neff: &Path, file: &Path, payload_bytes: u64) -> Workload {
+    verify_workload_named("(d) verify pkg 2", neff, file, payload_bytes)
+}
+
+/// `neff verify FILE` against `md5sum` and `gzip -t` of its payload.
+fn verify_workload_named(name: &str, neff: &Path, file: &Path, payload_bytes: u64) -> Workload {
     let (neff, file) = (quote(neff), quote(file));
     let skip = HEADER_SIZE + 1;
     Workload::new(
-        "(d) verify pkg 2",
+        name,
         payload_bytes,
-        ours("neff verify", format!("{neff} verify {file}")),
+        ours("neff verify", format!("{neff} verify {file} >/dev/null")),
     )
     .baseline(
         "md5sum",
         "tail | md5sum; tail | gzip -t",
         format!("tail -c +{skip} {file} | md5sum; tail -c +{skip} {file} | gzip -t"),
+    )
+}
+
+/// (k) unpack the pkg 2 NEFF from (a) into a fresh folder, against
+/// `tar -xzf` of its payload plus `md5sum` of it.
+fn unpack_workload(neff: &Path, file: &Path, dir: &Path, tree_bytes: u64) -> Workload {
+    let base_dir = dir.with_extension("tar");
+    let (neff, file, dir, base_dir) = (quote(neff), quote(file), quote(dir), quote(&base_dir));
+    let skip = HEADER_SIZE + 1;
+    Workload::new(
+        "(k) unpack pkg 2",
+        tree_bytes,
+        ours(
+            "neff unpack",
+            format!("rm -rf {dir} && {neff} unpack {file} {dir} -q"),
+        ),
+    )
+    .baseline(
+        "md5sum",
+        "tar -xzf; md5sum",
+        format!(
+            "rm -rf {base_dir} && mkdir {base_dir} && tail -c +{skip} {file} | tar -xzf - -C {base_dir} && tail -c +{skip} {file} | md5sum"
+        ),
+    )
+}
+
+/// (f) fuzz-seed generation: `neff corpus --count N`, durable and not.
+fn corpus_workload(neff: &Path, dir: &Path, count: u64) -> Workload {
+    let (neff, dir) = (quote(neff), quote(dir));
+    let script = |flag: &str| {
+        format!(
+            "rm -rf {dir} && {neff} corpus --out {dir} --count {count} --seed 1{flag} 2>/dev/null"
+        )
+    };
+    let mut w = Workload::new(
+        "(f) corpus",
+        0,
+        ours(&format!("neff corpus --count {count}"), script("")),
+    );
+    w.commands.push(Cmd {
+        label: format!("neff corpus --count {count} --no-fsync"),
+        script: script(" --no-fsync"),
+        ours: false,
+    });
+    w
+}
+
+/// Calls per command in (i).
+const FIXED_COST_CALLS: usize = 100;
+
+/// (i) per-process fixed cost: `neff verify` of one small real NEFF, called
+/// [`FIXED_COST_CALLS`] times, against Python reading it with `tarfile`.
+fn fixed_cost_workload(neff: &Path, file: &Path) -> Workload {
+    let (neff, file) = (quote(neff), quote(file));
+    let repeat = |body: String| {
+        format!("i=0; while [ $i -lt {FIXED_COST_CALLS} ]; do {body}; i=$((i+1)); done")
+    };
+    Workload::new(
+        "(i) fixed cost",
+        0,
+        ours(
+            "neff verify small.neff",
+            repeat(format!("{neff} verify {file} >/dev/null")),
+        ),
+    )
+    .baseline(
+        "python3",
+        "python3 -c tarfile (read every member)",
+        repeat(format!(
+            "python3 -c 'import io, sys, tarfile; d = open(sys.argv[1], \"rb\").read()[1024:]; [t.extractfile(m).read() for t in [tarfile.open(fileobj=io.BytesIO(d))] for m in t if m.isfile()]' {file}"
+        )),
     )
 }
 
@@ -856,11 +1162,17 @@ fn python_verify_workload(neff: &Path, file: &Path, payload_bytes: u64) -> Workl
 }
 
 /// (g) verify a folder of NEFFs, on 1 and 2 threads.
-fn verify_dir_workload(neff: &Path, dir: &Path, script: &Path, bytes: u64) -> Result<Workload> {
+fn verify_dir_workload(
+    name: &str,
+    neff: &Path,
+    dir: &Path,
+    script: &Path,
+    bytes: u64,
+) -> Result<Workload> {
     fs::write(script, WALK_PY)?;
     let (neff, dir, script) = (quote(neff), quote(dir), quote(script));
     let mut w = Workload::new(
-        "(g) verify DIR",
+        name,
         bytes,
         ours(
             "neff verify DIR --threads 2",
