@@ -53,6 +53,8 @@ mod recover;
 mod repeated_keys;
 mod stale;
 pub mod tar_writer;
+mod tee;
+mod writeback;
 mod zlib_gzip;
 
 pub use atomic::{

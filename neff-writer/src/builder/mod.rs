@@ -375,6 +375,13 @@ impl NeffBuilder {
         self
     }
 
+    /// Read the written NEFF back through the loader in full instead of the
+    /// streamed check ([`PackOptions::paranoid_readback`]; default off).
+    pub fn paranoid_readback(mut self, on: bool) -> Self {
+        self.options.paranoid_readback = on;
+        self
+    }
+
     /// How the header UUID is chosen (default: from the content).
     pub fn uuid(mut self, uuid: UuidChoice) -> Self {
         self.options.uuid = uuid;
