@@ -14,7 +14,7 @@ use crate::error::{Error, ErrorKind, TarErrorKind};
 use crate::gate::{Gate, Rejection};
 use crate::gzip_reader::{looks_like_gzip, GzipReader, MemberTally};
 use crate::profile::RuntimeProfile;
-use crate::tar_reader::{display_name, escape_name, EntryKind, TarReader};
+use crate::tar_reader::{display_name, escape_name, Entry, EntryKind, TarReader};
 
 /// Members whose names end with this suffix are skipped by the runtime's walk.
 pub const WAVEGRAPH_SUFFIX: &[u8] = b"wavegraph-bin.json";
@@ -249,7 +249,41 @@ pub fn run<R: Read + Seek>(
     profile: &RuntimeProfile,
     limits: &Limits,
 ) -> Result<Tier1, Error> {
-    run_with(source, profile, limits, Digester::for_payload)
+    run_with(source, profile, limits, Digester::for_payload, &mut NoSink)
+}
+
+/// [`run`], handing every tar entry and its data to `sink` as the walk reads
+/// it (an unpack writes them out in the same pass as the check).
+pub(crate) fn run_into<R: Read + Seek>(
+    source: &mut R,
+    profile: &RuntimeProfile,
+    limits: &Limits,
+    sink: &mut dyn EntrySink,
+) -> Result<Tier1, Error> {
+    run_with(Some(source), profile, limits, Digester::for_payload, sink)
+}
+
+/// Receives the tar entries the walk reads, each followed by its data. It
+/// cannot fail the walk (it keeps its own errors) and never changes a verdict.
+pub(crate) trait EntrySink {
+    /// The next entry, before its data.
+    fn entry(&mut self, entry: &Entry);
+    /// The next bytes of the current entry's data.
+    fn data(&mut self, bytes: &[u8]);
+    /// Whether the data of entries the walk itself skips (the
+    /// `wavegraph-bin.json` members) is wanted too.
+    fn wants_skipped(&self) -> bool;
+}
+
+/// A check only: nothing receives the entries.
+struct NoSink;
+
+impl EntrySink for NoSink {
+    fn entry(&mut self, _: &Entry) {}
+    fn data(&mut self, _: &[u8]) {}
+    fn wants_skipped(&self) -> bool {
+        false
+    }
 }
 
 /// [`run`] with the payload digest chosen by `digester` (a test seam: a
@@ -259,6 +293,7 @@ fn run_with<R: Read + Seek>(
     profile: &RuntimeProfile,
     limits: &Limits,
     digester: fn(bool, Option<PkgVersion>) -> Digester,
+    sink: &mut dyn EntrySink,
 ) -> Result<Tier1, Error> {
     let Some(source) = source else {
         return Ok(refused(
@@ -276,7 +311,7 @@ fn run_with<R: Read + Seek>(
     source.read_exact(&mut raw)?;
     let mut opened = match open(NeffHeader::from_bytes(raw), file_size, profile) {
         Ok(opened) => opened,
-        Err(refusal) => return Ok(refusal),
+        Err(refusal) => return Ok(*refusal),
     };
     let data_size = opened.container.header.data_size();
     let pkg = PkgVersion::from_value(opened.container.header.pkg_version());
@@ -297,7 +332,13 @@ fn run_with<R: Read + Seek>(
         });
         let tx = hashing.as_ref().map(|(tx, _)| tx.clone());
         let reader = HashingReader::new(&mut payload, tx.clone(), limits.progress.clone());
-        let walked = walk(reader, limits, &mut opened.container, &mut opened.warnings);
+        let walked = walk(
+            reader,
+            limits,
+            &mut opened.container,
+            &mut opened.warnings,
+            sink,
+        );
         // Hash whatever the walk did not read: the digest covers all data_size bytes.
         let rest = io::copy(
             &mut HashingReader::new(&mut payload, tx, None),
@@ -339,7 +380,7 @@ pub(crate) fn run_streamed(
     }
     let mut opened = match open(header, file_size, profile) {
         Ok(opened) => opened,
-        Err(refusal) => return Ok(refusal),
+        Err(refusal) => return Ok(*refusal),
     };
     let Walked {
         mut container,
@@ -381,6 +422,7 @@ impl Walked {
             limits,
             &mut container,
             &mut warnings,
+            &mut NoSink,
         );
         Walked {
             container,
@@ -417,7 +459,11 @@ fn too_small(file_size: u64) -> Option<Tier1> {
 }
 
 /// G3–G8 on the header, and the warning about bytes after the payload.
-fn open(header: NeffHeader, file_size: u64, profile: &RuntimeProfile) -> Result<Opened, Tier1> {
+fn open(
+    header: NeffHeader,
+    file_size: u64,
+    profile: &RuntimeProfile,
+) -> Result<Opened, Box<Tier1>> {
     let mut warnings = Vec::new();
     let rejection = header_gates(&header, Some(file_size), profile, &mut warnings);
     let container = Container {
@@ -426,7 +472,7 @@ fn open(header: NeffHeader, file_size: u64, profile: &RuntimeProfile) -> Result<
         ..Container::default()
     };
     if let Some(r) = rejection {
-        return Err(refused(r, Some(container), warnings));
+        return Err(Box::new(refused(r, Some(container), warnings)));
     }
     let end = HEADER_LEN as u64 + container.header.data_size();
     if file_size > end {
@@ -592,20 +638,23 @@ pub(crate) fn header_gates(
     None
 }
 
-/// Receives a member's data: keeps its first bytes, and all of it when asked.
-struct KeepSink {
+/// Receives a member's data: keeps its first bytes, and all of it when
+/// asked, and passes it on to the walk's [`EntrySink`].
+struct KeepSink<'s> {
     data: Option<Vec<u8>>,
     prefix: Vec<u8>,
     prefix_len: usize,
+    also: &'s mut dyn EntrySink,
 }
 
-impl io::Write for KeepSink {
+impl io::Write for KeepSink<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let room = self.prefix_len - self.prefix.len();
         self.prefix.extend_from_slice(&buf[..room.min(buf.len())]);
         if let Some(data) = &mut self.data {
             data.extend_from_slice(buf);
         }
+        self.also.data(buf);
         Ok(buf.len())
     }
 
@@ -628,12 +677,14 @@ fn classify(e: Error, gate: Gate, message: impl FnOnce(&str) -> String) -> WalkE
     WalkError::Gate(Rejection::new(gate, message(e.libarchive_text())).detail(e.to_string()))
 }
 
-/// The walk of spec §3.4 over the stored payload bytes.
+/// The walk of spec §3.4 over the stored payload bytes; every entry and its
+/// data also go to `sink`.
 fn walk<R: Read>(
     payload: R,
     limits: &Limits,
     container: &mut Container,
     warnings: &mut Vec<String>,
+    sink: &mut dyn EntrySink,
 ) -> Result<(), WalkError> {
     let (compression, stream, tally) = payload_stream_tallied(payload)
         .map_err(|e| classify(e.into(), Gate::G10, |t| format!("Failed to open NEFF {t}")))?;
@@ -682,6 +733,7 @@ fn walk<R: Read>(
                 });
             }
         };
+        sink.entry(&entry);
         let shown = display_name(&entry.name);
         let key: &[u8] = entry.name.strip_prefix(b"./").unwrap_or(&entry.name);
         let mut record = EntryRecord {
@@ -700,6 +752,19 @@ fn walk<R: Read>(
             warn(warnings, format!(
                 "member {shown} skipped: the runtime never stores members whose names end in wavegraph-bin.json"
             ));
+            if sink.wants_skipped() {
+                let mut data = KeepSink {
+                    data: None,
+                    prefix: Vec::new(),
+                    prefix_len: 0,
+                    also: &mut *sink,
+                };
+                tar.copy_data(&mut data).map_err(|e| {
+                    classify(e, Gate::G11, |t| {
+                        format!("failure while reading NEFF metadata {t}")
+                    })
+                })?;
+            }
         } else if entry.size < 0 {
             return Err(WalkError::Gate(
                 Rejection::new(
@@ -737,6 +802,7 @@ fn walk<R: Read>(
                 data: keep.then(|| Vec::with_capacity(size as usize)),
                 prefix: Vec::with_capacity(prefix_len(key)),
                 prefix_len: prefix_len(key),
+                also: &mut *sink,
             };
             tar.copy_data(&mut sink).map_err(|e| {
                 classify(e, Gate::G12, |t| {
@@ -936,6 +1002,7 @@ mod tests {
             &profile,
             &Limits::default(),
             failing,
+            &mut NoSink,
         )
         .expect_err("a dead hash thread must be an error");
         assert!(err.to_string().contains("hash"), "{err}");

@@ -71,7 +71,7 @@ pub use container::{
 };
 pub use device_memory::{CoreMemory, MemoryCategories, MemoryReport, DMA_DESCRIPTOR_BYTES};
 pub use error::{Error, ErrorKind, GzipErrorKind, TarErrorKind};
-pub use extract::{extract, ExtractLimits, ExtractSummary};
+pub use extract::{abandon_unpack_dirs, extract, ExtractLimits, ExtractSummary};
 pub use gate::{Gate, NrtStatus, Rejection};
 pub use inspect::{InspectReport, ModelReadPast};
 pub use memory::{check_members, MemberData};

@@ -312,7 +312,7 @@ fn progress_counts_member_bytes_as_they_stream_then_a_paranoid_read_back() {
         progress: Some(std::sync::Arc::clone(&progress)),
         ..PackOptions::default()
     };
-    let (_dir, _path, bytes) = build(p, &options);
+    build(p, &options);
     let seen = seen.lock().unwrap();
     assert!(seen.iter().all(|(phase, _)| *phase == Phase::Writing));
     let mid: Vec<u64> = seen.iter().map(|(_, b)| *b).collect();
