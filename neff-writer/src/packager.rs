@@ -54,14 +54,15 @@ pub struct PackOptions {
     /// not depend on it.
     pub threads: usize,
     /// When set, the phase and its bytes so far (member bytes as they are
-    /// read, then payload bytes as they are read back) go here, for a
+    /// read, then, with [`PackOptions::paranoid_readback`], payload bytes as
+    /// they are read back) go here, for a
     /// progress display.
     pub progress: Option<Arc<Progress>>,
     /// How the UUID is chosen (a UUID in `header` wins over this).
     pub uuid: UuidChoice,
     /// Header fields to set over the defaults and the computed fields.
     pub header: HeaderPatch,
-    /// Keep and hand over the written NEFF even when the read-back gates
+    /// Keep and hand over the written NEFF even when the output check's gates
     /// refuse it (the verdict is still in the outcome). Only this; it skips no
     /// check.
     pub keep_refused: bool,
