@@ -14,7 +14,7 @@ use crate::error::{Error, ErrorKind, TarErrorKind};
 use crate::gate::{Gate, Rejection};
 use crate::gzip_reader::{looks_like_gzip, GzipReader, MemberTally};
 use crate::profile::RuntimeProfile;
-use crate::tar_reader::{display_name, escape_name, EntryKind, TarReader};
+use crate::tar_reader::{display_name, escape_name, Entry, EntryKind, TarReader};
 
 /// Members whose names end with this suffix are skipped by the runtime's walk.
 pub const WAVEGRAPH_SUFFIX: &[u8] = b"wavegraph-bin.json";
@@ -249,7 +249,41 @@ pub fn run<R: Read + Seek>(
     profile: &RuntimeProfile,
     limits: &Limits,
 ) -> Result<Tier1, Error> {
-    run_with(source, profile, limits, Digester::for_payload)
+    run_with(source, profile, limits, Digester::for_payload, &mut NoSink)
+}
+
+/// [`run`], handing every tar entry and its data to `sink` as the walk reads
+/// it (an unpack writes them out in the same pass as the check).
+pub(crate) fn run_into<R: Read + Seek>(
+    source: &mut R,
+    profile: &RuntimeProfile,
+    limits: &Limits,
+    sink: &mut dyn EntrySink,
+) -> Result<Tier1, Error> {
+    run_with(Some(source), profile, limits, Digester::for_payload, sink)
+}
+
+/// Receives the tar entries the walk reads, each followed by its data. It
+/// cannot fail the walk (it keeps its own errors) and never changes a verdict.
+pub(crate) trait EntrySink {
+    /// The next entry, before its data.
+    fn entry(&mut self, entry: &Entry);
+    /// The next bytes of the current entry's data.
+    fn data(&mut self, bytes: &[u8]);
+    /// Whether the data of entries the walk itself skips (the
+    /// `wavegraph-bin.json` members) is wanted too.
+    fn wants_skipped(&self) -> bool;
+}
+
+/// A check only: nothing receives the entries.
+struct NoSink;
+
+impl EntrySink for NoSink {
+    fn entry(&mut self, _: &Entry) {}
+    fn data(&mut self, _: &[u8]) {}
+    fn wants_skipped(&self) -> bool {
+        false
+    }
 }
 
 /// [`run`] with the payload digest chosen by `digester` (a test seam: a
@@ -259,60 +293,29 @@ fn run_with<R: Read + Seek>(
     profile: &RuntimeProfile,
     limits: &Limits,
     digester: fn(bool, Option<PkgVersion>) -> Digester,
+    sink: &mut dyn EntrySink,
 ) -> Result<Tier1, Error> {
-    let make_digester = digester;
-    let mut warnings = Vec::new();
-    let reject = |rejection: Rejection, container: Option<Container>, warnings: Vec<String>| {
-        Ok(Tier1 {
-            container,
-            rejection: Some(rejection),
-            warnings,
-        })
-    };
     let Some(source) = source else {
-        return reject(
+        return Ok(refused(
             Rejection::new(Gate::G1, "Invalid NEFF buffer"),
             None,
-            warnings,
-        );
+            Vec::new(),
+        ));
     };
     let file_size = source.seek(SeekFrom::End(0))?;
-    if file_size <= 0x3FF {
-        return reject(
-            Rejection::new(
-                Gate::G2,
-                format!("Invalid number of NEFF bytes received {file_size:x}"),
-            )
-            .detail(format!(
-                "the file is {file_size} bytes; the 1024-byte header alone needs more"
-            )),
-            None,
-            warnings,
-        );
+    if let Some(refusal) = too_small(file_size) {
+        return Ok(refusal);
     }
     source.seek(SeekFrom::Start(0))?;
     let mut raw = [0u8; HEADER_LEN];
     source.read_exact(&mut raw)?;
-    let header = NeffHeader::from_bytes(raw);
-    let mut container = Container {
-        header: header.clone(),
-        file_size,
-        ..Container::default()
+    let mut opened = match open(NeffHeader::from_bytes(raw), file_size, profile) {
+        Ok(opened) => opened,
+        Err(refusal) => return Ok(*refusal),
     };
-    if let Some(r) = header_gates(&header, Some(file_size), profile, &mut warnings) {
-        return reject(r, Some(container), warnings);
-    }
-    let data_size = header.data_size();
-    let end = HEADER_LEN as u64 + data_size;
-    if file_size > end {
-        warnings.push(format!(
-            "{} bytes after the payload (file offset {end:#x} to {file_size:#x}) are ignored",
-            file_size - end
-        ));
-    }
-
-    let pkg = PkgVersion::from_value(header.pkg_version());
-    let mut digester = make_digester(profile.verify_hash, pkg);
+    let data_size = opened.container.header.data_size();
+    let pkg = PkgVersion::from_value(opened.container.header.pkg_version());
+    let mut digester = digester(profile.verify_hash, pkg);
     source.seek(SeekFrom::Start(HEADER_LEN as u64))?;
     let mut payload = (&mut *source).take(data_size);
     // The digest runs on its own thread, overlapped with inflate and the walk.
@@ -329,7 +332,13 @@ fn run_with<R: Read + Seek>(
         });
         let tx = hashing.as_ref().map(|(tx, _)| tx.clone());
         let reader = HashingReader::new(&mut payload, tx.clone(), limits.progress.clone());
-        let walked = walk(reader, limits, &mut container, &mut warnings);
+        let walked = walk(
+            reader,
+            limits,
+            &mut opened.container,
+            &mut opened.warnings,
+            sink,
+        );
         // Hash whatever the walk did not read: the digest covers all data_size bytes.
         let rest = io::copy(
             &mut HashingReader::new(&mut payload, tx, None),
@@ -347,48 +356,197 @@ fn run_with<R: Read + Seek>(
         };
         (walked, rest, digester)
     });
-    let walk_rejection = match walked {
-        Ok(()) => None,
+    let walked = match walked {
         Err(WalkError::Source(e)) => return Err(e),
-        Err(WalkError::Gate(r)) => Some(r),
+        walked => walked,
     };
     rest?;
-    let name = if pkg == Some(PkgVersion::Sha256Tar) {
-        "SHA256"
-    } else {
-        "MD5"
+    Ok(close(opened, walked, digester?.finish(), profile))
+}
+
+/// Tier 1 over a payload that was streamed through [`walk`] as it was
+/// written (see [`crate::StreamCheck`]): the same gates as [`run`], in the
+/// same order, on the header bytes, the real `file_size`, the walk's outcome
+/// and the writer's own `digest` of those exact bytes.
+pub(crate) fn run_streamed(
+    header: NeffHeader,
+    file_size: u64,
+    walked: Walked,
+    digest: Option<Vec<u8>>,
+    profile: &RuntimeProfile,
+) -> Result<Tier1, Error> {
+    if let Some(refusal) = too_small(file_size) {
+        return Ok(refusal);
+    }
+    let mut opened = match open(header, file_size, profile) {
+        Ok(opened) => opened,
+        Err(refusal) => return Ok(*refusal),
     };
-    if let Some(digest) = digester?.finish() {
-        let stored = header.hash();
+    let Walked {
+        mut container,
+        warnings,
+        outcome,
+    } = walked;
+    if let Err(WalkError::Source(e)) = outcome {
+        return Err(e);
+    }
+    container.header = opened.container.header;
+    container.file_size = file_size;
+    opened.container = container;
+    opened.warnings.extend(warnings);
+    Ok(close(opened, outcome, digest, profile))
+}
+
+/// What the gates before the walk leave: the container so far and warnings.
+struct Opened {
+    container: Container,
+    warnings: Vec<String>,
+}
+
+/// What a walk over a streamed payload found, for [`run_streamed`].
+#[derive(Debug)]
+pub(crate) struct Walked {
+    /// The member map and framing facts (header and file size unset).
+    container: Container,
+    warnings: Vec<String>,
+    outcome: Result<(), WalkError>,
+}
+
+impl Walked {
+    /// Walks `payload` (the stored payload bytes) into a fresh container.
+    pub(crate) fn run<R: Read>(payload: R, limits: &Limits) -> Walked {
+        let mut container = Container::default();
+        let mut warnings = Vec::new();
+        let outcome = walk(
+            HashingReader::new(payload, None, limits.progress.clone()),
+            limits,
+            &mut container,
+            &mut warnings,
+            &mut NoSink,
+        );
+        Walked {
+            container,
+            warnings,
+            outcome,
+        }
+    }
+}
+
+/// A Tier-1 refusal.
+fn refused(rejection: Rejection, container: Option<Container>, warnings: Vec<String>) -> Tier1 {
+    Tier1 {
+        container,
+        rejection: Some(rejection),
+        warnings,
+    }
+}
+
+/// G2: a file too small to hold the header.
+fn too_small(file_size: u64) -> Option<Tier1> {
+    (file_size <= 0x3FF).then(|| {
+        refused(
+            Rejection::new(
+                Gate::G2,
+                format!("Invalid number of NEFF bytes received {file_size:x}"),
+            )
+            .detail(format!(
+                "the file is {file_size} bytes; the 1024-byte header alone needs more"
+            )),
+            None,
+            Vec::new(),
+        )
+    })
+}
+
+/// G3–G8 on the header, and the warning about bytes after the payload.
+fn open(
+    header: NeffHeader,
+    file_size: u64,
+    profile: &RuntimeProfile,
+) -> Result<Opened, Box<Tier1>> {
+    let mut warnings = Vec::new();
+    let rejection = header_gates(&header, Some(file_size), profile, &mut warnings);
+    let container = Container {
+        header,
+        file_size,
+        ..Container::default()
+    };
+    if let Some(r) = rejection {
+        return Err(Box::new(refused(r, Some(container), warnings)));
+    }
+    let end = HEADER_LEN as u64 + container.header.data_size();
+    if file_size > end {
+        warnings.push(format!(
+            "{} bytes after the payload (file offset {end:#x} to {file_size:#x}) are ignored",
+            file_size - end
+        ));
+    }
+    Ok(Opened {
+        container,
+        warnings,
+    })
+}
+
+/// G9 on the payload `digest` (`None`: verification off), after the walk:
+/// a hash mismatch is the verdict whatever the walk found.
+fn close(
+    opened: Opened,
+    walked: Result<(), WalkError>,
+    digest: Option<Vec<u8>>,
+    profile: &RuntimeProfile,
+) -> Tier1 {
+    let Opened {
+        mut container,
+        warnings,
+    } = opened;
+    let walk_rejection = match walked {
+        Err(WalkError::Gate(r)) => Some(r),
+        _ => None,
+    };
+    if let Some(digest) = digest {
+        let stored = container.header.hash();
         let layouts = profile.hash_layout.layouts();
         match matching_layout(&digest, &stored, layouts) {
             Some(layout) => container.hash_layout = Some(layout),
             None => {
-                let expected = neff_schema::hex::encode(&stored[..digest.len()]);
-                let computed: Vec<String> = layouts
-                    .iter()
-                    .map(|l| {
-                        format!(
-                            "{} {}",
-                            neff_schema::hex::encode(&l.apply(&digest)),
-                            l.name()
-                        )
-                    })
-                    .collect();
-                let r = Rejection::new(Gate::G9, format!("{name} mismatch!")).detail(format!(
-                    "header hash at +0x0AC is {expected}; the {data_size}-byte payload at file offset 0x400 hashes to {} (hash layouts tried: {})",
-                    computed.join(" / "),
-                    profile.hash_layout.name()
-                ));
-                return reject(r, Some(container), warnings);
+                let r = hash_mismatch(&container.header, &digest, profile);
+                return refused(r, Some(container), warnings);
             }
         }
     }
-    Ok(Tier1 {
+    Tier1 {
         container: Some(container),
         rejection: walk_rejection,
         warnings,
-    })
+    }
+}
+
+/// G9's refusal: the header's hash against the payload's `digest`.
+fn hash_mismatch(header: &NeffHeader, digest: &[u8], profile: &RuntimeProfile) -> Rejection {
+    let name = if PkgVersion::from_value(header.pkg_version()) == Some(PkgVersion::Sha256Tar) {
+        "SHA256"
+    } else {
+        "MD5"
+    };
+    let stored = header.hash();
+    let expected = neff_schema::hex::encode(&stored[..digest.len()]);
+    let layouts = profile.hash_layout.layouts();
+    let computed: Vec<String> = layouts
+        .iter()
+        .map(|l| {
+            format!(
+                "{} {}",
+                neff_schema::hex::encode(&l.apply(digest)),
+                l.name()
+            )
+        })
+        .collect();
+    Rejection::new(Gate::G9, format!("{name} mismatch!")).detail(format!(
+        "header hash at +0x0AC is {expected}; the {}-byte payload at file offset 0x400 hashes to {} (hash layouts tried: {})",
+        header.data_size(),
+        computed.join(" / "),
+        profile.hash_layout.name()
+    ))
 }
 
 /// G3–G8: the checks on header fields alone, in the runtime's order. With no
@@ -480,20 +638,23 @@ pub(crate) fn header_gates(
     None
 }
 
-/// Receives a member's data: keeps its first bytes, and all of it when asked.
-struct KeepSink {
+/// Receives a member's data: keeps its first bytes, and all of it when
+/// asked, and passes it on to the walk's [`EntrySink`].
+struct KeepSink<'s> {
     data: Option<Vec<u8>>,
     prefix: Vec<u8>,
     prefix_len: usize,
+    also: &'s mut dyn EntrySink,
 }
 
-impl io::Write for KeepSink {
+impl io::Write for KeepSink<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let room = self.prefix_len - self.prefix.len();
         self.prefix.extend_from_slice(&buf[..room.min(buf.len())]);
         if let Some(data) = &mut self.data {
             data.extend_from_slice(buf);
         }
+        self.also.data(buf);
         Ok(buf.len())
     }
 
@@ -502,7 +663,8 @@ impl io::Write for KeepSink {
     }
 }
 
-enum WalkError {
+#[derive(Debug)]
+pub(crate) enum WalkError {
     Source(Error),
     Gate(Rejection),
 }
@@ -515,12 +677,14 @@ fn classify(e: Error, gate: Gate, message: impl FnOnce(&str) -> String) -> WalkE
     WalkError::Gate(Rejection::new(gate, message(e.libarchive_text())).detail(e.to_string()))
 }
 
-/// The walk of spec §3.4 over the stored payload bytes.
+/// The walk of spec §3.4 over the stored payload bytes; every entry and its
+/// data also go to `sink`.
 fn walk<R: Read>(
     payload: R,
     limits: &Limits,
     container: &mut Container,
     warnings: &mut Vec<String>,
+    sink: &mut dyn EntrySink,
 ) -> Result<(), WalkError> {
     let (compression, stream, tally) = payload_stream_tallied(payload)
         .map_err(|e| classify(e.into(), Gate::G10, |t| format!("Failed to open NEFF {t}")))?;
@@ -569,6 +733,7 @@ fn walk<R: Read>(
                 });
             }
         };
+        sink.entry(&entry);
         let shown = display_name(&entry.name);
         let key: &[u8] = entry.name.strip_prefix(b"./").unwrap_or(&entry.name);
         let mut record = EntryRecord {
@@ -587,6 +752,19 @@ fn walk<R: Read>(
             warn(warnings, format!(
                 "member {shown} skipped: the runtime never stores members whose names end in wavegraph-bin.json"
             ));
+            if sink.wants_skipped() {
+                let mut data = KeepSink {
+                    data: None,
+                    prefix: Vec::new(),
+                    prefix_len: 0,
+                    also: &mut *sink,
+                };
+                tar.copy_data(&mut data).map_err(|e| {
+                    classify(e, Gate::G11, |t| {
+                        format!("failure while reading NEFF metadata {t}")
+                    })
+                })?;
+            }
         } else if entry.size < 0 {
             return Err(WalkError::Gate(
                 Rejection::new(
@@ -624,6 +802,7 @@ fn walk<R: Read>(
                 data: keep.then(|| Vec::with_capacity(size as usize)),
                 prefix: Vec::with_capacity(prefix_len(key)),
                 prefix_len: prefix_len(key),
+                also: &mut *sink,
             };
             tar.copy_data(&mut sink).map_err(|e| {
                 classify(e, Gate::G12, |t| {
@@ -823,6 +1002,7 @@ mod tests {
             &profile,
             &Limits::default(),
             failing,
+            &mut NoSink,
         )
         .expect_err("a dead hash thread must be an error");
         assert!(err.to_string().contains("hash"), "{err}");

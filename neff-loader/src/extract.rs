@@ -2,27 +2,28 @@
 
 mod dest;
 mod plan;
+mod temp_dir;
 
 use std::fs::{self, File};
-use std::io::{self, BufReader, Read, Seek, SeekFrom};
+use std::io::{self, BufReader, Write};
 use std::path::{Path, PathBuf};
 
-use neff_schema::HEADER_LEN;
-
-use crate::container::{payload_stream, Container, Limits};
+use crate::container::{Container, EntrySink, Limits, Tier1};
 use crate::profile::RuntimeProfile;
-use crate::tar_reader::{escape_name, EntryKind, TarReader};
+use crate::tar_reader::{Entry, EntryKind};
 use crate::{Error, ErrorKind, Report};
 
 use plan::Plan;
+pub use temp_dir::abandon_unpack_dirs;
+use temp_dir::TempDir;
 
-/// Caps on what an unpack may write; an archive past one is refused before
-/// anything is written.
+/// Caps on what an unpack may write; an archive past one is refused, the
+/// entry past it before it is written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExtractLimits {
     /// Most tar entries (files, folders and repeated names all count).
     pub max_entries: u64,
-    /// Most bytes of member data written.
+    /// Most bytes of member data written (a repeated path counts each time).
     pub max_bytes: u64,
     /// Most components (folders and the file name) in an entry's path.
     pub max_depth: usize,
@@ -55,28 +56,31 @@ fn over_cap(what: String, flag: &str) -> Error {
 /// What was unpacked.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ExtractSummary {
-    /// Files written.
+    /// Files in place.
     pub files: usize,
     /// Folders created for directory entries.
     pub directories: usize,
-    /// Bytes of member data written.
+    /// Bytes of member data in place.
     pub bytes: u64,
-    /// File entries not written because a later entry has the same path
+    /// File entries not kept because a later entry has the same path
     /// (the runtime keeps the last one too).
     pub replaced: usize,
 }
 
-/// Unpacks every entry of the NEFF at `neff` into `dest`. The archive is
-/// checked first (the container gates G1–G12 only, names, entry types and
-/// `limits`); entries whose names are absolute or have `..` components, link
-/// or device entries, and an archive past a limit refuse the whole unpack
-/// before anything is written. `dest` must be empty or absent unless `force`
-/// is set; then whatever in it is in the way (a symlink, a FIFO, a device, a
-/// file where a folder goes) also refuses the unpack before anything is
-/// written. Each file is written as a new file and renamed into place, so
-/// nothing is ever written through a symlink or into an existing file (a
-/// hardlink's other names keep their content). Of entries with the same
-/// path, only the last is written. Returns the container read in the check
+/// Unpacks every entry of the NEFF at `neff` into `dest`, in the same pass
+/// as the container check (the gates G1–G12, names, entry types and
+/// `limits`): each entry is written, as the archive streams, into a temp dir
+/// inside `dest` (`.neff-unpack.<pid>.<random>`), and moved into place only
+/// once every gate passed; on any refusal or error the temp dir is removed
+/// and `dest` is as it was (absent again if it was). Entries whose names are
+/// absolute or have `..` components, link or device entries, and an archive
+/// past a limit refuse the whole unpack, each before it is written. `dest`
+/// must be empty or absent unless `force` is set; then whatever in it is in
+/// the way (a symlink, a FIFO, a device, a file where a folder goes) also
+/// refuses the unpack before anything is moved. Each file is renamed into
+/// place, so nothing is ever written through a symlink or into an existing
+/// file (a hardlink's other names keep their content). Of entries with the
+/// same path, only the last is kept. Returns the container read in the check
 /// as well.
 pub fn extract(
     neff: &Path,
@@ -85,21 +89,29 @@ pub fn extract(
     force: bool,
     limits: &ExtractLimits,
 ) -> Result<(ExtractSummary, Container), Error> {
-    let mut file =
-        File::open(neff).map_err(|e| Error::io(ErrorKind::Read, "cannot open", neff, e))?;
-    let container = check_container(&mut file, profile)?;
-    let plan = plan(&mut file, &container, limits)?;
-    if !prepare_dest(dest, force)? {
+    let file = File::open(neff).map_err(|e| Error::io(ErrorKind::Read, "cannot open", neff, e))?;
+    let (empty, created) = prepare_dest(dest, force)?;
+    let mut temp = TempDir::new_in(dest, created)?;
+    let mut unpacker = Unpacker::new(temp.path(), limits);
+    let tier1 = crate::container::run_into(
+        &mut BufReader::with_capacity(1 << 20, file),
+        profile,
+        &Limits::default(),
+        &mut unpacker,
+    )?;
+    let container = accepted(tier1, profile)?;
+    let plan = unpacker.finish()?;
+    if !empty {
         check_destination(dest, &plan)?;
     }
-    let summary = write(&mut file, &container, dest, &plan)?;
-    Ok((summary, container))
+    move_into_place(temp.path(), dest, &plan, empty)?;
+    temp.keep_destination();
+    Ok((plan.summary(), container))
 }
 
-/// Runs the container gates (only that tier matters: any readable archive unpacks).
-fn check_container(file: &mut File, profile: &RuntimeProfile) -> Result<Container, Error> {
-    let tier1 =
-        crate::container::run(Some(&mut BufReader::new(file)), profile, &Limits::default())?;
+/// The container gates' verdict (only that tier matters: any readable
+/// archive unpacks).
+fn accepted(tier1: Tier1, profile: &RuntimeProfile) -> Result<Container, Error> {
     match (tier1.rejection, tier1.container) {
         (None, Some(c)) => Ok(c),
         (rejection, _) => {
@@ -109,44 +121,25 @@ fn check_container(file: &mut File, profile: &RuntimeProfile) -> Result<Containe
     }
 }
 
-/// Checks every entry: from the walk's entry table when it holds them all,
-/// else by streaming the archive once more.
-fn plan(file: &mut File, container: &Container, limits: &ExtractLimits) -> Result<Plan, Error> {
-    let mut plan = Plan::new(limits);
-    if container.entries_complete {
-        for entry in &container.entries {
-            plan.add(&entry.raw_name, entry.kind, entry.size)?;
-        }
-    } else {
-        let mut tar = tar_stream(file, container)?;
-        while let Some(entry) = tar.next_entry()? {
-            plan.add(&entry.name, entry.kind, entry.size.max(0) as u64)?;
-        }
-    }
-    plan.finish()?;
-    Ok(plan)
-}
-
 /// Creates `dest` when absent; refuses a non-empty one without `force`.
-/// Returns whether it was absent or empty.
-fn prepare_dest(dest: &Path, force: bool) -> Result<bool, Error> {
+/// Returns whether it was absent or empty, and whether it was created.
+fn prepare_dest(dest: &Path, force: bool) -> Result<(bool, bool), Error> {
     match fs::read_dir(dest).map(|mut items| items.next().is_none()) {
-        Ok(true) => Ok(true),
-        Ok(false) if force => Ok(false),
-        Ok(false) => {
+        Ok(empty) if empty || force => Ok((empty, false)),
+        Ok(_) => {
             let message = "is not empty (pass --force to write into it)";
             Err(Error::new(ErrorKind::NotEmpty, message).at_path(dest))
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             fs::create_dir_all(dest)
                 .map_err(|e| Error::io(ErrorKind::Write, "cannot create", dest, e))?;
-            Ok(true)
+            Ok((true, true))
         }
         Err(e) => Err(Error::io(ErrorKind::Read, "cannot read", dest, e)),
     }
 }
 
-/// Refuses, before anything is written, whatever in a non-empty `dest` is in
+/// Refuses, before anything is moved, whatever in a non-empty `dest` is in
 /// the way of a path the unpack writes (or of one of its folders).
 fn check_destination(dest: &Path, plan: &Plan) -> Result<(), Error> {
     for (rel, dir) in plan.paths() {
@@ -158,52 +151,106 @@ fn check_destination(dest: &Path, plan: &Plan) -> Result<(), Error> {
     Ok(())
 }
 
-/// The write pass: each path's entry, in archive order.
-fn write(
-    file: &mut File,
-    container: &Container,
-    dest: &Path,
-    plan: &Plan,
-) -> Result<ExtractSummary, Error> {
-    let mut summary = ExtractSummary {
-        files: 0,
-        directories: 0,
-        bytes: 0,
-        replaced: plan.replaced,
+/// Moves what was unpacked into `temp` to `dest`: each top-level entry when
+/// `dest` was empty, else path by path (folders made, files renamed over
+/// their targets).
+fn move_into_place(temp: &Path, dest: &Path, plan: &Plan, empty: bool) -> Result<(), Error> {
+    let rename = |from: &Path, to: &Path| {
+        fs::rename(from, to).map_err(|e| dest::with_path(e, "cannot move into place", to))
     };
-    let mut tar = tar_stream(file, container)?;
-    let mut index = 0;
-    // The last folder made: its ancestors need no second look.
-    let mut made = PathBuf::new();
-    while let Some(entry) = tar.next_entry()? {
-        index += 1;
-        let Some(target) = plan.target(dest, &entry, index - 1) else {
-            continue;
-        };
-        let dir = entry.kind == EntryKind::Directory;
-        let folder = if dir { &target } else { parent_of(&target) };
-        if !made.starts_with(folder) {
-            dest::folders(dest, folder, true)?;
-            made = folder.to_path_buf();
+    if empty {
+        let items = fs::read_dir(temp).map_err(|e| dest::with_path(e, "cannot read", temp))?;
+        for item in items {
+            let item = item.map_err(|e| dest::with_path(e, "cannot read", temp))?;
+            rename(&item.path(), &dest.join(item.file_name()))?;
         }
-        if dir {
-            summary.directories += 1;
-        } else {
-            summary.bytes += dest::write_file(&mut tar, &target, &escape_name(&entry.name))?;
-            summary.files += 1;
+        return Ok(());
+    }
+    for (rel, dir) in plan.paths() {
+        let target = plan::join(dest, rel);
+        let folder = if dir { &target } else { parent_of(&target) };
+        dest::folders(dest, folder, true)?;
+        if !dir {
+            dest::check_in_the_way(&target, false)?;
+            rename(&plan::join(temp, rel), &target)?;
         }
     }
-    Ok(summary)
+    Ok(())
 }
 
-/// The tar stream of the NEFF's payload, from its start.
-fn tar_stream<'a>(
-    file: &'a mut File,
-    container: &Container,
-) -> Result<TarReader<Box<dyn Read + 'a>>, Error> {
-    file.seek(SeekFrom::Start(HEADER_LEN as u64))?;
-    let payload = BufReader::new(file).take(container.header.data_size());
-    Ok(TarReader::new(payload_stream(payload)?.1))
+/// Writes each entry into the temp dir as the walk streams it, after the
+/// plan's checks; keeps the first error (the walk goes on to its verdict,
+/// which wins over it).
+struct Unpacker {
+    root: PathBuf,
+    plan: Plan,
+    /// The last folder made: its ancestors need no second look.
+    made: PathBuf,
+    /// The file being written.
+    current: Option<(File, PathBuf)>,
+    error: Option<Error>,
+}
+
+impl Unpacker {
+    fn new(root: &Path, limits: &ExtractLimits) -> Unpacker {
+        Unpacker {
+            root: root.to_path_buf(),
+            plan: Plan::new(limits),
+            made: root.to_path_buf(),
+            current: None,
+            error: None,
+        }
+    }
+
+    /// Checks `entry` and starts writing it.
+    fn start(&mut self, entry: &Entry) -> Result<(), Error> {
+        let size = entry.size.max(0) as u64;
+        let Some(rel) = self.plan.add(&entry.name, entry.kind, size)? else {
+            return Ok(());
+        };
+        let target = plan::join(&self.root, &rel);
+        let dir = entry.kind == EntryKind::Directory;
+        let folder = if dir { &target } else { parent_of(&target) };
+        if !self.made.starts_with(folder) {
+            dest::folders(&self.root, folder, true)?;
+            self.made = folder.to_path_buf();
+        }
+        if !dir {
+            self.current = Some((dest::create_new(&target)?, target));
+        }
+        Ok(())
+    }
+
+    /// The plan, once the walk is done; the first error if any.
+    fn finish(mut self) -> Result<Plan, Error> {
+        self.current = None;
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.plan),
+        }
+    }
+}
+
+impl EntrySink for Unpacker {
+    fn entry(&mut self, entry: &Entry) {
+        self.current = None;
+        if self.error.is_none() {
+            self.error = self.start(entry).err();
+        }
+    }
+
+    fn data(&mut self, bytes: &[u8]) {
+        if let Some((file, path)) = &mut self.current {
+            if let Err(e) = file.write_all(bytes) {
+                self.error = Some(dest::with_path(e, "cannot write", path));
+                self.current = None;
+            }
+        }
+    }
+
+    fn wants_skipped(&self) -> bool {
+        true
+    }
 }
 
 /// A target's folder (targets are always below the destination).

@@ -55,6 +55,7 @@ mod profile;
 mod report;
 mod sections;
 mod staging;
+mod stream_check;
 mod tar_reader;
 
 use std::fs::File;
@@ -70,7 +71,7 @@ pub use container::{
 };
 pub use device_memory::{CoreMemory, MemoryCategories, MemoryReport, DMA_DESCRIPTOR_BYTES};
 pub use error::{Error, ErrorKind, GzipErrorKind, TarErrorKind};
-pub use extract::{extract, ExtractLimits, ExtractSummary};
+pub use extract::{abandon_unpack_dirs, extract, ExtractLimits, ExtractSummary};
 pub use gate::{Gate, NrtStatus, Rejection};
 pub use inspect::{InspectReport, ModelReadPast};
 pub use memory::{check_members, MemberData};
@@ -81,6 +82,7 @@ pub use profile::{
     UCODE_ABI_2_31,
 };
 pub use report::{ArchScope, Report, TIERS};
+pub use stream_check::{StreamCheck, StreamedDigests};
 pub use tar_reader::{Dialect, Entry, EntryKind, TarReader};
 
 use access::{Ctx, Effects, Load, Source};
@@ -140,7 +142,19 @@ pub fn load_reader_arches<R: Read + Seek>(
     limits: &Limits,
 ) -> Result<Vec<Loaded>, Error> {
     let mut source = source;
-    let mut tier1 = container::run(source.as_mut(), profile, limits)?;
+    let tier1 = container::run(source.as_mut(), profile, limits)?;
+    after_tier1(tier1, source, profile, arches)
+}
+
+/// What follows Tier 1, whichever way it ran (over a seekable source or
+/// streamed, [`StreamCheck`]): the padding measured from `source`, then the
+/// arch-dependent tiers once per arch of `arches`.
+fn after_tier1<R: Read + Seek>(
+    mut tier1: container::Tier1,
+    mut source: Option<R>,
+    profile: &RuntimeProfile,
+    arches: &[Arch],
+) -> Result<Vec<Loaded>, Error> {
     if let (Some(src), Some(c)) = (source.as_mut(), tier1.container.as_mut()) {
         c.measure_padding(src)?;
     }

@@ -150,14 +150,22 @@ impl TempFile {
 
     /// Renames the finished (already synced) file to its target, then makes
     /// the rename durable where the platform can sync a folder.
-    pub fn persist(mut self) -> io::Result<()> {
+    pub fn persist(self) -> io::Result<()> {
+        self.persist_synced(true)
+    }
+
+    /// [`TempFile::persist`]; the folder is synced only when `sync_dir`.
+    pub fn persist_synced(mut self, sync_dir: bool) -> io::Result<()> {
         {
             let mut registry = registry();
             std::fs::rename(&self.path, &self.target).map_err(|e| self.context(e))?;
             registry.live.retain(|p| p != &self.path);
             self.live = false;
         }
-        if let Ok(d) = File::open(parent_dir(&self.target)) {
+        if let Some(d) = sync_dir
+            .then(|| File::open(parent_dir(&self.target)).ok())
+            .flatten()
+        {
             let _ = d.sync_all();
         }
         Ok(())

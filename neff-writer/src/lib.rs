@@ -7,8 +7,9 @@
 //!   under it, for any set of members, with [`PackOptions`] (framing, header
 //!   fields) and a [`PackOutcome`] describing what was written.
 //!
-//! Every output is read back through `neff-loader`'s gates before it is
-//! handed over: a NEFF the runtime would refuse is an error, not a file
+//! Every output goes through `neff-loader`'s gates before it is handed over
+//! (the bytes as they are written, or the whole file read back with
+//! [`PackOptions::paranoid_readback`]): a NEFF the runtime would refuse is an error, not a file
 //! (unless asked for with [`NeffBuilder::unchecked`]). Test corpora and
 //! fuzz inputs live in the `neff-smith` crate.
 //!
@@ -53,6 +54,8 @@ mod recover;
 mod repeated_keys;
 mod stale;
 pub mod tar_writer;
+mod tee;
+mod writeback;
 mod zlib_gzip;
 
 pub use atomic::{

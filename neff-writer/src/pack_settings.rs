@@ -40,6 +40,9 @@ pub struct PackSettings {
     pub threads: Option<usize>,
     /// Write the NEFF even when the loader's gates refuse it.
     pub allow_invalid: bool,
+    /// Read the whole output back through the loader
+    /// ([`PackOptions::paranoid_readback`]).
+    pub paranoid_readback: bool,
 }
 
 fn bad(message: String) -> Error {
@@ -98,6 +101,7 @@ impl PackSettings {
             uuid,
             header: patch,
             keep_refused: self.allow_invalid,
+            paranoid_readback: self.paranoid_readback,
             threads: self.threads.unwrap_or(defaults.threads),
             ..defaults
         })

@@ -2,8 +2,13 @@
 //!
 //! Output is written once, front to back: a placeholder header, then the
 //! payload, hashed while it is written; the real header is patched in at the
-//! end. Before the output is handed over it is read back through
-//! `neff-loader`, and a NEFF its gates refuse is an error unless
+//! end. The payload bytes are teed, as they go to the file, into the loader's
+//! streaming check ([`neff_loader::StreamCheck`]), which runs every gate of
+//! `verify` on them with the digest the writer computed (one hash, one
+//! inflate); the file on disk then gets a cheap check (its length, its header
+//! and the first and last 4 KiB of the payload). With
+//! [`PackOptions::paranoid_readback`] the whole file is read back through
+//! `neff-loader` instead. A NEFF the gates refuse is an error unless
 //! [`PackOptions::keep_refused`] is set.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -12,7 +17,9 @@ use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use neff_loader::{verify_reader, Limits, Report, RuntimeProfile};
+use neff_loader::{
+    verify_reader, Limits, Report, RuntimeProfile, StreamCheck, StreamedDigests, Verdict,
+};
 use neff_schema::framing::{DeflateEngine, MemberOrder, TarFraming};
 use neff_schema::{Framing, FramingPreset, HeaderFields, NeffHeader, PkgVersion, Uuid, HEADER_LEN};
 
@@ -26,6 +33,8 @@ use crate::member::{MemberName, MemberSource};
 use crate::parallel_gzip;
 use crate::progress::{Counted, Phase, Progress};
 use crate::tar_writer::TarWriter;
+use crate::tee::{Ends, Tee};
+use crate::writeback::Writeback;
 use crate::zlib_gzip::ZlibGzipWriter;
 
 /// How to package.
@@ -45,20 +54,27 @@ pub struct PackOptions {
     /// not depend on it.
     pub threads: usize,
     /// When set, the phase and its bytes so far (member bytes as they are
-    /// read, then payload bytes as they are read back) go here, for a
+    /// read, then, with [`PackOptions::paranoid_readback`], payload bytes as
+    /// they are read back) go here, for a
     /// progress display.
     pub progress: Option<Arc<Progress>>,
     /// How the UUID is chosen (a UUID in `header` wins over this).
     pub uuid: UuidChoice,
     /// Header fields to set over the defaults and the computed fields.
     pub header: HeaderPatch,
-    /// Keep and hand over the written NEFF even when the read-back gates
+    /// Keep and hand over the written NEFF even when the output check's gates
     /// refuse it (the verdict is still in the outcome). Only this; it skips no
     /// check.
     pub keep_refused: bool,
-    /// The runtime the read-back check simulates. The check runs on every
+    /// The runtime the check simulates. The check runs on every
     /// architecture the NEFF targets (the profile's `instance_arch` is replaced).
     pub profile: RuntimeProfile,
+    /// fsync the file and its folder before returning.
+    pub fsync: bool,
+    /// Read the whole written file back through the loader (inflate and hash
+    /// again) instead of checking the bytes as they are written. Default off:
+    /// the streamed check runs the same gates on the same bytes.
+    pub paranoid_readback: bool,
 }
 
 impl PackOptions {
@@ -94,6 +110,8 @@ impl Default for PackOptions {
             header: HeaderPatch::default(),
             keep_refused: false,
             profile: RuntimeProfile::default(),
+            fsync: true,
+            paranoid_readback: false,
         }
     }
 }
@@ -292,7 +310,8 @@ impl Packager {
     }
 
     /// Builds the NEFF at `path` atomically: a temp file beside it is
-    /// written, fsynced, checked and renamed into place. On any failure the
+    /// written, checked, fsynced (with [`PackOptions::fsync`]; writeback
+    /// starts while the payload is written) and renamed into place. On any failure the
     /// destination is untouched and the temp file is removed. A `path` that is
     /// one of the member files, or lies inside a folder given to
     /// [`Packager::from_dir`], is refused ([`PackError::OutputIsInput`]).
@@ -319,21 +338,29 @@ impl Packager {
             )
             .map_err(|why| Error::new(ErrorKind::Conflict, why).at_path(path))?;
         let mut tmp = crate::atomic::temp_beside(path)?;
-        let written = self.write_payload(&mut tmp, options)?;
-        // The fsync (I/O-bound) runs while the read-back check (CPU-bound) reads
-        // the same bytes from the page cache.
-        let syncing = tmp.as_file().try_clone().map_err(|e| tmp.context(e))?;
+        let syncing = match options.fsync {
+            true => Some(tmp.as_file().try_clone().map_err(|e| tmp.context(e))?),
+            false => None,
+        };
+        let writeback = syncing
+            .as_ref()
+            .map(File::try_clone)
+            .transpose()
+            .map_err(|e| tmp.context(e))?;
+        let written = self.write_payload(&mut tmp, options, writeback)?;
+        // The fsync (I/O-bound) runs while the check finishes (CPU-bound).
         let outcome = std::thread::scope(|scope| {
-            let sync = scope.spawn(move || syncing.sync_all());
+            let sync = syncing.map(|file| scope.spawn(move || file.sync_all()));
             let checked = check(&mut tmp, options, written);
-            let synced = sync
-                .join()
-                .unwrap_or_else(|_| Err(io::Error::other("the fsync thread panicked")));
+            let synced = sync.map_or(Ok(()), |sync| {
+                sync.join()
+                    .unwrap_or_else(|_| Err(io::Error::other("the fsync thread panicked")))
+            });
             let outcome = checked?;
             synced.map_err(|e| tmp.context(e))?;
             Ok::<_, Error>(outcome)
         })?;
-        tmp.persist()?;
+        tmp.persist_synced(options.fsync)?;
         Ok(outcome)
     }
 
@@ -350,7 +377,7 @@ impl Packager {
         let spool = tempfile::tempfile_in(&dir)
             .map_err(|e| io::Error::new(e.kind(), format!("{label}: {e}")))?;
         let mut spool = Labelled::new(spool, label);
-        let written = self.write_payload(&mut spool, options)?;
+        let written = self.write_payload(&mut spool, options, None)?;
         let outcome = check(&mut spool, options, written)?;
         spool.seek(SeekFrom::Start(0))?;
         let mut out = Labelled::new(out, "cannot write the output".to_string());
@@ -359,20 +386,23 @@ impl Packager {
         Ok(outcome)
     }
 
-    /// Builds the NEFF into a seekable file from its current start, then reads
-    /// it back through the loader.
+    /// Builds the NEFF into a seekable file from its start and checks it (as
+    /// [`Packager::write_to_path`] does, without the fsync).
     pub fn write_file(self, file: &mut File, options: &PackOptions) -> Result<PackOutcome, Error> {
         file.set_len(0)?;
-        let written = self.write_payload(file, options)?;
+        let written = self.write_payload(file, options, None)?;
         check(file, options, written)
     }
 
-    /// Writes the NEFF (payload, then the patched header) into an empty file
-    /// without checking it.
+    /// Writes the NEFF (payload, then the patched header) into an empty file,
+    /// teeing the payload into the streaming check (unless
+    /// [`PackOptions::paranoid_readback`]); with `writeback` (the same file),
+    /// writeback to the device starts as the payload is written.
     fn write_payload<F: Write + Seek + Send>(
         self,
         file: &mut F,
         options: &PackOptions,
+        writeback: Option<File>,
     ) -> Result<Written, Error> {
         let deflate = options.framing.gzip.deflate;
         if !(1..=9).contains(&deflate.level) {
@@ -404,9 +434,14 @@ impl Packager {
 
         file.seek(SeekFrom::Start(0))?;
         file.write_all(&[0u8; HEADER_LEN])?;
-        let out = BufWriter::with_capacity(1 << 20, &mut *file);
+        let out = BufWriter::with_capacity(
+            1 << 20,
+            Writeback::new(&mut *file, writeback, HEADER_LEN as u64),
+        );
+        let check = (!options.paranoid_readback).then(|| stream_check(options));
+        let out = Tee::new(out, check);
         let progress = options.progress.clone();
-        let (tar_size, digests) = match pkg {
+        let ((tee, digests), tar_size) = match pkg {
             PkgVersion::Md5Gzip => std::thread::scope(|scope| -> Result<_, Error> {
                 let sink = HashingWriter::new(out, pkg, uuid_from_content);
                 let (mut sink, tar_size) = match deflate.engine {
@@ -441,9 +476,7 @@ impl Packager {
                 };
                 let padding = options.framing.gzip.padding.after(sink.count());
                 io::copy(&mut io::repeat(0).take(padding), &mut sink)?;
-                let (buf, digests) = sink.finish()?;
-                buf.into_inner().map_err(|e| e.into_error())?;
-                Ok((tar_size, digests))
+                Ok((sink.finish()?, tar_size))
             })?,
             PkgVersion::Sha256Tar => {
                 // SHA-256 on its own thread, overlapped with framing and I/O.
@@ -451,11 +484,11 @@ impl Packager {
                 let mut tar = TarWriter::with_framing(sink, tar_framing);
                 write_entries(&mut tar, entries, progress.as_deref())?;
                 let (sink, tar_size) = tar.finish()?;
-                let (buf, digests) = sink.finish()?;
-                buf.into_inner().map_err(|e| e.into_error())?;
-                (tar_size, digests)
+                (sink.finish()?, tar_size)
             }
         };
+        let (buf, stream, ends) = tee.into_parts();
+        buf.into_inner().map_err(|e| e.into_error())?;
         let header = assemble_header(pkg, &digests, options);
         file.seek(SeekFrom::Start(0))?;
         file.write_all(NeffHeader::from_fields(&header).as_bytes())?;
@@ -465,6 +498,7 @@ impl Packager {
             tar_size,
             files,
             directories,
+            stream: stream.map(|check| (check, ends, digests)),
         })
     }
 }
@@ -475,27 +509,40 @@ struct Written {
     tar_size: u64,
     files: usize,
     directories: usize,
+    /// The streaming check, the payload's ends and digests (unless
+    /// [`PackOptions::paranoid_readback`]).
+    stream: Option<(StreamCheck, Ends, Digests)>,
 }
 
-/// Reads the written NEFF back through every gate on every targeted arch.
+/// The loader's streaming check for a write with `options`.
+fn stream_check(options: &PackOptions) -> StreamCheck {
+    StreamCheck::new(&options.profile, &Limits::default())
+}
+
+/// Runs every gate on every targeted arch over the written NEFF: the streamed
+/// check with the cheap check of the file, or (paranoid, or when the header
+/// frames other bytes than were streamed) a full read-back.
 fn check<F: Read + Seek>(
     file: &mut F,
     options: &PackOptions,
-    written: Written,
+    mut written: Written,
 ) -> Result<PackOutcome, Error> {
-    file.seek(SeekFrom::Start(0))?;
-    if let Some(p) = &options.progress {
-        p.start(Phase::ReadingBack, written.header.data_size);
-    }
-    let limits = Limits {
-        progress: options.progress.as_ref().map(|p| p.counter()),
-        ..Limits::default()
+    let streamed = match written.stream.take() {
+        Some((check, ends, digests)) => {
+            let header = NeffHeader::from_fields(&written.header);
+            ends.compare(file, header.as_bytes())?;
+            let digests = StreamedDigests {
+                md5: digests.md5,
+                sha256: digests.sha256,
+            };
+            check.finish(&header, &mut *file, &digests)?
+        }
+        None => None,
     };
-    let verdict = verify_reader(
-        Some(BufReader::with_capacity(1 << 20, &mut *file)),
-        &options.profile,
-        &limits,
-    )?;
+    let verdict = match streamed {
+        Some(verdict) => verdict,
+        None => read_back(file, options, written.header.data_size)?,
+    };
     let report = verdict.combined_report();
     if !verdict.accepted && !options.keep_refused {
         return Err(Error::refused("the built NEFF is", report));
@@ -507,6 +554,27 @@ fn check<F: Read + Seek>(
         files: written.files,
         directories: written.directories,
     })
+}
+
+/// Reads the written NEFF back through the loader.
+fn read_back<F: Read + Seek>(
+    file: &mut F,
+    options: &PackOptions,
+    data_size: u64,
+) -> Result<Verdict, Error> {
+    file.seek(SeekFrom::Start(0))?;
+    if let Some(p) = &options.progress {
+        p.start(Phase::ReadingBack, data_size);
+    }
+    let limits = Limits {
+        progress: options.progress.as_ref().map(|p| p.counter()),
+        ..Limits::default()
+    };
+    Ok(verify_reader(
+        Some(BufReader::with_capacity(1 << 20, &mut *file)),
+        &options.profile,
+        &limits,
+    )?)
 }
 
 fn write_entries<W: Write>(

@@ -295,7 +295,7 @@ impl Read for Sampler {
 }
 
 #[test]
-fn progress_counts_member_bytes_as_they_stream_then_the_read_back() {
+fn progress_counts_member_bytes_as_they_stream_then_a_paranoid_read_back() {
     use neff_writer::{Phase, Progress};
     const BIG: u64 = 64 << 20;
     let progress = Progress::new();
@@ -312,7 +312,7 @@ fn progress_counts_member_bytes_as_they_stream_then_the_read_back() {
         progress: Some(std::sync::Arc::clone(&progress)),
         ..PackOptions::default()
     };
-    let (_dir, _path, bytes) = build(p, &options);
+    build(p, &options);
     let seen = seen.lock().unwrap();
     assert!(seen.iter().all(|(phase, _)| *phase == Phase::Writing));
     let mid: Vec<u64> = seen.iter().map(|(_, b)| *b).collect();
@@ -326,7 +326,16 @@ fn progress_counts_member_bytes_as_they_stream_then_the_read_back() {
         mid.iter().any(|&b| b > BIG / 4 && b < total - BIG / 4),
         "{mid:?}"
     );
-    // Then the read-back, labelled as its own phase, over the payload.
+    // The streamed check reads nothing back: the phase stays the writing.
+    assert_eq!(progress.phase(), Phase::Writing);
+    // A paranoid read-back is labelled as its own phase, over the payload.
+    let mut p = sample();
+    p.add_bytes("big.bin", vec![7u8; 1 << 20]).unwrap();
+    let options = PackOptions {
+        paranoid_readback: true,
+        ..options
+    };
+    let (_dir, _path, bytes) = build(p, &options);
     assert_eq!(progress.phase(), Phase::ReadingBack);
     let header = NeffHeader::from_prefix(&bytes).unwrap();
     assert_eq!(progress.total(), header.fields().data_size);

@@ -23,5 +23,6 @@ def build(
     data: Sequence[Tuple[object, Optional[Tuple[str, List[int]]]]],
     path: Optional[str] = None,
     threads: Optional[int] = None,
+    paranoid_readback: bool = False,
 ) -> Tuple[str, Optional[bytes]]: ...
 def dtype_known(name: str) -> bool: ...

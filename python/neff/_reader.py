@@ -504,6 +504,7 @@ def pack(
     threads: Optional[int] = None,
     header: Optional[PathLike] = None,
     allow_invalid: bool = False,
+    paranoid_readback: bool = False,
 ) -> PackOutcome:
     """Packs a folder into a NEFF as ``neff pack`` does (atomically, checked by the gates).
 
@@ -511,7 +512,9 @@ def pack(
     tar + SHA-256), ``level`` (1-9), ``framing`` (``gnu``, ``neuronx-cc``,
     ``neuronx-cc-2.16``), ``uuid`` (a UUID or ``"random"``; default derived from
     the content), header fields, ``threads``, ``header`` (a ``neff unpack
-    --header-out`` file, for a byte-identical repack) and ``allow_invalid``.
+    --header-out`` file, for a byte-identical repack), ``allow_invalid`` and
+    ``paranoid_readback`` (read the whole output back through the gates instead
+    of checking it as it is written).
 
     Raises :class:`neff.Rejected` when the gates refuse it, unless ``allow_invalid``.
 
@@ -524,7 +527,7 @@ def pack(
         "feature_bits": None if feature_bits is None else _features(feature_bits),
         "major": major, "minor": minor, "build_version": build_version, "vnc_size": vnc_size,
         "requested_tpb_count": requested_tpb_count, "threads": threads, "header": None if header is None else os.fspath(header),
-        "allow_invalid": allow_invalid,
+        "allow_invalid": allow_invalid, "paranoid_readback": paranoid_readback,
     }
     d = json.loads(_native.pack(os.fspath(dir), os.fspath(out), options))
     return _build(PackOutcome, d, header=Header._from(d["header"]), report=Report._from(d["report"]))

@@ -38,13 +38,14 @@ type DataArg<'py> = (Bound<'py, PyAny>, Option<(String, Vec<u64>)>);
 /// there is no path. Returns the outcome as JSON. The GIL is released while
 /// the NEFF is generated, checked, compressed, hashed and written.
 #[pyfunction]
-#[pyo3(signature = (spec, data, path=None, threads=None))]
+#[pyo3(signature = (spec, data, path=None, threads=None, paranoid_readback=false))]
 fn build<'py>(
     py: Python<'py>,
     spec: &str,
     data: Vec<DataArg<'py>>,
     path: Option<PathBuf>,
     threads: Option<usize>,
+    paranoid_readback: bool,
 ) -> PyResult<(String, Option<Bound<'py, PyBytes>>)> {
     let spec = BuildSpec::from_slice(Path::new("<spec>"), spec.as_bytes())
         .map_err(|e| writer_error(&e))?;
@@ -58,6 +59,7 @@ fn build<'py>(
     if let Some(threads) = threads {
         builder = builder.threads(threads);
     }
+    builder = builder.paranoid_readback(paranoid_readback);
     let written = py.detach(move || match path {
         Some(path) => builder.write_to_path(path).map(|o| (o, None)),
         None => {

@@ -73,6 +73,7 @@ struct PackArgs {
     threads: Option<usize>,
     header: Option<PathBuf>,
     allow_invalid: bool,
+    paranoid_readback: bool,
 }
 
 /// `neff pack DIR -o OUT` with `options` (a dict of [`PackArgs`]' fields):
@@ -146,6 +147,7 @@ fn pack_options(args: &PackArgs) -> PyResult<PackOptions> {
         requested_tpb_count: args.requested_tpb_count,
         threads: args.threads,
         allow_invalid: args.allow_invalid,
+        paranoid_readback: args.paranoid_readback,
     };
     settings.options(file).map_err(|e| writer_error(&e))
 }

@@ -17,8 +17,9 @@ use super::{report_written, FramingArgs, Output, PkgArg};
 /// (.npy v1 or raw), DMA queues and blocks, engine instruction streams, ucode
 /// libraries and carveouts; blobs are paths relative to the spec file or inline
 /// base64/text. `neff schema build-spec` prints its JSON Schema. The result is
-/// packed like `neff pack` (deterministic, atomic) and read back through every
-/// loader gate; a refused NEFF is not written unless --allow-invalid.
+/// packed like `neff pack` (deterministic, atomic) and checked by every loader
+/// gate as it is written (--paranoid-readback reads it back instead); a refused
+/// NEFF is not written unless --allow-invalid.
 #[derive(Args, Debug)]
 pub struct BuildArgs {
     /// The build spec (JSON).
@@ -49,6 +50,10 @@ pub struct BuildArgs {
     /// refuse it (for negative fixtures).
     #[arg(long)]
     allow_invalid: bool,
+    /// Read the whole output back through the loader's gates (inflate and hash it
+    /// again) instead of checking it as it is written.
+    #[arg(long)]
+    paranoid_readback: bool,
     /// Print the header and the loader's verdict as JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -110,6 +115,7 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
     if let Some(level) = args.level {
         build.options_mut().set_level(level);
     }
+    build.options_mut().paranoid_readback = args.paranoid_readback;
     let progress = Progress::start(args.quiet || args.json, build.input_bytes(), "building");
     let build = build.progress(progress.tracker());
     let result = if out.to_stdout {

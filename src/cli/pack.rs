@@ -16,7 +16,10 @@ use super::{parse_features, report_written, FramingArgs, Output, PkgArg};
 /// nobody), then gzip-compressed (pkg 2) or left raw (pkg 1) and hashed; `--framing
 /// neuronx-cc` writes exactly as the compiler does instead. The same tree and flags
 /// always give the same bytes. The output is written to a temp file beside OUT,
-/// read back through the loader's gates, and only then renamed into place; on an
+/// checked by the loader's gates as it is written (the same gates `neff verify`
+/// runs, on the bytes as they go to the file; then the file's length, header and
+/// first and last 4 KiB are compared with what was written; --paranoid-readback
+/// reads the whole file back instead), fsynced, and only then renamed into place; on an
 /// error, Ctrl-C, SIGTERM or SIGHUP the temp file is removed and OUT is untouched
 /// (one left by `kill -9` is removed by the next run writing there). OUT may not
 /// be inside DIR.
@@ -78,6 +81,10 @@ pub struct PackArgs {
     /// Write the NEFF even when the loader's gates refuse it (for negative fixtures).
     #[arg(long)]
     allow_invalid: bool,
+    /// Read the whole output back through the loader's gates (inflate and hash it
+    /// again) instead of checking it as it is written.
+    #[arg(long)]
+    paranoid_readback: bool,
     /// Print the header and the loader's verdict as JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -110,6 +117,7 @@ pub fn run(args: PackArgs) -> Result<u8, Box<dyn std::error::Error>> {
         requested_tpb_count: args.requested_tpb_count,
         threads: args.threads.map(|t| t as usize),
         allow_invalid: args.allow_invalid,
+        paranoid_readback: args.paranoid_readback,
     };
     let mut options = settings.options(file)?;
     args.framing.apply(&mut options.framing);

@@ -2,7 +2,8 @@
 //!
 //! SIGINT, SIGTERM and SIGHUP are blocked in every thread and taken by a
 //! dedicated thread with `sigwait`, which removes the live temp files
-//! ([`neff::writer::abandon_temp_files`]) and then ends the process with the
+//! ([`neff::writer::abandon_temp_files`], and the temp dirs of an unpack,
+//! [`neff::loader::abandon_unpack_dirs`]) and then ends the process with the
 //! same signal, so the exit status still reports it. A signal that was
 //! ignored when `neff` started (`nohup`, a background job) stays ignored.
 //! SIGXFSZ is ignored, so a write past `ulimit -f` fails with "File too
@@ -53,6 +54,7 @@ fn wait_then_exit(set: libc::sigset_t) {
     // SAFETY: `set` is initialised and `sig` is a valid out-pointer.
     while unsafe { libc::sigwait(&set, &mut sig) } != 0 {}
     neff::writer::abandon_temp_files();
+    neff::loader::abandon_unpack_dirs();
     // SAFETY: restores the default action and unblocks `sig` in this thread
     // only, then sends it to this thread, which ends the process.
     unsafe {

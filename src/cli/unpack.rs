@@ -13,13 +13,16 @@ use super::{print_json, EXIT_OK, EXIT_REJECTED};
 
 /// Unpack every member of a NEFF into a directory, byte-exactly.
 ///
-/// The container gates run first. Entries with absolute names or `..` components,
-/// symlink, hardlink and device entries, and an archive past a cap (--max-entries,
-/// --max-bytes, --max-depth) refuse the whole unpack before anything is written; so
-/// does, with --force, a symlink, FIFO, device or folder in DIR where a member goes.
-/// Each file is written as a new file and renamed into place: nothing is ever
-/// written outside DIR, through a symlink or into an existing file. Of members with
-/// the same path, the last is written (as the runtime keeps it).
+/// One pass: the container gates run as the members are written into a temp dir
+/// inside DIR (.neff-unpack.PID.RANDOM), which is moved into place only once every
+/// gate passed; on a refusal, an error or a signal it is removed and DIR is as it
+/// was. Entries with absolute names or `..` components, symlink, hardlink and
+/// device entries, and an archive past a cap (--max-entries, --max-bytes,
+/// --max-depth) refuse the whole unpack, each before it is written; so does, with
+/// --force, a symlink, FIFO, device or folder in DIR where a member goes. Each file
+/// is renamed into place: nothing is ever written outside DIR, through a symlink or
+/// into an existing file. Of members with the same path, the last is kept (as the
+/// runtime keeps it).
 /// `neff pack DIR --header HEADER.json` then rebuilds the same bytes.
 #[derive(Args, Debug)]
 pub struct UnpackArgs {

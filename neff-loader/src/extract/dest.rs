@@ -1,14 +1,13 @@
 //! Writing into the destination: folders are created, never passed through
-//! symlinks; a file is written as a new temp file beside its target, then
-//! renamed over it. Nothing that exists is ever opened for writing, so
-//! symlinks, hardlinks, FIFOs and devices planted in the destination are
-//! never written through (a hardlink's other names keep their content).
+//! symlinks; files are written as new files in the unpack's temp dir, then
+//! renamed over their targets. Nothing that exists is ever opened for
+//! writing, so symlinks, hardlinks, FIFOs and devices planted in the
+//! destination are never written through (a hardlink's other names keep
+//! their content).
 
-use std::fs::{self, FileType};
-use std::io::{self, BufWriter, Read, Write};
+use std::fs::{self, File, FileType};
+use std::io;
 use std::path::Path;
-
-use crate::tar_reader::TarReader;
 
 use super::refuse;
 use crate::{Error, ErrorKind};
@@ -68,37 +67,22 @@ pub(super) fn folders(dest: &Path, dir: &Path, create: bool) -> Result<(), Error
     Ok(())
 }
 
-/// Writes the current entry's data to `target` (its folder already made):
-/// into a new temp file beside it, then renamed over it. Returns the bytes.
-pub(super) fn write_file<R: Read>(
-    tar: &mut TarReader<R>,
-    target: &Path,
-    shown: &str,
-) -> Result<u64, Error> {
-    let dir = target.parent().unwrap_or(Path::new("."));
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(".neff-unpack.").suffix(".tmp");
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        // What File::create gives: 0666 less the umask.
-        builder.permissions(fs::Permissions::from_mode(0o666));
+/// Creates `path` as a new file (never opening what exists; a file there,
+/// written by an earlier entry of the same path, is replaced).
+pub(super) fn create_new(path: &Path) -> Result<File, Error> {
+    let create = || File::options().write(true).create_new(true).open(path);
+    match create() {
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            check_in_the_way(path, false)?;
+            fs::remove_file(path).map_err(|e| with_path(e, "cannot replace", path))?;
+            create()
+        }
+        created => created,
     }
-    let tmp = builder
-        .tempfile_in(dir)
-        .map_err(|e| with_path(e, "cannot create a temp file in", dir))?;
-    let mut out = BufWriter::new(tmp.as_file());
-    let bytes = tar.copy_data(&mut out).map_err(|e| e.in_member(shown))?;
-    out.flush()
-        .map_err(|e| with_path(e, "cannot write", tmp.path()))?;
-    drop(out);
-    check_in_the_way(target, false)?;
-    tmp.persist(target)
-        .map_err(|e| with_path(e.error, "cannot write", target))?;
-    Ok(bytes)
+    .map_err(|e| with_path(e, "cannot create", path))
 }
 
-fn with_path(e: io::Error, what: &str, path: &Path) -> Error {
+pub(super) fn with_path(e: io::Error, what: &str, path: &Path) -> Error {
     Error::new(ErrorKind::Write, format!("{what} {}: {e}", path.display())).with_source(e)
 }
 

@@ -1,35 +1,39 @@
-//! The pre-check of an unpack: every entry's name and kind, the caps, and
-//! which entry writes each path, settled before anything is written.
+//! The checks of an unpack, entry by entry as the archive streams: every
+//! entry's name and kind, the caps, and which path each entry writes, settled
+//! before the entry is written.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use crate::tar_reader::{escape_name, Entry, EntryKind};
+use crate::tar_reader::{escape_name, EntryKind};
 
-use super::{over_cap, refuse, ExtractLimits};
+use super::{over_cap, refuse, ExtractLimits, ExtractSummary};
 use crate::Error;
 
 /// Longest file name component most file systems accept (`NAME_MAX`).
 const NAME_MAX: usize = 255;
 
-/// The entry that writes a path: the last one of that path in the archive.
+/// What is written at a path: the last entry of that path in the archive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Target {
-    index: u64,
     kind: EntryKind,
     size: u64,
 }
 
-/// Every path the unpack writes, each with the entry that writes it. Memory
-/// is one map key per distinct path.
+/// Every path the unpack writes, with what the last entry of it is. Memory
+/// is one map key per distinct path and one set key per distinct folder.
 #[derive(Debug)]
 pub(super) struct Plan {
     limits: ExtractLimits,
     entries: u64,
+    /// Bytes of file data written so far (a repeated path counts each time).
+    written: u64,
     /// Normalized path (normal components joined by `/`) → its entry.
     targets: HashMap<Vec<u8>, Target>,
-    /// File entries not written because a later entry has the same path.
-    pub replaced: usize,
+    /// Every folder an entry's path needs.
+    folders: HashSet<Vec<u8>>,
+    /// File entries not kept because a later entry has the same path.
+    replaced: usize,
 }
 
 impl Plan {
@@ -37,14 +41,22 @@ impl Plan {
         Plan {
             limits: limits.clone(),
             entries: 0,
+            written: 0,
             targets: HashMap::new(),
+            folders: HashSet::new(),
             replaced: 0,
         }
     }
 
     /// Checks the next entry of the archive (in order) and records its path.
-    pub fn add(&mut self, name: &[u8], kind: EntryKind, size: u64) -> Result<(), Error> {
-        let index = self.entries;
+    /// Returns the normalized path it writes (`None`: it names the
+    /// destination itself); an entry refused here is never written.
+    pub fn add(
+        &mut self,
+        name: &[u8],
+        kind: EntryKind,
+        size: u64,
+    ) -> Result<Option<Vec<u8>>, Error> {
         self.entries += 1;
         if self.entries > self.limits.max_entries {
             return Err(over_cap(
@@ -57,7 +69,7 @@ impl Plan {
         }
         check_entry(name, kind)?;
         let Some(rel) = normalize(name, kind)? else {
-            return Ok(());
+            return Ok(None);
         };
         let depth = rel.split(|&b| b == b'/').count();
         if depth > self.limits.max_depth {
@@ -70,46 +82,60 @@ impl Plan {
                 "max-depth",
             ));
         }
-        let new = Target { index, kind, size };
-        if let Some(old) = self.targets.insert(rel, new) {
-            if (old.kind == EntryKind::Directory) != (kind == EntryKind::Directory) {
+        let dir = kind == EntryKind::Directory;
+        if !dir {
+            self.written = self.written.saturating_add(size);
+            if self.written > self.limits.max_bytes {
+                return Err(over_cap(
+                    format!(
+                        "the archive's files hold {} bytes, more than {}",
+                        self.written, self.limits.max_bytes
+                    ),
+                    "max-bytes",
+                ));
+            }
+        }
+        self.check_folders(&rel, dir)?;
+        if let Some(old) = self.targets.insert(rel.clone(), Target { kind, size }) {
+            if (old.kind == EntryKind::Directory) != dir {
                 return Err(refuse(format!(
                     "entry {} names both a file and a folder",
                     escape_name(name)
                 )));
             }
-            self.replaced += usize::from(kind != EntryKind::Directory);
+            self.replaced += usize::from(!dir);
         }
-        Ok(())
+        Ok(Some(rel))
     }
 
-    /// The checks that need every entry: the bytes cap, and no path both a
-    /// file and a folder holding other entries.
-    pub fn finish(&self) -> Result<(), Error> {
-        let bytes: u64 = self.targets.values().map(|t| t.size).sum();
-        if bytes > self.limits.max_bytes {
-            return Err(over_cap(
-                format!(
-                    "the archive's files hold {bytes} bytes, more than {}",
-                    self.limits.max_bytes
-                ),
-                "max-bytes",
-            ));
+    /// Refuses a path whose folders include a file, or a file where an
+    /// earlier entry needs a folder; records the path's folders.
+    fn check_folders(&mut self, rel: &[u8], dir: bool) -> Result<(), Error> {
+        let needs = |entry: &[u8], file: &[u8]| {
+            refuse(format!(
+                "entry {} needs {} as a folder, but another entry is a file of that name",
+                escape_name(entry),
+                escape_name(file)
+            ))
+        };
+        if !dir && self.folders.contains(rel) {
+            return Err(refuse(format!(
+                "entry {} is a file, but another entry needs it as a folder",
+                escape_name(rel)
+            )));
         }
-        for rel in self.targets.keys() {
-            let folders = rel.iter().enumerate().filter(|(_, &b)| b == b'/');
-            for (end, _) in folders {
-                let is_file = self
-                    .targets
-                    .get(&rel[..end])
-                    .is_some_and(|t| t.kind != EntryKind::Directory);
-                if is_file {
-                    return Err(refuse(format!(
-                        "entry {} needs {} as a folder, but another entry is a file of that name",
-                        escape_name(rel),
-                        escape_name(&rel[..end])
-                    )));
-                }
+        let ends = rel.iter().enumerate().filter(|(_, &b)| b == b'/');
+        for (end, _) in ends {
+            let folder = &rel[..end];
+            if self
+                .targets
+                .get(folder)
+                .is_some_and(|t| t.kind != EntryKind::Directory)
+            {
+                return Err(needs(rel, folder));
+            }
+            if !self.folders.contains(folder) {
+                self.folders.insert(folder.to_vec());
             }
         }
         Ok(())
@@ -122,17 +148,18 @@ impl Plan {
             .map(|(rel, t)| (rel.as_slice(), t.kind == EntryKind::Directory))
     }
 
-    /// Where entry `index` is written below `dest`; `None` when it writes
-    /// nothing: it names `dest` itself, a later entry has its path, or it is
-    /// not the entry checked (the NEFF changed since).
-    pub fn target(&self, dest: &Path, entry: &Entry, index: u64) -> Option<PathBuf> {
-        let rel = normalize(&entry.name, entry.kind).ok()??;
-        let checked = Target {
-            index,
-            kind: entry.kind,
-            size: entry.size.max(0) as u64,
-        };
-        (self.targets.get(&rel) == Some(&checked)).then(|| join(dest, &rel))
+    /// What the unpack wrote once every entry is in place.
+    pub fn summary(&self) -> ExtractSummary {
+        let files = self
+            .targets
+            .values()
+            .filter(|t| t.kind != EntryKind::Directory);
+        ExtractSummary {
+            files: files.clone().count(),
+            directories: self.targets.len() - files.clone().count(),
+            bytes: files.map(|t| t.size).sum(),
+            replaced: self.replaced,
+        }
     }
 }
 

@@ -1,7 +1,7 @@
 //! A fluent builder for whole models: it writes the manifest chain (`neff.json`
 //! → `kelf-0.json` → `sgNN/def.json` → `sgNN/<eng>.json` → `.bin`, weights and
 //! ucode libraries) from a description of the subgraphs, then packs it with
-//! [`Packager`], whose read-back runs every loader gate.
+//! [`Packager`], whose check of the output runs every loader gate.
 //!
 //! ```no_run
 //! use neff_schema::manifest::{Dtype, Engine};
@@ -35,7 +35,7 @@
 //!   through every gate;
 //! * **unchecked**: [`NeffBuilder::unchecked`] skips that check, and
 //!   [`NeffBuilder::keep_refused`] (a separate choice) keeps an output the
-//!   read-back refuses; with them [`NeffBuilder::raw_member`] /
+//!   output check refuses; with them [`NeffBuilder::raw_member`] /
 //!   [`NeffBuilder::omit_member`] replace or drop any generated member with
 //!   any bytes — for negative fixtures.
 //!
@@ -375,6 +375,13 @@ impl NeffBuilder {
         self
     }
 
+    /// Read the written NEFF back through the loader in full instead of the
+    /// streamed check ([`PackOptions::paranoid_readback`]; default off).
+    pub fn paranoid_readback(mut self, on: bool) -> Self {
+        self.options.paranoid_readback = on;
+        self
+    }
+
     /// How the header UUID is chosen (default: from the content).
     pub fn uuid(mut self, uuid: UuidChoice) -> Self {
         self.options.uuid = uuid;
@@ -396,14 +403,14 @@ impl NeffBuilder {
 
     /// The unchecked door: skip the loader's check of the model before
     /// writing (with [`NeffBuilder::raw_member`] / [`NeffBuilder::omit_member`],
-    /// for deliberately invalid inputs). The read-back still runs; see
+    /// for deliberately invalid inputs). The output check still runs; see
     /// [`NeffBuilder::keep_refused`].
     pub fn unchecked(mut self, unchecked: bool) -> Self {
         self.unchecked = unchecked;
         self
     }
 
-    /// Keep the written NEFF even when the read-back gates refuse it (the
+    /// Keep the written NEFF even when the output check's gates refuse it (the
     /// verdict is in the outcome). A separate choice from
     /// [`NeffBuilder::unchecked`]; negative fixtures need both.
     pub fn keep_refused(mut self, keep: bool) -> Self {
@@ -411,7 +418,7 @@ impl NeffBuilder {
         self
     }
 
-    /// The runtime the read-back check simulates.
+    /// The runtime the output check simulates.
     pub fn profile(mut self, profile: RuntimeProfile) -> Self {
         self.options.profile = profile;
         self

@@ -1,0 +1,78 @@
+//! The unpack's temp dir, `DIR/.neff-unpack.<pid>.<random>`: entries are
+//! written there as the archive streams and moved into DIR only once every
+//! gate passed. It is removed when dropped (with DIR itself when the unpack
+//! created it), and listed process-wide until then so that a signal handler
+//! can remove it ([`abandon_unpack_dirs`]; the `neff` CLI installs one).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+use super::dest::with_path;
+use crate::Error;
+
+/// The temp dirs of this process not yet removed.
+static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+fn live() -> MutexGuard<'static, Vec<PathBuf>> {
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Removes every unpack temp dir of this process, and keeps any more from
+/// being created or removed (threads that try wait forever): for a signal
+/// handler about to end the process.
+pub fn abandon_unpack_dirs() {
+    let live = live();
+    for path in live.iter() {
+        let _ = fs::remove_dir_all(path);
+    }
+    std::mem::forget(live);
+}
+
+/// A temp dir inside the destination, removed when dropped.
+#[derive(Debug)]
+pub(super) struct TempDir {
+    path: PathBuf,
+    /// The destination, when the unpack created it: removed with the temp
+    /// dir unless the unpack succeeded.
+    created: Option<PathBuf>,
+}
+
+impl TempDir {
+    /// A new temp dir in `dest`; `created` says the unpack made `dest`.
+    pub(super) fn new_in(dest: &Path, created: bool) -> Result<TempDir, Error> {
+        let mut live = live();
+        let prefix = format!(".neff-unpack.{}.", std::process::id());
+        let path = tempfile::Builder::new()
+            .prefix(&prefix)
+            .tempdir_in(dest)
+            .map_err(|e| with_path(e, "cannot create a temp dir in", dest))?
+            .keep();
+        live.push(path.clone());
+        Ok(TempDir {
+            path,
+            created: created.then(|| dest.to_path_buf()),
+        })
+    }
+
+    /// Where it is.
+    pub(super) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The unpack succeeded: the destination stays.
+    pub(super) fn keep_destination(&mut self) {
+        self.created = None;
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let mut live = live();
+        let _ = fs::remove_dir_all(&self.path);
+        live.retain(|p| p != &self.path);
+        if let Some(dest) = &self.created {
+            let _ = fs::remove_dir(dest);
+        }
+    }
+}
