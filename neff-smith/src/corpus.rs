@@ -5,7 +5,10 @@
 //! accepts is redrawn (a few times, then kept as an accepted seed).
 //! Everything is a function of the seed: the same seed gives the same files.
 
+use std::sync::mpsc::sync_channel;
+
 use arbitrary::Unstructured;
+use neff_loader::Report;
 use serde_json::Value;
 
 use neff_writer::build_spec::BuildSpec;
@@ -52,15 +55,7 @@ impl SeedVerdict {
             &neff_loader::Limits::default(),
         );
         match verdict {
-            Ok(v) => {
-                let r = v.combined_report();
-                SeedVerdict {
-                    accepted: r.accepted,
-                    gate: r.gate_id(),
-                    status: r.status.code(),
-                    status_name: r.status.name(),
-                }
-            }
+            Ok(v) => SeedVerdict::from_report(&v.combined_report()),
             // In memory no read fails; refuse rather than claim acceptance.
             Err(_) => SeedVerdict {
                 accepted: false,
@@ -68,6 +63,16 @@ impl SeedVerdict {
                 status: neff_loader::NrtStatus::Invalid.code(),
                 status_name: neff_loader::NrtStatus::Invalid.name(),
             },
+        }
+    }
+
+    /// The verdict a combined report (every targeted arch) gives.
+    pub fn from_report(r: &Report) -> SeedVerdict {
+        SeedVerdict {
+            accepted: r.accepted,
+            gate: r.gate_id(),
+            status: r.status.code(),
+            status_name: r.status.name(),
         }
     }
 }
@@ -112,17 +117,16 @@ pub fn seed_file(seed: u64, index: u64, invalid_ratio: f64, config: &GenConfig) 
     let base = std::env::temp_dir();
     let build = generated.spec.into_builder(&base).ok()?.build().ok()?;
     if !invalid {
-        let bytes = write(build)?;
+        let (bytes, verdict) = write(build)?;
         return Some(Seed {
-            verdict: SeedVerdict::of(&bytes),
+            verdict,
             bytes,
             mutation: None,
         });
     }
     let mut seed = None;
     for _ in 0..MUTATION_TRIES {
-        let (bytes, mutation) = mutate(&generated.json, &build, &mut mix)?;
-        let verdict = SeedVerdict::of(&bytes);
+        let (bytes, verdict, mutation) = mutate(&generated.json, &build, &mut mix)?;
         let refused = !verdict.accepted;
         seed = Some(Seed {
             bytes,
@@ -136,15 +140,76 @@ pub fn seed_file(seed: u64, index: u64, invalid_ratio: f64, config: &GenConfig) 
     seed
 }
 
-fn write(build: Build) -> Option<Vec<u8>> {
+/// The NEFF's bytes and the verdict of the packager's read-back check (every
+/// gate on every targeted arch, as [`SeedVerdict::of`] would give). One
+/// compression thread: the seeds themselves run in parallel.
+/// Draws a corpus may try before it gives up: each unusable draw is skipped.
+pub fn draw_limit(count: u64) -> u64 {
+    count.saturating_mul(4).saturating_add(64)
+}
+
+/// The corpus of `count` files for `seed`: the usable draws from draw 0 (at
+/// most [`draw_limit`] tried), each handed to `sink` with its draw index, in
+/// draw order. They are generated and checked on `threads` threads (0: the
+/// available cores), draw `i` on thread `i % threads`; since each draw is a
+/// function of `(seed, i)` alone, what `sink` sees does not depend on the
+/// thread count. Each thread runs at most a few draws ahead of `sink`. Returns
+/// how many files `sink` took; stops at `sink`'s first error.
+pub fn seeds<E>(
+    seed: u64,
+    count: u64,
+    invalid_ratio: f64,
+    config: &GenConfig,
+    threads: usize,
+    mut sink: impl FnMut(u64, Seed) -> Result<(), E>,
+) -> Result<u64, E> {
+    let threads = match threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    };
+    let limit = draw_limit(count);
+    std::thread::scope(|scope| {
+        let receivers: Vec<_> = (0..threads as u64)
+            .map(|first| {
+                let (tx, rx) = sync_channel(2);
+                scope.spawn(move || {
+                    for draw in (first..limit).step_by(threads) {
+                        let drawn = seed_file(seed, draw, invalid_ratio, config);
+                        if tx.send(drawn).is_err() {
+                            return;
+                        }
+                    }
+                });
+                rx
+            })
+            .collect();
+        let mut taken = 0;
+        for draw in 0..limit {
+            if taken == count {
+                break;
+            }
+            let Ok(drawn) = receivers[(draw % threads as u64) as usize].recv() else {
+                break;
+            };
+            if let Some(file) = drawn {
+                sink(draw, file)?;
+                taken += 1;
+            }
+        }
+        Ok(taken)
+    })
+}
+
+fn write(mut build: Build) -> Option<(Vec<u8>, SeedVerdict)> {
+    build.options_mut().threads = 1;
     let mut out = Vec::new();
-    build.write_to(&mut out).ok()?;
-    Some(out)
+    let outcome = build.write_to(&mut out).ok()?;
+    Some((out, SeedVerdict::from_report(&outcome.report)))
 }
 
 /// Rebuilds `spec` with one manifest member or header field changed, through
 /// the builder's unchecked path (the hash is computed over the new payload).
-fn mutate(spec: &Value, build: &Build, mix: &mut Mix) -> Option<(Vec<u8>, String)> {
+fn mutate(spec: &Value, build: &Build, mix: &mut Mix) -> Option<(Vec<u8>, SeedVerdict, String)> {
     let mut spec: BuildSpec = serde_json::from_value(spec.clone()).ok()?;
     spec.allow_invalid = true;
     let builder = spec.into_builder(&std::env::temp_dir()).ok()?;
@@ -202,9 +267,12 @@ fn mutate(spec: &Value, build: &Build, mix: &mut Mix) -> Option<(Vec<u8>, String
     )
 }
 
-fn finish(builder: neff_writer::NeffBuilder, what: String) -> Option<(Vec<u8>, String)> {
-    let build = builder.build().ok()?;
-    Some((write(build)?, what))
+fn finish(
+    builder: neff_writer::NeffBuilder,
+    what: String,
+) -> Option<(Vec<u8>, SeedVerdict, String)> {
+    let (bytes, verdict) = write(builder.build().ok()?)?;
+    Some((bytes, verdict, what))
 }
 
 /// Replaces a random node of `value` with an adversarial value.

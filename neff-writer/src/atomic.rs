@@ -1,5 +1,9 @@
 //! Atomic output: a temp file beside the target, fsynced, then renamed into
-//! place. A failure leaves any existing file untouched and removes the temp.
+//! place, and the folder fsynced. A failure leaves any existing file untouched
+//! and removes the temp. Without the fsyncs ([`TempFile::with_fsync`]) a
+//! crash can never leave a half-written file under the target's name, but
+//! after a power cut soon after, the target may hold the old file, the new
+//! one, or (on some filesystems) zero bytes.
 //!
 //! Every temp file of the process is listed in a process-wide registry until
 //! it is renamed into place or dropped, so a signal handler can remove the
@@ -74,6 +78,7 @@ pub struct TempFile {
     path: PathBuf,
     target: PathBuf,
     live: bool,
+    fsync: bool,
 }
 
 /// A temp file beside `path`, `.<name>.neff-tmp.<pid>.<n>`. The first one in
@@ -114,6 +119,7 @@ pub fn temp_beside(path: &Path) -> io::Result<TempFile> {
                     path: temp,
                     target: path.to_path_buf(),
                     live: true,
+                    fsync: true,
                 });
             }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempts < 100 => attempts += 1,
@@ -143,19 +149,35 @@ impl TempFile {
         self.file.context(e)
     }
 
-    /// Flushes the file's data and metadata to the device.
+    /// Whether [`TempFile::sync_all`] and [`TempFile::persist`] fsync
+    /// (default true). Without, the rename is still atomic, but a power cut
+    /// soon after may leave the old file, the new one, or an empty one.
+    pub fn with_fsync(mut self, fsync: bool) -> Self {
+        self.fsync = fsync;
+        self
+    }
+
+    /// Flushes the file's data and metadata to the device (nothing after
+    /// `with_fsync(false)`).
     pub fn sync_all(&self) -> io::Result<()> {
+        if !self.fsync {
+            return Ok(());
+        }
         self.file.get_ref().sync_all().map_err(|e| self.context(e))
     }
 
     /// Renames the finished (already synced) file to its target, then makes
-    /// the rename durable where the platform can sync a folder.
+    /// the rename durable where the platform can sync a folder (not after
+    /// `with_fsync(false)`).
     pub fn persist(mut self) -> io::Result<()> {
         {
             let mut registry = registry();
             std::fs::rename(&self.path, &self.target).map_err(|e| self.context(e))?;
             registry.live.retain(|p| p != &self.path);
             self.live = false;
+        }
+        if !self.fsync {
+            return Ok(());
         }
         if let Ok(d) = File::open(parent_dir(&self.target)) {
             let _ = d.sync_all();
@@ -196,9 +218,16 @@ impl Seek for TempFile {
     }
 }
 
-/// Writes `bytes` to `path` atomically.
+/// Writes `bytes` to `path` atomically and durably (the file and its folder
+/// fsynced).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut tmp = temp_beside(path)?;
+    write_atomic_with(path, bytes, true)
+}
+
+/// Writes `bytes` to `path` atomically; durably too when `fsync` (see
+/// [`TempFile::with_fsync`] for what is given up without).
+pub fn write_atomic_with(path: &Path, bytes: &[u8], fsync: bool) -> io::Result<()> {
+    let mut tmp = temp_beside(path)?.with_fsync(fsync);
     tmp.write_all(bytes)?;
     tmp.sync_all()?;
     tmp.persist()

@@ -40,6 +40,8 @@ pub struct PackSettings {
     pub threads: Option<usize>,
     /// Write the NEFF even when the loader's gates refuse it.
     pub allow_invalid: bool,
+    /// Skip the fsync of the file and its folder ([`PackOptions::fsync`]).
+    pub no_fsync: bool,
 }
 
 fn bad(message: String) -> Error {
@@ -99,6 +101,7 @@ impl PackSettings {
             header: patch,
             keep_refused: self.allow_invalid,
             threads: self.threads.unwrap_or(defaults.threads),
+            fsync: !self.no_fsync,
             ..defaults
         })
     }

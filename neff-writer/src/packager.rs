@@ -59,6 +59,11 @@ pub struct PackOptions {
     /// The runtime the read-back check simulates. The check runs on every
     /// architecture the NEFF targets (the profile's `instance_arch` is replaced).
     pub profile: RuntimeProfile,
+    /// fsync the file and its folder before returning (default true). When
+    /// false, no fsync of file or directory: the rename is still atomic, but
+    /// a power cut soon after may leave the old file, the new one or an
+    /// empty one.
+    pub fsync: bool,
 }
 
 impl PackOptions {
@@ -94,6 +99,7 @@ impl Default for PackOptions {
             header: HeaderPatch::default(),
             keep_refused: false,
             profile: RuntimeProfile::default(),
+            fsync: true,
         }
     }
 }
@@ -292,7 +298,8 @@ impl Packager {
     }
 
     /// Builds the NEFF at `path` atomically: a temp file beside it is
-    /// written, fsynced, checked and renamed into place. On any failure the
+    /// written, fsynced (unless [`PackOptions::fsync`] is false), checked and
+    /// renamed into place, and its folder fsynced. On any failure the
     /// destination is untouched and the temp file is removed. A `path` that is
     /// one of the member files, or lies inside a folder given to
     /// [`Packager::from_dir`], is refused ([`PackError::OutputIsInput`]).
@@ -318,13 +325,14 @@ impl Packager {
                 self.files.values().filter_map(MemberSource::path),
             )
             .map_err(|why| Error::new(ErrorKind::Conflict, why).at_path(path))?;
-        let mut tmp = crate::atomic::temp_beside(path)?;
+        let mut tmp = crate::atomic::temp_beside(path)?.with_fsync(options.fsync);
         let written = self.write_payload(&mut tmp, options)?;
         // The fsync (I/O-bound) runs while the read-back check (CPU-bound) reads
         // the same bytes from the page cache.
         let syncing = tmp.as_file().try_clone().map_err(|e| tmp.context(e))?;
+        let fsync = options.fsync;
         let outcome = std::thread::scope(|scope| {
-            let sync = scope.spawn(move || syncing.sync_all());
+            let sync = scope.spawn(move || if fsync { syncing.sync_all() } else { Ok(()) });
             let checked = check(&mut tmp, options, written);
             let synced = sync
                 .join()

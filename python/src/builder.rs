@@ -38,13 +38,14 @@ type DataArg<'py> = (Bound<'py, PyAny>, Option<(String, Vec<u64>)>);
 /// there is no path. Returns the outcome as JSON. The GIL is released while
 /// the NEFF is generated, checked, compressed, hashed and written.
 #[pyfunction]
-#[pyo3(signature = (spec, data, path=None, threads=None))]
+#[pyo3(signature = (spec, data, path=None, threads=None, fsync=true))]
 fn build<'py>(
     py: Python<'py>,
     spec: &str,
     data: Vec<DataArg<'py>>,
     path: Option<PathBuf>,
     threads: Option<usize>,
+    fsync: bool,
 ) -> PyResult<(String, Option<Bound<'py, PyBytes>>)> {
     let spec = BuildSpec::from_slice(Path::new("<spec>"), spec.as_bytes())
         .map_err(|e| writer_error(&e))?;
@@ -54,7 +55,8 @@ fn build<'py>(
     }
     let mut builder = spec
         .into_builder_with(&mut |key, blob| resolve(&mut sources, key, blob))
-        .map_err(|e| writer_error(&e))?;
+        .map_err(|e| writer_error(&e))?
+        .fsync(fsync);
     if let Some(threads) = threads {
         builder = builder.threads(threads);
     }

@@ -7,7 +7,7 @@ use clap::Args;
 use neff::writer::{HeaderFile, PackOptions, PackSettings, Packager};
 
 use super::progress::Progress;
-use super::{parse_features, report_written, FramingArgs, Output, PkgArg};
+use super::{parse_features, report_written, FramingArgs, FsyncArgs, Output, PkgArg};
 
 /// Pack a directory tree into a NEFF, as it is (like `neuron-packager create`).
 ///
@@ -78,6 +78,8 @@ pub struct PackArgs {
     /// Write the NEFF even when the loader's gates refuse it (for negative fixtures).
     #[arg(long)]
     allow_invalid: bool,
+    #[command(flatten)]
+    fsync: FsyncArgs,
     /// Print the header and the loader's verdict as JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -110,6 +112,7 @@ pub fn run(args: PackArgs) -> Result<u8, Box<dyn std::error::Error>> {
         requested_tpb_count: args.requested_tpb_count,
         threads: args.threads.map(|t| t as usize),
         allow_invalid: args.allow_invalid,
+        no_fsync: !args.fsync.fsync(),
     };
     let mut options = settings.options(file)?;
     args.framing.apply(&mut options.framing);

@@ -9,7 +9,7 @@ use neff::loader::{extract, ExtractLimits};
 use neff::writer::recover_framing;
 
 use super::documents::UnpackReport;
-use super::{print_json, EXIT_OK, EXIT_REJECTED};
+use super::{print_json, FsyncArgs, EXIT_OK, EXIT_REJECTED};
 
 /// Unpack every member of a NEFF into a directory, byte-exactly.
 ///
@@ -19,7 +19,8 @@ use super::{print_json, EXIT_OK, EXIT_REJECTED};
 /// does, with --force, a symlink, FIFO, device or folder in DIR where a member goes.
 /// Each file is written as a new file and renamed into place: nothing is ever
 /// written outside DIR, through a symlink or into an existing file. Of members with
-/// the same path, the last is written (as the runtime keeps it).
+/// the same path, the last is written (as the runtime keeps it). DIR is synced
+/// once, at the end.
 /// `neff pack DIR --header HEADER.json` then rebuilds the same bytes.
 #[derive(Args, Debug)]
 pub struct UnpackArgs {
@@ -53,6 +54,8 @@ pub struct UnpackArgs {
     /// reproduced is listed under "not_reproduced" and printed.
     #[arg(long, value_name = "HEADER.json")]
     header_out: Option<PathBuf>,
+    #[command(flatten)]
+    fsync: FsyncArgs,
     /// Print a JSON summary on stdout.
     #[arg(long)]
     json: bool,
@@ -91,10 +94,12 @@ pub fn run(args: UnpackArgs) -> Result<u8, Box<dyn std::error::Error>> {
             return Ok(EXIT_REJECTED);
         }
     };
+    args.fsync.sync_folder(&args.output)?;
     let mut repack = None;
     if let Some(path) = &args.header_out {
         let recovered = recover_framing(&args.file)?;
-        neff::writer::write_atomic(path, recovered.file.to_json().as_bytes())?;
+        let json = recovered.file.to_json();
+        neff::writer::write_atomic_with(path, json.as_bytes(), args.fsync.fsync())?;
         repack = Some((path.clone(), recovered));
     }
     if args.json {
