@@ -1,9 +1,9 @@
 //! Atomic output: a temp file beside the target, fsynced, then renamed into
 //! place, and the folder fsynced. A failure leaves any existing file untouched
-//! and removes the temp. Without the fsyncs ([`TempFile::with_fsync`]) a
-//! crash can never leave a half-written file under the target's name, but
-//! after a power cut soon after, the target may hold the old file, the new
-//! one, or (on some filesystems) zero bytes.
+//! and removes the temp. Without the fsyncs ([`write_atomic_with`]) a crash
+//! can never leave a half-written file under the target's name, but after a
+//! power cut soon after, the target may hold the old file, the new one, or
+//! (on some filesystems) zero bytes.
 //!
 //! Every temp file of the process is listed in a process-wide registry until
 //! it is renamed into place or dropped, so a signal handler can remove the
@@ -78,7 +78,6 @@ pub struct TempFile {
     path: PathBuf,
     target: PathBuf,
     live: bool,
-    fsync: bool,
 }
 
 /// A temp file beside `path`, `.<name>.neff-tmp.<pid>.<n>`. The first one in
@@ -119,7 +118,6 @@ pub fn temp_beside(path: &Path) -> io::Result<TempFile> {
                     path: temp,
                     target: path.to_path_buf(),
                     live: true,
-                    fsync: true,
                 });
             }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempts < 100 => attempts += 1,
@@ -149,37 +147,29 @@ impl TempFile {
         self.file.context(e)
     }
 
-    /// Whether [`TempFile::sync_all`] and [`TempFile::persist`] fsync
-    /// (default true). Without, the rename is still atomic, but a power cut
-    /// soon after may leave the old file, the new one, or an empty one.
-    pub fn with_fsync(mut self, fsync: bool) -> Self {
-        self.fsync = fsync;
-        self
-    }
-
-    /// Flushes the file's data and metadata to the device (nothing after
-    /// `with_fsync(false)`).
+    /// Flushes the file's data and metadata to the device.
     pub fn sync_all(&self) -> io::Result<()> {
-        if !self.fsync {
-            return Ok(());
-        }
         self.file.get_ref().sync_all().map_err(|e| self.context(e))
     }
 
     /// Renames the finished (already synced) file to its target, then makes
-    /// the rename durable where the platform can sync a folder (not after
-    /// `with_fsync(false)`).
-    pub fn persist(mut self) -> io::Result<()> {
+    /// the rename durable where the platform can sync a folder.
+    pub fn persist(self) -> io::Result<()> {
+        self.persist_synced(true)
+    }
+
+    /// [`TempFile::persist`]; the folder is synced only when `sync_dir`.
+    pub fn persist_synced(mut self, sync_dir: bool) -> io::Result<()> {
         {
             let mut registry = registry();
             std::fs::rename(&self.path, &self.target).map_err(|e| self.context(e))?;
             registry.live.retain(|p| p != &self.path);
             self.live = false;
         }
-        if !self.fsync {
-            return Ok(());
-        }
-        if let Ok(d) = File::open(parent_dir(&self.target)) {
+        if let Some(d) = sync_dir
+            .then(|| File::open(parent_dir(&self.target)).ok())
+            .flatten()
+        {
             let _ = d.sync_all();
         }
         Ok(())
@@ -224,13 +214,17 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_atomic_with(path, bytes, true)
 }
 
-/// Writes `bytes` to `path` atomically; durably too when `fsync` (see
-/// [`TempFile::with_fsync`] for what is given up without).
+/// Writes `bytes` to `path` atomically; durably too when `fsync`. Without,
+/// the rename is still atomic (no half-written file under `path`), but after
+/// a power cut soon after `path` may hold the old file, the new one or (on
+/// some filesystems) zero bytes.
 pub fn write_atomic_with(path: &Path, bytes: &[u8], fsync: bool) -> io::Result<()> {
-    let mut tmp = temp_beside(path)?.with_fsync(fsync);
+    let mut tmp = temp_beside(path)?;
     tmp.write_all(bytes)?;
-    tmp.sync_all()?;
-    tmp.persist()
+    if fsync {
+        tmp.sync_all()?;
+    }
+    tmp.persist_synced(fsync)
 }
 
 #[cfg(test)]

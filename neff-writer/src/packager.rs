@@ -59,10 +59,7 @@ pub struct PackOptions {
     /// The runtime the read-back check simulates. The check runs on every
     /// architecture the NEFF targets (the profile's `instance_arch` is replaced).
     pub profile: RuntimeProfile,
-    /// fsync the file and its folder before returning (default true). When
-    /// false, no fsync of file or directory: the rename is still atomic, but
-    /// a power cut soon after may leave the old file, the new one or an
-    /// empty one.
+    /// fsync the file and its folder before returning.
     pub fsync: bool,
 }
 
@@ -325,7 +322,7 @@ impl Packager {
                 self.files.values().filter_map(MemberSource::path),
             )
             .map_err(|why| Error::new(ErrorKind::Conflict, why).at_path(path))?;
-        let mut tmp = crate::atomic::temp_beside(path)?.with_fsync(options.fsync);
+        let mut tmp = crate::atomic::temp_beside(path)?;
         let written = self.write_payload(&mut tmp, options)?;
         // The fsync (I/O-bound) runs while the read-back check (CPU-bound) reads
         // the same bytes from the page cache.
@@ -341,7 +338,7 @@ impl Packager {
             synced.map_err(|e| tmp.context(e))?;
             Ok::<_, Error>(outcome)
         })?;
-        tmp.persist()?;
+        tmp.persist_synced(options.fsync)?;
         Ok(outcome)
     }
 
