@@ -5,6 +5,8 @@
 //! accepts is redrawn (a few times, then kept as an accepted seed).
 //! Everything is a function of the seed: the same seed gives the same files.
 
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
 use std::sync::mpsc::sync_channel;
 
 use arbitrary::Unstructured;
@@ -110,6 +112,18 @@ const ENTROPY: usize = 8192;
 /// are mutated. `None` when the generator could not draw a spec from the
 /// entropy (rare; the caller moves on).
 pub fn seed_file(seed: u64, index: u64, invalid_ratio: f64, config: &GenConfig) -> Option<Seed> {
+    let mut spool = tempfile::tempfile().ok()?;
+    seed_in(&mut spool, seed, index, invalid_ratio, config)
+}
+
+/// [`seed_file`], each NEFF written into `spool` (emptied first).
+fn seed_in(
+    spool: &mut File,
+    seed: u64,
+    index: u64,
+    invalid_ratio: f64,
+    config: &GenConfig,
+) -> Option<Seed> {
     let mut mix = Mix(seed ^ index.wrapping_mul(0xD6E8_FEB8_6659_FD93));
     let entropy = mix.bytes(ENTROPY);
     let generated = generate(&mut Unstructured::new(&entropy), config).ok()?;
@@ -117,7 +131,7 @@ pub fn seed_file(seed: u64, index: u64, invalid_ratio: f64, config: &GenConfig) 
     let base = std::env::temp_dir();
     let build = generated.spec.into_builder(&base).ok()?.build().ok()?;
     if !invalid {
-        let (bytes, verdict) = write(build)?;
+        let (bytes, verdict) = write(build, spool)?;
         return Some(Seed {
             verdict,
             bytes,
@@ -126,7 +140,7 @@ pub fn seed_file(seed: u64, index: u64, invalid_ratio: f64, config: &GenConfig) 
     }
     let mut seed = None;
     for _ in 0..MUTATION_TRIES {
-        let (bytes, verdict, mutation) = mutate(&generated.json, &build, &mut mix)?;
+        let (bytes, verdict, mutation) = mutate(&generated.json, &build, &mut mix, spool)?;
         let refused = !verdict.accepted;
         seed = Some(Seed {
             bytes,
@@ -140,9 +154,6 @@ pub fn seed_file(seed: u64, index: u64, invalid_ratio: f64, config: &GenConfig) 
     seed
 }
 
-/// The NEFF's bytes and the verdict of the packager's read-back check (every
-/// gate on every targeted arch, as [`SeedVerdict::of`] would give). One
-/// compression thread: the seeds themselves run in parallel.
 /// Draws a corpus may try before it gives up: each unusable draw is skipped.
 pub fn draw_limit(count: u64) -> u64 {
     count.saturating_mul(4).saturating_add(64)
@@ -153,9 +164,11 @@ pub fn draw_limit(count: u64) -> u64 {
 /// draw order. They are generated and checked on `threads` threads (0: the
 /// available cores), draw `i` on thread `i % threads`; since each draw is a
 /// function of `(seed, i)` alone, what `sink` sees does not depend on the
-/// thread count. Each thread runs at most a few draws ahead of `sink`. Returns
-/// how many files `sink` took; stops at `sink`'s first error.
-pub fn seeds<E>(
+/// thread count. Each thread runs at most a few draws ahead of `sink`, and
+/// writes its NEFFs into one anonymous temp file. Returns how many files
+/// `sink` took; stops at `sink`'s first error, or when no temp file can be
+/// made.
+pub fn seeds<E: From<io::Error>>(
     seed: u64,
     count: u64,
     invalid_ratio: f64,
@@ -168,13 +181,17 @@ pub fn seeds<E>(
         n => n,
     };
     let limit = draw_limit(count);
+    let spools = (0..threads)
+        .map(|_| tempfile::tempfile())
+        .collect::<io::Result<Vec<File>>>()?;
     std::thread::scope(|scope| {
         let receivers: Vec<_> = (0..threads as u64)
-            .map(|first| {
+            .zip(spools)
+            .map(|(first, mut spool)| {
                 let (tx, rx) = sync_channel(2);
                 scope.spawn(move || {
                     for draw in (first..limit).step_by(threads) {
-                        let drawn = seed_file(seed, draw, invalid_ratio, config);
+                        let drawn = seed_in(&mut spool, seed, draw, invalid_ratio, config);
                         if tx.send(drawn).is_err() {
                             return;
                         }
@@ -200,16 +217,27 @@ pub fn seeds<E>(
     })
 }
 
-fn write(mut build: Build) -> Option<(Vec<u8>, SeedVerdict)> {
-    build.options_mut().threads = 1;
-    let mut out = Vec::new();
-    let outcome = build.write_to(&mut out).ok()?;
-    Some((out, SeedVerdict::from_report(&outcome.report)))
+/// The NEFF's bytes and the verdict of the packager's check (every gate on
+/// every targeted arch, as [`SeedVerdict::of`] would give), written through
+/// `spool`. One compression thread: the seeds themselves run in parallel.
+fn write(build: Build, spool: &mut File) -> Option<(Vec<u8>, SeedVerdict)> {
+    let (packager, mut options) = build.into_packager().ok()?;
+    options.threads = 1;
+    let outcome = packager.write_file(spool, &options).ok()?;
+    let mut bytes = Vec::new();
+    spool.seek(SeekFrom::Start(0)).ok()?;
+    spool.read_to_end(&mut bytes).ok()?;
+    Some((bytes, SeedVerdict::from_report(&outcome.report)))
 }
 
 /// Rebuilds `spec` with one manifest member or header field changed, through
 /// the builder's unchecked path (the hash is computed over the new payload).
-fn mutate(spec: &Value, build: &Build, mix: &mut Mix) -> Option<(Vec<u8>, SeedVerdict, String)> {
+fn mutate(
+    spec: &Value,
+    build: &Build,
+    mix: &mut Mix,
+    spool: &mut File,
+) -> Option<(Vec<u8>, SeedVerdict, String)> {
     let mut spec: BuildSpec = serde_json::from_value(spec.clone()).ok()?;
     spec.allow_invalid = true;
     let builder = spec.into_builder(&std::env::temp_dir()).ok()?;
@@ -238,7 +266,7 @@ fn mutate(spec: &Value, build: &Build, mix: &mut Mix) -> Option<(Vec<u8>, SeedVe
                 "header header_size"
             }
         };
-        return finish(builder.header(patch), what.to_string());
+        return finish(builder.header(patch), what.to_string(), spool);
     }
     let name = manifests[mix.below(manifests.len())].clone();
     let text = build.bytes(&name)?;
@@ -264,14 +292,16 @@ fn mutate(spec: &Value, build: &Build, mix: &mut Mix) -> Option<(Vec<u8>, SeedVe
     finish(
         builder.raw_member(name.clone(), mutated),
         format!("member {name}"),
+        spool,
     )
 }
 
 fn finish(
     builder: neff_writer::NeffBuilder,
     what: String,
+    spool: &mut File,
 ) -> Option<(Vec<u8>, SeedVerdict, String)> {
-    let (bytes, verdict) = write(builder.build().ok()?)?;
+    let (bytes, verdict) = write(builder.build().ok()?, spool)?;
     Some((bytes, verdict, what))
 }
 
