@@ -205,31 +205,24 @@ fn sync_calls(args: &[&str]) -> Option<(usize, usize)> {
 #[test]
 fn a_folder_of_outputs_is_synced_once_and_no_fsync_syncs_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let corpus = |name: &str| d.join(name);
-    let Some(default) = sync_calls(&["corpus", "-o", s(&corpus("a")), "--count", "20"]) else {
+    let at = |name: &str| dir.path().join(name);
+    let (a, b, fx, u, out) = (at("a"), at("b"), at("fx"), at("u"), at("p.neff"));
+    let Some(default) = sync_calls(&["corpus", "-o", s(&a), "--count", "20"]) else {
         eprintln!("skipped: strace is not installed or cannot trace here");
         return;
     };
     // One syncfs of the folder and one fsync of it: not two fsyncs per file.
     assert_eq!(default, (1, 1), "corpus of 20: (fsyncs, syncfs)");
-    let fixtures = sync_calls(&["fixtures", "-o", s(&d.join("fx"))]).unwrap();
+    let fixtures = sync_calls(&["fixtures", "-o", s(&fx)]).unwrap();
     assert_eq!(fixtures, (1, 1), "fixtures: (fsyncs, syncfs)");
-    let args = [
-        "corpus",
-        "-o",
-        s(&corpus("b")),
-        "--count",
-        "20",
-        "--no-fsync",
-    ];
+    let args = ["corpus", "-o", s(&b), "--count", "20", "--no-fsync"];
     assert_eq!(sync_calls(&args).unwrap(), (0, 0), "corpus --no-fsync");
     // A single file: the file, then its folder.
-    let out = d.join("p.neff");
-    let pack = ["pack", s(&example("allreduce")), "-o", s(&out)];
+    let model = example("allreduce");
+    let pack = ["pack", s(&model), "-o", s(&out)];
     assert_eq!(sync_calls(&pack).unwrap(), (2, 0), "pack");
     let no_fsync = [&pack[..], &["--no-fsync"]].concat();
     assert_eq!(sync_calls(&no_fsync).unwrap(), (0, 0), "pack --no-fsync");
-    let unpack = ["unpack", s(&out), "-o", s(&d.join("u"))];
+    let unpack = ["unpack", s(&out), "-o", s(&u)];
     assert_eq!(sync_calls(&unpack).unwrap(), (1, 1), "unpack");
 }
