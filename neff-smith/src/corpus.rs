@@ -5,7 +5,12 @@
 //! accepts is redrawn (a few times, then kept as an accepted seed).
 //! Everything is a function of the seed: the same seed gives the same files.
 
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::sync::mpsc::sync_channel;
+
 use arbitrary::Unstructured;
+use neff_loader::Report;
 use serde_json::Value;
 
 use neff_writer::build_spec::BuildSpec;
@@ -52,15 +57,7 @@ impl SeedVerdict {
             &neff_loader::Limits::default(),
         );
         match verdict {
-            Ok(v) => {
-                let r = v.combined_report();
-                SeedVerdict {
-                    accepted: r.accepted,
-                    gate: r.gate_id(),
-                    status: r.status.code(),
-                    status_name: r.status.name(),
-                }
-            }
+            Ok(v) => SeedVerdict::from_report(&v.combined_report()),
             // In memory no read fails; refuse rather than claim acceptance.
             Err(_) => SeedVerdict {
                 accepted: false,
@@ -68,6 +65,16 @@ impl SeedVerdict {
                 status: neff_loader::NrtStatus::Invalid.code(),
                 status_name: neff_loader::NrtStatus::Invalid.name(),
             },
+        }
+    }
+
+    /// The verdict a combined report (every targeted arch) gives.
+    pub fn from_report(r: &Report) -> SeedVerdict {
+        SeedVerdict {
+            accepted: r.accepted,
+            gate: r.gate_id(),
+            status: r.status.code(),
+            status_name: r.status.name(),
         }
     }
 }
@@ -105,24 +112,39 @@ const ENTROPY: usize = 8192;
 /// are mutated. `None` when the generator could not draw a spec from the
 /// entropy (rare; the caller moves on).
 pub fn seed_file(seed: u64, index: u64, invalid_ratio: f64, config: &GenConfig) -> Option<Seed> {
+    let mut spool = tempfile::tempfile().ok()?;
+    seed_in(&mut spool, seed, index, invalid_ratio, config)
+}
+
+/// [`seed_file`], each NEFF written into `spool` (emptied first).
+fn seed_in(
+    spool: &mut File,
+    seed: u64,
+    index: u64,
+    invalid_ratio: f64,
+    config: &GenConfig,
+) -> Option<Seed> {
     let mut mix = Mix(seed ^ index.wrapping_mul(0xD6E8_FEB8_6659_FD93));
     let entropy = mix.bytes(ENTROPY);
     let generated = generate(&mut Unstructured::new(&entropy), config).ok()?;
     let invalid = (mix.next_u64() % 1_000_000) as f64 / 1_000_000.0 < invalid_ratio;
     let base = std::env::temp_dir();
-    let build = generated.spec.into_builder(&base).ok()?.build().ok()?;
+    // The builder's own pass over the gates would run them twice: the write's
+    // check runs every gate on every targeted arch, and refuses (skips) the
+    // draw unless it is accepted.
+    let builder = generated.spec.into_builder(&base).ok()?.unchecked(true);
+    let build = builder.build().ok()?;
     if !invalid {
-        let bytes = write(build)?;
+        let (bytes, verdict) = write(build, spool)?;
         return Some(Seed {
-            verdict: SeedVerdict::of(&bytes),
+            verdict,
             bytes,
             mutation: None,
         });
     }
     let mut seed = None;
     for _ in 0..MUTATION_TRIES {
-        let (bytes, mutation) = mutate(&generated.json, &build, &mut mix)?;
-        let verdict = SeedVerdict::of(&bytes);
+        let (bytes, verdict, mutation) = mutate(&generated.json, &build, &mut mix, spool)?;
         let refused = !verdict.accepted;
         seed = Some(Seed {
             bytes,
@@ -136,15 +158,90 @@ pub fn seed_file(seed: u64, index: u64, invalid_ratio: f64, config: &GenConfig) 
     seed
 }
 
-fn write(build: Build) -> Option<Vec<u8>> {
-    let mut out = Vec::new();
-    build.write_to(&mut out).ok()?;
-    Some(out)
+/// Draws a corpus may try before it gives up: each unusable draw is skipped.
+pub fn draw_limit(count: u64) -> u64 {
+    count.saturating_mul(4).saturating_add(64)
+}
+
+/// The corpus of `count` files for `seed`: the usable draws from draw 0 (at
+/// most [`draw_limit`] tried), each handed to `sink` with its draw index, in
+/// draw order. They are generated and checked on `threads` threads (0: the
+/// available cores), draw `i` on thread `i % threads`; since each draw is a
+/// function of `(seed, i)` alone, what `sink` sees does not depend on the
+/// thread count. Each thread runs at most a few draws ahead of `sink`, and
+/// writes its NEFFs into one anonymous temp file. Returns how many files
+/// `sink` took; stops at `sink`'s first error, or when no temp file can be
+/// made.
+pub fn seeds<E: From<io::Error>>(
+    seed: u64,
+    count: u64,
+    invalid_ratio: f64,
+    config: &GenConfig,
+    threads: usize,
+    mut sink: impl FnMut(u64, Seed) -> Result<(), E>,
+) -> Result<u64, E> {
+    let threads = match threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    };
+    let limit = draw_limit(count);
+    let spools = (0..threads)
+        .map(|_| tempfile::tempfile())
+        .collect::<io::Result<Vec<File>>>()?;
+    std::thread::scope(|scope| {
+        let receivers: Vec<_> = (0..threads as u64)
+            .zip(spools)
+            .map(|(first, mut spool)| {
+                let (tx, rx) = sync_channel(2);
+                scope.spawn(move || {
+                    for draw in (first..limit).step_by(threads) {
+                        let drawn = seed_in(&mut spool, seed, draw, invalid_ratio, config);
+                        if tx.send(drawn).is_err() {
+                            return;
+                        }
+                    }
+                });
+                rx
+            })
+            .collect();
+        let mut taken = 0;
+        for draw in 0..limit {
+            if taken == count {
+                break;
+            }
+            let Ok(drawn) = receivers[(draw % threads as u64) as usize].recv() else {
+                break;
+            };
+            if let Some(file) = drawn {
+                sink(draw, file)?;
+                taken += 1;
+            }
+        }
+        Ok(taken)
+    })
+}
+
+/// The NEFF's bytes and the verdict of the packager's check (every gate on
+/// every targeted arch, as [`SeedVerdict::of`] would give), written through
+/// `spool`. One compression thread: the seeds themselves run in parallel.
+fn write(build: Build, spool: &mut File) -> Option<(Vec<u8>, SeedVerdict)> {
+    let (packager, mut options) = build.into_packager().ok()?;
+    options.threads = 1;
+    let outcome = packager.write_file(spool, &options).ok()?;
+    let mut bytes = Vec::new();
+    spool.seek(SeekFrom::Start(0)).ok()?;
+    spool.read_to_end(&mut bytes).ok()?;
+    Some((bytes, SeedVerdict::from_report(&outcome.report)))
 }
 
 /// Rebuilds `spec` with one manifest member or header field changed, through
 /// the builder's unchecked path (the hash is computed over the new payload).
-fn mutate(spec: &Value, build: &Build, mix: &mut Mix) -> Option<(Vec<u8>, String)> {
+fn mutate(
+    spec: &Value,
+    build: &Build,
+    mix: &mut Mix,
+    spool: &mut File,
+) -> Option<(Vec<u8>, SeedVerdict, String)> {
     let mut spec: BuildSpec = serde_json::from_value(spec.clone()).ok()?;
     spec.allow_invalid = true;
     let builder = spec.into_builder(&std::env::temp_dir()).ok()?;
@@ -173,7 +270,7 @@ fn mutate(spec: &Value, build: &Build, mix: &mut Mix) -> Option<(Vec<u8>, String
                 "header header_size"
             }
         };
-        return finish(builder.header(patch), what.to_string());
+        return finish(builder.header(patch), what.to_string(), spool);
     }
     let name = manifests[mix.below(manifests.len())].clone();
     let text = build.bytes(&name)?;
@@ -199,12 +296,17 @@ fn mutate(spec: &Value, build: &Build, mix: &mut Mix) -> Option<(Vec<u8>, String
     finish(
         builder.raw_member(name.clone(), mutated),
         format!("member {name}"),
+        spool,
     )
 }
 
-fn finish(builder: neff_writer::NeffBuilder, what: String) -> Option<(Vec<u8>, String)> {
-    let build = builder.build().ok()?;
-    Some((write(build)?, what))
+fn finish(
+    builder: neff_writer::NeffBuilder,
+    what: String,
+    spool: &mut File,
+) -> Option<(Vec<u8>, SeedVerdict, String)> {
+    let (bytes, verdict) = write(builder.build().ok()?, spool)?;
+    Some((bytes, verdict, what))
 }
 
 /// Replaces a random node of `value` with an adversarial value.

@@ -1,5 +1,9 @@
 //! Atomic output: a temp file beside the target, fsynced, then renamed into
-//! place. A failure leaves any existing file untouched and removes the temp.
+//! place, and the folder fsynced. A failure leaves any existing file untouched
+//! and removes the temp. Without the fsyncs ([`write_atomic_with`]) a crash
+//! can never leave a half-written file under the target's name, but after a
+//! power cut soon after, the target may hold the old file, the new one, or
+//! (on some filesystems) zero bytes.
 //!
 //! Every temp file of the process is listed in a process-wide registry until
 //! it is renamed into place or dropped, so a signal handler can remove the
@@ -204,12 +208,23 @@ impl Seek for TempFile {
     }
 }
 
-/// Writes `bytes` to `path` atomically.
+/// Writes `bytes` to `path` atomically and durably (the file and its folder
+/// fsynced).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_with(path, bytes, true)
+}
+
+/// Writes `bytes` to `path` atomically; durably too when `fsync`. Without,
+/// the rename is still atomic (no half-written file under `path`), but after
+/// a power cut soon after `path` may hold the old file, the new one or (on
+/// some filesystems) zero bytes.
+pub fn write_atomic_with(path: &Path, bytes: &[u8], fsync: bool) -> io::Result<()> {
     let mut tmp = temp_beside(path)?;
     tmp.write_all(bytes)?;
-    tmp.sync_all()?;
-    tmp.persist()
+    if fsync {
+        tmp.sync_all()?;
+    }
+    tmp.persist_synced(fsync)
 }
 
 #[cfg(test)]

@@ -53,13 +53,15 @@ mod progress;
 mod recover;
 mod repeated_keys;
 mod stale;
+mod sync_tree;
 pub mod tar_writer;
 mod tee;
 mod writeback;
 mod zlib_gzip;
 
 pub use atomic::{
-    abandon_temp_files, report_stale_temp_files, temp_beside, write_atomic, TempFile,
+    abandon_temp_files, report_stale_temp_files, temp_beside, write_atomic, write_atomic_with,
+    TempFile,
 };
 pub use builder::{Build, Data, NeffBuilder};
 pub use clobber::OutputGuard;
@@ -72,4 +74,5 @@ pub use pack_settings::PackSettings;
 pub use packager::{PackOptions, PackOutcome, Packager};
 pub use progress::{Phase, Progress};
 pub use recover::{recover_framing, Recovered};
+pub use sync_tree::sync_tree;
 pub use zlib_gzip::ZlibGzipWriter;

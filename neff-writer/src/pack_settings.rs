@@ -43,6 +43,8 @@ pub struct PackSettings {
     /// Read the whole output back through the loader
     /// ([`PackOptions::paranoid_readback`]).
     pub paranoid_readback: bool,
+    /// Skip the fsync of the file and its folder ([`PackOptions::fsync`]).
+    pub no_fsync: bool,
 }
 
 fn bad(message: String) -> Error {
@@ -103,6 +105,7 @@ impl PackSettings {
             keep_refused: self.allow_invalid,
             paranoid_readback: self.paranoid_readback,
             threads: self.threads.unwrap_or(defaults.threads),
+            fsync: !self.no_fsync,
             ..defaults
         })
     }

@@ -104,7 +104,7 @@ impl Default for PackOptions {
             pkg_version: PkgVersion::Md5Gzip,
             framing: Framing::default(),
             compiler_header: false,
-            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            threads: available_cores(),
             progress: None,
             uuid: UuidChoice::FromContent,
             header: HeaderPatch::default(),
@@ -114,6 +114,13 @@ impl Default for PackOptions {
             paranoid_readback: false,
         }
     }
+}
+
+/// The available cores, asked once: the query reads cgroup files, and a
+/// corpus makes thousands of builders.
+fn available_cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// Two members collide, or a member is also a folder.

@@ -462,13 +462,15 @@ class Builder:
         return copy.deepcopy(self._spec.doc)
 
     def _build(self, path: Optional[str], allow_invalid: bool, threads: Optional[int],
-               paranoid_readback: bool = False) -> Tuple[BuildOutcome, Optional[bytes]]:
+               paranoid_readback: bool = False,
+               fsync: bool = True) -> Tuple[BuildOutcome, Optional[bytes]]:
         text, data = _native.build(self._spec.json(allow_invalid), self._spec.data, path, threads,
-                                   paranoid_readback)
+                                   paranoid_readback, fsync)
         return BuildOutcome(**json.loads(text)), data
 
     def write(self, path: Union[str, os.PathLike[str]], *, allow_invalid: bool = False,
-              threads: Optional[int] = None, paranoid_readback: bool = False) -> BuildOutcome:
+              threads: Optional[int] = None, paranoid_readback: bool = False,
+              fsync: bool = True) -> BuildOutcome:
         """Writes the NEFF at ``path`` atomically (a temporary file renamed into
         place). A model the loader's gates refuse raises :class:`neff.Rejected`
         (``gate``, ``status``, ``message``) and nothing is written, unless
@@ -477,12 +479,15 @@ class Builder:
         names the part of the spec). ``threads``: compression threads
         (default: the cores; the output is the same). ``paranoid_readback``:
         read the whole file back through the gates instead of checking it as
-        it is written.
+        it is written. ``fsync=False`` skips the
+        fsync of the file and its folder (``neff build --no-fsync``): faster, but
+        after a power cut soon after the file may be the old one, the new one or
+        empty.
 
         >>> b.write("m.neff").files  # doctest: +SKIP
         14
         """
-        return self._build(os.fspath(path), allow_invalid, threads, paranoid_readback)[0]
+        return self._build(os.fspath(path), allow_invalid, threads, paranoid_readback, fsync)[0]
 
     def to_bytes(self, *, allow_invalid: bool = False, threads: Optional[int] = None) -> bytes:
         """The NEFF's bytes (the same as :meth:`write` writes), checked the same way.

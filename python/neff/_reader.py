@@ -505,6 +505,7 @@ def pack(
     header: Optional[PathLike] = None,
     allow_invalid: bool = False,
     paranoid_readback: bool = False,
+    fsync: bool = True,
 ) -> PackOutcome:
     """Packs a folder into a NEFF as ``neff pack`` does (atomically, checked by the gates).
 
@@ -512,9 +513,12 @@ def pack(
     tar + SHA-256), ``level`` (1-9), ``framing`` (``gnu``, ``neuronx-cc``,
     ``neuronx-cc-2.16``), ``uuid`` (a UUID or ``"random"``; default derived from
     the content), header fields, ``threads``, ``header`` (a ``neff unpack
-    --header-out`` file, for a byte-identical repack), ``allow_invalid`` and
+    --header-out`` file, for a byte-identical repack), ``allow_invalid``,
     ``paranoid_readback`` (read the whole output back through the gates instead
-    of checking it as it is written).
+    of checking it as it is written) and
+    ``fsync`` (``False``: ``--no-fsync``, no fsync of the file and its folder;
+    faster, but after a power cut soon after the file may be the old one, the
+    new one or empty).
 
     Raises :class:`neff.Rejected` when the gates refuse it, unless ``allow_invalid``.
 
@@ -528,6 +532,7 @@ def pack(
         "major": major, "minor": minor, "build_version": build_version, "vnc_size": vnc_size,
         "requested_tpb_count": requested_tpb_count, "threads": threads, "header": None if header is None else os.fspath(header),
         "allow_invalid": allow_invalid, "paranoid_readback": paranoid_readback,
+        "fsync": fsync,
     }
     d = json.loads(_native.pack(os.fspath(dir), os.fspath(out), options))
     return _build(PackOutcome, d, header=Header._from(d["header"]), report=Report._from(d["report"]))
@@ -535,11 +540,14 @@ def pack(
 
 def unpack(
     path: PathLike, dir: PathLike, header_out: Optional[PathLike] = None, force: bool = False,
-    no_verify_hash: bool = False,
+    no_verify_hash: bool = False, fsync: bool = True,
 ) -> UnpackSummary:
     """Unpacks every member into ``dir`` as ``neff unpack`` does; ``header_out`` writes the repack header.
+
+    ``dir`` (and ``header_out``) are synced once at the end unless ``fsync=False``
+    (``neff unpack --no-fsync``).
 
     >>> neff.unpack("m.neff", "tree/", header_out="m.header.json").files
     """
     h = None if header_out is None else os.fspath(header_out)
-    return _build(UnpackSummary, json.loads(_native.unpack(os.fspath(path), os.fspath(dir), h, force, no_verify_hash)))
+    return _build(UnpackSummary, json.loads(_native.unpack(os.fspath(path), os.fspath(dir), h, force, no_verify_hash, fsync)))

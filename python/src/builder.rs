@@ -38,7 +38,7 @@ type DataArg<'py> = (Bound<'py, PyAny>, Option<(String, Vec<u64>)>);
 /// there is no path. Returns the outcome as JSON. The GIL is released while
 /// the NEFF is generated, checked, compressed, hashed and written.
 #[pyfunction]
-#[pyo3(signature = (spec, data, path=None, threads=None, paranoid_readback=false))]
+#[pyo3(signature = (spec, data, path=None, threads=None, paranoid_readback=false, fsync=true))]
 fn build<'py>(
     py: Python<'py>,
     spec: &str,
@@ -46,6 +46,7 @@ fn build<'py>(
     path: Option<PathBuf>,
     threads: Option<usize>,
     paranoid_readback: bool,
+    fsync: bool,
 ) -> PyResult<(String, Option<Bound<'py, PyBytes>>)> {
     let spec = BuildSpec::from_slice(Path::new("<spec>"), spec.as_bytes())
         .map_err(|e| writer_error(&e))?;
@@ -55,7 +56,8 @@ fn build<'py>(
     }
     let mut builder = spec
         .into_builder_with(&mut |key, blob| resolve(&mut sources, key, blob))
-        .map_err(|e| writer_error(&e))?;
+        .map_err(|e| writer_error(&e))?
+        .fsync(fsync);
     if let Some(threads) = threads {
         builder = builder.threads(threads);
     }

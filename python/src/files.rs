@@ -74,6 +74,7 @@ struct PackArgs {
     header: Option<PathBuf>,
     allow_invalid: bool,
     paranoid_readback: bool,
+    fsync: bool,
 }
 
 /// `neff pack DIR -o OUT` with `options` (a dict of [`PackArgs`]' fields):
@@ -148,15 +149,16 @@ fn pack_options(args: &PackArgs) -> PyResult<PackOptions> {
         threads: args.threads,
         allow_invalid: args.allow_invalid,
         paranoid_readback: args.paranoid_readback,
+        no_fsync: !args.fsync,
     };
     settings.options(file).map_err(|e| writer_error(&e))
 }
 
-/// `neff unpack PATH -o DIR [--force] [--header-out H]`: the summary as JSON
-/// (`files`, `directories`, `bytes`, `replaced`, and `byte_identical_repack`
-/// with a header file).
+/// `neff unpack PATH -o DIR [--force] [--header-out H] [--no-fsync]`: the
+/// summary as JSON (`files`, `directories`, `bytes`, `replaced`, and
+/// `byte_identical_repack` with a header file).
 #[pyfunction]
-#[pyo3(signature = (path, dir, header_out=None, force=false, no_verify_hash=false))]
+#[pyo3(signature = (path, dir, header_out=None, force=false, no_verify_hash=false, fsync=true))]
 fn unpack(
     py: Python<'_>,
     path: PathBuf,
@@ -164,6 +166,7 @@ fn unpack(
     header_out: Option<PathBuf>,
     force: bool,
     no_verify_hash: bool,
+    fsync: bool,
 ) -> PyResult<String> {
     let profile = RuntimeProfile {
         verify_hash: !no_verify_hash,
@@ -172,12 +175,16 @@ fn unpack(
     let (summary, _) = py
         .detach(|| extract(&path, &dir, &profile, force, &ExtractLimits::default()))
         .map_err(|e| loader_error(&e))?;
+    if fsync {
+        py.detach(|| neff_writer::sync_tree(&dir))
+            .map_err(|e| writer_error(&neff_writer::Error::from(e).at_path(&dir)))?;
+    }
     let mut doc = json!(summary);
     if let Some(out) = &header_out {
         let recovered = py
             .detach(|| recover_framing(&path))
             .map_err(|e| writer_error(&e))?;
-        neff_writer::write_atomic(out, recovered.file.to_json().as_bytes())
+        neff_writer::write_atomic_with(out, recovered.file.to_json().as_bytes(), fsync)
             .map_err(|e| writer_error(&neff_writer::Error::io("cannot write", out, e)))?;
         doc["header_out"] = json!(out.display().to_string());
         doc["byte_identical_repack"] = json!(recovered.exact);

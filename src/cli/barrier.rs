@@ -9,7 +9,7 @@ use neff::schema::barrier::{BarrierConfigs, BARRIER_CONFIGS_LEN};
 use neff::schema::hex;
 use neff::writer::barrier::{compose, ComposeInputs};
 
-use super::{parse_mask, print_json, write_binary, EXIT_OK};
+use super::{parse_mask, print_json, write_binary, FsyncArgs, EXIT_OK};
 
 /// Decode, encode, compose and explain barrier configs (`neff_barrier_configs_t`, 296 bytes).
 ///
@@ -45,6 +45,8 @@ enum BarrierCommand {
         /// The binary output (written atomically); `-` writes to stdout.
         #[arg(short, long, value_name = "FILE.bin")]
         output: PathBuf,
+        #[command(flatten)]
+        fsync: FsyncArgs,
     },
     /// Compose a config from explicit inputs, following the runtime's tables.
     #[command(after_help = super::OUTPUT_POLICY)]
@@ -67,6 +69,8 @@ struct ComposeArgs {
     /// The binary output (written atomically); `-` writes to stdout.
     #[arg(short, long, value_name = "FILE.bin")]
     output: PathBuf,
+    #[command(flatten)]
+    fsync: FsyncArgs,
     /// Also print the result as the logger's JSON (on stdout, so not with `-o -`).
     #[arg(long)]
     json: bool,
@@ -127,11 +131,15 @@ pub fn run(args: BarrierArgs) -> Result<u8, Box<dyn std::error::Error>> {
                 print_text(&configs);
             }
         }
-        BarrierCommand::Encode { file, output } => {
+        BarrierCommand::Encode {
+            file,
+            output,
+            fsync,
+        } => {
             let text =
                 std::fs::read(&file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
             let configs = from_json(&text).map_err(|e| format!("{}: {e}", file.display()))?;
-            write_binary(&output, configs.as_bytes())?;
+            write_binary(&output, configs.as_bytes(), fsync)?;
             if !quiet {
                 eprintln!("wrote {} ({BARRIER_CONFIGS_LEN} bytes)", output.display());
             }
@@ -186,7 +194,7 @@ fn compose_cmd(c: ComposeArgs, quiet: bool) -> Result<(), Box<dyn std::error::Er
         return Err("--json and -o - both write to stdout: give -o FILE".into());
     }
     let composed = compose(&inputs)?;
-    write_binary(&c.output, composed.configs.as_bytes())?;
+    write_binary(&c.output, composed.configs.as_bytes(), c.fsync)?;
     if quiet {
         return Ok(());
     }

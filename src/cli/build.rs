@@ -8,7 +8,7 @@ use neff::writer::build_spec::{parse_uuid, BuildSpec};
 use neff::writer::HeaderPatch;
 
 use super::progress::Progress;
-use super::{report_written, FramingArgs, Output, PkgArg};
+use super::{report_written, FramingArgs, FsyncArgs, Output, PkgArg};
 
 /// Build a NEFF from a JSON build spec, generating its manifests.
 ///
@@ -54,6 +54,8 @@ pub struct BuildArgs {
     /// again) instead of checking it as it is written.
     #[arg(long)]
     paranoid_readback: bool,
+    #[command(flatten)]
+    fsync: FsyncArgs,
     /// Print the header and the loader's verdict as JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -95,7 +97,8 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
     };
     let mut builder = spec
         .into_builder(base)
-        .map_err(|e| format!("{}: {e}", args.spec.display()))?;
+        .map_err(|e| format!("{}: {e}", args.spec.display()))?
+        .fsync(args.fsync.fsync());
     if let Some(threads) = args.threads {
         builder = builder.threads(threads as usize);
     }

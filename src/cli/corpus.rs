@@ -4,12 +4,12 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Args;
-use neff::smith::corpus::seed_file;
+use neff::smith::corpus::seeds;
 use neff::smith::generate::GenConfig;
-use neff::writer::write_atomic;
+use neff::writer::write_atomic_with;
 
 use super::documents::{CorpusEntry, CorpusManifest};
-use super::{prepare_output_dir, EXIT_OK};
+use super::{prepare_output_dir, FsyncArgs, EXIT_OK};
 
 /// Write fuzz seeds: valid NEFFs drawn from the structure-aware generator, and
 /// invalid ones made by mutating a manifest or a header field.
@@ -21,7 +21,9 @@ use super::{prepare_output_dir, EXIT_OK};
 /// DIR/NNNNNN-invalid.neff is refused (a mutation the loader still accepts is
 /// redrawn up to 8 times, then kept as a valid seed). DIR/corpus.json lists
 /// every file with its verdict (accepted, gate, status) and what its mutation
-/// changed. The same seed always gives the same files.
+/// changed. The same seed always gives the same files, whatever --threads.
+/// Each file is written to a temp file and renamed into place; DIR is synced
+/// once at the end.
 #[derive(Args, Debug)]
 pub struct CorpusArgs {
     /// Output directory (created; must be empty unless --force).
@@ -39,6 +41,12 @@ pub struct CorpusArgs {
     /// Write into a non-empty DIR.
     #[arg(long)]
     force: bool,
+    /// Threads generating and checking seeds (default: the available cores).
+    /// The files are the same for any count.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
+    threads: Option<u64>,
+    #[command(flatten)]
+    fsync: FsyncArgs,
     /// Print nothing on success.
     #[arg(short, long)]
     quiet: bool,
@@ -53,42 +61,44 @@ fn parse_ratio(text: &str) -> Result<f64, String> {
 
 pub fn run(args: CorpusArgs) -> Result<u8, Box<dyn std::error::Error>> {
     prepare_output_dir(&args.out, args.force)?;
-    let config = GenConfig::default();
     let started = Instant::now();
     let mut listing = Vec::new();
-    let (mut index, mut written, mut bytes) = (0u64, 0u64, 0u64);
-    // A draw the generator cannot use is skipped; give up after many in a row.
-    while written < args.count && index < args.count.saturating_mul(4).saturating_add(64) {
-        let this = index;
-        index += 1;
-        let Some(seed) = seed_file(args.seed, this, args.invalid_ratio, &config) else {
-            continue;
-        };
-        let valid = seed.verdict.accepted;
-        let name = format!(
-            "{written:06}-{}.neff",
-            if valid { "valid" } else { "invalid" }
-        );
-        write_atomic(&args.out.join(&name), &seed.bytes)?;
-        bytes += seed.bytes.len() as u64;
-        listing.push(CorpusEntry {
-            file: name,
-            valid,
-            verdict: seed.verdict,
-            draw: this,
-            mutation: seed.mutation,
-        });
-        written += 1;
-    }
+    let mut bytes = 0u64;
+    let threads = args.threads.unwrap_or(0) as usize;
+    let config = GenConfig::default();
+    let written = seeds(
+        args.seed,
+        args.count,
+        args.invalid_ratio,
+        &config,
+        threads,
+        |draw, seed| {
+            let valid = seed.verdict.accepted;
+            let kind = if valid { "valid" } else { "invalid" };
+            let name = format!("{:06}-{kind}.neff", listing.len());
+            write_atomic_with(&args.out.join(&name), &seed.bytes, false)?;
+            bytes += seed.bytes.len() as u64;
+            listing.push(CorpusEntry {
+                file: name,
+                valid,
+                verdict: seed.verdict,
+                draw,
+                mutation: seed.mutation,
+            });
+            Ok::<_, std::io::Error>(())
+        },
+    )?;
     let manifest = CorpusManifest {
         seed: args.seed,
         invalid_ratio: args.invalid_ratio,
         files: listing,
     };
-    write_atomic(
+    write_atomic_with(
         &args.out.join("corpus.json"),
         (serde_json::to_string_pretty(&manifest)? + "\n").as_bytes(),
+        false,
     )?;
+    args.fsync.sync_folder(&args.out)?;
     let secs = started.elapsed().as_secs_f64();
     if args.quiet {
         return Ok(EXIT_OK);

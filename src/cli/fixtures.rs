@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use neff::smith::fixtures::{generate, FixtureKind, MANIFEST_FILE};
+use neff::smith::fixtures::{generate_with, FixtureKind, MANIFEST_FILE};
 
-use super::{prepare_output_dir, EXIT_OK};
+use super::{prepare_output_dir, FsyncArgs, EXIT_OK};
 
 /// Write a corpus of valid, negative and edge-case NEFFs with a manifest.
 ///
@@ -18,7 +18,8 @@ use super::{prepare_output_dir, EXIT_OK};
 /// can reach. `neff schema fixtures-manifest` prints the manifest's schema. The
 /// verdicts are computed by the loader itself and generation fails if any
 /// fixture does not trip its intended gate. The same command always writes the
-/// same bytes.
+/// same bytes. Each file is written to a temp file and renamed into place; DIR
+/// is synced once at the end.
 #[derive(Args, Debug)]
 pub struct FixturesArgs {
     /// Output directory (created if absent; must be empty unless --force).
@@ -28,6 +29,8 @@ pub struct FixturesArgs {
     /// are left alone).
     #[arg(long)]
     force: bool,
+    #[command(flatten)]
+    fsync: FsyncArgs,
     /// Print nothing on success.
     #[arg(short, long)]
     quiet: bool,
@@ -35,7 +38,7 @@ pub struct FixturesArgs {
 
 pub fn run(args: FixturesArgs) -> Result<u8, Box<dyn std::error::Error>> {
     prepare_output_dir(&args.out, args.force)?;
-    let manifest = generate(&args.out)?;
+    let manifest = generate_with(&args.out, args.fsync.fsync())?;
     if !args.quiet {
         let mut files: Vec<&str> = manifest.fixtures.iter().map(|f| f.file.as_str()).collect();
         files.dedup();

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, CommandFactory};
 use clap_complete::Shell;
 
-use super::{prepare_output_dir, Cli, EXIT_OK};
+use super::{prepare_output_dir, Cli, FsyncArgs, EXIT_OK};
 
 /// Print a shell completion script on stdout.
 ///
@@ -33,6 +33,8 @@ pub struct ManArgs {
     /// Write into a non-empty DIR, replacing pages of the same name.
     #[arg(long, requires = "output")]
     force: bool,
+    #[command(flatten)]
+    fsync: FsyncArgs,
     /// Print nothing on success.
     #[arg(short, long)]
     quiet: bool,
@@ -65,8 +67,9 @@ pub fn man(args: ManArgs) -> Result<u8, Box<dyn std::error::Error>> {
         clap_mangen::Man::new(page.clone())
             .source(MAN_SOURCE.as_str())
             .render(&mut roff)?;
-        neff::writer::write_atomic(&dir.join(format!("{name}.1")), &roff)?;
+        neff::writer::write_atomic_with(&dir.join(format!("{name}.1")), &roff, false)?;
     }
+    args.fsync.sync_folder(&dir)?;
     if !args.quiet {
         eprintln!("wrote {} man pages into {}", pages.len(), dir.display());
     }

@@ -7,7 +7,7 @@ use clap::Args;
 use neff::writer::{HeaderFile, PackOptions, PackSettings, Packager};
 
 use super::progress::Progress;
-use super::{parse_features, report_written, FramingArgs, Output, PkgArg};
+use super::{parse_features, report_written, FramingArgs, FsyncArgs, Output, PkgArg};
 
 /// Pack a directory tree into a NEFF, as it is (like `neuron-packager create`).
 ///
@@ -85,6 +85,8 @@ pub struct PackArgs {
     /// again) instead of checking it as it is written.
     #[arg(long)]
     paranoid_readback: bool,
+    #[command(flatten)]
+    fsync: FsyncArgs,
     /// Print the header and the loader's verdict as JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -118,6 +120,7 @@ pub fn run(args: PackArgs) -> Result<u8, Box<dyn std::error::Error>> {
         threads: args.threads.map(|t| t as usize),
         allow_invalid: args.allow_invalid,
         paranoid_readback: args.paranoid_readback,
+        no_fsync: !args.fsync.fsync(),
     };
     let mut options = settings.options(file)?;
     args.framing.apply(&mut options.framing);

@@ -9,14 +9,14 @@ use neff::loader::{extract, ExtractLimits};
 use neff::writer::recover_framing;
 
 use super::documents::UnpackReport;
-use super::{print_json, EXIT_OK, EXIT_REJECTED};
+use super::{print_json, FsyncArgs, EXIT_OK, EXIT_REJECTED};
 
 /// Unpack every member of a NEFF into a directory, byte-exactly.
 ///
 /// One pass: the container gates run as the members are written into a temp dir
 /// inside DIR (.neff-unpack.PID.RANDOM), which is moved into place only once every
 /// gate passed; on a refusal, an error or a signal it is removed and DIR is as it
-/// was. Entries with absolute names or `..` components, symlink, hardlink and
+/// was (then DIR is synced once). Entries with absolute names or `..` components, symlink, hardlink and
 /// device entries, and an archive past a cap (--max-entries, --max-bytes,
 /// --max-depth) refuse the whole unpack, each before it is written; so does, with
 /// --force, a symlink, FIFO, device or folder in DIR where a member goes. Each file
@@ -56,6 +56,8 @@ pub struct UnpackArgs {
     /// reproduced is listed under "not_reproduced" and printed.
     #[arg(long, value_name = "HEADER.json")]
     header_out: Option<PathBuf>,
+    #[command(flatten)]
+    fsync: FsyncArgs,
     /// Print a JSON summary on stdout.
     #[arg(long)]
     json: bool,
@@ -94,10 +96,12 @@ pub fn run(args: UnpackArgs) -> Result<u8, Box<dyn std::error::Error>> {
             return Ok(EXIT_REJECTED);
         }
     };
+    args.fsync.sync_folder(&args.output)?;
     let mut repack = None;
     if let Some(path) = &args.header_out {
         let recovered = recover_framing(&args.file)?;
-        neff::writer::write_atomic(path, recovered.file.to_json().as_bytes())?;
+        let json = recovered.file.to_json();
+        neff::writer::write_atomic_with(path, json.as_bytes(), args.fsync.fsync())?;
         repack = Some((path.clone(), recovered));
     }
     if args.json {

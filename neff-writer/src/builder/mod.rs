@@ -382,6 +382,13 @@ impl NeffBuilder {
         self
     }
 
+    /// Whether [`NeffBuilder::write_to_path`] fsyncs the file and its folder
+    /// before returning (default true; see [`PackOptions::fsync`]).
+    pub fn fsync(mut self, fsync: bool) -> Self {
+        self.options.fsync = fsync;
+        self
+    }
+
     /// How the header UUID is chosen (default: from the content).
     pub fn uuid(mut self, uuid: UuidChoice) -> Self {
         self.options.uuid = uuid;
