@@ -338,12 +338,15 @@ mod tests {
         // What pigz -1 / -6 get (classic zlib, one stream: no chunk resets).
         let data = mixed(4 * CHUNK);
         for level in [1, 6] {
-            let mut zlib = crate::zlib_gzip::ZlibGzipWriter::new(Vec::new(), &GZIP_HEADER, level, 8)
-                .unwrap();
+            let mut zlib =
+                crate::zlib_gzip::ZlibGzipWriter::new(Vec::new(), &GZIP_HEADER, level, 8).unwrap();
             zlib.write_all(&data).unwrap();
             let zlib = zlib.finish().unwrap().len();
             let ours = compress_to_vec(&data, level, 2).unwrap().len();
-            assert!(ours <= zlib, "level {level}: {ours} bytes against zlib's {zlib}");
+            assert!(
+                ours <= zlib,
+                "level {level}: {ours} bytes against zlib's {zlib}"
+            );
         }
     }
 

@@ -23,9 +23,9 @@ use neff_schema::header::Blob;
 use neff_schema::{HashLayout, NeffHeader, PkgVersion, Uuid, HEADER_LEN};
 use sha2::Sha256;
 
+use crate::chunk_deflate::ChunkDeflater;
 use crate::error::{Error, ErrorKind};
 use crate::header_options::{HeaderFile, HeaderPatch};
-use crate::chunk_deflate::ChunkDeflater;
 use crate::parallel_gzip::CHUNK;
 use crate::tar_writer::{encode_header, pax_body, HeaderSpec, BLOCK, RECORD};
 use crate::zlib_gzip::ZlibStream;
