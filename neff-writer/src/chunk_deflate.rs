@@ -49,17 +49,16 @@ impl ChunkDeflater {
             return stored(input, last);
         }
         self.compress.reset();
-        let out = compress_all(&mut self.compress, input, last);
-        if out.len() > stored_len(input.len()) {
-            stored(input, last)
-        } else {
-            out
+        match compress_all(&mut self.compress, input, last) {
+            Some(out) if out.len() <= stored_len(input.len()) => out,
+            _ => stored(input, last),
         }
     }
 }
 
-/// Runs `compress` over all of `input` in one call sequence with one flush.
-fn compress_all(compress: &mut Compress, input: &[u8], last: bool) -> Vec<u8> {
+/// Runs `compress` over all of `input` in one call sequence with one flush;
+/// `None` if the compressor reports an error.
+fn compress_all(compress: &mut Compress, input: &[u8], last: bool) -> Option<Vec<u8>> {
     let flush = if last {
         FlushCompress::Finish
     } else {
@@ -73,22 +72,19 @@ fn compress_all(compress: &mut Compress, input: &[u8], last: bool) -> Vec<u8> {
         }
         let before_in = compress.total_in();
         let before_out = out.len();
-        let status = compress.compress_vec(&input[pos..], &mut out, flush);
+        let status = compress.compress_vec(&input[pos..], &mut out, flush).ok()?;
         pos += (compress.total_in() - before_in) as usize;
         let all_in = pos == input.len();
         let room_left = out.len() < out.capacity();
         let finished = match status {
-            Ok(Status::StreamEnd) => true,
+            Status::StreamEnd => true,
             // A sync flush is complete once all input is in and the output had room.
-            Ok(_) if !last => all_in && room_left,
+            _ if !last => all_in && room_left,
             // No progress with room to spare: nothing more will come.
-            Ok(_) => all_in && room_left && out.len() == before_out,
-            // zlib-rs only fails on misuse; stop rather than spin (the caller
-            // falls back to stored blocks when the output is too long).
-            Err(_) => true,
+            _ => all_in && room_left && out.len() == before_out,
         };
         if finished {
-            return out;
+            return Some(out);
         }
     }
 }
