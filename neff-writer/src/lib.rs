@@ -39,6 +39,7 @@ pub mod barrier;
 pub mod base64;
 pub mod build_spec;
 pub mod builder;
+mod chunk_deflate;
 mod clobber;
 mod error;
 mod gzip_writer;

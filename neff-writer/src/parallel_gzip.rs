@@ -2,7 +2,8 @@
 //!
 //! The input is cut into fixed [`CHUNK`]-byte pieces by offset alone, each
 //! compressed by its own deflate stream on a pool of threads and ended on a
-//! byte boundary with a sync flush (the last one with the final block); the
+//! byte boundary (the last one with the final block; see [`crate::chunk_deflate`]
+//! for the backend and for chunks stored as they are); the
 //! pieces are concatenated in order behind one gzip header, and the trailer
 //! carries the combined CRC-32 and ISIZE. Chunk boundaries never depend on the
 //! thread count or on how callers split their writes, so any `--threads`
@@ -16,7 +17,9 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::{Scope, ScopedJoinHandle};
 
-use flate2::{Compress, Compression, Crc, FlushCompress, Status};
+use flate2::Crc;
+
+use crate::chunk_deflate::ChunkDeflater;
 
 /// Input bytes per independently compressed chunk.
 pub const CHUNK: usize = 1 << 20;
@@ -88,17 +91,16 @@ pub fn start<'scope, 'env, W: Write + Send + 'scope>(
 
 /// A worker: compresses chunks until the job channel closes.
 fn compress_jobs(jobs: &Mutex<Receiver<Job>>, done: &SyncSender<Done>, level: u32) {
-    let mut compress = Compress::new(Compression::new(level), false);
+    let mut deflater = ChunkDeflater::new(level);
     loop {
         let job = match jobs.lock() {
             Ok(rx) => rx.recv(),
             Err(_) => return,
         };
         let Ok(job) = job else { return };
-        compress.reset();
         let mut crc = Crc::new();
         crc.update(&job.data);
-        let compressed = deflate_chunk(&mut compress, &job.data, job.last);
+        let compressed = deflater.deflate(&job.data, job.last);
         if done
             .send(Done {
                 seq: job.seq,
@@ -109,41 +111,6 @@ fn compress_jobs(jobs: &Mutex<Receiver<Job>>, done: &SyncSender<Done>, level: u3
             .is_err()
         {
             return;
-        }
-    }
-}
-
-/// Compresses one chunk as a byte-aligned run of deflate blocks: a sync flush
-/// after it, or the final block for the last chunk.
-pub(crate) fn deflate_chunk(compress: &mut Compress, input: &[u8], last: bool) -> Vec<u8> {
-    let flush = if last {
-        FlushCompress::Finish
-    } else {
-        FlushCompress::Sync
-    };
-    let mut out = Vec::with_capacity(input.len() + input.len() / 8 + 128);
-    let mut pos = 0;
-    loop {
-        if out.capacity() - out.len() < 64 {
-            out.reserve(out.capacity().max(4096));
-        }
-        let before_in = compress.total_in();
-        let before_out = out.len();
-        let status = compress.compress_vec(&input[pos..], &mut out, flush);
-        pos += (compress.total_in() - before_in) as usize;
-        let all_in = pos == input.len();
-        let room_left = out.len() < out.capacity();
-        let finished = match status {
-            Ok(Status::StreamEnd) => true,
-            // A sync flush is complete once all input is in and the output had room.
-            Ok(_) if !last => all_in && room_left,
-            // No progress with room to spare: nothing more will come.
-            Ok(_) => all_in && room_left && out.len() == before_out,
-            // miniz never fails on valid state; stop rather than spin.
-            Err(_) => true,
-        };
-        if finished {
-            return out;
         }
     }
 }
@@ -290,6 +257,49 @@ mod tests {
         out
     }
 
+    /// Weight-like input: f32 values of a roughly normal distribution
+    /// rounded to bf16 precision (the low 16 bits zero), as in the bench.
+    fn weights(len: usize) -> Vec<u8> {
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut out = Vec::with_capacity(len + 4);
+        while out.len() < len {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let sum: u64 = (0..4).map(|i| (state >> (16 * i)) & 0xFFFF).sum();
+            let value = (sum as f32 - 131_070.0) * (0.02 / 37_837.0);
+            let bits = value.to_bits();
+            let rounded = bits.wrapping_add(0x7FFF + ((bits >> 16) & 1)) & 0xFFFF_0000;
+            out.extend_from_slice(&rounded.to_le_bytes());
+        }
+        out.truncate(len);
+        out
+    }
+
+    /// Random bytes, then weights, then text-like bytes: one chunk of each
+    /// kind at least, and a short last chunk.
+    fn mixed(len: usize) -> Vec<u8> {
+        let mut data: Vec<u8> = sample(3 * len / 2)
+            .into_iter()
+            .step_by(3)
+            .take(len / 2)
+            .collect();
+        data.extend(weights(len / 3));
+        data.extend(sample(len - data.len()));
+        data
+    }
+
+    /// Compresses `data` with the pipeline, written in `piece`-byte writes.
+    fn compress_in_pieces(data: &[u8], level: u32, threads: usize, piece: usize) -> Vec<u8> {
+        std::thread::scope(|scope| {
+            let mut sink = start(scope, Vec::new(), GZIP_HEADER.to_vec(), level, threads);
+            for piece in data.chunks(piece) {
+                sink.write_all(piece).unwrap();
+            }
+            sink.finish().unwrap()
+        })
+    }
+
     #[test]
     fn any_thread_count_gives_the_same_single_member() {
         for len in [0, 1, CHUNK - 1, CHUNK, CHUNK + 1, 3 * CHUNK + 12345] {
@@ -308,19 +318,58 @@ mod tests {
     }
 
     #[test]
-    fn output_does_not_depend_on_write_sizes_and_levels_work() {
-        let data = sample(2 * CHUNK + 999);
+    fn output_depends_on_neither_threads_nor_write_sizes_at_any_level() {
+        let data = mixed(5 * CHUNK + 999);
         for level in [1, 6, 9] {
-            let whole = compress_to_vec(&data, level, 2).unwrap();
-            let split = std::thread::scope(|scope| {
-                let mut sink = start(scope, Vec::new(), GZIP_HEADER.to_vec(), level, 2);
-                for piece in data.chunks(7777) {
-                    sink.write_all(piece).unwrap();
-                }
-                sink.finish().unwrap()
-            });
-            assert_eq!(whole, split, "level {level}");
-            assert_eq!(gunzip(&whole), data);
+            let whole = compress_to_vec(&data, level, 1).unwrap();
+            assert_eq!(gunzip(&whole), data, "level {level}");
+            for (threads, piece) in [(2, 7777), (5, CHUNK + 3), (2, 1 << 16), (5, 100_003)] {
+                assert_eq!(
+                    compress_in_pieces(&data, level, threads, piece),
+                    whole,
+                    "level {level}, {threads} threads, {piece}-byte writes"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn output_bytes_are_pinned_per_level() {
+        // The same bytes on every machine and release: a backend update or a
+        // CPU-specific path that changes them must show up here.
+        use md5::{Digest, Md5};
+        let data = mixed(3 * CHUNK + 4321);
+        let got: Vec<String> = [1, 6, 9]
+            .into_iter()
+            .map(|level| {
+                let digest = Md5::digest(compress_to_vec(&data, level, 2).unwrap());
+                digest.iter().map(|b| format!("{b:02x}")).collect()
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                "bda537b0199c67c46149a67f94ccd7ab",
+                "c891242dd77ef28249b30cd7b4c5f5ba",
+                "661703313d13637606c89411d1a47906"
+            ]
+        );
+    }
+
+    #[test]
+    fn levels_one_and_six_are_no_larger_than_classic_zlib() {
+        // What pigz -1 / -6 get (classic zlib, one stream: no chunk resets).
+        let data = mixed(4 * CHUNK);
+        for level in [1, 6] {
+            let mut zlib =
+                crate::zlib_gzip::ZlibGzipWriter::new(Vec::new(), &GZIP_HEADER, level, 8).unwrap();
+            zlib.write_all(&data).unwrap();
+            let zlib = zlib.finish().unwrap().len();
+            let ours = compress_to_vec(&data, level, 2).unwrap().len();
+            assert!(
+                ours <= zlib,
+                "level {level}: {ours} bytes against zlib's {zlib}"
+            );
         }
     }
 

@@ -14,7 +14,6 @@ use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
 use flate2::bufread::DeflateDecoder;
-use flate2::{Compress, Compression};
 use md5::{Digest, Md5};
 use neff_schema::framing::{
     Deflate, DeflateEngine, EntryFields, EntryFraming, Framing, FramingPreset, GzipFraming,
@@ -24,9 +23,10 @@ use neff_schema::header::Blob;
 use neff_schema::{HashLayout, NeffHeader, PkgVersion, Uuid, HEADER_LEN};
 use sha2::Sha256;
 
+use crate::chunk_deflate::ChunkDeflater;
 use crate::error::{Error, ErrorKind};
 use crate::header_options::{HeaderFile, HeaderPatch};
-use crate::parallel_gzip::{deflate_chunk, CHUNK};
+use crate::parallel_gzip::CHUNK;
 use crate::tar_writer::{encode_header, pax_body, HeaderSpec, BLOCK, RECORD};
 use crate::zlib_gzip::ZlibStream;
 
@@ -807,7 +807,7 @@ fn find_deflate(
 /// One candidate compressor.
 enum Engine {
     Zlib(ZlibStream),
-    Parallel(Compress, Vec<u8>),
+    Parallel(ChunkDeflater, Vec<u8>),
 }
 
 impl Engine {
@@ -821,13 +821,11 @@ impl Engine {
                 while pending.len() > CHUNK || (finish && !pending.is_empty()) {
                     let take = pending.len().min(CHUNK);
                     let last = finish && take == pending.len();
-                    c.reset();
-                    out.extend_from_slice(&deflate_chunk(c, &pending[..take], last));
+                    out.extend_from_slice(&c.deflate(&pending[..take], last));
                     pending.drain(..take);
                 }
                 if finish && input.is_empty() && out.is_empty() && pending.is_empty() {
-                    c.reset();
-                    out.extend_from_slice(&deflate_chunk(c, &[], true));
+                    out.extend_from_slice(&c.deflate(&[], true));
                 }
                 Ok(())
             }
@@ -846,10 +844,9 @@ fn deflate_matches(path: &Path, offset: u64, len: u64, candidate: Deflate) -> io
     let mut inflate = DeflateDecoder::new(BufReader::new(source.take(len)));
     let mut engine = match candidate.engine {
         DeflateEngine::Zlib => Engine::Zlib(ZlibStream::new(candidate.level, candidate.mem_level)?),
-        DeflateEngine::Parallel => Engine::Parallel(
-            Compress::new(Compression::new(candidate.level), false),
-            Vec::new(),
-        ),
+        DeflateEngine::Parallel => {
+            Engine::Parallel(ChunkDeflater::new(candidate.level), Vec::new())
+        }
     };
     let mut input = vec![0u8; 1 << 18];
     let mut out = Vec::new();
