@@ -489,7 +489,7 @@ fn check<F: Read + Seek>(
     }
     let limits = Limits {
         progress: options.progress.as_ref().map(|p| p.counter()),
-        ..Limits::default()
+        ..Limits::for_verdict()
     };
     let verdict = verify_reader(
         Some(BufReader::with_capacity(1 << 20, &mut *file)),
