@@ -833,7 +833,7 @@ fn info_json_matches_the_header_in_every_framing() {
         let loaded = load_file(&path, &RuntimeProfile::default()).unwrap();
         let container = loaded.container.unwrap();
         let info = container.member(b"info.json").unwrap().data.unwrap();
-        let info: serde_json::Value = serde_json::from_slice(&info).unwrap();
+        let info: serde_json::Value = serde_json::from_slice(info).unwrap();
         let per_node: Vec<u64> = header
             .tpb_per_node()
             .iter()
