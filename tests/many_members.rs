@@ -110,3 +110,31 @@ fn a_million_member_neff_is_verified_in_bounded_memory() {
     assert_eq!(code, Some(0), "refused or failed");
     assert!(rss_kib <= 64 * 1024, "peak RSS {rss_kib} KiB");
 }
+
+/// `neff pack` of a tree of 200,000 (empty) files keeps its own peak RSS
+/// under 32 MiB: the packager holds a name and a length per file, not a map
+/// of paths (146 MiB before), and the read-back keeps no entry table.
+#[cfg(unix)]
+#[test]
+fn packing_many_files_keeps_memory_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    write_model_tree(&tree);
+    for d in 0..200 {
+        let folder = tree.join(format!("d{d:03}"));
+        std::fs::create_dir(&folder).unwrap();
+        for f in 0..1000 {
+            File::create(folder.join(format!("f{:07}.bin", d * 1000 + f))).unwrap();
+        }
+    }
+    let out = dir.path().join("out.neff");
+    #[allow(clippy::zombie_processes)] // reaped by wait_peak_rss
+    let child = Command::new(env!("CARGO_BIN_EXE_neff"))
+        .args(["pack", s(&tree), "-o", s(&out), "-q"])
+        .spawn()
+        .expect("run neff");
+    let (code, rss_kib) = wait_peak_rss(&child);
+    eprintln!("pack of 200,000 files: peak RSS {rss_kib} KiB");
+    assert_eq!(code, Some(0), "pack failed");
+    assert!(rss_kib <= 32 * 1024, "peak RSS {rss_kib} KiB");
+}
