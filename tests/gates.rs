@@ -405,17 +405,11 @@ fn the_walk_matches_neff_parse() {
         "directories are skipped"
     );
     assert!(!c.members.contains_key(&b"sg00/wavegraph-bin.json"[..]));
-    assert_eq!(
-        c.members[&b"dup.json"[..]].data.as_deref(),
-        Some(&b"22"[..])
-    );
-    assert_eq!(c.members[&b"sg00/empty.bin"[..]].size, 0);
+    assert_eq!(c.member(b"dup.json").unwrap().data, Some(&b"22"[..]));
+    assert_eq!(c.member(b"sg00/empty.bin").unwrap().size, 0);
     // Only manifests are held in memory.
-    assert_eq!(
-        c.members[&b"extra.json"[..]].data.as_deref(),
-        Some(&b"{}"[..])
-    );
-    assert!(c.members[&b"sg00/empty.bin"[..]].data.is_none());
+    assert_eq!(c.member(b"extra.json").unwrap().data, Some(&b"{}"[..]));
+    assert!(c.member(b"sg00/empty.bin").unwrap().data.is_none());
     let w = &loaded.report.warnings;
     assert!(
         w.iter().any(|w| w.contains("duplicate member dup.json")),

@@ -33,16 +33,13 @@ fn a_payload_inflating_to_gibibytes_streams_without_being_held() {
     );
     assert!(loaded.report.accepted, "{:?}", loaded.report);
     let c = loaded.container.unwrap();
-    let huge = &c.members[&b"sg00/huge.bin".to_vec()];
+    let huge = c.member(b"sg00/huge.bin").unwrap();
     assert_eq!(huge.size, SIZE);
     assert!(
         huge.data.is_none(),
         "a 2 GiB member must not be held in memory"
     );
-    assert_eq!(
-        c.members[&b"after.json".to_vec()].data.as_deref(),
-        Some(&b"{}"[..])
-    );
+    assert_eq!(c.member(b"after.json").unwrap().data, Some(&b"{}"[..]));
 }
 
 #[test]
@@ -139,22 +136,79 @@ fn load_with(bytes: &[u8], limits: &neff::loader::Limits) -> neff::loader::Loade
 }
 
 #[test]
-fn the_member_map_has_a_memory_budget() {
+fn the_member_map_budget_grows_with_the_stored_bytes() {
+    // 200 members cost some 9 KiB of member map: past a 1 KiB floor, but
+    // within 32 bytes per stored byte, so this valid NEFF is accepted.
     let n = many_members((0..200).map(|i| format!("member-{i:04}")));
     let limits = neff::loader::Limits {
-        index_max: 100 * 140,
+        index_max: 1 << 10,
+        ..Default::default()
+    };
+    let r = load_with(&n, &limits).report;
+    assert!(r.accepted, "{r:?}");
+}
+
+/// A tar of `count` `.npy` entries with 100-byte names (distinct unless
+/// `same_name`), each with a block of zeros, gzip'd at level 9.
+fn npy_entries(count: u32, same_name: bool) -> Vec<u8> {
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(&model_entries(&[])).unwrap();
+    let mut name = format!("{}.npy", "w".repeat(96)).into_bytes();
+    for i in 0..count {
+        if !same_name {
+            name[88..96].copy_from_slice(format!("{i:08x}").as_bytes());
+        }
+        gz.write_all(&tar_header(&name, b'0', &size_field(256)))
+            .unwrap();
+        gz.write_all(&[0u8; 512]).unwrap();
+    }
+    gz.write_all(&[0u8; 1024]).unwrap();
+    neff_with_payload(2, &gz.finish().unwrap())
+}
+
+#[test]
+fn a_payload_past_the_member_map_budget_is_refused() {
+    // 65536 entries cost 25 MiB of member map (a name and a 256-byte prefix
+    // each), from some 470 KiB: past a 1 MiB floor and 8 bytes per stored byte.
+    let n = npy_entries(1 << 16, false);
+    let limits = neff::loader::Limits {
+        index_max: 1 << 20,
+        index_per_stored_byte: 8,
         ..Default::default()
     };
     let r = load_with(&n, &limits).report;
     assert_eq!(r.gate_id(), Some("G12"), "{r:?}");
+    let message = r.message.as_deref().unwrap_or_default();
     assert!(
-        r.message
-            .as_deref()
-            .unwrap_or_default()
-            .starts_with("fail to allocate memory(0) for file member-"),
+        message.starts_with("fail to allocate memory(256) for file wwww"),
         "{r:?}"
     );
+    let detail = r.detail.as_deref().unwrap_or_default();
+    assert!(
+        detail.contains("more than the larger of 1 MiB and 8 bytes per stored payload byte read"),
+        "{detail}"
+    );
     assert!(load_with(&n, &Default::default()).report.accepted);
+}
+
+#[test]
+fn entries_repeating_a_name_cost_the_member_map_nothing() {
+    // 65536 identical entries (64 MiB of tar, 60 MiB of map if all were
+    // kept) stored in 300 KiB: the replaced ones are dropped as the walk goes.
+    let n = npy_entries(1 << 16, true);
+    let limits = neff::loader::Limits {
+        index_max: 1 << 20,
+        index_per_stored_byte: 8,
+        ..Default::default()
+    };
+    let loaded = load_with(&n, &limits);
+    assert!(loaded.report.accepted, "{:?}", loaded.report);
+    let w = &loaded.report.warnings;
+    assert!(w[0].starts_with("duplicate member wwww"), "{w:?}");
+    assert!(w.iter().any(|w| w.contains("more warnings")), "{w:?}");
+    let c = loaded.container.unwrap();
+    let last = c.members.iter().find(|m| m.key.ends_with(b".npy")).unwrap();
+    assert_eq!(last.header_offset, c.tar_end_offset.unwrap() - 1024);
 }
 
 #[test]
@@ -273,7 +327,15 @@ fn names_over_100_and_255_bytes_and_duplicates() {
             &RuntimeProfile::default(),
         );
         assert!(loaded.report.accepted, "{len}: {:?}", loaded.report);
-        assert_eq!(loaded.container.unwrap().members[name.as_bytes()].size, 1);
+        assert_eq!(
+            loaded
+                .container
+                .unwrap()
+                .member(name.as_bytes())
+                .unwrap()
+                .size,
+            1
+        );
     }
 }
 

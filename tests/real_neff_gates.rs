@@ -103,9 +103,10 @@ fn the_typed_manifests_round_trip_every_real_def_json_and_engine_json() {
         let loaded = load_file(&path, &no_hash()).unwrap();
         let container = loaded.container.as_ref().unwrap();
         let text = |key: &str| -> Vec<u8> {
-            container.members[key.as_bytes()]
-                .data
-                .clone()
+            container
+                .member(key.as_bytes())
+                .and_then(|m| m.data)
+                .map(<[u8]>::to_vec)
                 .unwrap_or_else(|| panic!("{}: {key} not kept", path.display()))
         };
         let defs: Vec<String> = container

@@ -390,17 +390,9 @@ fn a_large_neff_on_a_pipe_keeps_memory_bounded() {
     let mut stdin = child.stdin.take().expect("stdin");
     let writer =
         std::thread::spawn(move || std::io::copy(&mut fs::File::open(path)?, &mut stdin).map(drop));
-    let mut status = 0;
-    // SAFETY: plain out-parameters for wait4.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let got = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
-    assert!(got > 0, "wait4 failed");
+    let (status, rss_kib) = wait_peak_rss(&child);
     writer.join().expect("writer").expect("write stdin");
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "status {status:#x}"
-    );
-    let rss_kib = usage.ru_maxrss as u64;
+    assert_eq!(status, Some(0));
     eprintln!("verify - of a 192 MiB pipe: peak RSS {rss_kib} KiB");
     assert!(rss_kib < 64 * 1024, "peak RSS {rss_kib} KiB");
 }

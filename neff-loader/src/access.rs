@@ -2,13 +2,14 @@
 //! the source for manifests too large to keep, and a record of every member
 //! a manifest refers to.
 
-use std::cell::{Cell, OnceCell};
+use std::cell::Cell;
 use std::collections::BTreeSet;
 use std::io::{Read, Seek};
 
-use crate::container::{reread_member, Container, EntryFate, StoredMember};
+use crate::container::{reread_member, Container};
 use crate::gate::{Gate, Rejection};
 use crate::json::{self, Budget, Doc, Duplicates, ParseError};
+use crate::members::MemberRef;
 use crate::model::{MissingReference, ModelSummary};
 use crate::profile::RuntimeProfile;
 use crate::tar_reader::display_name;
@@ -36,6 +37,11 @@ pub const READ_MIN: u64 = 16 << 10;
 /// references) the model summary of one load lists; the rest are checked
 /// but only counted.
 pub const LISTED_MAX: usize = 200_000;
+
+/// Most members no manifest refers to that the model summary lists; the
+/// rest are counted in a warning (a tree of a million data files would
+/// otherwise cost a string per file and arch).
+pub const UNREFERENCED_LISTED_MAX: usize = 10_000;
 
 /// What the manifest tiers of one load count across all their runs.
 #[derive(Debug, Default)]
@@ -79,8 +85,6 @@ pub struct Ctx<'a> {
     source: Option<&'a mut dyn Source>,
     /// What this load counts across its runs.
     pub load: &'a Load,
-    /// The keys of the entries the walk skipped, sorted (once needed).
-    skipped: OnceCell<Vec<&'a [u8]>>,
     /// The simulated runtime.
     pub profile: &'a RuntimeProfile,
     /// Warnings, appended in load order.
@@ -181,7 +185,6 @@ impl<'a> Ctx<'a> {
             container,
             source,
             load,
-            skipped: OnceCell::new(),
             profile,
             warnings: earlier.warnings,
             model: earlier.model,
@@ -216,8 +219,9 @@ impl<'a> Ctx<'a> {
     }
 
     /// The stored member `key`; records the reference when there is one.
-    fn member(&mut self, key: &str) -> Option<&'a StoredMember> {
-        let member = self.container.members.get(key.as_bytes())?;
+    fn member(&mut self, key: &str) -> Option<MemberRef<'a>> {
+        let container: &'a Container = self.container;
+        let member = container.members.get(key.as_bytes())?;
         self.referenced.insert(key.as_bytes().to_vec());
         Some(member)
     }
@@ -234,25 +238,14 @@ impl<'a> Ctx<'a> {
 
     /// The first bytes of a stored member (its `prefix`), if stored.
     pub fn prefix(&mut self, key: &str) -> Option<&'a [u8]> {
-        self.member(key).map(|m| m.prefix.as_slice())
+        self.member(key).map(|m| m.prefix)
     }
 
     /// True when the archive holds an entry stored under `key` that the
     /// runtime's walk skipped (a `wavegraph-bin.json`): it is in the NEFF
     /// even though the runtime never keeps it.
     pub fn skipped_in_archive(&self, key: &str) -> bool {
-        let container: &'a Container = self.container;
-        let skipped = self.skipped.get_or_init(|| {
-            let mut keys: Vec<&[u8]> = container
-                .entries
-                .iter()
-                .filter(|e| e.fate == EntryFate::Wavegraph)
-                .map(|e| e.raw_name.strip_prefix(b"./").unwrap_or(&e.raw_name))
-                .collect();
-            keys.sort_unstable();
-            keys
-        });
-        skipped.binary_search(&key.as_bytes()).is_ok()
+        self.container.skipped.contains_key(key.as_bytes())
     }
 
     /// Notes a reference to a member the runtime never opens; warns when it
@@ -317,7 +310,7 @@ impl<'a> Ctx<'a> {
             )));
         }
         self.load.read.set(read);
-        if let Some(data) = &member.data {
+        if let Some(data) = member.data {
             return json::parse(data, budget)
                 .map(Some)
                 .map_err(JsonError::Parse);
@@ -361,15 +354,26 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// Fills in the members no manifest referred to.
+    /// Fills in the members no manifest referred to (the first
+    /// [`UNREFERENCED_LISTED_MAX`]; a warning counts the rest).
     pub fn finish_references(&mut self) {
-        self.model.unreferenced_members = self
+        let referenced = &self.referenced;
+        let mut unreferenced = self
             .container
             .members
             .keys()
-            .filter(|k| !self.referenced.contains(*k))
-            .map(|k| display_name(k))
+            .filter(|k| !referenced.contains(*k));
+        self.model.unreferenced_members = unreferenced
+            .by_ref()
+            .take(UNREFERENCED_LISTED_MAX)
+            .map(display_name)
             .collect();
+        let more = unreferenced.count();
+        if more > 0 {
+            self.warnings.push(format!(
+                "{more} more members no manifest refers to are not listed (the summary lists {UNREFERENCED_LISTED_MAX})"
+            ));
+        }
     }
 }
 

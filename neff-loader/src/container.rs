@@ -1,8 +1,9 @@
 //! Tier 1: the container gates G1–G12 (`neff_get_header_from_buffer`,
 //! `neff_parse`; spec §5.1) and the tar walk of spec §3.4.
 
-use std::collections::BTreeMap;
+use std::cell::Cell;
 use std::io::{self, BufReader, Cursor, Read, Seek, SeekFrom};
+use std::rc::Rc;
 use std::sync::mpsc::sync_channel;
 
 use neff_schema::features::unsupported_bits;
@@ -13,6 +14,7 @@ use crate::digest::{matching_layout, Digester, HashingReader};
 use crate::error::{Error, ErrorKind, TarErrorKind};
 use crate::gate::{Gate, Rejection};
 use crate::gzip_reader::{looks_like_gzip, GzipReader, MemberTally};
+use crate::members::{MemberMeta, MemberTable, Usage};
 use crate::profile::RuntimeProfile;
 use crate::tar_reader::{display_name, escape_name, Entry, EntryKind, TarReader};
 
@@ -31,12 +33,22 @@ pub struct Limits {
     pub keep_member_max: u64,
     /// Total bytes of member data kept in memory.
     pub keep_total_max: u64,
-    /// Bytes the member map (`neff_t::files`: names and bookkeeping) may use.
-    /// The runtime mallocs every member; past this budget the walk reports
-    /// G12's allocation failure instead of growing without bound.
+    /// Bytes the member map (`neff_t::files`: names and bookkeeping) may use
+    /// at least; the budget is the larger of this and
+    /// [`Limits::index_per_stored_byte`] times the stored payload bytes read
+    /// so far, so it grows with the file and a valid NEFF fits. The runtime
+    /// mallocs every member; past this budget the walk reports G12's
+    /// allocation failure instead of growing without bound.
     pub index_max: u64,
-    /// Bytes the entry table shown by `inspect` may use; past it the table is
-    /// cut short (with a warning) while the walk goes on.
+    /// Member-map bytes allowed per stored payload byte read (see
+    /// [`INDEX_PER_STORED_BYTE`]).
+    pub index_per_stored_byte: u64,
+    /// Whether to build [`Container::entries`], the entry table shown by
+    /// `inspect` and read by `unpack` (three strings per entry: leave it off
+    /// when only the verdict matters, as `verify` does).
+    pub entry_table: bool,
+    /// Bytes the entry table may use; past it the table is cut short (with a
+    /// warning) while the walk goes on.
     pub table_max: u64,
     /// Warnings kept; further ones are counted in a final warning.
     pub warnings_max: usize,
@@ -51,9 +63,22 @@ impl Default for Limits {
             keep_member_max: 16 << 20,
             keep_total_max: 64 << 20,
             index_max: 64 << 20,
+            index_per_stored_byte: INDEX_PER_STORED_BYTE,
+            entry_table: true,
             table_max: 64 << 20,
             warnings_max: 100,
             progress: None,
+        }
+    }
+}
+
+impl Limits {
+    /// The default limits without the entry table: for callers that need
+    /// only the verdict (`verify`, the check of a written file).
+    pub fn for_verdict() -> Self {
+        Limits {
+            entry_table: false,
+            ..Limits::default()
         }
     }
 }
@@ -68,35 +93,29 @@ pub enum Compression {
     Gzip,
 }
 
-/// A member as the runtime stores it in `neff_t::files`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredMember {
-    /// Size in bytes (0 for links and devices).
-    pub size: u64,
-    /// The entry kind.
-    pub kind: EntryKind,
-    /// Offset of its tar header in the (decompressed) tar stream.
-    pub header_offset: u64,
-    /// Its bytes, when small enough to be kept (see [`Limits`]).
-    pub data: Option<Vec<u8>>,
-    /// Its first bytes (up to [`prefix_len`]), always kept: enough for magic
-    /// checks, and for a `.npy` member its header dict (dtype, shape).
-    pub prefix: Vec<u8>,
-}
-
-/// How many leading bytes of every member are kept.
-pub const PREFIX_LEN: usize = 16;
-/// How many leading bytes of a `.npy` member are kept: its header (numpy
-/// writes 128 bytes for all but very long shapes). A tar member takes at
-/// least 1024 bytes of tar stream, so this stays a fraction of the input.
+/// How many leading bytes of a `.npy` member are kept: its magic and header
+/// (numpy writes 128 bytes for all but very long shapes). Only weights
+/// (`.npy`) have their first bytes read by a later gate.
 pub const NPY_PREFIX_LEN: usize = 256;
 
-/// The prefix kept of the member named `key`.
+/// The default of [`Limits::index_per_stored_byte`]. A member costs at most
+/// [`MEMBER_OVERHEAD`](crate::MEMBER_OVERHEAD) plus its key (and 256 bytes
+/// for a `.npy`): under 400 bytes with a name that fits its tar header, some
+/// 35 for a typical one. Its tar header (512 bytes, its name and checksum
+/// unlike its neighbours') does not compress much below 7 bytes: the worst
+/// measured, a million `.npy` entries with 100-byte names and a block of
+/// zeros each at deflate level 9, costs 52 map bytes per stored byte; real
+/// trees 0.02–3. Entries repeating a name cost nothing (the map drops the
+/// ones replaced), so a valid NEFF fits, and a hostile 1 MiB file never
+/// makes the map grow past 128 MiB.
+pub const INDEX_PER_STORED_BYTE: u64 = 128;
+
+/// The prefix kept of the member named `key` (see [`NPY_PREFIX_LEN`]).
 pub fn prefix_len(key: &[u8]) -> usize {
     if key.ends_with(b".npy") {
         NPY_PREFIX_LEN
     } else {
-        PREFIX_LEN
+        0
     }
 }
 
@@ -145,8 +164,12 @@ pub struct Container {
     /// How the payload is stored, once known.
     pub compression: Option<Compression>,
     /// `neff_t::files`: stored name → member.
-    pub members: BTreeMap<Vec<u8>, StoredMember>,
-    /// Every tar entry in archive order.
+    pub members: MemberTable,
+    /// The keys of the entries the walk skipped by name (`wavegraph-bin.json`):
+    /// in the archive, but never stored by the runtime.
+    pub skipped: MemberTable,
+    /// Every tar entry in archive order, when [`Limits::entry_table`] asked
+    /// for it.
     pub entries: Vec<EntryRecord>,
     /// The layout in which the header stores the payload digest, when the hash
     /// was checked and matched (G9).
@@ -173,7 +196,8 @@ pub struct Container {
     /// refusal: the member map is complete.
     pub walk_complete: bool,
     /// True when [`Container::entries`] holds every entry the walk read (it
-    /// is cut short past [`Limits::table_max`]).
+    /// is cut short past [`Limits::table_max`], and left empty unless
+    /// [`Limits::entry_table`]).
     pub entries_complete: bool,
 }
 
@@ -188,6 +212,11 @@ pub struct PayloadPadding {
 }
 
 impl Container {
+    /// The stored member `key` (`./` stripped).
+    pub fn member(&self, key: &[u8]) -> Option<crate::MemberRef<'_>> {
+        self.members.get(key)
+    }
+
     /// The payload bytes the walk actually read from the file: the gzip
     /// member's compressed length, or the raw tar's. Never more than the file
     /// holds, whatever `data_size` claims, so limits scaled by it stay bounded
@@ -638,28 +667,39 @@ pub(crate) fn header_gates(
     None
 }
 
-/// Receives a member's data: keeps its first bytes, and all of it when
-/// asked, and passes it on to the walk's [`EntrySink`].
-struct KeepSink<'s> {
-    data: Option<Vec<u8>>,
-    prefix: Vec<u8>,
-    prefix_len: usize,
-    also: &'s mut dyn EntrySink,
+/// Receives a member's data: keeps up to `room` bytes of it in `body`, and
+/// passes all of it on to the walk's [`EntrySink`].
+struct KeepSink<'a> {
+    body: &'a mut Vec<u8>,
+    room: usize,
+    also: &'a mut dyn EntrySink,
 }
 
 impl io::Write for KeepSink<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let room = self.prefix_len - self.prefix.len();
-        self.prefix.extend_from_slice(&buf[..room.min(buf.len())]);
-        if let Some(data) = &mut self.data {
-            data.extend_from_slice(buf);
-        }
+        let kept = self.room.min(buf.len());
+        self.body.extend_from_slice(&buf[..kept]);
+        self.room -= kept;
         self.also.data(buf);
         Ok(buf.len())
     }
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+/// Counts the stored payload bytes read through it.
+struct Counting<R> {
+    inner: R,
+    count: Rc<Cell<u64>>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.set(self.count.get() + n as u64);
+        Ok(n)
     }
 }
 
@@ -677,6 +717,107 @@ fn classify(e: Error, gate: Gate, message: impl FnOnce(&str) -> String) -> WalkE
     WalkError::Gate(Rejection::new(gate, message(e.libarchive_text())).detail(e.to_string()))
 }
 
+/// Tier 1's warnings: the first [`Limits::warnings_max`] kept, the rest counted.
+struct CappedWarnings<'w> {
+    list: &'w mut Vec<String>,
+    max: usize,
+    dropped: usize,
+}
+
+impl CappedWarnings<'_> {
+    fn push(&mut self, text: String) {
+        if self.list.len() < self.max {
+            self.list.push(text);
+        } else {
+            self.dropped += 1;
+        }
+    }
+
+    /// Adds the count of the warnings not kept.
+    fn close(self) {
+        if self.dropped > 0 {
+            self.list
+                .push(format!("… and {} more warnings", self.dropped));
+        }
+    }
+}
+
+/// What the walk counts against [`Limits`] as it goes.
+struct Budgets<'l> {
+    limits: &'l Limits,
+    /// Stored payload bytes read so far.
+    consumed: Rc<Cell<u64>>,
+    index_used: u64,
+    table_used: u64,
+    table_cut: bool,
+    kept_total: u64,
+}
+
+impl Budgets<'_> {
+    /// Adds `cost` bytes to the member map. Past its budget, drops the
+    /// entries later ones replaced (duplicates cost nothing in the end) and
+    /// refuses (G12) when what is left still takes over three quarters of it.
+    fn charge_index(
+        &mut self,
+        cost: u64,
+        entry: &Entry,
+        container: &mut Container,
+        warnings: &mut CappedWarnings<'_>,
+    ) -> Result<(), WalkError> {
+        self.index_used += cost;
+        let budget = self.limits.index_max.max(
+            self.consumed
+                .get()
+                .saturating_mul(self.limits.index_per_stored_byte),
+        );
+        if self.index_used <= budget {
+            return Ok(());
+        }
+        let usage = compact_members(container, warnings);
+        self.index_used = usage.index + cost;
+        self.kept_total = usage.kept;
+        if self.index_used <= budget / 4 * 3 {
+            return Ok(());
+        }
+        let shown = display_name(&entry.name);
+        Err(WalkError::Gate(
+            Rejection::new(
+                Gate::G12,
+                format!("fail to allocate memory({}) for file {shown}", entry.size),
+            )
+            .detail(format!(
+                "the member index passed this verifier's budget at tar offset {}: {} bytes, more than the larger of {} MiB and {} bytes per stored payload byte read ({} bytes read)",
+                entry.header_offset,
+                self.index_used,
+                self.limits.index_max >> 20,
+                self.limits.index_per_stored_byte,
+                self.consumed.get()
+            )),
+        ))
+    }
+
+    /// Adds `record` to the entry table while it fits its budget.
+    fn table(
+        &mut self,
+        container: &mut Container,
+        record: EntryRecord,
+        warnings: &mut CappedWarnings<'_>,
+    ) {
+        // Name bytes are held up to three times (raw, escaped name, escaped key).
+        self.table_used += 3 * 4 * record.raw_name.len() as u64 + 96;
+        if self.table_used <= self.limits.table_max {
+            container.entries.push(record);
+        } else if !self.table_cut {
+            self.table_cut = true;
+            warnings.push(format!(
+                "the member table is cut short at tar offset {}: it passed this verifier's {} MiB budget (the walk and the gates go on)",
+                record.header_offset,
+                self.limits.table_max >> 20
+            ));
+        }
+    }
+}
+
 /// The walk of spec §3.4 over the stored payload bytes; every entry and its
 /// data also go to `sink`.
 fn walk<R: Read>(
@@ -686,173 +827,32 @@ fn walk<R: Read>(
     warnings: &mut Vec<String>,
     sink: &mut dyn EntrySink,
 ) -> Result<(), WalkError> {
+    let consumed = Rc::new(Cell::new(0));
+    let payload = Counting {
+        inner: payload,
+        count: consumed.clone(),
+    };
     let (compression, stream, tally) = payload_stream_tallied(payload)
         .map_err(|e| classify(e.into(), Gate::G10, |t| format!("Failed to open NEFF {t}")))?;
     container.compression = Some(compression);
     let mut tar = TarReader::new(stream);
-    let mut index_used: u64 = 0;
-    let mut table_used: u64 = 0;
-    let mut table_cut = false;
-    let mut kept_total: u64 = 0;
-    let mut dropped_warnings = 0usize;
-    let mut warn = |warnings: &mut Vec<String>, text: String| {
-        if warnings.len() < limits.warnings_max {
-            warnings.push(text);
-        } else {
-            dropped_warnings += 1;
-        }
+    let mut budgets = Budgets {
+        limits,
+        consumed,
+        index_used: 0,
+        table_used: 0,
+        table_cut: false,
+        kept_total: 0,
     };
-    loop {
-        let entry = match tar.next_entry() {
-            Ok(Some(entry)) => entry,
-            Ok(None) if tar.offset() == 0 => {
-                return Err(WalkError::Gate(
-                    Rejection::new(Gate::G10, "Failed to open NEFF Unrecognized archive format")
-                        .detail("the payload holds no tar data at all"),
-                ))
-            }
-            Ok(None) => break,
-            Err(e) => {
-                // libarchive bids on the first 512-byte block: a failure there
-                // is an open failure, later ones are header read failures.
-                let opening = tar.offset() <= 512
-                    && matches!(
-                        e.kind(),
-                        ErrorKind::Read
-                            | ErrorKind::Gzip(_)
-                            | ErrorKind::Tar(
-                                TarErrorKind::TruncatedHeader | TarErrorKind::BadChecksum
-                            )
-                    );
-                return Err(if opening {
-                    classify(e, Gate::G10, |t| format!("Failed to open NEFF {t}"))
-                } else {
-                    classify(e, Gate::G11, |t| {
-                        format!("failure while reading NEFF metadata {t}")
-                    })
-                });
-            }
-        };
-        sink.entry(&entry);
-        let shown = display_name(&entry.name);
-        let key: &[u8] = entry.name.strip_prefix(b"./").unwrap_or(&entry.name);
-        let mut record = EntryRecord {
-            name: escape_name(&entry.name),
-            raw_name: entry.name.clone(),
-            key: escape_name(key),
-            size: entry.size.max(0) as u64,
-            kind: entry.kind,
-            header_offset: entry.header_offset,
-            fate: EntryFate::Stored,
-        };
-        if entry.kind == EntryKind::Directory {
-            record.fate = EntryFate::Directory;
-        } else if key.ends_with(WAVEGRAPH_SUFFIX) {
-            record.fate = EntryFate::Wavegraph;
-            warn(warnings, format!(
-                "member {shown} skipped: the runtime never stores members whose names end in wavegraph-bin.json"
-            ));
-            if sink.wants_skipped() {
-                let mut data = KeepSink {
-                    data: None,
-                    prefix: Vec::new(),
-                    prefix_len: 0,
-                    also: &mut *sink,
-                };
-                tar.copy_data(&mut data).map_err(|e| {
-                    classify(e, Gate::G11, |t| {
-                        format!("failure while reading NEFF metadata {t}")
-                    })
-                })?;
-            }
-        } else if entry.size < 0 {
-            return Err(WalkError::Gate(
-                Rejection::new(
-                    Gate::G12,
-                    format!(
-                        "invalid files size({}) for {shown} - negative size",
-                        entry.size
-                    ),
-                )
-                .detail(format!(
-                    "base-256 size field of the header at tar offset {} is negative",
-                    entry.header_offset
-                )),
-            ));
-        } else {
-            let size = entry.size as u64;
-            index_used += key.len() as u64 + 128;
-            if index_used > limits.index_max {
-                return Err(WalkError::Gate(
-                    Rejection::new(
-                        Gate::G12,
-                        format!("fail to allocate memory({size}) for file {shown}"),
-                    )
-                    .detail(format!(
-                        "the member index passed this verifier's {} MiB budget at tar offset {}",
-                        limits.index_max >> 20,
-                        entry.header_offset
-                    )),
-                ));
-            }
-            let keep = key.ends_with(b".json")
-                && size <= limits.keep_member_max
-                && kept_total + size <= limits.keep_total_max;
-            let mut sink = KeepSink {
-                data: keep.then(|| Vec::with_capacity(size as usize)),
-                prefix: Vec::with_capacity(prefix_len(key)),
-                prefix_len: prefix_len(key),
-                also: &mut *sink,
-            };
-            tar.copy_data(&mut sink).map_err(|e| {
-                classify(e, Gate::G12, |t| {
-                    format!("(open NEFF) failed to read {shown}: {t}")
-                })
-            })?;
-            if keep {
-                kept_total += size;
-            }
-            let stored = StoredMember {
-                size,
-                kind: entry.kind,
-                header_offset: entry.header_offset,
-                data: sink.data,
-                prefix: sink.prefix,
-            };
-            if let Some(old) = container.members.insert(key.to_vec(), stored) {
-                kept_total -= old.data.map_or(0, |d| d.len() as u64);
-                index_used -= key.len() as u64 + 128;
-                warn(warnings, format!(
-                    "duplicate member {}: the entry at tar offset {} replaces the one at tar offset {}",
-                    display_name(key),
-                    entry.header_offset,
-                    old.header_offset
-                ));
-                // Entries are in header-offset order: find the replaced one.
-                if let Ok(i) = container
-                    .entries
-                    .binary_search_by_key(&old.header_offset, |r| r.header_offset)
-                {
-                    container.entries[i].fate = EntryFate::Replaced;
-                }
-            }
-        }
-        // Name bytes are held up to three times (raw, escaped name, escaped key).
-        table_used += 3 * 4 * entry.name.len() as u64 + 96;
-        if table_used <= limits.table_max {
-            container.entries.push(record);
-        } else if !table_cut {
-            table_cut = true;
-            warn(warnings, format!(
-                "the member table is cut short at tar offset {}: it passed this verifier's {} MiB budget (the walk and the gates go on)",
-                entry.header_offset,
-                limits.table_max >> 20
-            ));
-        }
-    }
-    if dropped_warnings > 0 {
-        warnings.push(format!("… and {dropped_warnings} more warnings"));
-    }
+    let mut capped = CappedWarnings {
+        list: warnings,
+        max: limits.warnings_max,
+        dropped: 0,
+    };
+    let walked = walk_entries(&mut tar, &mut budgets, container, &mut capped, sink);
+    compact_members(container, &mut capped);
+    capped.close();
+    walked?;
     container.tar_end_offset = Some(tar.end_marker().unwrap_or(tar.offset()));
     let walked_to = tar.offset();
     // libarchive stops at the end marker; look a little further only to warn
@@ -877,8 +877,185 @@ fn walk<R: Read>(
         container.gzip_member_size = (tally.members() > 0).then(|| tally.end());
     }
     container.walk_complete = true;
-    container.entries_complete = !table_cut;
+    container.entries_complete = limits.entry_table && !budgets.table_cut;
     Ok(())
+}
+
+/// Reads every entry up to the end marker into the member map (and the
+/// entry table when asked).
+fn walk_entries<R: Read>(
+    tar: &mut TarReader<R>,
+    budgets: &mut Budgets<'_>,
+    container: &mut Container,
+    warnings: &mut CappedWarnings<'_>,
+    sink: &mut dyn EntrySink,
+) -> Result<(), WalkError> {
+    loop {
+        let entry = match tar.next_entry() {
+            Ok(Some(entry)) => entry,
+            Ok(None) if tar.offset() == 0 => {
+                return Err(WalkError::Gate(
+                    Rejection::new(Gate::G10, "Failed to open NEFF Unrecognized archive format")
+                        .detail("the payload holds no tar data at all"),
+                ))
+            }
+            Ok(None) => return Ok(()),
+            Err(e) => return Err(header_error(e, tar.offset())),
+        };
+        sink.entry(&entry);
+        let fate = store_entry(tar, &entry, budgets, container, warnings, sink)?;
+        if budgets.limits.entry_table {
+            budgets.table(container, entry_record(&entry, fate), warnings);
+        }
+    }
+}
+
+/// The gate of a failure to read an entry's header: libarchive bids on the
+/// first 512-byte block, so a failure there is an open failure (G10), later
+/// ones are header read failures (G11).
+fn header_error(e: Error, offset: u64) -> WalkError {
+    let opening = offset <= 512
+        && matches!(
+            e.kind(),
+            ErrorKind::Read
+                | ErrorKind::Gzip(_)
+                | ErrorKind::Tar(TarErrorKind::TruncatedHeader | TarErrorKind::BadChecksum)
+        );
+    if opening {
+        classify(e, Gate::G10, |t| format!("Failed to open NEFF {t}"))
+    } else {
+        classify(e, Gate::G11, |t| {
+            format!("failure while reading NEFF metadata {t}")
+        })
+    }
+}
+
+/// The entry's line of the entry table.
+fn entry_record(entry: &Entry, fate: EntryFate) -> EntryRecord {
+    let key: &[u8] = entry.name.strip_prefix(b"./").unwrap_or(&entry.name);
+    EntryRecord {
+        name: escape_name(&entry.name),
+        raw_name: entry.name.clone(),
+        key: escape_name(key),
+        size: entry.size.max(0) as u64,
+        kind: entry.kind,
+        header_offset: entry.header_offset,
+        fate,
+    }
+}
+
+/// Stores one entry as the runtime does (or skips it), reading its data.
+fn store_entry<R: Read>(
+    tar: &mut TarReader<R>,
+    entry: &Entry,
+    budgets: &mut Budgets<'_>,
+    container: &mut Container,
+    warnings: &mut CappedWarnings<'_>,
+    sink: &mut dyn EntrySink,
+) -> Result<EntryFate, WalkError> {
+    let shown = || display_name(&entry.name);
+    let key: &[u8] = entry.name.strip_prefix(b"./").unwrap_or(&entry.name);
+    let meta = MemberMeta {
+        size: entry.size.max(0) as u64,
+        kind: entry.kind,
+        header_offset: entry.header_offset,
+        whole: false,
+    };
+    if entry.kind == EntryKind::Directory {
+        return Ok(EntryFate::Directory);
+    }
+    if key.ends_with(WAVEGRAPH_SUFFIX) {
+        let cost = MemberTable::cost(key, &meta, 0);
+        budgets.charge_index(cost, entry, container, warnings)?;
+        container.skipped.push(key, &[], meta);
+        warnings.push(format!(
+            "member {} skipped: the runtime never stores members whose names end in wavegraph-bin.json",
+            shown()
+        ));
+        if sink.wants_skipped() {
+            let also = &mut *sink;
+            let mut none = Vec::new();
+            let mut data = KeepSink {
+                body: &mut none,
+                room: 0,
+                also,
+            };
+            tar.copy_data(&mut data).map_err(|e| {
+                classify(e, Gate::G11, |t| {
+                    format!("failure while reading NEFF metadata {t}")
+                })
+            })?;
+        }
+        return Ok(EntryFate::Wavegraph);
+    }
+    if entry.size < 0 {
+        return Err(WalkError::Gate(
+            Rejection::new(
+                Gate::G12,
+                format!(
+                    "invalid files size({}) for {} - negative size",
+                    entry.size,
+                    shown()
+                ),
+            )
+            .detail(format!(
+                "base-256 size field of the header at tar offset {} is negative",
+                entry.header_offset
+            )),
+        ));
+    }
+    let size = meta.size;
+    let cost = MemberTable::cost(key, &meta, prefix_len(key));
+    budgets.charge_index(cost, entry, container, warnings)?;
+    let limits = budgets.limits;
+    let whole = key.ends_with(b".json")
+        && size <= limits.keep_member_max.min(u64::from(u32::MAX))
+        && budgets.kept_total + size <= limits.keep_total_max;
+    let room = if whole {
+        size as usize
+    } else {
+        prefix_len(key)
+    };
+    let meta = MemberMeta { whole, ..meta };
+    container.members.start(key, &meta);
+    let body = container.members.body();
+    body.reserve(room.min(size as usize));
+    tar.copy_data(&mut KeepSink {
+        body,
+        room,
+        also: sink,
+    })
+    .map_err(|e| {
+        classify(e, Gate::G12, |t| {
+            format!("(open NEFF) failed to read {}: {t}", shown())
+        })
+    })?;
+    if whole {
+        budgets.kept_total += size;
+    }
+    container.members.commit();
+    Ok(EntryFate::Stored)
+}
+
+/// Sorts the member map and drops every entry a later one replaced, warning
+/// about it (and marking it in the entry table). Returns what the map holds.
+fn compact_members(container: &mut Container, warnings: &mut CappedWarnings<'_>) -> Usage {
+    let skipped = container.skipped.compact(|_, _, _| {});
+    let entries = &mut container.entries;
+    let members = container.members.compact(|key, old, by| {
+        warnings.push(format!(
+            "duplicate member {}: the entry at tar offset {by} replaces the one at tar offset {old}",
+            display_name(key),
+        ));
+        // Entries are in header-offset order: find the replaced one.
+        if let Ok(i) = entries.binary_search_by_key(&old, |r| r.header_offset) {
+            entries[i].fate = EntryFate::Replaced;
+        }
+    });
+    Usage {
+        index: members.index + skipped.index,
+        kept: members.kept,
+    }
 }
 
 /// Reads one stored member again from the source, for a manifest too large

@@ -111,8 +111,8 @@ pub struct ModelReadPast {
 }
 
 fn attached_barrier_config(c: &Container) -> Option<Result<BarrierConfigsJson, String>> {
-    let member = c.members.get(BARRIER_CONFIG_MEMBER.as_bytes())?;
-    let Some(bytes) = &member.data else {
+    let member = c.member(BARRIER_CONFIG_MEMBER.as_bytes())?;
+    let Some(bytes) = member.data else {
         return Some(Err(format!(
             "{BARRIER_CONFIG_MEMBER} is too large to decode ({} bytes)",
             member.size

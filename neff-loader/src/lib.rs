@@ -48,6 +48,7 @@ mod gzip_reader;
 mod inspect;
 mod json;
 mod manifests;
+mod members;
 mod memory;
 mod model;
 mod ntff;
@@ -67,13 +68,14 @@ use neff_schema::{Arch, Target};
 pub use access::MANIFEST_MAX;
 pub use container::{
     payload_stream, Compression, Container, EntryFate, EntryRecord, Limits, PayloadPadding,
-    StoredMember, PREFIX_LEN, WAVEGRAPH_SUFFIX,
+    INDEX_PER_STORED_BYTE, NPY_PREFIX_LEN, WAVEGRAPH_SUFFIX,
 };
 pub use device_memory::{CoreMemory, MemoryCategories, MemoryReport, DMA_DESCRIPTOR_BYTES};
 pub use error::{Error, ErrorKind, GzipErrorKind, TarErrorKind};
 pub use extract::{abandon_unpack_dirs, extract, ExtractLimits, ExtractSummary};
 pub use gate::{Gate, NrtStatus, Rejection};
 pub use inspect::{InspectReport, ModelReadPast};
+pub use members::{MemberRef, MemberTable, MEMBER_OVERHEAD};
 pub use memory::{check_members, MemberData};
 pub use model::*;
 pub use ntff::{ntff_neff_uuid, NTFF_UUID_OFFSET};

@@ -12,10 +12,9 @@ use std::io;
 use neff_schema::{Arch, NeffHeader};
 
 use crate::access::MANIFEST_MAX;
-use crate::container::{
-    prefix_len, Container, EntryFate, EntryRecord, StoredMember, WAVEGRAPH_SUFFIX,
-};
-use crate::tar_reader::{escape_name, EntryKind};
+use crate::container::{prefix_len, Container, EntryFate, EntryRecord, WAVEGRAPH_SUFFIX};
+use crate::members::MemberMeta;
+use crate::tar_reader::{display_name, escape_name, EntryKind};
 use crate::{arch_loads, container, RuntimeProfile, Verdict};
 
 /// One member of an in-memory model, as [`check_members`] reads it.
@@ -52,6 +51,7 @@ pub fn check_members<'a>(
         ..Container::default()
     };
     let mut warnings = Vec::new();
+    let mut total = 0u64;
     for (name, data) in members {
         let key = name.strip_prefix("./").unwrap_or(name);
         let (size, whole, prefix) = match data {
@@ -59,6 +59,7 @@ pub fn check_members<'a>(
             MemberData::Sized { size, prefix } => (size, None, prefix),
         };
         let skipped = key.as_bytes().ends_with(WAVEGRAPH_SUFFIX);
+        total += size;
         container.entries.push(EntryRecord {
             name: escape_name(name.as_bytes()),
             raw_name: name.as_bytes().to_vec(),
@@ -72,30 +73,30 @@ pub fn check_members<'a>(
                 EntryFate::Stored
             },
         });
-        if skipped {
-            continue;
-        }
-        let stored = StoredMember {
+        // Manifests are kept as the walk keeps them; the rest by prefix.
+        let data = whole.filter(|_| key.ends_with(".json") && size <= MANIFEST_MAX);
+        let body = data.unwrap_or(&prefix[..prefix.len().min(prefix_len(key.as_bytes()))]);
+        let meta = MemberMeta {
             size,
             kind: EntryKind::File,
             header_offset: 0,
-            // Manifests are kept as the walk keeps them; the rest by prefix.
-            data: whole
-                .filter(|_| key.ends_with(".json") && size <= MANIFEST_MAX)
-                .map(<[u8]>::to_vec),
-            prefix: prefix[..prefix.len().min(prefix_len(key.as_bytes()))].to_vec(),
+            whole: data.is_some(),
         };
-        if container
-            .members
-            .insert(key.as_bytes().to_vec(), stored)
-            .is_some()
-        {
-            warnings.push(format!("duplicate member {key}: the later one replaces it"));
-        }
+        let table = if skipped {
+            &mut container.skipped
+        } else {
+            &mut container.members
+        };
+        table.push(key.as_bytes(), body, meta);
     }
+    container.skipped.compact(|_, _, _| {});
+    container.members.compact(|key, _, _| {
+        let key = display_name(key);
+        warnings.push(format!("duplicate member {key}: the later one replaces it"));
+    });
     // The manifest budgets scale with the stored payload, not written yet: the
     // members' total stands for it (the file will hold at most about that).
-    container.tar_size = Some(container.entries.iter().map(|e| e.size).sum());
+    container.tar_size = Some(total);
     let rejection = container::header_gates(header, None, profile, &mut warnings);
     let tier1 = container::Tier1 {
         container: Some(container),

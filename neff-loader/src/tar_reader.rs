@@ -501,12 +501,10 @@ fn read_full<R: Read + ?Sized>(r: &mut R, buf: &mut [u8]) -> io::Result<usize> {
 fn verify_checksum(block: &[u8; BLOCK], offset: u64) -> Result<(), Error> {
     let field = &block[148..156];
     let stored = parse_octal(field);
-    let (mut unsigned, mut signed) = (0u64, 0i64);
-    for (i, &b) in block.iter().enumerate() {
-        let b = if (148..156).contains(&i) { b' ' } else { b };
-        unsigned += u64::from(b);
-        signed += i64::from(b as i8);
-    }
+    // The sums with the checksum field read as 8 spaces.
+    let ((all, all_signed), (own, own_signed)) = (byte_sums(block), byte_sums(field));
+    let unsigned = all - own + 8 * u64::from(b' ');
+    let signed = all_signed - own_signed + 8 * i64::from(b' ');
     match stored {
         Some(v) if v == unsigned as i64 || v == signed => Ok(()),
         _ => {
@@ -515,6 +513,27 @@ fn verify_checksum(block: &[u8; BLOCK], offset: u64) -> Result<(), Error> {
             Err(Error::tar(TarErrorKind::BadChecksum, offset, message))
         }
     }
+}
+
+/// The sums of `bytes` read as unsigned and as signed bytes, eight at a time.
+fn byte_sums(bytes: &[u8]) -> (u64, i64) {
+    const LOW: u64 = 0x00FF_00FF_00FF_00FF;
+    const TOP_BITS: u64 = 0x0101_0101_0101_0101;
+    let (mut sum, mut high) = (0u64, 0u64);
+    let chunks = bytes.chunks_exact(8);
+    for &b in chunks.remainder() {
+        sum += u64::from(b);
+        high += u64::from(b >> 7);
+    }
+    for chunk in chunks {
+        let x = u64::from_le_bytes(<[u8; 8]>::try_from(chunk).unwrap_or_default());
+        // Four 16-bit lanes of byte pairs, then the lanes added in the top one.
+        let pairs = (x & LOW) + ((x >> 8) & LOW);
+        sum += pairs.wrapping_mul(0x0001_0001_0001_0001) >> 48;
+        high += u64::from(((x >> 7) & TOP_BITS).count_ones());
+    }
+    // A byte read as signed is 256 less when its top bit is set.
+    (sum, sum as i64 - 256 * high as i64)
 }
 
 /// Parses an octal field: optional leading spaces, digits, then NUL or space.
@@ -595,6 +614,17 @@ pub fn escape_name(name: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn byte_sums_match_a_plain_sum() {
+        let bytes: Vec<u8> = (0..515u32).map(|i| (i * 37 % 256) as u8).collect();
+        for len in [0, 7, 8, 9, 512, 515] {
+            let b = &bytes[..len];
+            let unsigned: u64 = b.iter().map(|&x| u64::from(x)).sum();
+            let signed: i64 = b.iter().map(|&x| i64::from(x as i8)).sum();
+            assert_eq!(byte_sums(b), (unsigned, signed), "{len}");
+        }
+    }
     use crate::ErrorKind;
 
     fn header(name: &str, type_flag: u8, size_field: &[u8], magic: &[u8; 8]) -> [u8; BLOCK] {

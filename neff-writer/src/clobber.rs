@@ -75,10 +75,10 @@ impl<'a> OutputGuard<'a> {
     pub fn check_all<'p>(
         &self,
         folders: impl IntoIterator<Item = &'p Path>,
-        files: impl IntoIterator<Item = &'p Path>,
+        files: impl IntoIterator<Item = impl AsRef<Path>>,
     ) -> Result<(), String> {
         if self.file.is_some() {
-            files.into_iter().try_for_each(|f| self.check(f))?;
+            files.into_iter().try_for_each(|f| self.check(f.as_ref()))?;
         }
         folders.into_iter().try_for_each(|d| self.check(d))
     }

@@ -55,8 +55,13 @@ impl MemberName {
 
     /// Every parent folder of this name, outermost first, each without a trailing `/`.
     pub fn parents(&self) -> impl Iterator<Item = &str> {
-        self.0.match_indices('/').map(move |(i, _)| &self.0[..i])
+        parents(&self.0)
     }
+}
+
+/// Every parent folder of the member `name`, outermost first.
+pub(crate) fn parents(name: &str) -> impl Iterator<Item = &str> {
+    name.match_indices('/').map(move |(i, _)| &name[..i])
 }
 
 impl fmt::Display for MemberName {
@@ -158,6 +163,119 @@ impl MemberSource {
     }
 }
 
+/// The files of a folder tree, kept compactly: their names in one arena
+/// (each after its length, u32 little-endian) and one record per file, sorted
+/// by name. A file's path is the root joined with its name. A million files
+/// cost about 20 bytes each plus their names.
+#[derive(Debug, Default)]
+pub(crate) struct TreeFiles {
+    root: PathBuf,
+    names: Vec<u8>,
+    files: Vec<TreeFile>,
+    total: u64,
+}
+
+/// A file of a [`TreeFiles`]: where its name is, and its length when found.
+#[derive(Debug, Clone, Copy)]
+struct TreeFile {
+    at: usize,
+    len: u64,
+}
+
+const NAME_LEN_BYTES: usize = 4;
+
+impl TreeFiles {
+    /// An empty tree below `root`.
+    pub(crate) fn new(root: &Path) -> TreeFiles {
+        TreeFiles {
+            root: root.to_path_buf(),
+            ..TreeFiles::default()
+        }
+    }
+
+    /// Adds the file `name` (relative to the root) of `len` bytes.
+    pub(crate) fn push(&mut self, name: &MemberName, len: u64) {
+        let at = self.names.len();
+        let name = name.as_str().as_bytes();
+        // A MemberName is at most MAX_NAME_LEN (1 MiB) bytes.
+        let name_len = u32::try_from(name.len()).unwrap_or(u32::MAX);
+        self.names.extend_from_slice(&name_len.to_le_bytes());
+        self.names.extend_from_slice(name);
+        self.files.push(TreeFile { at, len });
+        self.total += len;
+    }
+
+    /// Sorts the files by name (byte order); call once all are added.
+    pub(crate) fn sort(&mut self) {
+        let names = &self.names;
+        self.files
+            .sort_unstable_by(|a, b| name_at(names, a.at).cmp(name_at(names, b.at)));
+        self.files.shrink_to_fit();
+        self.names.shrink_to_fit();
+    }
+
+    /// The bytes of every file.
+    pub(crate) fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// How many files there are.
+    pub(crate) fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    /// True when the (sorted) tree holds the file `name`.
+    pub(crate) fn contains(&self, name: &str) -> bool {
+        self.position(name).is_some()
+    }
+
+    /// Where the file `name` is in name order.
+    pub(crate) fn position(&self, name: &str) -> Option<usize> {
+        self.files
+            .binary_search_by(|f| self.name(f.at).cmp(name))
+            .ok()
+    }
+
+    /// The name of the `i`-th file in name order.
+    pub(crate) fn name_of(&self, i: usize) -> Option<&str> {
+        self.files.get(i).map(|f| self.name(f.at))
+    }
+
+    /// The `i`-th file in name order, as a member source.
+    pub(crate) fn source_of(&self, i: usize) -> Option<MemberSource> {
+        let f = self.files.get(i)?;
+        Some(MemberSource::File {
+            path: self.root.join(self.name(f.at)),
+            len: f.len,
+        })
+    }
+
+    /// Every file's name, in name order.
+    pub(crate) fn names(&self) -> impl Iterator<Item = &str> + '_ {
+        self.files.iter().map(|f| self.name(f.at))
+    }
+
+    /// Every file's path.
+    pub(crate) fn paths(&self) -> impl Iterator<Item = PathBuf> + '_ {
+        self.names().map(|name| self.root.join(name))
+    }
+
+    fn name(&self, at: usize) -> &str {
+        std::str::from_utf8(name_at(&self.names, at)).unwrap_or_default()
+    }
+}
+
+fn name_at(names: &[u8], at: usize) -> &[u8] {
+    let mut len = [0u8; NAME_LEN_BYTES];
+    if let Some(bytes) = names.get(at..at + NAME_LEN_BYTES) {
+        len.copy_from_slice(bytes);
+    }
+    let start = at + NAME_LEN_BYTES;
+    names
+        .get(start..start + u32::from_le_bytes(len) as usize)
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -181,5 +299,21 @@ mod tests {
         }
         let name = MemberName::new("a/b/c.bin").unwrap();
         assert_eq!(name.parents().collect::<Vec<_>>(), vec!["a", "a/b"]);
+    }
+
+    #[test]
+    fn tree_files_are_kept_in_name_order() {
+        let mut tree = TreeFiles::new(Path::new("/root"));
+        for (name, len) in [("b/x", 3), ("a.bin", 1), ("a-b", 2)] {
+            tree.push(&MemberName::new(name).unwrap(), len);
+        }
+        tree.sort();
+        assert_eq!(tree.names().collect::<Vec<_>>(), ["a-b", "a.bin", "b/x"]);
+        assert!(tree.contains("b/x") && !tree.contains("b"));
+        assert_eq!((tree.total(), tree.len()), (6, 3));
+        let Some(MemberSource::File { path, len }) = tree.source_of(2) else {
+            panic!("a file source");
+        };
+        assert_eq!((path, len), (PathBuf::from("/root/b/x"), 3));
     }
 }

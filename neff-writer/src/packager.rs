@@ -11,9 +11,11 @@
 //! `neff-loader` instead. A NEFF the gates refuse is an error unless
 //! [`PackOptions::keep_refused`] is set.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::borrow::Cow;
+use std::collections::{btree_map, btree_set, BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::iter::Peekable;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -29,7 +31,7 @@ use crate::gzip_writer::gzip_header;
 use crate::hashing_writer::{Digests, HashingWriter};
 use crate::header_options::{default_fields, HeaderPatch, UuidChoice};
 use crate::labelled::Labelled;
-use crate::member::{MemberName, MemberSource};
+use crate::member::{parents, MemberName, MemberSource, TreeFiles};
 use crate::parallel_gzip;
 use crate::progress::{Counted, Phase, Progress};
 use crate::tar_writer::TarWriter;
@@ -154,10 +156,79 @@ enum Entry {
     File(MemberSource),
 }
 
+/// The tar entries in the order they are written, made as they are: the
+/// listed ones, then a merge of the byte-sorted directory entries, added
+/// members and tree files, then `neff.json` when it goes last.
+struct Entries {
+    /// How many file and directory entries there are.
+    files: usize,
+    directories: usize,
+    listed: std::vec::IntoIter<(String, Entry)>,
+    /// Directory entries, named with their trailing `/`.
+    dirs: Peekable<btree_set::IntoIter<String>>,
+    added: Peekable<btree_map::IntoIter<MemberName, MemberSource>>,
+    tree: TreeFiles,
+    next_tree: usize,
+    /// Tree files already written (listed, or `neff.json` last).
+    taken: BTreeSet<String>,
+    last: Option<(String, Entry)>,
+}
+
+/// Which source holds the next entry of the merge.
+#[derive(Clone, Copy)]
+enum Next {
+    Dir,
+    Added,
+    Tree,
+}
+
+impl Iterator for Entries {
+    type Item = (String, Entry);
+
+    fn next(&mut self) -> Option<(String, Entry)> {
+        if let Some(listed) = self.listed.next() {
+            return Some(listed);
+        }
+        while let Some(name) = self.tree.name_of(self.next_tree) {
+            if !self.taken.contains(name) {
+                break;
+            }
+            self.next_tree += 1;
+        }
+        let heads = [
+            (self.dirs.peek().map(String::as_str), Next::Dir),
+            (self.added.peek().map(|(n, _)| n.as_str()), Next::Added),
+            (self.tree.name_of(self.next_tree), Next::Tree),
+        ];
+        let next = heads
+            .into_iter()
+            .filter_map(|(name, next)| Some((name?, next)))
+            .min_by(|a, b| a.0.cmp(b.0))
+            .map(|(_, next)| next);
+        match next {
+            Some(Next::Dir) => self.dirs.next().map(|d| (d, Entry::Dir)),
+            Some(Next::Added) => self
+                .added
+                .next()
+                .map(|(n, source)| (n.to_string(), Entry::File(source))),
+            Some(Next::Tree) => {
+                let i = self.next_tree;
+                self.next_tree += 1;
+                let name = self.tree.name_of(i)?.to_string();
+                Some((name, Entry::File(self.tree.source_of(i)?)))
+            }
+            None => self.last.take(),
+        }
+    }
+}
+
 /// Collects members and writes them as a NEFF.
 #[derive(Debug, Default)]
 pub struct Packager {
+    /// Members added one by one.
     files: BTreeMap<MemberName, MemberSource>,
+    /// The files of the folder given to [`Packager::from_dir`].
+    tree: TreeFiles,
     dirs: BTreeSet<MemberName>,
     /// The folders [`Packager::from_dir`] packs: no output goes inside them.
     roots: Vec<PathBuf>,
@@ -171,13 +242,22 @@ impl Packager {
 
     /// Total bytes of member data (for a progress display).
     pub fn input_bytes(&self) -> u64 {
-        self.files.values().map(MemberSource::len).sum()
+        let added: u64 = self.files.values().map(MemberSource::len).sum();
+        added + self.tree.total()
+    }
+
+    /// Every member file, for the check that the output overwrites none.
+    fn input_files(&self) -> impl Iterator<Item = Cow<'_, Path>> + '_ {
+        let added = self.files.values().filter_map(MemberSource::path);
+        added
+            .map(Cow::Borrowed)
+            .chain(self.tree.paths().map(Cow::Owned))
     }
 
     /// Adds a member. Fails on an invalid or duplicate name.
     pub fn add(&mut self, name: &str, source: MemberSource) -> Result<&mut Self, Error> {
         let name = MemberName::new(name)?;
-        if self.files.contains_key(&name) {
+        if self.files.contains_key(&name) || self.tree.contains(name.as_str()) {
             return Err(conflict(format!("member {name} is added twice")));
         }
         self.files.insert(name, source);
@@ -225,7 +305,9 @@ impl Packager {
         if !meta.is_dir() {
             return Err(bad_option(format!("{} is not a directory", root.display())));
         }
+        packager.tree = TreeFiles::new(root);
         packager.add_tree(root, root)?;
+        packager.tree.sort();
         packager.roots.push(root.to_path_buf());
         Ok(packager)
     }
@@ -249,7 +331,8 @@ impl Packager {
                 self.add_dir(&name)?;
                 self.add_tree(root, &path)?;
             } else if file_type.is_file() {
-                self.add_file(&name, &path)?;
+                let len = MemberSource::file(&path)?.len();
+                self.tree.push(&MemberName::new(&name)?, len);
             } else if file_type.is_symlink() {
                 return Err(bad_option(format!(
                     "{}: symlinks are not packed (copy the file it points to instead)",
@@ -268,52 +351,79 @@ impl Packager {
     /// The tar entries in the framing's order: byte-sorted paths (with
     /// `neff.json` last, or as listed, when the framing says so), with a
     /// directory entry for every parent folder when it asks for them.
-    fn entries(self, framing: &TarFraming) -> Result<Vec<(String, Entry)>, Error> {
+    fn entries(mut self, framing: &TarFraming) -> Result<Entries, Error> {
         let mut dirs: BTreeSet<String> = self.dirs.iter().map(|d| d.to_string()).collect();
-        for name in self.files.keys() {
-            dirs.extend(name.parents().map(str::to_string));
+        let added = self.files.keys().map(MemberName::as_str);
+        for name in added.chain(self.tree.names()) {
+            for parent in parents(name) {
+                if !dirs.contains(parent) {
+                    dirs.insert(parent.to_string());
+                }
+            }
         }
-        if let Some(clash) = dirs
-            .iter()
-            .find(|d| MemberName::new(d).is_ok_and(|d| self.files.contains_key(&d)))
-        {
+        let is_file = |name: &str| {
+            self.tree.contains(name)
+                || MemberName::new(name).is_ok_and(|n| self.files.contains_key(&n))
+        };
+        if let Some(clash) = dirs.iter().find(|d| is_file(d)) {
             return Err(conflict(format!(
                 "{clash} is both a member and a folder of other members"
             )));
         }
         let listed = framing.order == MemberOrder::Listed;
-        let mut all: BTreeMap<String, Entry> = BTreeMap::new();
-        for d in dirs {
-            let name = format!("{d}/");
-            let wanted =
-                framing.directories || (listed && framing.entries.iter().any(|e| e.name == name));
-            if wanted {
-                all.insert(name, Entry::Dir);
+        let wanted = |name: &String| {
+            framing.directories || (listed && framing.entries.iter().any(|e| &e.name == name))
+        };
+        let dirs: BTreeSet<String> = dirs.into_iter().map(|d| d + "/").filter(wanted).collect();
+        let mut entries = Entries {
+            files: self.files.len() + self.tree.len(),
+            directories: dirs.len(),
+            listed: Vec::new().into_iter(),
+            dirs: BTreeSet::new().into_iter().peekable(),
+            added: BTreeMap::new().into_iter().peekable(),
+            tree: TreeFiles::default(),
+            next_tree: 0,
+            taken: BTreeSet::new(),
+            last: None,
+        };
+        let mut dirs = dirs;
+        let mut take = |name: &str| -> Option<Entry> {
+            if dirs.remove(name) {
+                return Some(Entry::Dir);
             }
-        }
-        for (name, source) in self.files {
-            all.insert(name.to_string(), Entry::File(source));
-        }
-        let mut ordered = Vec::with_capacity(all.len());
+            if let Some(source) = MemberName::new(name)
+                .ok()
+                .and_then(|n| self.files.remove(&n))
+            {
+                return Some(Entry::File(source));
+            }
+            let i = self.tree.position(name)?;
+            if !entries.taken.insert(name.to_string()) {
+                return None;
+            }
+            self.tree.source_of(i).map(Entry::File)
+        };
+        let mut ordered = Vec::new();
         if listed {
             for e in &framing.entries {
-                match all.remove(&e.name) {
-                    Some(entry) => ordered.push((e.name.clone(), entry)),
-                    None => {
-                        return Err(conflict(format!(
-                            "the framing lists member {} but the package has no such member",
-                            e.name
-                        )))
-                    }
-                }
+                let Some(entry) = take(&e.name) else {
+                    return Err(conflict(format!(
+                        "the framing lists member {} but the package has no such member",
+                        e.name
+                    )));
+                };
+                ordered.push((e.name.clone(), entry));
             }
         }
         let last = (framing.order == MemberOrder::NeffJsonLast)
-            .then(|| all.remove_entry("neff.json"))
+            .then(|| take("neff.json").map(|e| ("neff.json".to_string(), e)))
             .flatten();
-        ordered.extend(all);
-        ordered.extend(last);
-        Ok(ordered)
+        entries.listed = ordered.into_iter();
+        entries.last = last;
+        entries.dirs = dirs.into_iter().peekable();
+        entries.added = self.files.into_iter().peekable();
+        entries.tree = self.tree;
+        Ok(entries)
     }
 
     /// Builds the NEFF at `path` atomically: a temp file beside it is
@@ -339,10 +449,7 @@ impl Packager {
             _ => options,
         };
         OutputGuard::new(path)
-            .check_all(
-                self.roots.iter().map(PathBuf::as_path),
-                self.files.values().filter_map(MemberSource::path),
-            )
+            .check_all(self.roots.iter().map(PathBuf::as_path), self.input_files())
             .map_err(|why| Error::new(ErrorKind::Conflict, why).at_path(path))?;
         let mut tmp = crate::atomic::temp_beside(path)?;
         let syncing = match options.fsync {
@@ -433,11 +540,7 @@ impl Packager {
             p.start(Phase::Writing, self.input_bytes());
         }
         let entries = self.entries(&tar_framing)?;
-        let files = entries
-            .iter()
-            .filter(|(_, e)| matches!(e, Entry::File(_)))
-            .count();
-        let directories = entries.len() - files;
+        let (files, directories) = (entries.files, entries.directories);
 
         file.seek(SeekFrom::Start(0))?;
         file.write_all(&[0u8; HEADER_LEN])?;
@@ -523,7 +626,7 @@ struct Written {
 
 /// The loader's streaming check for a write with `options`.
 fn stream_check(options: &PackOptions) -> StreamCheck {
-    StreamCheck::new(&options.profile, &Limits::default())
+    StreamCheck::new(&options.profile, &Limits::for_verdict())
 }
 
 /// Runs every gate on every targeted arch over the written NEFF: the streamed
@@ -586,7 +689,7 @@ fn read_back<F: Read + Seek>(
 
 fn write_entries<W: Write>(
     tar: &mut TarWriter<W>,
-    entries: Vec<(String, Entry)>,
+    entries: impl Iterator<Item = (String, Entry)>,
     progress: Option<&Progress>,
 ) -> Result<(), Error> {
     for (name, entry) in entries {

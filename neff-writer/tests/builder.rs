@@ -832,11 +832,8 @@ fn info_json_matches_the_header_in_every_framing() {
         let header = neff_schema::NeffHeader::from_prefix(&bytes).unwrap();
         let loaded = load_file(&path, &RuntimeProfile::default()).unwrap();
         let container = loaded.container.unwrap();
-        let info = container.members[&b"info.json".to_vec()]
-            .data
-            .clone()
-            .unwrap();
-        let info: serde_json::Value = serde_json::from_slice(&info).unwrap();
+        let info = container.member(b"info.json").unwrap().data.unwrap();
+        let info: serde_json::Value = serde_json::from_slice(info).unwrap();
         let per_node: Vec<u64> = header
             .tpb_per_node()
             .iter()

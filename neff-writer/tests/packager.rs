@@ -41,20 +41,17 @@ fn round_trip_through_the_loader() {
         let names: Vec<String> = c
             .members
             .keys()
-            .map(|k| String::from_utf8(k.clone()).unwrap())
+            .map(|k| String::from_utf8(k.to_vec()).unwrap())
             .collect();
         assert_eq!(names.len(), 21);
-        assert_eq!(c.members[&b"sg00/pe.bin".to_vec()].size, 64);
-        assert_eq!(c.members[&b"sg00/empty.bin".to_vec()].size, 0);
+        assert_eq!(c.member(b"sg00/pe.bin").unwrap().size, 64);
+        assert_eq!(c.member(b"sg00/empty.bin").unwrap().size, 0);
         let kelf = std::fs::read(
             std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("../examples/allreduce/kelf-a.json"),
         )
         .unwrap();
-        assert_eq!(
-            c.members[&b"kelf-a.json".to_vec()].data.as_deref(),
-            Some(&kelf[..])
-        );
+        assert_eq!(c.member(b"kelf-a.json").unwrap().data, Some(&kelf[..]));
         let h = NeffHeader::from_prefix(&bytes).unwrap();
         assert_eq!(h.pkg_version(), pkg.value());
         assert_eq!(h.data_size(), bytes.len() as u64 - 1024);

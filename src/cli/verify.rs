@@ -140,7 +140,7 @@ fn run_one(
     let progress = Progress::start(args.json, total, "verifying");
     let limits = Limits {
         progress: progress.counter(),
-        ..Limits::default()
+        ..Limits::for_verdict()
     };
     let checked =
         check(path, args.instance_arch.arch(), profile, &limits).map_err(|e| e.at_path(&name))?;

@@ -69,17 +69,24 @@ pub fn gzip(data: &[u8]) -> Vec<u8> {
 
 /// A NEFF around stored payload bytes with a correct hash for `pkg` (1 or 2).
 pub fn neff_with_payload(pkg: u64, payload: &[u8]) -> Vec<u8> {
+    let mut h = neff_header(pkg, payload.len() as u64);
+    set_hash(&mut h, pkg, payload);
+    h.extend_from_slice(payload);
+    h
+}
+
+/// The 1024-byte header of a NEFF whose payload is `len` bytes, its hash
+/// not set (see [`set_hash`], [`set_md5`]).
+pub fn neff_header(pkg: u64, len: u64) -> Vec<u8> {
     let mut h = vec![0u8; 1024];
     h[0..8].copy_from_slice(&pkg.to_le_bytes());
     h[8..16].copy_from_slice(&0x400u64.to_le_bytes());
-    h[16..24].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+    h[16..24].copy_from_slice(&len.to_le_bytes());
     h[24..32].copy_from_slice(&2u64.to_le_bytes());
     h[0xA8..0xAC].copy_from_slice(&1u32.to_le_bytes());
-    set_hash(&mut h, pkg, payload);
     h[0xDC] = b't';
     h[0x1DC..0x1E0].copy_from_slice(&1u32.to_le_bytes());
     h[0x228..0x22C].copy_from_slice(&1u32.to_le_bytes());
-    h.extend_from_slice(payload);
     h
 }
 
@@ -88,9 +95,28 @@ pub fn set_hash(h: &mut [u8], pkg: u64, payload: &[u8]) {
     if pkg == 1 {
         h[0xAC..0xCC].copy_from_slice(&Sha256::digest(payload));
     } else {
-        h[0xAC..0xBC].copy_from_slice(&Md5::digest(payload));
-        h[0xBC..0xCC].copy_from_slice(&[b'0'; 16]);
+        set_md5(h, &Md5::digest(payload));
     }
+}
+
+/// Writes a pkg-2 payload's MD5 into the header.
+pub fn set_md5(h: &mut [u8], md5: &[u8]) {
+    h[0xAC..0xBC].copy_from_slice(md5);
+    h[0xBC..0xCC].copy_from_slice(&[b'0'; 16]);
+}
+
+/// Waits for `child` and returns its exit code and its own peak RSS in KiB
+/// (`wait4`). Keep this process small before spawning: the child's peak
+/// counts the memory of the process it was started from.
+#[cfg(unix)]
+pub fn wait_peak_rss(child: &std::process::Child) -> (Option<i32>, u64) {
+    let mut status = 0;
+    // SAFETY: plain out-parameters for wait4.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let got = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
+    assert!(got > 0, "wait4 failed");
+    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+    (code, usage.ru_maxrss as u64)
 }
 
 /// Sets a u64 header field.

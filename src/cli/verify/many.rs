@@ -158,7 +158,7 @@ fn outcome(
     profile: &RuntimeProfile,
 ) -> FileOutcome {
     let result = match item {
-        Input::Path(path) => check(path, single, profile, &Limits::default()),
+        Input::Path(path) => check(path, single, profile, &Limits::for_verdict()),
         Input::Unreadable(_, e) => Err(Error::new(ErrorKind::Read, format!("cannot read: {e}"))),
     };
     match result {
