@@ -1073,7 +1073,7 @@ fn unpack_workload(neff: &Path, file: &Path, dir: &Path, tree_bytes: u64) -> Wor
         tree_bytes,
         ours(
             "neff unpack",
-            format!("rm -rf {dir} && {neff} unpack {file} {dir} -q"),
+            format!("rm -rf {dir} && {neff} unpack {file} -o {dir} -q"),
         ),
     )
     .baseline(
