@@ -37,16 +37,6 @@ fn tree_with(dir: &Path, size: u64) -> PathBuf {
     tree
 }
 
-/// The names in `dir`, sorted.
-fn names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .collect();
-    names.sort();
-    names
-}
-
 /// The temp files of `model.neff` in `dir` (any naming scheme).
 fn temp_files(dir: &Path) -> Vec<String> {
     names(dir)

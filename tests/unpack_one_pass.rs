@@ -46,16 +46,6 @@ fn bytes_read() -> u64 {
         .unwrap()
 }
 
-/// The names in `dir`, sorted.
-fn names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .collect();
-    names.sort();
-    names
-}
-
 #[test]
 fn unpack_reads_the_payload_once() {
     let dir = tempfile::tempdir().unwrap();

@@ -393,9 +393,10 @@ pub fn verify_reader<R: Read + Seek>(
     )?))
 }
 
-/// [`verify_reader`] on a file.
+/// [`verify_reader`] on a file, under [`Limits::for_verdict`] (no entry
+/// table: a verdict does not need one).
 pub fn verify_file(path: impl AsRef<Path>, profile: &RuntimeProfile) -> Result<Verdict, Error> {
-    verify_file_with(path, profile, &Limits::default())
+    verify_file_with(path, profile, &Limits::for_verdict())
 }
 
 /// [`verify_file`] with explicit limits (and a progress counter).

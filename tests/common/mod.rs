@@ -276,3 +276,13 @@ pub fn stderr(out: &Output) -> String {
 pub fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
+
+/// The names in `dir`, sorted.
+pub fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
