@@ -20,6 +20,8 @@ use std::io::{self, BufReader, Read};
 
 use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
 
+mod scan;
+
 /// Most values one document may hold.
 pub const MAX_NODES: usize = 4 << 20;
 /// Most bytes of keys and strings one document may hold.
@@ -132,8 +134,22 @@ impl Budget {
     }
 }
 
-/// Parses a document held in memory.
+/// Parses a document held in memory: through [`scan`] when it takes the
+/// text, else (an error, a limit) through serde_json, which reports it.
 pub fn parse(bytes: &[u8], budget: Budget) -> Result<(Doc, Duplicates), ParseError> {
+    let mut b = Builder {
+        budget,
+        ..Builder::default()
+    };
+    if scan::scan(bytes, &mut b).is_ok() {
+        return Ok((b.doc, b.dups));
+    }
+    drop(b);
+    parse_serde(bytes, budget)
+}
+
+/// [`parse`] through serde_json only.
+fn parse_serde(bytes: &[u8], budget: Budget) -> Result<(Doc, Duplicates), ParseError> {
     build(&mut serde_json::Deserializer::from_slice(bytes), budget)
 }
 
@@ -208,8 +224,9 @@ struct Frame {
     object: bool,
     /// The key of the member being read (objects).
     current: u32,
-    /// Element or key positions so far.
-    children: Vec<u32>,
+    /// Where its element or key positions so far start in
+    /// [`Builder::pending`].
+    start: usize,
     /// Key hash → key position, once the object is too large to scan.
     keys: Option<HashMap<u64, u32>>,
 }
@@ -226,6 +243,9 @@ struct Builder {
     budget: Budget,
     doc: Doc,
     frames: Vec<Frame>,
+    /// The element or key positions of every open array and object, the
+    /// innermost last (one stack: no allocation per array or object).
+    pending: Vec<u32>,
     hasher: RandomState,
     dups: Duplicates,
     /// Entries of the open objects' key tables (counted as values).
@@ -239,6 +259,7 @@ impl Default for Builder {
             budget: Budget::full(),
             doc: Doc::default(),
             frames: Vec::new(),
+            pending: Vec::new(),
             hasher: RandomState::new(),
             dups: Duplicates::default(),
             keyed: 0,
@@ -280,25 +301,25 @@ impl Builder {
             at,
             object,
             current: 0,
-            children: Vec::new(),
+            start: self.pending.len(),
             keys: None,
         });
         Ok(())
     }
 
     fn close(&mut self) {
-        let Some(mut frame) = self.frames.pop() else {
+        let Some(frame) = self.frames.pop() else {
             return;
         };
         self.keyed -= frame.keys.as_ref().map_or(0, HashMap::len);
         let doc = &mut self.doc;
+        let children = self.pending.get_mut(frame.start..).unwrap_or_default();
         if frame.object {
-            frame
-                .children
-                .sort_unstable_by(|&a, &b| doc.key(a).cmp(doc.key(b)));
+            children.sort_unstable_by(|&a, &b| doc.key(a).cmp(doc.key(b)));
         }
-        let (first, count) = (doc.children.len() as u32, frame.children.len() as u32);
-        doc.children.extend_from_slice(&frame.children);
+        let (first, count) = (doc.children.len() as u32, children.len() as u32);
+        doc.children.extend_from_slice(children);
+        self.pending.truncate(frame.start);
         doc.nodes[frame.at] = if frame.object {
             Node::Object { first, count }
         } else {
@@ -319,9 +340,7 @@ impl Builder {
     fn member(&mut self, mark: Mark) {
         let key = mark.nodes as u32;
         if !self.repeats(key) {
-            if let Some(frame) = self.frames.last_mut() {
-                frame.children.push(key);
-            }
+            self.child(key);
             return;
         }
         if self.dups.shown.len() < DUPLICATES_SHOWN {
@@ -335,12 +354,20 @@ impl Builder {
         self.doc.text.truncate(mark.text);
     }
 
+    /// Adds the element or key at `pos` to the open array or object.
+    fn child(&mut self, pos: u32) {
+        if !self.frames.is_empty() {
+            self.pending.push(pos);
+        }
+    }
+
     /// Whether the key at `pos` repeats one of the open object's keys; a new
     /// one is entered in the object's key table, if it has one.
     fn repeats(&mut self, pos: u32) -> bool {
         let Builder {
             doc,
             frames,
+            pending,
             hasher,
             keyed,
             ..
@@ -349,12 +376,13 @@ impl Builder {
             return false;
         };
         let key = doc.key(pos);
-        if frame.keys.is_none() && frame.children.len() < SCAN_MEMBERS {
-            return frame.children.iter().any(|&k| doc.key(k) == key);
+        let children = pending.get(frame.start..).unwrap_or_default();
+        if frame.keys.is_none() && children.len() < SCAN_MEMBERS {
+            return children.iter().any(|&k| doc.key(k) == key);
         }
         let keys = frame.keys.get_or_insert_with(|| {
             let mut keys = HashMap::new();
-            for &k in &frame.children {
+            for &k in children {
                 keys.insert(hasher.hash_one(doc.key(k)), k);
             }
             *keyed += keys.len();
@@ -373,9 +401,10 @@ impl Builder {
     /// The path of the member being read, e.g. `a.b[3].c`.
     fn path(&self) -> String {
         let mut path = String::new();
-        for frame in &self.frames {
+        let ends = self.frames.iter().skip(1).map(|f| f.start);
+        for (frame, end) in self.frames.iter().zip(ends.chain([self.pending.len()])) {
             if !frame.object {
-                let _ = write!(path, "[{}]", frame.children.len());
+                let _ = write!(path, "[{}]", end - frame.start);
                 continue;
             }
             if !path.is_empty() {
@@ -470,9 +499,7 @@ impl<'de> Visitor<'de> for Seed<'_> {
             if seq.next_element_seed(Seed(&mut *b))?.is_none() {
                 break;
             }
-            if let Some(frame) = b.frames.last_mut() {
-                frame.children.push(pos);
-            }
+            b.child(pos);
         }
         b.close();
         Ok(())
@@ -862,6 +889,71 @@ mod tests {
             d.root().to_string(),
             r#"{"f":1.5,"n":-3,"s":"a\"b","z":[null,true]}"#
         );
+    }
+
+    /// `parse` (scanner first) and `parse_serde` agree on `text`: the same
+    /// document, repeats, or error and message. Returns whether the scanner
+    /// took it.
+    fn agrees(text: &[u8]) -> bool {
+        let shown = |r: Result<(Doc, Duplicates), ParseError>| format!("{r:?}");
+        let budget = Budget::full();
+        assert_eq!(
+            shown(parse(text, budget)),
+            shown(parse_serde(text, budget)),
+            "{}",
+            String::from_utf8_lossy(text)
+        );
+        scan::scan(text, &mut Builder::default()).is_ok()
+    }
+
+    #[test]
+    fn the_scanner_builds_what_serde_json_builds_or_gives_up() {
+        let sample = r#" {"name": "sg00", "n": [0, 1, 18446744073709551615, 18446744073709551616,
+            -0, -7, -9223372036854775808, -9223372036854775809, 1.5, 2e3, 1E-2, 0.1e+5,
+            123456789012345678901234567890], "s": ["a\"b\\c\/\u00e9\ud83d\ude00", "é", ""],
+            "o": {"b": true, "a": false, "c": null, "a": 1, "z": {}}, "e": [[]]} "#
+            .as_bytes();
+        assert!(agrees(sample), "the sample takes the fast path");
+        let cases: [&[u8]; 24] = [
+            b"", b" ", b"0", b"-", b"01", b"1.", b".5", b"-01", b"1e", b"1e+", b"[1,]",
+            b"{\"a\":1,}", b"{\"a\" 1}", b"{1:2}", b"[1 2]", b"nul", b"truex", b"\"\x01\"",
+            b"\"\xff\"", b"\"\\ud800\"", b"\"\\x\"", b"\xef\xbb\xbf{}", b"{} x", b"[\"\x7f\"]",
+        ];
+        for case in cases {
+            agrees(case);
+        }
+        for depth in [99, 100, 101, 127, 128, 129] {
+            agrees(format!("{}{}", "[".repeat(depth), "]".repeat(depth)).as_bytes());
+        }
+        let mut took = 0;
+        for at in 0..sample.len() {
+            agrees(&sample[..at]);
+            for byte in [b'"', b',', b'}', b']', b'\\', b'0', b'-', b'.', b'e', b' ', 0x80] {
+                let mut text = sample.to_vec();
+                text[at] = byte;
+                took += usize::from(agrees(&text));
+            }
+        }
+        assert!(took > sample.len(), "most variants take the fast path too: {took}");
+    }
+
+    #[test]
+    fn the_scanner_reports_repeats_and_limits_as_serde_json_does() {
+        let (_, dups) = doc(r#"{"a": [{"x": 1, "x": 2}], "a": 3}"#);
+        assert_eq!(dups.shown, vec!["a[0].x", "a"]);
+        let mut text = String::from("{");
+        for i in 0..40 {
+            text += &format!("\"k{}\": {i}, ", i % 30);
+        }
+        text += "\"end\": 0}";
+        assert!(agrees(text.as_bytes()));
+        let tight = Budget { nodes: 50, text: 1000 };
+        let shown = |r: Result<(Doc, Duplicates), ParseError>| format!("{r:?}");
+        assert_eq!(
+            shown(parse(text.as_bytes(), tight)),
+            shown(parse_serde(text.as_bytes(), tight))
+        );
+        assert!(parse(text.as_bytes(), tight).unwrap_err().limit);
     }
 
     #[test]

@@ -1,0 +1,227 @@
+//! The fast path of [`parse`](super::parse): a strict scanner over text held
+//! in memory that makes the same [`Builder`] calls, in the same order, as
+//! serde_json's walk through [`Seed`] does, so it builds the same document
+//! (and finds the same repeated keys) without serde's per-value dispatch.
+//!
+//! It only takes text that serde_json takes too: anything else (a syntax
+//! error, a limit of the [`Builder`], a number other than a plain unsigned
+//! integer that serde_json does not then read itself, nesting deeper than
+//! [`MAX_DEPTH`]) makes it give up, and the caller parses the text again
+//! through serde_json, whose verdict and messages are the ones reported.
+
+use serde::de::DeserializeSeed;
+
+use super::{Builder, Node, Seed};
+
+/// Deeper than this the scanner gives up (serde_json's limit is 128).
+const MAX_DEPTH: usize = 100;
+
+/// Longest integer taken without serde_json: 19 digits always fit a `u64`.
+const FAST_DIGITS: usize = 19;
+
+/// The scanner gave up: the text must be parsed by serde_json.
+#[derive(Debug)]
+pub(super) struct GiveUp;
+
+/// Builds the document `bytes` holds into `b`, or gives up.
+pub(super) fn scan(bytes: &[u8], b: &mut Builder) -> Result<(), GiveUp> {
+    let mut s = Scanner { bytes, at: 0 };
+    s.value(b, 0)?;
+    s.skip_ws();
+    if s.at == bytes.len() {
+        Ok(())
+    } else {
+        Err(GiveUp)
+    }
+}
+
+struct Scanner<'t> {
+    bytes: &'t [u8],
+    at: usize,
+}
+
+impl<'t> Scanner<'t> {
+    fn skip_ws(&mut self) {
+        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.bytes.get(self.at) {
+            self.at += 1;
+        }
+    }
+
+    /// The next byte that is not whitespace, left unread.
+    fn peek(&mut self) -> Result<u8, GiveUp> {
+        self.skip_ws();
+        self.bytes.get(self.at).copied().ok_or(GiveUp)
+    }
+
+    /// Reads `byte`, after any whitespace.
+    fn expect(&mut self, byte: u8) -> Result<(), GiveUp> {
+        if self.peek()? != byte {
+            return Err(GiveUp);
+        }
+        self.at += 1;
+        Ok(())
+    }
+
+    fn value(&mut self, b: &mut Builder, depth: usize) -> Result<(), GiveUp> {
+        match self.peek()? {
+            b'"' => {
+                let text = self.string()?;
+                b.push_str(&text).map(drop).map_err(|_| GiveUp)
+            }
+            b'{' if depth < MAX_DEPTH => self.object(b, depth + 1),
+            b'[' if depth < MAX_DEPTH => self.array(b, depth + 1),
+            b'n' => self.literal(b"null", Node::Null, b),
+            b't' => self.literal(b"true", Node::Bool(true), b),
+            b'f' => self.literal(b"false", Node::Bool(false), b),
+            b'-' | b'0'..=b'9' => self.number(b),
+            _ => Err(GiveUp),
+        }
+    }
+
+    fn literal(&mut self, word: &[u8], node: Node, b: &mut Builder) -> Result<(), GiveUp> {
+        if !self.bytes[self.at..].starts_with(word) {
+            return Err(GiveUp);
+        }
+        self.at += word.len();
+        b.push(node).map(drop).map_err(|_| GiveUp)
+    }
+
+    fn array(&mut self, b: &mut Builder, depth: usize) -> Result<(), GiveUp> {
+        self.at += 1;
+        b.open(false).map_err(|_| GiveUp)?;
+        if self.peek()? == b']' {
+            self.at += 1;
+        } else {
+            loop {
+                let pos = b.doc.nodes.len() as u32;
+                self.value(b, depth)?;
+                b.child(pos);
+                if !self.next_or_end(b']')? {
+                    break;
+                }
+            }
+        }
+        b.close();
+        Ok(())
+    }
+
+    fn object(&mut self, b: &mut Builder, depth: usize) -> Result<(), GiveUp> {
+        self.at += 1;
+        b.open(true).map_err(|_| GiveUp)?;
+        if self.peek()? == b'}' {
+            self.at += 1;
+        } else {
+            loop {
+                let mark = b.mark();
+                if self.peek()? != b'"' {
+                    return Err(GiveUp);
+                }
+                let key = self.string()?;
+                let pos = b.push_str(&key).map_err(|_| GiveUp)?;
+                if let Some(frame) = b.frames.last_mut() {
+                    frame.current = pos;
+                }
+                self.expect(b':')?;
+                self.value(b, depth)?;
+                b.member(mark);
+                if !self.next_or_end(b'}')? {
+                    break;
+                }
+            }
+        }
+        b.close();
+        Ok(())
+    }
+
+    /// After an element or member: true at `,`, false at `close` (both read).
+    fn next_or_end(&mut self, close: u8) -> Result<bool, GiveUp> {
+        let byte = self.peek()?;
+        self.at += 1;
+        match byte {
+            b',' => Ok(true),
+            _ if byte == close => Ok(false),
+            _ => Err(GiveUp),
+        }
+    }
+
+    /// The string starting at the `"` under the cursor. Text without escapes
+    /// is taken as is (valid UTF-8, no control character, as serde_json
+    /// requires); text with escapes is decoded by serde_json.
+    fn string(&mut self) -> Result<std::borrow::Cow<'t, str>, GiveUp> {
+        let start = self.at + 1;
+        let mut end = start;
+        let mut escaped = false;
+        loop {
+            match *self.bytes.get(end).ok_or(GiveUp)? {
+                b'"' => break,
+                b'\\' => {
+                    escaped = true;
+                    end += 2;
+                }
+                0..=0x1F => return Err(GiveUp),
+                _ => end += 1,
+            }
+        }
+        self.at = end + 1;
+        if escaped {
+            return serde_json::from_slice::<String>(&self.bytes[start - 1..=end])
+                .map(Into::into)
+                .map_err(|_| GiveUp);
+        }
+        std::str::from_utf8(&self.bytes[start..end])
+            .map(Into::into)
+            .map_err(|_| GiveUp)
+    }
+
+    /// A number: a plain unsigned integer of up to [`FAST_DIGITS`] digits
+    /// directly, anything else (sign, fraction, exponent, more digits) read
+    /// by serde_json from the token alone, so it is classified (unsigned,
+    /// signed, float) and rounded exactly as serde_json does in place.
+    fn number(&mut self, b: &mut Builder) -> Result<(), GiveUp> {
+        let start = self.at;
+        let digits = |s: &Self, from: usize| {
+            s.bytes[from..]
+                .iter()
+                .take_while(|c| c.is_ascii_digit())
+                .count()
+        };
+        let mut end = start + usize::from(self.bytes[start] == b'-');
+        let whole = digits(self, end);
+        if whole == 0 || (whole > 1 && self.bytes[end] == b'0') {
+            return Err(GiveUp);
+        }
+        end += whole;
+        let plain = end - start == whole && whole <= FAST_DIGITS;
+        if let Some(b'.') = self.bytes.get(end) {
+            let frac = digits(self, end + 1);
+            if frac == 0 {
+                return Err(GiveUp);
+            }
+            end += 1 + frac;
+        }
+        if let Some(b'e' | b'E') = self.bytes.get(end) {
+            end += 1;
+            if let Some(b'+' | b'-') = self.bytes.get(end) {
+                end += 1;
+            }
+            let exp = digits(self, end);
+            if exp == 0 {
+                return Err(GiveUp);
+            }
+            end += exp;
+        }
+        let token = &self.bytes[start..end];
+        self.at = end;
+        if plain && end - start == whole {
+            let value = token
+                .iter()
+                .fold(0u64, |v, &d| v * 10 + u64::from(d - b'0'));
+            return b.push(Node::Uint(value)).map(drop).map_err(|_| GiveUp);
+        }
+        let mut de = serde_json::Deserializer::from_slice(token);
+        Seed(b)
+            .deserialize(&mut de)
+            .and_then(|()| de.end())
+            .map_err(|_| GiveUp)
+    }
+}
