@@ -1,13 +1,16 @@
 //! The fast path of [`parse`](super::parse): a strict scanner over text held
 //! in memory that makes the same [`Builder`] calls, in the same order, as
 //! serde_json's walk through [`Seed`] does, so it builds the same document
-//! (and finds the same repeated keys) without serde's per-value dispatch.
+//! without serde's per-value dispatch, and looks for repeated keys once per
+//! object (sorted neighbours) instead of once per member.
 //!
-//! It only takes text that serde_json takes too: anything else (a syntax
-//! error, a limit of the [`Builder`], a number other than a plain unsigned
-//! integer that serde_json does not then read itself, nesting deeper than
-//! [`MAX_DEPTH`]) makes it give up, and the caller parses the text again
-//! through serde_json, whose verdict and messages are the ones reported.
+//! It only takes text that serde_json takes too, without repeated keys:
+//! anything else (a syntax error, a limit of the [`Builder`], a repeated
+//! key, nesting deeper than [`MAX_DEPTH`]) makes it give up, and the caller
+//! parses the text again through serde_json, whose document, repeats,
+//! verdict and messages are the ones reported. Numbers other than plain
+//! unsigned integers, and strings with escapes, are read by serde_json from
+//! their token alone.
 
 use serde::de::DeserializeSeed;
 
@@ -25,6 +28,7 @@ pub(super) struct GiveUp;
 
 /// Builds the document `bytes` holds into `b`, or gives up.
 pub(super) fn scan(bytes: &[u8], b: &mut Builder) -> Result<(), GiveUp> {
+    b.deferred = true;
     let mut s = Scanner { bytes, at: 0 };
     s.value(b, 0)?;
     s.skip_ws();
@@ -130,6 +134,9 @@ impl<'t> Scanner<'t> {
             }
         }
         b.close();
+        if b.repeated {
+            return Err(GiveUp);
+        }
         Ok(())
     }
 
