@@ -53,7 +53,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     let mut files = Vec::new();
-    collect(&dir.ok_or("usage: inflate_ceiling DIR [--threads N] [--mode M]")?, &mut files)?;
+    collect(
+        &dir.ok_or("usage: inflate_ceiling DIR [--threads N] [--mode M]")?,
+        &mut files,
+    )?;
     files.sort();
     let start = Instant::now();
     let next = AtomicUsize::new(0);
@@ -67,9 +70,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .collect::<Result<_, String>>()
     })?;
     let secs = start.elapsed().as_secs_f64();
-    let (stored, inflated) = totals
-        .iter()
-        .fold((0, 0), |(a, b), (c, d)| (a + c, b + d));
+    let (stored, inflated) = totals.iter().fold((0, 0), |(a, b), (c, d)| (a + c, b + d));
     println!(
         "{} files in {secs:.3} s = {:.0} files/s on {threads} threads; {stored} payload bytes, {inflated} inflated",
         files.len(),
