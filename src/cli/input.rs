@@ -38,8 +38,13 @@ pub fn open(path: &Path) -> Result<BufReader<File>, Error> {
         File::open(path)
     }
     .map_err(|e| Error::new(ErrorKind::Read, format!("cannot open: {e}")).with_source(e))?;
-    Ok(BufReader::with_capacity(1 << 20, file))
+    Ok(BufReader::with_capacity(SOURCE_BUFFER, file))
 }
+
+/// The buffer over an input: no larger than the loader's own 64 KiB reads of
+/// the payload, so that those go straight to the file instead of being copied
+/// once more through this buffer.
+const SOURCE_BUFFER: usize = 64 << 10;
 
 /// [`verify_reader`] on the input `path` (`-` = stdin); every report names it.
 pub fn verify(path: &Path, profile: &RuntimeProfile, limits: &Limits) -> Result<Verdict, Error> {
