@@ -10,7 +10,7 @@ use neff_schema::features::unsupported_bits;
 use neff_schema::{HashLayout, NeffHeader, PkgVersion, HEADER_LEN};
 use serde::Serialize;
 
-use crate::digest::{matching_layout, Digester, HashingReader, Tap};
+use crate::digest::{matching_layout, Digester, HashingReader};
 use crate::error::{Error, ErrorKind, TarErrorKind};
 use crate::gate::{Gate, Rejection};
 use crate::gzip_reader::{looks_like_gzip, GzipReader, MemberTally};
@@ -55,12 +55,6 @@ pub struct Limits {
     /// When set, the stored payload bytes read so far are added here (for a
     /// progress display).
     pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
-    /// Whether the payload digest runs on a thread of its own, overlapped
-    /// with inflate and the walk (the default), or inline on the walk's
-    /// thread: better when every core already checks a file of its own
-    /// (`verify` of many files), where a thread per file only adds its start
-    /// and a copy of every stored byte. The digest is the same either way.
-    pub hash_thread: bool,
 }
 
 impl Default for Limits {
@@ -74,7 +68,6 @@ impl Default for Limits {
             table_max: 64 << 20,
             warnings_max: 100,
             progress: None,
-            hash_thread: true,
         }
     }
 }
@@ -354,51 +347,44 @@ fn run_with<R: Read + Seek>(
     let mut digester = digester(profile.verify_hash, pkg);
     source.seek(SeekFrom::Start(HEADER_LEN as u64))?;
     let mut payload = (&mut *source).take(data_size);
-    let mut walk_all = |tap: Tap<'_>| {
-        let mut reader = HashingReader::new(&mut payload, tap, limits.progress.clone());
+    // The digest runs on its own thread, overlapped with inflate and the walk.
+    let (walked, rest, digester) = std::thread::scope(|scope| {
+        let hashing = digester.is_on().then(|| {
+            let (tx, rx) = sync_channel::<Vec<u8>>(16);
+            let handle = scope.spawn(move || {
+                for buf in rx {
+                    digester.update(&buf);
+                }
+                digester
+            });
+            (tx, handle)
+        });
+        let tx = hashing.as_ref().map(|(tx, _)| tx.clone());
+        let reader = HashingReader::new(&mut payload, tx.clone(), limits.progress.clone());
         let walked = walk(
-            &mut reader,
+            reader,
             limits,
             &mut opened.container,
             &mut opened.warnings,
             sink,
         );
         // Hash whatever the walk did not read: the digest covers all data_size bytes.
-        reader.stop_progress();
-        (walked, io::copy(&mut reader, &mut io::sink()))
-    };
-    if !limits.hash_thread || !digester.is_on() {
-        let (walked, rest) = walk_all(Tap::Inline(&mut digester));
-        return finish_run(opened, walked, rest, Ok(digester), profile);
-    }
-    // The digest runs on its own thread, overlapped with inflate and the walk.
-    let (walked, rest, digester) = std::thread::scope(|scope| {
-        let (tx, rx) = sync_channel::<Vec<u8>>(16);
-        let handle = scope.spawn(move || {
-            for buf in rx {
-                digester.update(&buf);
+        let rest = io::copy(
+            &mut HashingReader::new(&mut payload, tx, None),
+            &mut io::sink(),
+        );
+        let digester = match hashing {
+            Some((tx, handle)) => {
+                drop(tx);
+                // A dead hash thread must never turn G9 off.
+                handle.join().map_err(|_| {
+                    Error::new(ErrorKind::Pipeline, "the payload hash thread panicked")
+                })
             }
-            digester
-        });
-        let (walked, rest) = walk_all(Tap::Thread(tx));
-        // A dead hash thread must never turn G9 off.
-        let digester = handle
-            .join()
-            .map_err(|_| Error::new(ErrorKind::Pipeline, "the payload hash thread panicked"));
+            None => Ok(Digester::Off),
+        };
         (walked, rest, digester)
     });
-    finish_run(opened, walked, rest, digester, profile)
-}
-
-/// The end of [`run_with`]: a source failure is the error, else Tier 1's
-/// outcome from the walk and the digest.
-fn finish_run(
-    opened: Opened,
-    walked: Result<(), WalkError>,
-    rest: io::Result<u64>,
-    digester: Result<Digester, Error>,
-    profile: &RuntimeProfile,
-) -> Result<Tier1, Error> {
     let walked = match walked {
         Err(WalkError::Source(e)) => return Err(e),
         walked => walked,
@@ -461,7 +447,7 @@ impl Walked {
         let mut container = Container::default();
         let mut warnings = Vec::new();
         let outcome = walk(
-            HashingReader::new(payload, Tap::Off, limits.progress.clone()),
+            HashingReader::new(payload, None, limits.progress.clone()),
             limits,
             &mut container,
             &mut warnings,
@@ -1197,31 +1183,5 @@ mod tests {
         )
         .expect_err("a dead hash thread must be an error");
         assert!(err.to_string().contains("hash"), "{err}");
-    }
-
-    #[test]
-    fn the_digest_inline_decides_as_the_hash_thread_does() {
-        let good = neff();
-        let mut header = NeffHeader::from_bytes(good[..HEADER_LEN].try_into().unwrap());
-        header.set_hash(&[7; 32]);
-        let mut bad = header.as_bytes().to_vec();
-        bad.extend_from_slice(&good[HEADER_LEN..]);
-        let mut last_byte = good.clone();
-        *last_byte.last_mut().unwrap() ^= 1;
-        let profile = RuntimeProfile::default();
-        for bytes in [good, bad, last_byte] {
-            let tier1 = |hash_thread| {
-                let limits = Limits {
-                    hash_thread,
-                    ..Limits::for_verdict()
-                };
-                let t = run(Some(&mut Cursor::new(&bytes)), &profile, &limits).unwrap();
-                let layout = t.container.as_ref().and_then(|c| c.hash_layout);
-                (t.rejection.map(|r| (r.gate, r.message)), layout)
-            };
-            let inline = tier1(false);
-            assert_eq!(inline, tier1(true));
-            assert_eq!(inline.0.is_none(), inline.1.is_some(), "{inline:?}");
-        }
     }
 }

@@ -82,65 +82,51 @@ pub fn matching_layout(
 #[error("reading the NEFF failed: {0}")]
 pub(crate) struct SourceError(#[source] pub(crate) io::Error);
 
-/// Where a [`HashingReader`] sends the bytes it passes.
-#[derive(Debug)]
-pub enum Tap<'d> {
-    /// Nowhere (verification off).
-    Off,
-    /// A copy of each read to a digest thread.
-    Thread(SyncSender<Vec<u8>>),
-    /// Straight into the digest, on the reading thread.
-    Inline(&'d mut Digester),
-}
-
-/// Passes reads through, handing every byte to the digest (see [`Tap`]) and
-/// counting them (when asked). Errors of the underlying source are wrapped
-/// in [`SourceError`] so callers can tell them from format errors raised
-/// further up the reader chain.
-pub struct HashingReader<'d, R> {
+/// Passes reads through, sending a copy of every byte to a digest thread
+/// (when one runs) and counting them (when asked). Errors of the underlying
+/// source are wrapped in [`SourceError`] so callers can tell them from format
+/// errors raised further up the reader chain.
+pub struct HashingReader<R> {
     inner: R,
-    digest: Tap<'d>,
+    digest: Option<SyncSender<Vec<u8>>>,
     progress: Option<Arc<AtomicU64>>,
 }
 
-impl<R> std::fmt::Debug for HashingReader<'_, R> {
+impl<R> std::fmt::Debug for HashingReader<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HashingReader")
-            .field("digest", &self.digest)
+            .field("digest", &self.digest.is_some())
             .field("progress", &self.progress)
             .finish_non_exhaustive()
     }
 }
 
-impl<'d, R: Read> HashingReader<'d, R> {
-    /// Reads `inner`, handing bytes to `digest` and counting into `progress`.
-    pub fn new(inner: R, digest: Tap<'d>, progress: Option<Arc<AtomicU64>>) -> Self {
+impl<R: Read> HashingReader<R> {
+    /// Reads `inner`, sending copies to `digest` and counting into `progress`.
+    pub fn new(
+        inner: R,
+        digest: Option<SyncSender<Vec<u8>>>,
+        progress: Option<Arc<AtomicU64>>,
+    ) -> Self {
         HashingReader {
             inner,
             digest,
             progress,
         }
     }
-
-    /// Stops counting into the progress counter.
-    pub fn stop_progress(&mut self) {
-        self.progress = None;
-    }
 }
 
-impl<R: Read> Read for HashingReader<'_, R> {
+impl<R: Read> Read for HashingReader<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self
             .inner
             .read(buf)
             .map_err(|e| io::Error::other(SourceError(e)))?;
         if n > 0 {
-            match &mut self.digest {
+            if let Some(tx) = &self.digest {
                 // A closed channel means the hash thread is gone; the digest
                 // then simply does not match.
-                Tap::Thread(tx) => drop(tx.send(buf[..n].to_vec())),
-                Tap::Inline(digester) => digester.update(&buf[..n]),
-                Tap::Off => {}
+                let _ = tx.send(buf[..n].to_vec());
             }
             if let Some(p) = &self.progress {
                 p.fetch_add(n as u64, Ordering::Relaxed);

@@ -117,20 +117,17 @@ pub fn run(
     if inputs.is_empty() {
         eprintln!("neff: warning: no *.neff file found");
     }
-    let cores = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
-    let threads = args.threads.map_or(cores, NonZeroUsize::get);
-    // With a file on every core, a hash thread per file only costs.
-    let limits = Limits {
-        hash_thread: threads.min(inputs.len()) < cores,
-        ..Limits::for_verdict()
-    };
+    let threads = args.threads.map_or_else(
+        || std::thread::available_parallelism().map_or(1, NonZeroUsize::get),
+        NonZeroUsize::get,
+    );
     let single = args.instance_arch.arch();
     let mut summary = Summary::default();
     let mut entries = Vec::new();
     in_order(
         &inputs,
         threads,
-        |input| outcome(input, single, profile, &limits),
+        |input| outcome(input, single, profile),
         |outcome| {
             summary.add(&outcome);
             if args.json {
@@ -159,10 +156,9 @@ fn outcome(
     item: &Input,
     single: Option<neff::schema::Arch>,
     profile: &RuntimeProfile,
-    limits: &Limits,
 ) -> FileOutcome {
     let result = match item {
-        Input::Path(path) => check(path, single, profile, limits),
+        Input::Path(path) => check(path, single, profile, &Limits::for_verdict()),
         Input::Unreadable(_, e) => Err(Error::new(ErrorKind::Read, format!("cannot read: {e}"))),
     };
     match result {
