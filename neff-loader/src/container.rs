@@ -14,7 +14,7 @@ use crate::digest::{matching_layout, Digester, HashingReader};
 use crate::error::{Error, ErrorKind, TarErrorKind};
 use crate::gate::{Gate, Rejection};
 use crate::gzip_reader::{looks_like_gzip, GzipReader, MemberTally};
-use crate::members::{MemberMeta, MemberTable, Usage};
+use crate::members::{MemberMeta, MemberTable, Usage, MAP_MAX};
 use crate::profile::RuntimeProfile;
 use crate::tar_reader::{display_name, escape_name, Entry, EntryKind, TarReader};
 
@@ -765,11 +765,15 @@ impl Budgets<'_> {
         warnings: &mut CappedWarnings<'_>,
     ) -> Result<(), WalkError> {
         self.index_used += cost;
-        let budget = self.limits.index_max.max(
-            self.consumed
-                .get()
-                .saturating_mul(self.limits.index_per_stored_byte),
-        );
+        let budget = self
+            .limits
+            .index_max
+            .max(
+                self.consumed
+                    .get()
+                    .saturating_mul(self.limits.index_per_stored_byte),
+            )
+            .min(MAP_MAX);
         if self.index_used <= budget {
             return Ok(());
         }

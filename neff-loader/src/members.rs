@@ -1,7 +1,7 @@
 //! The member map (`neff_t::files`), kept compactly: one byte arena holding
 //! every member's slot (its key, size, header offset, kind, and the bytes
-//! kept of it) and one arena offset per member, sorted by key once the walk
-//! is over. A member costs about 18 bytes plus its key.
+//! kept of it) and one 5-byte arena offset per member, sorted by key once
+//! the walk is over. A member costs about 14 bytes plus its key.
 
 use std::cmp::Reverse;
 use std::fmt;
@@ -39,9 +39,9 @@ pub(crate) struct MemberMeta {
 }
 
 /// A slot in the arena: varint key length, key, varint size, varint header
-/// offset, a flags byte (kind, whole), the kept bytes' length (u32 LE) and
-/// the kept bytes.
-const BODY_LEN_BYTES: usize = 4;
+/// offset, a flags byte (kind, whole), the kept bytes' varint length (at most
+/// `u32::MAX`) and the kept bytes.
+const BODY_LEN_MAX_BYTES: usize = 5;
 const WHOLE_FLAG: u8 = 0x80;
 const KINDS: [EntryKind; 5] = [
     EntryKind::File,
@@ -53,9 +53,27 @@ const KINDS: [EntryKind; 5] = [
 
 /// What a member costs besides its key and kept bytes, at most: its offset
 /// in the index and the fixed fields of its slot.
-pub const MEMBER_OVERHEAD: u64 = (OFFSET_BYTES + 3 + 10 + 10 + 1 + BODY_LEN_BYTES) as u64;
+pub const MEMBER_OVERHEAD: u64 = (OFFSET_BYTES + 3 + 10 + 10 + 1 + BODY_LEN_MAX_BYTES) as u64;
 
-const OFFSET_BYTES: usize = std::mem::size_of::<usize>();
+/// A slot's offset in the arena, 40 bits little-endian.
+type Offset = [u8; OFFSET_BYTES];
+const OFFSET_BYTES: usize = 5;
+
+/// The largest map the 40-bit offsets address (1 TiB): the walk's budget
+/// never grows past it.
+pub(crate) const MAP_MAX: u64 = 1 << (8 * OFFSET_BYTES);
+
+fn offset(at: usize) -> Offset {
+    let mut bytes = [0; OFFSET_BYTES];
+    bytes.copy_from_slice(&(at as u64).to_le_bytes()[..OFFSET_BYTES]);
+    bytes
+}
+
+fn at(offset: &Offset) -> usize {
+    let mut bytes = [0; 8];
+    bytes[..OFFSET_BYTES].copy_from_slice(offset);
+    u64::from_le_bytes(bytes) as usize
+}
 
 /// A replaced entry: a later one with the same key took its place.
 #[derive(Debug, Clone, Copy)]
@@ -82,9 +100,11 @@ pub(crate) struct Usage {
 pub struct MemberTable {
     arena: Vec<u8>,
     /// Slot offsets in the arena.
-    slots: Vec<usize>,
+    slots: Vec<Offset>,
     /// Arena length when the member being added began.
     open: usize,
+    /// Where the kept bytes of the member being added begin.
+    body_at: usize,
 }
 
 impl fmt::Debug for MemberTable {
@@ -104,7 +124,7 @@ impl MemberTable {
             + varint_len(meta.size)
             + varint_len(meta.header_offset)
             + 1
-            + BODY_LEN_BYTES;
+            + varint_len(body_max as u64);
         (OFFSET_BYTES + fixed + key.len() + body_max) as u64
     }
 
@@ -120,7 +140,7 @@ impl MemberTable {
         let kind = KINDS.iter().position(|&k| k == meta.kind).unwrap_or(0) as u8;
         let whole = if meta.whole { WHOLE_FLAG } else { 0 };
         self.arena.push(kind | whole);
-        self.arena.extend_from_slice(&[0; BODY_LEN_BYTES]);
+        self.body_at = self.arena.len();
     }
 
     /// Where the kept bytes of the member begun go.
@@ -130,18 +150,15 @@ impl MemberTable {
 
     /// Adds the member begun by [`MemberTable::start`].
     pub(crate) fn commit(&mut self) {
-        let at = self.open;
-        let body_start = slot(&self.arena, at).body_start;
-        let len = self.arena.len().saturating_sub(body_start);
+        let body_at = self.body_at.min(self.arena.len());
+        let len = self.arena.len() - body_at;
         let len = u32::try_from(len).unwrap_or(u32::MAX);
-        self.arena.truncate(body_start + len as usize);
-        if let Some(field) = self
-            .arena
-            .get_mut(body_start.saturating_sub(BODY_LEN_BYTES)..body_start)
-        {
-            field.copy_from_slice(&len.to_le_bytes());
-        }
-        self.slots.push(at);
+        self.arena.truncate(body_at + len as usize);
+        let (field, field_len) = varint(u64::from(len));
+        let field = field.get(..field_len).unwrap_or_default().iter().copied();
+        // Moves the kept bytes (at most one manifest's) behind their length.
+        self.arena.splice(body_at..body_at, field);
+        self.slots.push(offset(self.open));
         self.open = self.arena.len();
     }
 
@@ -162,15 +179,17 @@ impl MemberTable {
         self.arena.truncate(self.open);
         let arena = &self.arena;
         // Same key: the latest added first (slots are added in arena order).
-        self.slots
-            .sort_unstable_by(|&a, &b| key(arena, a).cmp(key(arena, b)).then(b.cmp(&a)));
+        self.slots.sort_unstable_by(|a, b| {
+            let (a, b) = (at(a), at(b));
+            key(arena, a).cmp(key(arena, b)).then(b.cmp(&a))
+        });
         let mut pairs: Vec<Replaced> = self
             .slots
             .windows(2)
-            .filter(|w| key(arena, w[0]) == key(arena, w[1]))
+            .filter(|w| key(arena, at(&w[0])) == key(arena, at(&w[1])))
             .map(|w| Replaced {
-                at: w[1],
-                by: slot(arena, w[0]).header_offset,
+                at: at(&w[1]),
+                by: slot(arena, at(&w[0])).header_offset,
             })
             .collect();
         pairs.sort_unstable_by_key(|r| (r.by, Reverse(r.at)));
@@ -188,13 +207,14 @@ impl MemberTable {
     /// Keeps the first slot of each key, and only their bytes.
     fn drop_replaced(&mut self) {
         let arena = &self.arena;
-        self.slots.dedup_by(|b, a| key(arena, *a) == key(arena, *b));
+        self.slots
+            .dedup_by(|b, a| key(arena, at(a)) == key(arena, at(b)));
         let size = |at: usize| slot(arena, at).end - at;
-        let mut live = Vec::with_capacity(self.slots.iter().map(|&at| size(at)).sum());
-        for at in &mut self.slots {
-            let start = live.len();
-            live.extend_from_slice(arena.get(*at..*at + size(*at)).unwrap_or_default());
-            *at = start;
+        let mut live = Vec::with_capacity(self.slots.iter().map(|o| size(at(o))).sum());
+        for o in &mut self.slots {
+            let (start, from) = (live.len(), at(o));
+            live.extend_from_slice(arena.get(from..from + size(from)).unwrap_or_default());
+            *o = offset(start);
         }
         self.slots.shrink_to_fit();
         self.arena = live;
@@ -207,7 +227,7 @@ impl MemberTable {
         let kept: u64 = self
             .slots
             .iter()
-            .map(|&at| slot(&self.arena, at))
+            .map(|o| slot(&self.arena, at(o)))
             .filter(|s| s.whole)
             .map(|s| (s.end - s.body_start) as u64)
             .sum();
@@ -222,9 +242,9 @@ impl MemberTable {
     pub fn get(&self, key: &[u8]) -> Option<MemberRef<'_>> {
         let i = self
             .slots
-            .binary_search_by(|&at| self::key(&self.arena, at).cmp(key))
+            .binary_search_by(|o| self::key(&self.arena, at(o)).cmp(key))
             .ok()?;
-        self.slots.get(i).map(|&at| self.member(at))
+        self.slots.get(i).map(|o| self.member(at(o)))
     }
 
     /// True when a member is stored under `key`.
@@ -234,12 +254,12 @@ impl MemberTable {
 
     /// Every member, by key.
     pub fn iter(&self) -> impl Iterator<Item = MemberRef<'_>> + '_ {
-        self.slots.iter().map(|&at| self.member(at))
+        self.slots.iter().map(|o| self.member(at(o)))
     }
 
     /// Every key, in order.
     pub fn keys(&self) -> impl Iterator<Item = &[u8]> + '_ {
-        self.slots.iter().map(|&at| key(&self.arena, at))
+        self.slots.iter().map(|o| key(&self.arena, at(o)))
     }
 
     /// How many members are stored.
@@ -285,11 +305,9 @@ fn slot(arena: &[u8], at: usize) -> Slot<'_> {
     let size = read_varint(arena, &mut pos);
     let header_offset = read_varint(arena, &mut pos);
     let flags = arena.get(pos).copied().unwrap_or(0);
-    let mut len = [0u8; BODY_LEN_BYTES];
-    if let Some(field) = arena.get(pos + 1..pos + 1 + BODY_LEN_BYTES) {
-        len.copy_from_slice(field);
-    }
-    let body_start = pos + 1 + BODY_LEN_BYTES;
+    pos += 1;
+    let len = read_varint(arena, &mut pos) as usize;
+    let body_start = pos;
     Slot {
         key,
         size,
@@ -297,7 +315,7 @@ fn slot(arena: &[u8], at: usize) -> Slot<'_> {
         kind: KINDS[usize::from(flags & !WHOLE_FLAG).min(KINDS.len() - 1)],
         whole: flags & WHOLE_FLAG != 0,
         body_start,
-        end: body_start + u32::from_le_bytes(len) as usize,
+        end: body_start + len,
     }
 }
 
@@ -316,13 +334,26 @@ fn varint_len(mut value: u64) -> usize {
     len
 }
 
-/// Appends `value` in LEB128 (7 bits a byte, low first).
-fn push_varint(out: &mut Vec<u8>, mut value: u64) {
-    while value >= 0x80 {
-        out.push((value as u8 & 0x7F) | 0x80);
+/// `value` in LEB128 (7 bits a byte, low first), and how many bytes that is.
+fn varint(mut value: u64) -> ([u8; 10], usize) {
+    let mut bytes = [0; 10];
+    let mut len = 0;
+    for byte in &mut bytes {
+        len += 1;
+        if value < 0x80 {
+            *byte = value as u8;
+            break;
+        }
+        *byte = (value as u8 & 0x7F) | 0x80;
         value >>= 7;
     }
-    out.push(value as u8);
+    (bytes, len)
+}
+
+/// Appends `value` in LEB128.
+fn push_varint(out: &mut Vec<u8>, value: u64) {
+    let (bytes, len) = varint(value);
+    out.extend_from_slice(bytes.get(..len).unwrap_or_default());
 }
 
 fn read_varint(bytes: &[u8], pos: &mut usize) -> u64 {

@@ -57,6 +57,7 @@ mod stale;
 mod sync_tree;
 pub mod tar_writer;
 mod tee;
+mod tree_walk;
 mod writeback;
 mod zlib_gzip;
 

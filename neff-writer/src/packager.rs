@@ -31,11 +31,12 @@ use crate::gzip_writer::gzip_header;
 use crate::hashing_writer::{Digests, HashingWriter};
 use crate::header_options::{default_fields, HeaderPatch, UuidChoice};
 use crate::labelled::Labelled;
-use crate::member::{parents, MemberName, MemberSource, TreeFiles};
+use crate::member::{MemberName, MemberSource};
 use crate::parallel_gzip;
 use crate::progress::{Counted, Phase, Progress};
 use crate::tar_writer::TarWriter;
 use crate::tee::{Ends, Tee};
+use crate::tree_walk::{TreeItem, TreeSummary, TreeWalk};
 use crate::writeback::Writeback;
 use crate::zlib_gzip::ZlibGzipWriter;
 
@@ -158,19 +159,16 @@ enum Entry {
 
 /// The tar entries in the order they are written, made as they are: the
 /// listed ones, then a merge of the byte-sorted directory entries, added
-/// members and tree files, then `neff.json` when it goes last.
+/// members and tree entries, then `neff.json` when it goes last. Counts the
+/// file and directory entries it gives.
 struct Entries {
-    /// How many file and directory entries there are.
     files: usize,
     directories: usize,
     listed: std::vec::IntoIter<(String, Entry)>,
     /// Directory entries, named with their trailing `/`.
     dirs: Peekable<btree_set::IntoIter<String>>,
     added: Peekable<btree_map::IntoIter<MemberName, MemberSource>>,
-    tree: TreeFiles,
-    next_tree: usize,
-    /// Tree files already written (listed, or `neff.json` last).
-    taken: BTreeSet<String>,
+    tree: Option<TreeEntries>,
     last: Option<(String, Entry)>,
 }
 
@@ -182,43 +180,181 @@ enum Next {
     Tree,
 }
 
-impl Iterator for Entries {
-    type Item = (String, Entry);
-
-    fn next(&mut self) -> Option<(String, Entry)> {
+impl Entries {
+    fn step(&mut self) -> Result<Option<(String, Entry)>, Error> {
         if let Some(listed) = self.listed.next() {
-            return Some(listed);
+            return Ok(Some(listed));
         }
-        while let Some(name) = self.tree.name_of(self.next_tree) {
-            if !self.taken.contains(name) {
-                break;
-            }
-            self.next_tree += 1;
-        }
+        let tree_head = match self.tree.as_mut() {
+            Some(tree) => tree.head()?,
+            None => None,
+        };
         let heads = [
             (self.dirs.peek().map(String::as_str), Next::Dir),
             (self.added.peek().map(|(n, _)| n.as_str()), Next::Added),
-            (self.tree.name_of(self.next_tree), Next::Tree),
+            (tree_head, Next::Tree),
         ];
-        let next = heads
+        let Some((name, next)) = heads
             .into_iter()
             .filter_map(|(name, next)| Some((name?, next)))
             .min_by(|a, b| a.0.cmp(b.0))
-            .map(|(_, next)| next);
-        match next {
-            Some(Next::Dir) => self.dirs.next().map(|d| (d, Entry::Dir)),
-            Some(Next::Added) => self
+        else {
+            return Ok(self.last.take());
+        };
+        // A folder both added and in the tree gets one entry; a file both
+        // added and in the tree was added after `from_dir` walked it.
+        let tie = !matches!(next, Next::Tree) && tree_head == Some(name);
+        Ok(match next {
+            Next::Dir => {
+                if tie {
+                    self.tree.as_mut().and_then(TreeEntries::pop);
+                }
+                self.dirs.next().map(|d| (d, Entry::Dir))
+            }
+            Next::Added if tie => return Err(conflict(format!("member {name} is added twice"))),
+            Next::Added => self
                 .added
                 .next()
                 .map(|(n, source)| (n.to_string(), Entry::File(source))),
-            Some(Next::Tree) => {
-                let i = self.next_tree;
-                self.next_tree += 1;
-                let name = self.tree.name_of(i)?.to_string();
-                Some((name, Entry::File(self.tree.source_of(i)?)))
-            }
-            None => self.last.take(),
+            Next::Tree => self.tree.as_mut().and_then(TreeEntries::pop),
+        })
+    }
+}
+
+impl Iterator for Entries {
+    type Item = Result<(String, Entry), Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let item = self.step().transpose()?;
+        match item {
+            Ok((_, Entry::Dir)) => self.directories += 1,
+            Ok((_, Entry::File(_))) => self.files += 1,
+            Err(_) => {}
         }
+        Some(item)
+    }
+}
+
+/// The folder given to [`Packager::from_dir`]: its root and a summary of
+/// its files. The files are walked again, one folder at a time, as the
+/// archive is written.
+#[derive(Debug)]
+struct Tree {
+    root: PathBuf,
+    summary: TreeSummary,
+}
+
+impl Tree {
+    /// True when the tree holds an entry `name` (a member name) of a type
+    /// that passes `is`.
+    fn has(&self, name: &str, is: fn(&std::fs::FileType) -> bool) -> bool {
+        MemberName::new(name).is_ok_and(|name| {
+            std::fs::symlink_metadata(self.root.join(name.as_str()))
+                .is_ok_and(|meta| is(&meta.file_type()))
+        })
+    }
+
+    /// Every file's path (for the check that the output overwrites none).
+    fn paths(&self) -> impl Iterator<Item = PathBuf> + '_ {
+        TreeWalk::new(&self.root).filter_map(|item| match item {
+            Ok(TreeItem::File(name, _)) => Some(self.root.join(name)),
+            _ => None,
+        })
+    }
+}
+
+/// The tree's entries in walk order, less the ones written out of order.
+struct TreeEntries {
+    /// The tree, with what [`Packager::from_dir`] found in it.
+    tree: Tree,
+    walk: TreeWalk,
+    head: Option<TreeItem>,
+    /// Whether folders get entries.
+    directories: bool,
+    /// Tree entries already written (listed, or `neff.json` last).
+    taken: BTreeSet<String>,
+    /// What this walk found so far.
+    seen: TreeSummary,
+}
+
+impl TreeEntries {
+    fn new(tree: Tree, directories: bool) -> TreeEntries {
+        TreeEntries {
+            walk: TreeWalk::new(&tree.root),
+            tree,
+            head: None,
+            directories,
+            taken: BTreeSet::new(),
+            seen: TreeSummary::default(),
+        }
+    }
+
+    /// The name of the next entry to write. Fails when the walk does, or
+    /// when it ends having found other files than [`Packager::from_dir`].
+    fn head(&mut self) -> Result<Option<&str>, Error> {
+        while self.head.is_none() {
+            let Some(item) = self.walk.next().transpose()? else {
+                self.check_unchanged()?;
+                break;
+            };
+            let skip = match &item {
+                TreeItem::File(name, len) => {
+                    self.seen.add(name, *len);
+                    self.taken.contains(name)
+                }
+                TreeItem::Dir(name) => !self.directories || self.taken.contains(name),
+            };
+            if !skip {
+                self.head = Some(item);
+            }
+        }
+        Ok(self.head.as_ref().map(TreeItem::name))
+    }
+
+    /// Takes the entry [`TreeEntries::head`] named.
+    fn pop(&mut self) -> Option<(String, Entry)> {
+        Some(match self.head.take()? {
+            TreeItem::Dir(name) => (name, Entry::Dir),
+            TreeItem::File(name, len) => {
+                let path = self.tree.root.join(&name);
+                (name, Entry::File(MemberSource::File { path, len }))
+            }
+        })
+    }
+
+    /// Takes the tree's entry `name` (a folder's with its trailing `/`) out
+    /// of the walk, to write it out of order.
+    fn take(&mut self, name: &str) -> Result<Option<Entry>, Error> {
+        let entry = match name.strip_suffix('/') {
+            Some(dir) if self.tree.has(dir, std::fs::FileType::is_dir) => Entry::Dir,
+            None if self.tree.has(name, std::fs::FileType::is_file) => {
+                let path = self.tree.root.join(name);
+                Entry::File(
+                    MemberSource::file(&path).map_err(|e| Error::io("cannot read", &path, e))?,
+                )
+            }
+            _ => return Ok(None),
+        };
+        Ok(self.taken.insert(name.to_string()).then_some(entry))
+    }
+
+    fn check_unchanged(&mut self) -> Result<(), Error> {
+        let (expected, seen) = (self.tree.summary, self.seen);
+        self.tree.summary = seen;
+        if expected == seen {
+            return Ok(());
+        }
+        Err(Error::new(
+            ErrorKind::Io,
+            format!(
+                "{} changed while it was packed: it held {} files of {} bytes, and now {} files of {} bytes (or other names or sizes); pack it again",
+                self.tree.root.display(),
+                expected.files,
+                expected.bytes,
+                seen.files,
+                seen.bytes
+            ),
+        ))
     }
 }
 
@@ -227,8 +363,8 @@ impl Iterator for Entries {
 pub struct Packager {
     /// Members added one by one.
     files: BTreeMap<MemberName, MemberSource>,
-    /// The files of the folder given to [`Packager::from_dir`].
-    tree: TreeFiles,
+    /// The folder given to [`Packager::from_dir`].
+    tree: Option<Tree>,
     dirs: BTreeSet<MemberName>,
     /// The folders [`Packager::from_dir`] packs: no output goes inside them.
     roots: Vec<PathBuf>,
@@ -243,21 +379,21 @@ impl Packager {
     /// Total bytes of member data (for a progress display).
     pub fn input_bytes(&self) -> u64 {
         let added: u64 = self.files.values().map(MemberSource::len).sum();
-        added + self.tree.total()
+        added + self.tree.as_ref().map_or(0, |t| t.summary.bytes)
     }
 
     /// Every member file, for the check that the output overwrites none.
     fn input_files(&self) -> impl Iterator<Item = Cow<'_, Path>> + '_ {
         let added = self.files.values().filter_map(MemberSource::path);
-        added
-            .map(Cow::Borrowed)
-            .chain(self.tree.paths().map(Cow::Owned))
+        let tree = self.tree.iter().flat_map(Tree::paths);
+        added.map(Cow::Borrowed).chain(tree.map(Cow::Owned))
     }
 
     /// Adds a member. Fails on an invalid or duplicate name.
     pub fn add(&mut self, name: &str, source: MemberSource) -> Result<&mut Self, Error> {
         let name = MemberName::new(name)?;
-        if self.files.contains_key(&name) || self.tree.contains(name.as_str()) {
+        let in_tree = |t: &Tree| t.has(name.as_str(), std::fs::FileType::is_file);
+        if self.files.contains_key(&name) || self.tree.as_ref().is_some_and(in_tree) {
             return Err(conflict(format!("member {name} is added twice")));
         }
         self.files.insert(name, source);
@@ -297,55 +433,25 @@ impl Packager {
     }
 
     /// A package holding a directory tree as it is: every regular file and
-    /// folder below `root`. Symlinks and special files are refused.
+    /// folder below `root`. Symlinks and special files are refused. The tree
+    /// is walked here (to check it and count its bytes) and again, one
+    /// folder at a time, when the archive is written; a write that finds
+    /// other files than this walk fails.
     pub fn from_dir(root: impl AsRef<Path>) -> Result<Packager, Error> {
         let root = root.as_ref();
-        let mut packager = Packager::new();
         let meta = std::fs::metadata(root).map_err(|e| Error::io("cannot read", root, e))?;
         if !meta.is_dir() {
             return Err(bad_option(format!("{} is not a directory", root.display())));
         }
-        packager.tree = TreeFiles::new(root);
-        packager.add_tree(root, root)?;
-        packager.tree.sort();
-        packager.roots.push(root.to_path_buf());
-        Ok(packager)
-    }
-
-    fn add_tree(&mut self, root: &Path, dir: &Path) -> Result<(), Error> {
-        let context = |e: io::Error, p: &Path| Error::io("cannot read", p, e);
-        for item in std::fs::read_dir(dir).map_err(|e| context(e, dir))? {
-            let item = item.map_err(|e| context(e, dir))?;
-            let path = item.path();
-            let file_type = item.file_type().map_err(|e| context(e, &path))?;
-            let rel = path.strip_prefix(root).map_err(|_| {
-                conflict(format!("{} is outside {}", path.display(), root.display()))
-            })?;
-            let name = rel
-                .components()
-                .map(|c| c.as_os_str().to_str())
-                .collect::<Option<Vec<_>>>()
-                .ok_or_else(|| bad_option(format!("{}: file name is not UTF-8", path.display())))?
-                .join("/");
-            if file_type.is_dir() {
-                self.add_dir(&name)?;
-                self.add_tree(root, &path)?;
-            } else if file_type.is_file() {
-                let len = MemberSource::file(&path)?.len();
-                self.tree.push(&MemberName::new(&name)?, len);
-            } else if file_type.is_symlink() {
-                return Err(bad_option(format!(
-                    "{}: symlinks are not packed (copy the file it points to instead)",
-                    path.display()
-                )));
-            } else {
-                return Err(bad_option(format!(
-                    "{}: only regular files and folders can be packed",
-                    path.display()
-                )));
-            }
-        }
-        Ok(())
+        let summary = TreeWalk::summarize(root)?;
+        Ok(Packager {
+            tree: Some(Tree {
+                root: root.to_path_buf(),
+                summary,
+            }),
+            roots: vec![root.to_path_buf()],
+            ..Packager::default()
+        })
     }
 
     /// The tar entries in the framing's order: byte-sorted paths (with
@@ -353,19 +459,26 @@ impl Packager {
     /// directory entry for every parent folder when it asks for them.
     fn entries(mut self, framing: &TarFraming) -> Result<Entries, Error> {
         let mut dirs: BTreeSet<String> = self.dirs.iter().map(|d| d.to_string()).collect();
-        let added = self.files.keys().map(MemberName::as_str);
-        for name in added.chain(self.tree.names()) {
-            for parent in parents(name) {
+        for name in self.files.keys() {
+            for parent in name.parents() {
                 if !dirs.contains(parent) {
                     dirs.insert(parent.to_string());
                 }
             }
         }
+        let tree = self.tree.as_ref();
         let is_file = |name: &str| {
-            self.tree.contains(name)
+            tree.is_some_and(|t| t.has(name, std::fs::FileType::is_file))
                 || MemberName::new(name).is_ok_and(|n| self.files.contains_key(&n))
         };
-        if let Some(clash) = dirs.iter().find(|d| is_file(d)) {
+        let is_tree_dir =
+            |name: &&str| tree.is_some_and(|t| t.has(name, std::fs::FileType::is_dir));
+        let clash = dirs
+            .iter()
+            .map(String::as_str)
+            .find(|d| is_file(d))
+            .or_else(|| self.files.keys().map(MemberName::as_str).find(is_tree_dir));
+        if let Some(clash) = clash {
             return Err(conflict(format!(
                 "{clash} is both a member and a folder of other members"
             )));
@@ -374,39 +487,31 @@ impl Packager {
         let wanted = |name: &String| {
             framing.directories || (listed && framing.entries.iter().any(|e| &e.name == name))
         };
-        let dirs: BTreeSet<String> = dirs.into_iter().map(|d| d + "/").filter(wanted).collect();
-        let mut entries = Entries {
-            files: self.files.len() + self.tree.len(),
-            directories: dirs.len(),
-            listed: Vec::new().into_iter(),
-            dirs: BTreeSet::new().into_iter().peekable(),
-            added: BTreeMap::new().into_iter().peekable(),
-            tree: TreeFiles::default(),
-            next_tree: 0,
-            taken: BTreeSet::new(),
-            last: None,
-        };
-        let mut dirs = dirs;
-        let mut take = |name: &str| -> Option<Entry> {
+        let mut dirs: BTreeSet<String> = dirs.into_iter().map(|d| d + "/").filter(wanted).collect();
+        let mut tree = self
+            .tree
+            .take()
+            .map(|t| TreeEntries::new(t, framing.directories));
+        let mut take = |name: &str| -> Result<Option<Entry>, Error> {
+            let in_tree = match tree.as_mut() {
+                Some(tree) => tree.take(name)?,
+                None => None,
+            };
             if dirs.remove(name) {
-                return Some(Entry::Dir);
+                return Ok(Some(Entry::Dir));
             }
             if let Some(source) = MemberName::new(name)
                 .ok()
                 .and_then(|n| self.files.remove(&n))
             {
-                return Some(Entry::File(source));
+                return Ok(Some(Entry::File(source)));
             }
-            let i = self.tree.position(name)?;
-            if !entries.taken.insert(name.to_string()) {
-                return None;
-            }
-            self.tree.source_of(i).map(Entry::File)
+            Ok(in_tree)
         };
         let mut ordered = Vec::new();
         if listed {
             for e in &framing.entries {
-                let Some(entry) = take(&e.name) else {
+                let Some(entry) = take(&e.name)? else {
                     return Err(conflict(format!(
                         "the framing lists member {} but the package has no such member",
                         e.name
@@ -415,15 +520,19 @@ impl Packager {
                 ordered.push((e.name.clone(), entry));
             }
         }
-        let last = (framing.order == MemberOrder::NeffJsonLast)
-            .then(|| take("neff.json").map(|e| ("neff.json".to_string(), e)))
-            .flatten();
-        entries.listed = ordered.into_iter();
-        entries.last = last;
-        entries.dirs = dirs.into_iter().peekable();
-        entries.added = self.files.into_iter().peekable();
-        entries.tree = self.tree;
-        Ok(entries)
+        let last = match framing.order == MemberOrder::NeffJsonLast {
+            true => take("neff.json")?.map(|e| ("neff.json".to_string(), e)),
+            false => None,
+        };
+        Ok(Entries {
+            files: 0,
+            directories: 0,
+            listed: ordered.into_iter(),
+            dirs: dirs.into_iter().peekable(),
+            added: self.files.into_iter().peekable(),
+            tree,
+            last,
+        })
     }
 
     /// Builds the NEFF at `path` atomically: a temp file beside it is
@@ -539,8 +648,7 @@ impl Packager {
         if let Some(p) = &options.progress {
             p.start(Phase::Writing, self.input_bytes());
         }
-        let entries = self.entries(&tar_framing)?;
-        let (files, directories) = (entries.files, entries.directories);
+        let mut entries = self.entries(&tar_framing)?;
 
         file.seek(SeekFrom::Start(0))?;
         file.write_all(&[0u8; HEADER_LEN])?;
@@ -566,7 +674,7 @@ impl Packager {
                             options.threads,
                         );
                         let mut tar = TarWriter::with_framing(gzip, tar_framing);
-                        write_entries(&mut tar, entries, progress.as_deref())?;
+                        write_entries(&mut tar, &mut entries, progress.as_deref())?;
                         let (gzip, tar_size) = tar.finish()?;
                         (gzip.finish()?, tar_size)
                     }
@@ -579,7 +687,7 @@ impl Packager {
                             deflate.mem_level,
                         )?;
                         let mut tar = TarWriter::with_framing(gzip, tar_framing);
-                        write_entries(&mut tar, entries, progress.as_deref())?;
+                        write_entries(&mut tar, &mut entries, progress.as_deref())?;
                         let (gzip, tar_size) = tar.finish()?;
                         (gzip.finish()?, tar_size)
                     }
@@ -592,11 +700,12 @@ impl Packager {
                 // SHA-256 on its own thread, overlapped with framing and I/O.
                 let sink = HashingWriter::threaded(out, pkg, uuid_from_content);
                 let mut tar = TarWriter::with_framing(sink, tar_framing);
-                write_entries(&mut tar, entries, progress.as_deref())?;
+                write_entries(&mut tar, &mut entries, progress.as_deref())?;
                 let (sink, tar_size) = tar.finish()?;
                 (sink.finish()?, tar_size)
             }
         };
+        let (files, directories) = (entries.files, entries.directories);
         let (buf, stream, ends) = tee.into_parts();
         buf.into_inner().map_err(|e| e.into_error())?;
         let header = assemble_header(pkg, &digests, options);
@@ -689,10 +798,11 @@ fn read_back<F: Read + Seek>(
 
 fn write_entries<W: Write>(
     tar: &mut TarWriter<W>,
-    entries: impl Iterator<Item = (String, Entry)>,
+    entries: impl Iterator<Item = Result<(String, Entry), Error>>,
     progress: Option<&Progress>,
 ) -> Result<(), Error> {
-    for (name, entry) in entries {
+    for item in entries {
+        let (name, entry) = item?;
         match entry {
             Entry::Dir => tar.append_dir(name.trim_end_matches('/'))?,
             Entry::File(source) => {

@@ -68,8 +68,8 @@ pub fn start<'scope, 'env, W: Write + Send + 'scope>(
     threads: usize,
 ) -> ChunkSink<'scope, W> {
     let threads = threads.max(1);
-    let (job_tx, job_rx) = sync_channel::<Job>(threads * 2);
-    let (done_tx, done_rx) = sync_channel::<Done>(threads * 2);
+    let (job_tx, job_rx) = sync_channel::<Job>(threads);
+    let (done_tx, done_rx) = sync_channel::<Done>(threads);
     let job_rx = Arc::new(Mutex::new(job_rx));
     let workers = (0..threads)
         .map(|_| {

@@ -259,6 +259,64 @@ fn conflicts_and_bad_options_are_refused() {
     assert!(Packager::new().add_bytes("../x", b"".to_vec()).is_err());
 }
 
+/// A tree packed from a folder, walked again as it is written: a member
+/// added over a tree file, a folder over a file (either way), and a tree
+/// that changes after `from_dir` are refused, and nothing is written.
+#[test]
+fn tree_conflicts_and_a_tree_changed_since_from_dir_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    let model = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/allreduce");
+    for sub in ["", "sg00"] {
+        fs::create_dir_all(tree.join(sub)).unwrap();
+        for item in fs::read_dir(model.join(sub)).unwrap() {
+            let path = item.unwrap().path();
+            if path.is_file() {
+                fs::copy(&path, tree.join(sub).join(path.file_name().unwrap())).unwrap();
+            }
+        }
+    }
+    fs::create_dir(tree.join("a")).unwrap();
+    fs::write(tree.join("a/x.bin"), b"x").unwrap();
+    fs::write(tree.join("b.bin"), b"b").unwrap();
+    let out = dir.path().join("o.neff");
+    let write = |p: Packager| p.write_to_path(&out, &PackOptions::default());
+    let mut p = Packager::from_dir(&tree).unwrap();
+    let err = p.add_bytes("b.bin", b"y".to_vec()).unwrap_err();
+    assert!(err.to_string().contains("b.bin is added twice"), "{err}");
+    for (name, clash) in [("a", "a"), ("b.bin/c", "b.bin")] {
+        let mut p = Packager::from_dir(&tree).unwrap();
+        p.add_bytes(name, b"y".to_vec()).unwrap();
+        let err = write(p).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("{clash} is both a member and a folder")),
+            "{err}"
+        );
+    }
+    let mut p = Packager::from_dir(&tree).unwrap();
+    p.add_dir("b.bin").unwrap();
+    let err = write(p).unwrap_err().to_string();
+    assert!(err.contains("b.bin is both a member and a folder"), "{err}");
+    let changes: [&dyn Fn(); 3] = [
+        &|| fs::write(tree.join("a/new.bin"), b"new").unwrap(),
+        &|| fs::remove_file(tree.join("a/new.bin")).unwrap(),
+        &|| fs::write(tree.join("b.bin"), b"longer").unwrap(),
+    ];
+    for change in changes {
+        let p = Packager::from_dir(&tree).unwrap();
+        change();
+        let err = write(p).unwrap_err().to_string();
+        assert!(err.contains("changed while it was packed"), "{err}");
+        assert!(!out.exists());
+    }
+    let mut p = Packager::from_dir(&tree).unwrap();
+    p.add_bytes("a/y.bin", b"y".to_vec()).unwrap();
+    p.add_dir("a").unwrap();
+    let outcome = write(p).unwrap();
+    // 18 model files, a/x.bin, b.bin and a/y.bin; one entry for a/ and sg00/.
+    assert_eq!((outcome.files, outcome.directories), (21, 2));
+}
+
 #[test]
 fn write_to_a_pipe_spools_and_matches_the_file_output() {
     let (_d, _, file_bytes) = build(sample(), &PackOptions::default());
