@@ -26,7 +26,7 @@ use sha2::Sha256;
 use crate::chunk_deflate::ChunkDeflater;
 use crate::error::{Error, ErrorKind};
 use crate::header_options::{HeaderFile, HeaderPatch};
-use crate::parallel_gzip::CHUNK;
+use crate::parallel_gzip::Chunking;
 use crate::tar_writer::{encode_header, pax_body, HeaderSpec, BLOCK, RECORD};
 use crate::zlib_gzip::ZlibStream;
 
@@ -807,25 +807,39 @@ fn find_deflate(
 /// One candidate compressor.
 enum Engine {
     Zlib(ZlibStream),
-    Parallel(ChunkDeflater, Vec<u8>),
+    Parallel(ParallelChunks),
+}
+
+/// What `parallel_gzip` writes, chunk by chunk, on one thread.
+struct ParallelChunks {
+    deflater: ChunkDeflater,
+    chunking: Chunking,
+    /// Input not yet compressed.
+    pending: Vec<u8>,
+    /// The end of the last chunk compressed: the next one's dictionary.
+    dictionary: Vec<u8>,
 }
 
 impl Engine {
     fn push(&mut self, input: &[u8], finish: bool, out: &mut Vec<u8>) -> io::Result<()> {
         match self {
             Engine::Zlib(z) => z.push(input, finish, out),
-            Engine::Parallel(c, pending) => {
-                // Chunks of CHUNK bytes, each its own stream with a sync flush;
-                // the last ends the deflate stream (as `parallel_gzip` writes).
-                pending.extend_from_slice(input);
-                while pending.len() > CHUNK || (finish && !pending.is_empty()) {
-                    let take = pending.len().min(CHUNK);
-                    let last = finish && take == pending.len();
-                    out.extend_from_slice(&c.deflate(&pending[..take], last));
-                    pending.drain(..take);
+            Engine::Parallel(p) => {
+                // Chunks of the level's size, each its own stream (primed
+                // with the previous chunk's end) with a sync flush; the last
+                // ends the deflate stream (as `parallel_gzip` writes).
+                p.pending.extend_from_slice(input);
+                let len = p.chunking.len;
+                while p.pending.len() > len || (finish && !p.pending.is_empty()) {
+                    let take = p.pending.len().min(len);
+                    let last = finish && take == p.pending.len();
+                    let chunk = &p.pending[..take];
+                    out.extend_from_slice(&p.deflater.deflate(chunk, &p.dictionary, last));
+                    p.dictionary = p.chunking.dictionary_after(chunk).to_vec();
+                    p.pending.drain(..take);
                 }
-                if finish && input.is_empty() && out.is_empty() && pending.is_empty() {
-                    out.extend_from_slice(&c.deflate(&[], true));
+                if finish && input.is_empty() && out.is_empty() && p.pending.is_empty() {
+                    out.extend_from_slice(&p.deflater.deflate(&[], &p.dictionary, true));
                 }
                 Ok(())
             }
@@ -844,9 +858,12 @@ fn deflate_matches(path: &Path, offset: u64, len: u64, candidate: Deflate) -> io
     let mut inflate = DeflateDecoder::new(BufReader::new(source.take(len)));
     let mut engine = match candidate.engine {
         DeflateEngine::Zlib => Engine::Zlib(ZlibStream::new(candidate.level, candidate.mem_level)?),
-        DeflateEngine::Parallel => {
-            Engine::Parallel(ChunkDeflater::new(candidate.level), Vec::new())
-        }
+        DeflateEngine::Parallel => Engine::Parallel(ParallelChunks {
+            deflater: ChunkDeflater::new(candidate.level),
+            chunking: Chunking::for_level(candidate.level),
+            pending: Vec::new(),
+            dictionary: Vec::new(),
+        }),
     };
     let mut input = vec![0u8; 1 << 18];
     let mut out = Vec::new();
@@ -870,6 +887,38 @@ fn deflate_matches(path: &Path, offset: u64, len: u64, candidate: Deflate) -> io
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_level_one_pack_of_many_chunks_is_recovered_exactly() {
+        // Text-like members over several level-1 chunks: each chunk primed
+        // with the previous one's end, as recovery must redo.
+        let dir = tempfile::tempdir().unwrap();
+        let mut packager = crate::Packager::new();
+        let mut state = 7u64;
+        for i in 0..3 {
+            let bytes: Vec<u8> = (0..200_000)
+                .map(|_| {
+                    state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
+                    b"etaoin shrdlu"[(state >> 60) as usize % 13]
+                })
+                .collect();
+            packager.add_bytes(&format!("m{i}.bin"), bytes).unwrap();
+        }
+        let path = dir.path().join("x.neff");
+        let options = crate::PackOptions {
+            keep_refused: true,
+            fsync: false,
+            ..Default::default()
+        };
+        packager.write_to_path(&path, &options).unwrap();
+        let recovered = recover_framing(&path).unwrap();
+        assert!(recovered.exact, "{:?}", recovered.file.not_reproduced);
+        let deflate = recovered.file.framing.unwrap().gzip.deflate;
+        assert_eq!(
+            (deflate.engine, deflate.level),
+            (DeflateEngine::Parallel, 1)
+        );
+    }
 
     #[test]
     fn padding_rules() {
