@@ -23,11 +23,9 @@ const SAMPLE: usize = 1 << 16;
 /// Deflate's window: repeats further apart than this cannot be matched.
 const WINDOW: usize = 32 * 1024;
 
-/// One worker's compressor, reused (after a reset) for every chunk that
-/// starts without a dictionary.
+/// One worker's compressor, reused (after a reset) for every chunk.
 pub(crate) struct ChunkDeflater {
     compress: Compress,
-    level: Compression,
 }
 
 impl std::fmt::Debug for ChunkDeflater {
@@ -39,32 +37,18 @@ impl std::fmt::Debug for ChunkDeflater {
 impl ChunkDeflater {
     /// A compressor for `level` (1 to 9; 1 runs as 2, see the module doc).
     pub(crate) fn new(level: u32) -> ChunkDeflater {
-        let level = Compression::new(level.clamp(2, 9));
         ChunkDeflater {
-            compress: Compress::new(level, false),
-            level,
+            compress: Compress::new(Compression::new(level.clamp(2, 9)), false),
         }
     }
 
-    /// Deflates `input` as one chunk, its matches reaching back into
-    /// `dictionary` (the bytes just before it in the stream, at most 32 KiB):
-    /// ends with a sync flush, or with the final block when `last`.
-    pub(crate) fn deflate(&mut self, input: &[u8], dictionary: &[u8], last: bool) -> Vec<u8> {
+    /// Deflates `input` as one chunk: ends with a sync flush, or with the
+    /// final block when `last`.
+    pub(crate) fn deflate(&mut self, input: &[u8], last: bool) -> Vec<u8> {
         if looks_random(input) {
             return stored(input, last);
         }
-        if dictionary.is_empty() {
-            self.compress.reset();
-        } else {
-            // A fresh compressor: after a reset, zlib-rs hashes the
-            // dictionary's last bytes together with whatever the window held
-            // after them, so a reused one would make the output depend on the
-            // chunks it compressed before.
-            self.compress = Compress::new(self.level, false);
-            if self.compress.set_dictionary(dictionary).is_err() {
-                return stored(input, last);
-            }
-        }
+        self.compress.reset();
         match compress_all(&mut self.compress, input, last) {
             Some(out) if out.len() <= stored_len(input.len()) => out,
             _ => stored(input, last),
@@ -216,7 +200,7 @@ mod tests {
     fn random_chunks_are_stored_and_round_trip() {
         let data = random(1 << 20, 7);
         assert!(looks_random(&data));
-        let out = ChunkDeflater::new(6).deflate(&data, &[], true);
+        let out = ChunkDeflater::new(6).deflate(&data, true);
         assert_eq!(out.len(), stored_len(data.len()));
         assert_eq!(inflate(&out), data);
         assert_eq!(inflate(&stored(&[], true)), b"");
@@ -228,7 +212,7 @@ mod tests {
         let block = random(8 << 10, 9);
         let data: Vec<u8> = block.iter().copied().cycle().take(1 << 20).collect();
         assert!(!looks_random(&data));
-        let out = ChunkDeflater::new(1).deflate(&data, &[], true);
+        let out = ChunkDeflater::new(1).deflate(&data, true);
         assert!(out.len() < data.len() / 20, "{}", out.len());
         assert_eq!(inflate(&out), data);
     }
@@ -243,37 +227,14 @@ mod tests {
     }
 
     #[test]
-    fn a_primed_chunk_does_not_depend_on_the_chunks_before() {
-        // Text-like chunks, each primed with the previous one's last 32 KiB:
-        // the same bytes from a fresh compressor and from one that has
-        // compressed every chunk before (zlib-rs' reset keeps window bytes
-        // that its dictionary hashing reads).
-        let data: Vec<u8> = random(5 << 17, 3)
-            .iter()
-            .map(|b| b"etaoin shrdlu"[usize::from(b % 13)])
-            .collect();
-        let chunks: Vec<&[u8]> = data.chunks(1 << 17).collect();
-        let mut reused = ChunkDeflater::new(1);
-        for (i, chunk) in chunks.iter().enumerate() {
-            let dictionary = match i {
-                0 => &[][..],
-                _ => &chunks[i - 1][(1 << 17) - WINDOW..],
-            };
-            let fresh = ChunkDeflater::new(1).deflate(chunk, dictionary, false);
-            let again = reused.deflate(chunk, dictionary, false);
-            assert!(again == fresh, "chunk {i}: the compressor's history shows");
-        }
-    }
-
-    #[test]
     fn level_one_is_not_static_huffman_only() {
         // Text-like bytes: zlib-rs' level 1 (static codes) would keep most of them.
         let data: Vec<u8> = random(1 << 18, 5)
             .iter()
             .map(|b| b"etaoin "[usize::from(b % 7)])
             .collect();
-        let one = ChunkDeflater::new(1).deflate(&data, &[], true);
-        let two = ChunkDeflater::new(2).deflate(&data, &[], true);
+        let one = ChunkDeflater::new(1).deflate(&data, true);
+        let two = ChunkDeflater::new(2).deflate(&data, true);
         assert_eq!(one, two);
         assert_eq!(inflate(&one), data);
     }

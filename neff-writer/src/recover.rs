@@ -26,7 +26,7 @@ use sha2::Sha256;
 use crate::chunk_deflate::ChunkDeflater;
 use crate::error::{Error, ErrorKind};
 use crate::header_options::{HeaderFile, HeaderPatch};
-use crate::parallel_gzip::Chunking;
+use crate::parallel_gzip::chunk_len;
 use crate::tar_writer::{encode_header, pax_body, HeaderSpec, BLOCK, RECORD};
 use crate::zlib_gzip::ZlibStream;
 
@@ -807,39 +807,26 @@ fn find_deflate(
 /// One candidate compressor.
 enum Engine {
     Zlib(ZlibStream),
-    Parallel(ParallelChunks),
-}
-
-/// What `parallel_gzip` writes, chunk by chunk, on one thread.
-struct ParallelChunks {
-    deflater: ChunkDeflater,
-    chunking: Chunking,
-    /// Input not yet compressed.
-    pending: Vec<u8>,
-    /// The end of the last chunk compressed: the next one's dictionary.
-    dictionary: Vec<u8>,
+    /// The compressor, the level's chunk size, and the input not yet compressed.
+    Parallel(ChunkDeflater, usize, Vec<u8>),
 }
 
 impl Engine {
     fn push(&mut self, input: &[u8], finish: bool, out: &mut Vec<u8>) -> io::Result<()> {
         match self {
             Engine::Zlib(z) => z.push(input, finish, out),
-            Engine::Parallel(p) => {
-                // Chunks of the level's size, each its own stream (primed
-                // with the previous chunk's end) with a sync flush; the last
-                // ends the deflate stream (as `parallel_gzip` writes).
-                p.pending.extend_from_slice(input);
-                let len = p.chunking.len;
-                while p.pending.len() > len || (finish && !p.pending.is_empty()) {
-                    let take = p.pending.len().min(len);
-                    let last = finish && take == p.pending.len();
-                    let chunk = &p.pending[..take];
-                    out.extend_from_slice(&p.deflater.deflate(chunk, &p.dictionary, last));
-                    p.dictionary = p.chunking.dictionary_after(chunk).to_vec();
-                    p.pending.drain(..take);
+            Engine::Parallel(c, chunk, pending) => {
+                // Chunks of the level's size, each its own stream with a sync flush;
+                // the last ends the deflate stream (as `parallel_gzip` writes).
+                pending.extend_from_slice(input);
+                while pending.len() > *chunk || (finish && !pending.is_empty()) {
+                    let take = pending.len().min(*chunk);
+                    let last = finish && take == pending.len();
+                    out.extend_from_slice(&c.deflate(&pending[..take], last));
+                    pending.drain(..take);
                 }
-                if finish && input.is_empty() && out.is_empty() && p.pending.is_empty() {
-                    out.extend_from_slice(&p.deflater.deflate(&[], &p.dictionary, true));
+                if finish && input.is_empty() && out.is_empty() && pending.is_empty() {
+                    out.extend_from_slice(&c.deflate(&[], true));
                 }
                 Ok(())
             }
@@ -858,12 +845,10 @@ fn deflate_matches(path: &Path, offset: u64, len: u64, candidate: Deflate) -> io
     let mut inflate = DeflateDecoder::new(BufReader::new(source.take(len)));
     let mut engine = match candidate.engine {
         DeflateEngine::Zlib => Engine::Zlib(ZlibStream::new(candidate.level, candidate.mem_level)?),
-        DeflateEngine::Parallel => Engine::Parallel(ParallelChunks {
-            deflater: ChunkDeflater::new(candidate.level),
-            chunking: Chunking::for_level(candidate.level),
-            pending: Vec::new(),
-            dictionary: Vec::new(),
-        }),
+        DeflateEngine::Parallel => {
+            let chunk = chunk_len(candidate.level);
+            Engine::Parallel(ChunkDeflater::new(candidate.level), chunk, Vec::new())
+        }
     };
     let mut input = vec![0u8; 1 << 18];
     let mut out = Vec::new();
@@ -890,8 +875,7 @@ mod tests {
 
     #[test]
     fn a_level_one_pack_of_many_chunks_is_recovered_exactly() {
-        // Text-like members over several level-1 chunks: each chunk primed
-        // with the previous one's end, as recovery must redo.
+        // Text-like members over several level-1 chunks.
         let dir = tempfile::tempdir().unwrap();
         let mut packager = crate::Packager::new();
         let mut state = 7u64;
