@@ -22,8 +22,9 @@ use crate::digest::Digester;
 use crate::profile::RuntimeProfile;
 use crate::{Error, ErrorKind, Verdict};
 
-/// Bytes gathered before a copy is handed to the walk thread.
-const CHUNK: usize = 256 << 10;
+/// Bytes gathered before a copy is handed to the walk thread: small, so the
+/// walk keeps up with the writer and has little left to do at the end.
+const CHUNK: usize = 64 << 10;
 /// Chunks in flight between the writer and the walk (the writer waits when
 /// the walk is this far behind).
 const IN_FLIGHT: usize = 8;

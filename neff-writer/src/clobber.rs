@@ -60,7 +60,7 @@ impl<'a> OutputGuard<'a> {
                 input.display()
             ));
         }
-        if input.is_dir() && self.folders.contains(&id) {
+        if self.folders.contains(&id) && input.is_dir() {
             return Err(format!(
                 "refusing to write {}: it is inside {}, which is being packed (write the output elsewhere)",
                 self.output.display(),

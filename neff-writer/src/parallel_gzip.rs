@@ -1,6 +1,8 @@
 //! Parallel deflate that still emits one standard gzip member, pigz style.
 //!
-//! The input is cut into fixed [`CHUNK`]-byte pieces by offset alone, each
+//! The input is cut into fixed-size pieces by offset alone ([`chunk_len`]:
+//! 1 MiB, or [`LEVEL_ONE_CHUNK`] at level 1, so that small inputs still
+//! spread over the threads and the pipeline drains quickly), each
 //! compressed by its own deflate stream on a pool of threads and ended on a
 //! byte boundary (the last one with the final block; see [`crate::chunk_deflate`]
 //! for the backend and for chunks stored as they are); the
@@ -21,8 +23,21 @@ use flate2::Crc;
 
 use crate::chunk_deflate::ChunkDeflater;
 
-/// Input bytes per independently compressed chunk.
+/// Input bytes per independently compressed chunk at levels 2 to 9.
 pub const CHUNK: usize = 1 << 20;
+
+/// Input bytes per chunk at level 1, where deflate is fast and a chunk's
+/// latency shows (0.7% more output than 1 MiB chunks on small members).
+pub const LEVEL_ONE_CHUNK: usize = 256 << 10;
+
+/// Input bytes per chunk at `level`.
+pub fn chunk_len(level: u32) -> usize {
+    if level == 1 {
+        LEVEL_ONE_CHUNK
+    } else {
+        CHUNK
+    }
+}
 
 struct Job {
     seq: u64,
@@ -41,6 +56,8 @@ struct Done {
 /// framing, and hands full chunks to the worker threads.
 pub struct ChunkSink<'scope, W: Write + Send + 'scope> {
     pending: Vec<u8>,
+    /// Input bytes per chunk.
+    chunk: usize,
     seq: u64,
     jobs: Option<SyncSender<Job>>,
     writer: Option<ScopedJoinHandle<'scope, io::Result<W>>>,
@@ -80,8 +97,10 @@ pub fn start<'scope, 'env, W: Write + Send + 'scope>(
         .collect();
     drop(done_tx);
     let writer = scope.spawn(move || write_member(out, &header, &done_rx));
+    let chunk = chunk_len(level);
     ChunkSink {
-        pending: Vec::with_capacity(CHUNK),
+        pending: Vec::with_capacity(chunk),
+        chunk,
         seq: 0,
         jobs: Some(job_tx),
         writer: Some(writer),
@@ -149,7 +168,7 @@ impl<'scope, W: Write + Send + 'scope> ChunkSink<'scope, W> {
             if last {
                 Vec::new()
             } else {
-                Vec::with_capacity(CHUNK)
+                Vec::with_capacity(self.chunk)
             },
         );
         let job = Job {
@@ -197,10 +216,10 @@ impl<'scope, W: Write + Send + 'scope> ChunkSink<'scope, W> {
 
 impl<'scope, W: Write + Send + 'scope> Write for ChunkSink<'scope, W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if self.pending.len() == CHUNK {
+        if self.pending.len() == self.chunk {
             self.dispatch(false)?;
         }
-        let take = buf.len().min(CHUNK - self.pending.len());
+        let take = buf.len().min(self.chunk - self.pending.len());
         self.pending.extend_from_slice(&buf[..take]);
         Ok(take)
     }
@@ -302,7 +321,17 @@ mod tests {
 
     #[test]
     fn any_thread_count_gives_the_same_single_member() {
-        for len in [0, 1, CHUNK - 1, CHUNK, CHUNK + 1, 3 * CHUNK + 12345] {
+        let small = LEVEL_ONE_CHUNK;
+        for len in [
+            0,
+            1,
+            small - 1,
+            small,
+            small + 1,
+            CHUNK,
+            CHUNK + 1,
+            3 * CHUNK + 12345,
+        ] {
             let data = sample(len);
             let one = compress_to_vec(&data, 1, 1).unwrap();
             assert_eq!(&one[..10], &GZIP_HEADER);
@@ -349,7 +378,7 @@ mod tests {
         assert_eq!(
             got,
             [
-                "bda537b0199c67c46149a67f94ccd7ab",
+                "6676211ccd4f04668f96e437cab0c2b0",
                 "c891242dd77ef28249b30cd7b4c5f5ba",
                 "661703313d13637606c89411d1a47906"
             ]

@@ -26,7 +26,7 @@ use sha2::Sha256;
 use crate::chunk_deflate::ChunkDeflater;
 use crate::error::{Error, ErrorKind};
 use crate::header_options::{HeaderFile, HeaderPatch};
-use crate::parallel_gzip::CHUNK;
+use crate::parallel_gzip::chunk_len;
 use crate::tar_writer::{encode_header, pax_body, HeaderSpec, BLOCK, RECORD};
 use crate::zlib_gzip::ZlibStream;
 
@@ -807,19 +807,20 @@ fn find_deflate(
 /// One candidate compressor.
 enum Engine {
     Zlib(ZlibStream),
-    Parallel(ChunkDeflater, Vec<u8>),
+    /// The compressor, the level's chunk size, and the input not yet compressed.
+    Parallel(ChunkDeflater, usize, Vec<u8>),
 }
 
 impl Engine {
     fn push(&mut self, input: &[u8], finish: bool, out: &mut Vec<u8>) -> io::Result<()> {
         match self {
             Engine::Zlib(z) => z.push(input, finish, out),
-            Engine::Parallel(c, pending) => {
-                // Chunks of CHUNK bytes, each its own stream with a sync flush;
+            Engine::Parallel(c, chunk, pending) => {
+                // Chunks of the level's size, each its own stream with a sync flush;
                 // the last ends the deflate stream (as `parallel_gzip` writes).
                 pending.extend_from_slice(input);
-                while pending.len() > CHUNK || (finish && !pending.is_empty()) {
-                    let take = pending.len().min(CHUNK);
+                while pending.len() > *chunk || (finish && !pending.is_empty()) {
+                    let take = pending.len().min(*chunk);
                     let last = finish && take == pending.len();
                     out.extend_from_slice(&c.deflate(&pending[..take], last));
                     pending.drain(..take);
@@ -845,7 +846,8 @@ fn deflate_matches(path: &Path, offset: u64, len: u64, candidate: Deflate) -> io
     let mut engine = match candidate.engine {
         DeflateEngine::Zlib => Engine::Zlib(ZlibStream::new(candidate.level, candidate.mem_level)?),
         DeflateEngine::Parallel => {
-            Engine::Parallel(ChunkDeflater::new(candidate.level), Vec::new())
+            let chunk = chunk_len(candidate.level);
+            Engine::Parallel(ChunkDeflater::new(candidate.level), chunk, Vec::new())
         }
     };
     let mut input = vec![0u8; 1 << 18];
@@ -870,6 +872,37 @@ fn deflate_matches(path: &Path, offset: u64, len: u64, candidate: Deflate) -> io
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_level_one_pack_of_many_chunks_is_recovered_exactly() {
+        // Text-like members over several level-1 chunks.
+        let dir = tempfile::tempdir().unwrap();
+        let mut packager = crate::Packager::new();
+        let mut state = 7u64;
+        for i in 0..3 {
+            let bytes: Vec<u8> = (0..200_000)
+                .map(|_| {
+                    state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
+                    b"etaoin shrdlu"[(state >> 60) as usize % 13]
+                })
+                .collect();
+            packager.add_bytes(&format!("m{i}.bin"), bytes).unwrap();
+        }
+        let path = dir.path().join("x.neff");
+        let options = crate::PackOptions {
+            keep_refused: true,
+            fsync: false,
+            ..Default::default()
+        };
+        packager.write_to_path(&path, &options).unwrap();
+        let recovered = recover_framing(&path).unwrap();
+        assert!(recovered.exact, "{:?}", recovered.file.not_reproduced);
+        let deflate = recovered.file.framing.unwrap().gzip.deflate;
+        assert_eq!(
+            (deflate.engine, deflate.level),
+            (DeflateEngine::Parallel, 1)
+        );
+    }
 
     #[test]
     fn padding_rules() {

@@ -7,6 +7,7 @@
 //! (POSIX ustar in libarchive's or Python's encodings, pax records, other
 //! owners and times) are what the compilers write; see [`TarFraming`].
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 
@@ -30,8 +31,7 @@ pub const TYPE_PAX: u8 = b'x';
 
 /// Writes tar framing around member data.
 pub struct TarWriter<W> {
-    inner: W,
-    written: u64,
+    out: Counting<W>,
     framing: TarFraming,
     /// Index of each name's overrides in `framing.entries`.
     overrides: HashMap<String, usize>,
@@ -39,10 +39,29 @@ pub struct TarWriter<W> {
     buf: Vec<u8>,
 }
 
+/// The writer below the framing, and the bytes written into it.
+struct Counting<W> {
+    inner: W,
+    written: u64,
+}
+
+impl<W: Write> Counting<W> {
+    fn put(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.inner.write_all(bytes)?;
+        self.written += bytes.len() as u64;
+        Ok(())
+    }
+
+    fn pad(&mut self, len: u64) -> io::Result<()> {
+        let pad = (BLOCK as u64 - len % BLOCK as u64) % BLOCK as u64;
+        self.put(&[0u8; BLOCK][..pad as usize])
+    }
+}
+
 impl<W> std::fmt::Debug for TarWriter<W> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TarWriter")
-            .field("written", &self.written)
+            .field("written", &self.out.written)
             .field("framing", &self.framing)
             .finish_non_exhaustive()
     }
@@ -78,55 +97,15 @@ impl<W: Write> TarWriter<W> {
             .map(|(i, e)| (e.name.clone(), i))
             .collect();
         TarWriter {
-            inner,
-            written: 0,
+            out: Counting { inner, written: 0 },
             framing,
             overrides,
             buf: Vec::new(),
         }
     }
 
-    fn put(&mut self, bytes: &[u8]) -> io::Result<()> {
-        self.inner.write_all(bytes)?;
-        self.written += bytes.len() as u64;
-        Ok(())
-    }
-
-    fn pad(&mut self, len: u64) -> io::Result<()> {
-        let pad = (BLOCK as u64 - len % BLOCK as u64) % BLOCK as u64;
-        self.put(&[0u8; BLOCK][..pad as usize])
-    }
-
-    /// The fields of `name`'s header: the defaults with the entry's overrides.
-    fn fields_of(&self, name: &str) -> (EntryFields, Option<PaxFraming>, Option<u32>) {
-        let over = self
-            .overrides
-            .get(name)
-            .and_then(|&i| self.framing.entries.get(i));
-        let mut f = self.framing.defaults.clone();
-        let Some(o) = over else {
-            return (f, None, None);
-        };
-        let EntryFraming {
-            uid,
-            gid,
-            uname,
-            gname,
-            mtime,
-            pax,
-            mode,
-            ..
-        } = o.clone();
-        f.uid = uid.unwrap_or(f.uid);
-        f.gid = gid.unwrap_or(f.gid);
-        f.uname = uname.unwrap_or(f.uname);
-        f.gname = gname.unwrap_or(f.gname);
-        f.mtime = mtime.unwrap_or(f.mtime);
-        (f, pax, mode)
-    }
-
     fn put_headers(&mut self, name: &str, type_flag: u8, size: u64) -> io::Result<()> {
-        let (fields, pax, mode) = self.fields_of(name);
+        let (fields, pax, mode) = fields_of(&self.framing, &self.overrides, name);
         let mode = mode.unwrap_or(if type_flag == TYPE_DIR {
             fields.dir_mode
         } else {
@@ -147,9 +126,9 @@ impl<W: Write> TarWriter<W> {
                 },
                 &self.framing,
             )?;
-            self.put(&block)?;
-            self.put(&body)?;
-            self.pad(body.len() as u64)?;
+            self.out.put(&block)?;
+            self.out.put(&body)?;
+            self.out.pad(body.len() as u64)?;
         }
         let bytes = name.as_bytes();
         let stored: &[u8] = if pax_path {
@@ -170,10 +149,10 @@ impl<W: Write> TarWriter<W> {
                 },
                 &self.framing,
             )?;
-            self.put(&block)?;
-            self.put(stored)?;
-            self.put(&[0])?;
-            self.pad(long_len)?;
+            self.out.put(&block)?;
+            self.out.put(stored)?;
+            self.out.put(&[0])?;
+            self.out.pad(long_len)?;
         }
         let block = encode_header(
             &HeaderSpec {
@@ -185,7 +164,7 @@ impl<W: Write> TarWriter<W> {
             },
             &self.framing,
         )?;
-        self.put(&block)
+        self.out.put(&block)
     }
 
     /// Writes a directory entry; `name` has no trailing `/` (one is added).
@@ -210,7 +189,7 @@ impl<W: Write> TarWriter<W> {
         let result = self.copy_exact(name, size, data, what, &mut buf);
         self.buf = buf;
         result?;
-        self.pad(size)
+        self.out.pad(size)
     }
 
     fn copy_exact(
@@ -243,7 +222,7 @@ impl<W: Write> TarWriter<W> {
                     ))
                 }
             };
-            self.put(&buf[..n])?;
+            self.out.put(&buf[..n])?;
             left -= n as u64;
         }
         let mut probe = [0u8; 1];
@@ -260,18 +239,48 @@ impl<W: Write> TarWriter<W> {
     /// the inner writer and the archive's total length.
     pub fn finish(mut self) -> io::Result<(W, u64)> {
         for _ in 0..self.framing.end_blocks {
-            self.put(&[0u8; BLOCK])?;
+            self.out.put(&[0u8; BLOCK])?;
         }
         let record = self.framing.record_size.max(BLOCK as u64);
-        let pad = (record - self.written % record) % record;
+        let pad = (record - self.out.written % record) % record;
         let zeros = [0u8; BLOCK];
         for _ in 0..pad / BLOCK as u64 {
-            self.put(&zeros)?;
+            self.out.put(&zeros)?;
         }
         let rest = (pad % BLOCK as u64) as usize;
-        self.put(&zeros[..rest])?;
-        Ok((self.inner, self.written))
+        self.out.put(&zeros[..rest])?;
+        Ok((self.out.inner, self.out.written))
     }
+}
+
+/// The fields of `name`'s header: the defaults (borrowed: no copy per
+/// member) with the entry's overrides.
+fn fields_of<'a>(
+    framing: &'a TarFraming,
+    overrides: &HashMap<String, usize>,
+    name: &str,
+) -> (Cow<'a, EntryFields>, Option<PaxFraming>, Option<u32>) {
+    let over = overrides.get(name).and_then(|&i| framing.entries.get(i));
+    let Some(o) = over else {
+        return (Cow::Borrowed(&framing.defaults), None, None);
+    };
+    let mut f = framing.defaults.clone();
+    let EntryFraming {
+        uid,
+        gid,
+        uname,
+        gname,
+        mtime,
+        pax,
+        mode,
+        ..
+    } = o.clone();
+    f.uid = uid.unwrap_or(f.uid);
+    f.gid = gid.unwrap_or(f.gid);
+    f.uname = uname.unwrap_or(f.uname);
+    f.gname = gname.unwrap_or(f.gname);
+    f.mtime = mtime.unwrap_or(f.mtime);
+    (Cow::Owned(f), pax, mode)
 }
 
 /// The body of a pax `x` header: `"<len> <key>=<value>\n"` per record, where
@@ -294,7 +303,9 @@ pub fn pax_body(records: &[(String, String)]) -> Vec<u8> {
 pub fn set_checksum(block: &mut [u8]) {
     block[148..156].copy_from_slice(b"        ");
     let sum: u32 = block.iter().map(|&b| u32::from(b)).sum();
-    block[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+    // At most 512 * 255: six octal digits always hold it.
+    write_octal(&mut block[148..154], u64::from(sum));
+    block[154..156].copy_from_slice(b"\0 ");
 }
 
 /// Encodes one GNU-framing header block (mode as given, owner `nobody`).
@@ -380,13 +391,20 @@ fn octal(field: &mut [u8], value: u64, style: TarNumbers) -> bool {
         (TarNumbers::Libarchive, n) => (n - 1, b" "),
         (_, n) => (n - 1, b"\0"),
     };
-    let text = format!("{value:0digits$o}");
-    if text.len() > digits {
+    if !write_octal(&mut field[..digits], value) {
         return false;
     }
-    field[..digits].copy_from_slice(text.as_bytes());
     field[digits..].copy_from_slice(tail);
     true
+}
+
+/// `value` in octal, zero-padded to fill `digits`; false when it does not fit.
+fn write_octal(digits: &mut [u8], mut value: u64) -> bool {
+    for d in digits.iter_mut().rev() {
+        *d = b'0' + (value & 7) as u8;
+        value >>= 3;
+    }
+    value == 0
 }
 
 fn put_number(

@@ -4,8 +4,9 @@
 use std::fs::File;
 use std::io::{self, Write};
 
-/// Bytes written between two writeback requests.
-const WRITEBACK_EVERY: u64 = 32 << 20;
+/// Bytes written between two writeback requests: small enough that the
+/// final fsync of a file of a few MiB has little left to write.
+const WRITEBACK_EVERY: u64 = 4 << 20;
 
 /// Passes writes through to `inner` (positioned at `start` in `file`) and,
 /// every [`WRITEBACK_EVERY`] bytes, asks the kernel to start writing the
