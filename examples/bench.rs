@@ -225,7 +225,7 @@ fn run() -> Result<()> {
                 lines.push(format!(
                     "(c) {count} members packed in {:.2} s = {:.0} members/s, peak RSS {:.1} MiB",
                     ours.median_seconds,
-                    count as f64 / ours.median_seconds.max(1e-9),
+                    ours.per_second(count as u64),
                     ours.peak_rss_kib as f64 / 1024.0
                 ));
             }
@@ -255,7 +255,7 @@ fn run() -> Result<()> {
                 "(f) `{}`: {CORPUS_FILES} seeds (25% mutated, every one checked by all gates on every targeted arch) in {:.2} s = {:.0} files/s",
                 m.label,
                 m.median_seconds,
-                CORPUS_FILES as f64 / m.median_seconds.max(1e-9)
+                m.per_second(CORPUS_FILES)
             ));
         }
     }
@@ -280,7 +280,7 @@ fn run() -> Result<()> {
                             "{}: `{}` {:.0} files/s ({CACHE_NEFFS} NEFFs, {dir_bytes} bytes)",
                             w.name,
                             m.label,
-                            CACHE_NEFFS as f64 / m.median_seconds.max(1e-9)
+                            m.per_second(CACHE_NEFFS as u64)
                         ));
                     }
                 }
@@ -1218,6 +1218,13 @@ struct Measured {
     peak_rss_kib: u64,
     /// The median of our command in the same workload.
     our_seconds: f64,
+}
+
+impl Measured {
+    /// `count` items over the median time, per second.
+    fn per_second(&self, count: u64) -> f64 {
+        count as f64 / self.median_seconds.max(1e-9)
+    }
 }
 
 /// Runs every command of `w` `runs` times, interleaved, and summarises.
