@@ -6,7 +6,6 @@ mod common;
 use std::fs::File;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use common::*;
 use md5::{Digest, Md5};
@@ -99,13 +98,7 @@ fn a_million_member_neff_is_verified_in_bounded_memory() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("many.neff");
     write_many_member_neff(&path, 1000, 1000);
-    #[allow(clippy::zombie_processes)] // reaped by wait_peak_rss
-    let child = Command::new(env!("CARGO_BIN_EXE_neff"))
-        .args(["verify", "-q", s(&path)])
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("run neff");
-    let (code, rss_kib) = wait_peak_rss(&child);
+    let (code, rss_kib) = neff_peak_rss(&["verify", "-q", s(&path)]);
     eprintln!("verify of 1,000,000 members: peak RSS {rss_kib} KiB");
     assert_eq!(code, Some(0), "refused or failed");
     assert!(rss_kib <= 64 * 1024, "peak RSS {rss_kib} KiB");
@@ -130,12 +123,7 @@ fn packing_many_files_keeps_memory_bounded() {
         }
     }
     let out = dir.path().join("out.neff");
-    #[allow(clippy::zombie_processes)] // reaped by wait_peak_rss
-    let child = Command::new(env!("CARGO_BIN_EXE_neff"))
-        .args(["pack", s(&tree), "-o", s(&out), "-q"])
-        .spawn()
-        .expect("run neff");
-    let (code, rss_kib) = wait_peak_rss(&child);
+    let (code, rss_kib) = neff_peak_rss(&["pack", s(&tree), "-o", s(&out), "-q"]);
     eprintln!("pack of 200,000 files: peak RSS {rss_kib} KiB");
     assert_eq!(code, Some(0), "pack failed");
     assert!(rss_kib <= 27 * 1024, "peak RSS {rss_kib} KiB");

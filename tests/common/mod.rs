@@ -119,6 +119,19 @@ pub fn wait_peak_rss(child: &std::process::Child) -> (Option<i32>, u64) {
     (code, usage.ru_maxrss as u64)
 }
 
+/// Runs `neff ARGS` (stdout discarded) and returns its exit code and own
+/// peak RSS in KiB (see [`wait_peak_rss`]).
+#[cfg(unix)]
+pub fn neff_peak_rss(args: &[&str]) -> (Option<i32>, u64) {
+    #[allow(clippy::zombie_processes)] // reaped by wait_peak_rss
+    let child = Command::new(env!("CARGO_BIN_EXE_neff"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("run neff");
+    wait_peak_rss(&child)
+}
+
 /// Sets a u64 header field.
 pub fn set_u64(neff: &mut [u8], offset: usize, value: u64) {
     neff[offset..offset + 8].copy_from_slice(&value.to_le_bytes());
