@@ -37,7 +37,16 @@ impl MemberTally {
     }
 }
 
+/// Bytes inflated ahead of small reads (tar headers, padding, small
+/// members), so inflate runs in long calls on its fast path.
+const AHEAD: usize = 64 * 1024;
+
 /// Inflates a gzip stream (one or more members).
+///
+/// Reads shorter than [`AHEAD`] are served from bytes inflated ahead. The
+/// caller still sees exactly the bytes that inflate before any failure,
+/// then the failure: an error met while inflating ahead is kept until the
+/// bytes before it are read.
 pub struct GzipReader<R> {
     inner: R,
     inflate: Decompress,
@@ -46,6 +55,13 @@ pub struct GzipReader<R> {
     members: u64,
     compressed_offset: u64,
     tally: Option<MemberTally>,
+    /// Inflated bytes not read yet: `ahead[at..len]`.
+    ahead: Vec<u8>,
+    at: usize,
+    len: usize,
+    /// The failure met right after the bytes of `ahead` (or of the last
+    /// direct read), reported on the next read.
+    failed: Option<io::Error>,
 }
 
 impl<R> std::fmt::Debug for GzipReader<R> {
@@ -120,6 +136,10 @@ impl<R: BufRead> GzipReader<R> {
             members: 0,
             compressed_offset: 0,
             tally: None,
+            ahead: Vec::new(),
+            at: 0,
+            len: 0,
+            failed: None,
         }
     }
 
@@ -223,11 +243,11 @@ impl<R: BufRead> GzipReader<R> {
     }
 }
 
-impl<R: BufRead> Read for GzipReader<R> {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        if out.is_empty() {
-            return Ok(0);
-        }
+impl<R: BufRead> GzipReader<R> {
+    /// Inflates the next bytes into `out` (not empty); `Ok(0)` at the end.
+    /// A failure after some bytes were inflated returns those bytes and
+    /// keeps the failure in `failed`.
+    fn inflate_into(&mut self, out: &mut [u8]) -> io::Result<usize> {
         loop {
             match self.state {
                 State::Done => return Ok(0),
@@ -245,26 +265,39 @@ impl<R: BufRead> Read for GzipReader<R> {
                     let at_eof = input.is_empty();
                     let (in_before, out_before) =
                         (self.inflate.total_in(), self.inflate.total_out());
-                    let status = self
-                        .inflate
-                        .decompress(input, out, FlushDecompress::None)
-                        .map_err(|e| {
-                            invalid(
+                    let result = self.inflate.decompress(input, out, FlushDecompress::None);
+                    // The totals count what inflate did, failure or not.
+                    let consumed = (self.inflate.total_in() - in_before) as usize;
+                    let produced = (self.inflate.total_out() - out_before) as usize;
+                    self.inner.consume(consumed);
+                    self.compressed_offset += consumed as u64;
+                    self.crc.update(&out[..produced]);
+                    let status = match result {
+                        Ok(status) => status,
+                        Err(e) => {
+                            let failure = invalid(
                                 GzipErrorKind::Corrupt,
                                 self.compressed_offset,
                                 format!(
                                     "gzip decompression failed at compressed offset {}: {e}",
                                     self.compressed_offset
                                 ),
-                            )
-                        })?;
-                    let consumed = (self.inflate.total_in() - in_before) as usize;
-                    let produced = (self.inflate.total_out() - out_before) as usize;
-                    self.inner.consume(consumed);
-                    self.compressed_offset += consumed as u64;
-                    self.crc.update(&out[..produced]);
+                            );
+                            if produced == 0 {
+                                return Err(failure);
+                            }
+                            self.failed = Some(failure);
+                            return Ok(produced);
+                        }
+                    };
                     if status == Status::StreamEnd {
-                        self.read_trailer()?;
+                        if let Err(failure) = self.read_trailer() {
+                            if produced == 0 {
+                                return Err(failure);
+                            }
+                            self.failed = Some(failure);
+                            return Ok(produced);
+                        }
                         self.members += 1;
                         if let Some(tally) = &self.tally {
                             tally.0.set((self.members, self.compressed_offset));
@@ -294,6 +327,52 @@ impl<R: BufRead> Read for GzipReader<R> {
                 }
             }
         }
+    }
+
+    /// Refills `ahead` (empty) with up to [`AHEAD`] bytes, stopping early at
+    /// the end or at a failure (kept in `failed` when bytes came first).
+    fn fill_ahead(&mut self) -> io::Result<()> {
+        let mut ahead = std::mem::take(&mut self.ahead);
+        ahead.resize(AHEAD, 0);
+        let mut len = 0;
+        let result = loop {
+            if len == AHEAD || self.failed.is_some() {
+                break Ok(());
+            }
+            match self.inflate_into(&mut ahead[len..]) {
+                Ok(0) => break Ok(()),
+                Ok(n) => len += n,
+                Err(failure) if len > 0 => {
+                    self.failed = Some(failure);
+                    break Ok(());
+                }
+                Err(failure) => break Err(failure),
+            }
+        };
+        self.ahead = ahead;
+        (self.at, self.len) = (0, len);
+        result
+    }
+}
+
+impl<R: BufRead> Read for GzipReader<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if out.is_empty() {
+            return Ok(0);
+        }
+        if self.at == self.len {
+            if let Some(failure) = self.failed.take() {
+                return Err(failure);
+            }
+            if out.len() >= AHEAD {
+                return self.inflate_into(out);
+            }
+            self.fill_ahead()?;
+        }
+        let n = out.len().min(self.len - self.at);
+        out[..n].copy_from_slice(&self.ahead[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
     }
 }
 
@@ -371,5 +450,44 @@ mod tests {
         assert!(err.contains("gzip decompression failed"), "{err}");
         assert!(!looks_like_gzip(b"\x1f\x8b\x08\xe0"));
         assert!(looks_like_gzip(b"\x1f\x8b\x08\x00"));
+    }
+
+    /// Reads `data` `size` bytes at a time: what came before the first
+    /// failure, and the failure.
+    fn read_in(data: &[u8], size: usize) -> (Vec<u8>, Option<String>) {
+        let mut reader = GzipReader::new(data);
+        let (mut out, mut buf) = (Vec::new(), vec![0u8; size]);
+        loop {
+            match reader.read(&mut buf) {
+                Ok(0) => return (out, None),
+                Ok(n) => out.extend_from_slice(&buf[..n]),
+                Err(e) => return (out, Some(e.to_string())),
+            }
+        }
+    }
+
+    #[test]
+    fn reads_of_any_size_see_the_same_bytes_then_the_same_failure() {
+        let text: Vec<u8> = (0..400_000u32)
+            .map(|i| b"tensor weights, "[(i.wrapping_mul(2_654_435_761) >> 28) as usize])
+            .collect();
+        let good = gz(&text);
+        let mut damaged = good.clone();
+        let mid = damaged.len() * 3 / 5;
+        damaged[mid..mid + 64].fill(0xff);
+        let mut bad_crc = good.clone();
+        let n = bad_crc.len();
+        bad_crc[n - 8] ^= 1;
+        for data in [&good, &damaged, &bad_crc] {
+            let whole = read_in(data, 1 << 20);
+            for size in [1, 511, 4096, AHEAD - 1, AHEAD] {
+                assert_eq!(read_in(data, size), whole, "reads of {size} bytes");
+            }
+        }
+        // Damaged deflate data may inflate to other bytes before it fails.
+        let (bytes, failure) = read_in(&damaged, 512);
+        assert!(failure.is_some() && bytes.len() < text.len(), "{failure:?}");
+        assert_eq!(read_in(&bad_crc, 512).0, text);
+        assert_eq!(read_in(&good, 512), (text, None));
     }
 }

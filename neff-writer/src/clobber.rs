@@ -32,6 +32,26 @@ pub struct OutputGuard<'a> {
     file: Option<FileId>,
     /// The folder the output goes in and every folder above it.
     folders: Vec<FileId>,
+    /// The output exists as a symlink or as a file with other hard links.
+    linked: bool,
+}
+
+/// True when `output` exists as a symlink, or as a file with more than one
+/// hard link (off Unix: whenever it exists).
+fn is_linked(output: &Path) -> bool {
+    let Ok(meta) = std::fs::symlink_metadata(output) else {
+        return false;
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        meta.file_type().is_symlink() || meta.nlink() > 1
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        true
+    }
 }
 
 impl<'a> OutputGuard<'a> {
@@ -44,7 +64,16 @@ impl<'a> OutputGuard<'a> {
             output,
             file: file_id(output).ok(),
             folders,
+            linked: is_linked(output),
         }
+    }
+
+    /// True when the output could be one of the files below a packed folder
+    /// without lying inside it: it exists and is a symlink, or a file with
+    /// other hard links. Only then need those files be checked one by one
+    /// (the folder check of [`OutputGuard::check`] covers every other case).
+    pub fn may_alias(&self) -> bool {
+        self.file.is_some() && self.linked
     }
 
     /// Refuses when the output is the file or folder `input`, or lies inside
@@ -115,5 +144,25 @@ mod tests {
         let guard = OutputGuard::new(&elsewhere);
         assert_eq!(guard.check_all([tree.as_path()], [input.as_path()]), Ok(()));
         assert!(OutputGuard::new(&tree).check(&tree).is_err());
+    }
+
+    #[test]
+    fn only_an_output_with_other_links_may_alias_a_tree_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let (single, hard, link) = (
+            dir.path().join("single.neff"),
+            dir.path().join("hard.neff"),
+            dir.path().join("link.neff"),
+        );
+        assert!(!OutputGuard::new(&single).may_alias());
+        std::fs::write(&single, b"old").unwrap();
+        assert!(!OutputGuard::new(&single).may_alias());
+        std::fs::hard_link(&single, &hard).unwrap();
+        assert!(OutputGuard::new(&single).may_alias());
+        assert!(OutputGuard::new(&hard).may_alias());
+        std::fs::remove_file(&hard).unwrap();
+        std::os::unix::fs::symlink(&single, &link).unwrap();
+        assert!(OutputGuard::new(&link).may_alias());
+        assert!(!OutputGuard::new(&single).may_alias());
     }
 }

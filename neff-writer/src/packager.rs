@@ -17,7 +17,7 @@ use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::iter::Peekable;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use neff_loader::{
     verify_reader, Limits, Report, RuntimeProfile, StreamCheck, StreamedDigests, Verdict,
@@ -36,7 +36,7 @@ use crate::parallel_gzip;
 use crate::progress::{Counted, Phase, Progress};
 use crate::tar_writer::TarWriter;
 use crate::tee::{Ends, Tee};
-use crate::tree_walk::{TreeItem, TreeSummary, TreeWalk};
+use crate::tree_walk::{TreeItem, TreeWalk};
 use crate::writeback::Writeback;
 use crate::zlib_gzip::ZlibGzipWriter;
 
@@ -235,13 +235,13 @@ impl Iterator for Entries {
     }
 }
 
-/// The folder given to [`Packager::from_dir`]: its root and a summary of
-/// its files. The files are walked again, one folder at a time, as the
-/// archive is written.
+/// The folder given to [`Packager::from_dir`]: its root, walked one folder
+/// at a time as the archive is written, and (once asked, for a progress
+/// display) its files' total bytes.
 #[derive(Debug)]
 struct Tree {
     root: PathBuf,
-    summary: TreeSummary,
+    bytes: OnceLock<u64>,
 }
 
 impl Tree {
@@ -252,6 +252,14 @@ impl Tree {
             std::fs::symlink_metadata(self.root.join(name.as_str()))
                 .is_ok_and(|meta| is(&meta.file_type()))
         })
+    }
+
+    /// Its files' total bytes, walked once (0 if the walk fails: the write
+    /// reports why).
+    fn bytes(&self) -> u64 {
+        *self
+            .bytes
+            .get_or_init(|| TreeWalk::file_bytes(&self.root).unwrap_or(0))
     }
 
     /// Every file's path (for the check that the output overwrites none).
@@ -273,8 +281,6 @@ struct TreeEntries {
     directories: bool,
     /// Tree entries already written (listed, or `neff.json` last).
     taken: BTreeSet<String>,
-    /// What this walk found so far.
-    seen: TreeSummary,
 }
 
 impl TreeEntries {
@@ -285,23 +291,17 @@ impl TreeEntries {
             head: None,
             directories,
             taken: BTreeSet::new(),
-            seen: TreeSummary::default(),
         }
     }
 
-    /// The name of the next entry to write. Fails when the walk does, or
-    /// when it ends having found other files than [`Packager::from_dir`].
+    /// The name of the next entry to write. Fails when the walk does.
     fn head(&mut self) -> Result<Option<&str>, Error> {
         while self.head.is_none() {
             let Some(item) = self.walk.next().transpose()? else {
-                self.check_unchanged()?;
                 break;
             };
             let skip = match &item {
-                TreeItem::File(name, len) => {
-                    self.seen.add(name, *len);
-                    self.taken.contains(name)
-                }
+                TreeItem::File(name, _) => self.taken.contains(name),
                 TreeItem::Dir(name) => !self.directories || self.taken.contains(name),
             };
             if !skip {
@@ -337,25 +337,6 @@ impl TreeEntries {
         };
         Ok(self.taken.insert(name.to_string()).then_some(entry))
     }
-
-    fn check_unchanged(&mut self) -> Result<(), Error> {
-        let (expected, seen) = (self.tree.summary, self.seen);
-        self.tree.summary = seen;
-        if expected == seen {
-            return Ok(());
-        }
-        Err(Error::new(
-            ErrorKind::Io,
-            format!(
-                "{} changed while it was packed: it held {} files of {} bytes, and now {} files of {} bytes (or other names or sizes); pack it again",
-                self.tree.root.display(),
-                expected.files,
-                expected.bytes,
-                seen.files,
-                seen.bytes
-            ),
-        ))
-    }
 }
 
 /// Collects members and writes them as a NEFF.
@@ -379,14 +360,22 @@ impl Packager {
     /// Total bytes of member data (for a progress display).
     pub fn input_bytes(&self) -> u64 {
         let added: u64 = self.files.values().map(MemberSource::len).sum();
-        added + self.tree.as_ref().map_or(0, |t| t.summary.bytes)
+        added + self.tree.as_ref().map_or(0, Tree::bytes)
     }
 
-    /// Every member file, for the check that the output overwrites none.
-    fn input_files(&self) -> impl Iterator<Item = Cow<'_, Path>> + '_ {
+    /// Every member file that `guard`'s output could be, for the check that
+    /// the output overwrites none: the added ones, and the tree's only when
+    /// the output may be a link to one (see [`OutputGuard::may_alias`]).
+    fn input_files<'a>(
+        &'a self,
+        guard: &OutputGuard<'_>,
+    ) -> impl Iterator<Item = Cow<'a, Path>> + 'a {
         let added = self.files.values().filter_map(MemberSource::path);
-        let tree = self.tree.iter().flat_map(Tree::paths);
-        added.map(Cow::Borrowed).chain(tree.map(Cow::Owned))
+        let may_alias = guard.may_alias();
+        let tree = self.tree.iter().filter(move |_| may_alias);
+        added
+            .map(Cow::Borrowed)
+            .chain(tree.flat_map(Tree::paths).map(Cow::Owned))
     }
 
     /// Adds a member. Fails on an invalid or duplicate name.
@@ -432,22 +421,21 @@ impl Packager {
         Ok(self)
     }
 
-    /// A package holding a directory tree as it is: every regular file and
-    /// folder below `root`. Symlinks and special files are refused. The tree
-    /// is walked here (to check it and count its bytes) and again, one
-    /// folder at a time, when the archive is written; a write that finds
-    /// other files than this walk fails.
+    /// A package holding a directory tree as it is when the archive is
+    /// written: every regular file and folder below `root`, walked once, one
+    /// folder at a time, as the archive is written. Symlinks and special
+    /// files are refused then (and nothing is written); a file whose length
+    /// changes while it is read fails the write.
     pub fn from_dir(root: impl AsRef<Path>) -> Result<Packager, Error> {
         let root = root.as_ref();
         let meta = std::fs::metadata(root).map_err(|e| Error::io("cannot read", root, e))?;
         if !meta.is_dir() {
             return Err(bad_option(format!("{} is not a directory", root.display())));
         }
-        let summary = TreeWalk::summarize(root)?;
         Ok(Packager {
             tree: Some(Tree {
                 root: root.to_path_buf(),
-                summary,
+                bytes: OnceLock::new(),
             }),
             roots: vec![root.to_path_buf()],
             ..Packager::default()
@@ -557,8 +545,12 @@ impl Packager {
             }
             _ => options,
         };
-        OutputGuard::new(path)
-            .check_all(self.roots.iter().map(PathBuf::as_path), self.input_files())
+        let guard = OutputGuard::new(path);
+        guard
+            .check_all(
+                self.roots.iter().map(PathBuf::as_path),
+                self.input_files(&guard),
+            )
             .map_err(|why| Error::new(ErrorKind::Conflict, why).at_path(path))?;
         let mut tmp = crate::atomic::temp_beside(path)?;
         let syncing = match options.fsync {

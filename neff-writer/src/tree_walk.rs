@@ -7,8 +7,6 @@
 //! same order as sorting every full path. Memory is one listing per open
 //! folder (the current folder and its parents).
 
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -30,28 +28,6 @@ impl TreeItem {
         match self {
             TreeItem::Dir(name) | TreeItem::File(name, _) => name,
         }
-    }
-}
-
-/// How many files a walk saw, their bytes and a digest of their names and
-/// lengths (in any order): two walks that agree saw the same files.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct TreeSummary {
-    /// Files seen.
-    pub files: usize,
-    /// Their bytes.
-    pub bytes: u64,
-    digest: u64,
-}
-
-impl TreeSummary {
-    /// Counts the file `name` of `len` bytes.
-    pub(crate) fn add(&mut self, name: &str, len: u64) {
-        let mut h = DefaultHasher::new();
-        (name, len).hash(&mut h);
-        self.files += 1;
-        self.bytes += len;
-        self.digest = self.digest.wrapping_add(h.finish());
     }
 }
 
@@ -78,15 +54,15 @@ impl TreeWalk {
         }
     }
 
-    /// The summary of every file of the tree below `root`.
-    pub(crate) fn summarize(root: &Path) -> Result<TreeSummary, Error> {
-        let mut summary = TreeSummary::default();
+    /// The total bytes of the files below `root`.
+    pub(crate) fn file_bytes(root: &Path) -> Result<u64, Error> {
+        let mut bytes = 0;
         for item in TreeWalk::new(root) {
-            if let TreeItem::File(name, len) = item? {
-                summary.add(&name, len);
+            if let TreeItem::File(_, len) = item? {
+                bytes += len;
             }
         }
-        Ok(summary)
+        Ok(bytes)
     }
 
     /// Lists and sorts the folder `prefix` (empty, or ending in `/`).
@@ -178,9 +154,8 @@ mod tests {
             ["a-b", "a.bin", "a/", "a/-", "a/x", "a/y/", "a/y/z", "b", "empty/"]
         );
         assert!(items.contains(&TreeItem::File("a/y/z".into(), 5)));
-        let summary = TreeWalk::summarize(dir.path()).unwrap();
-        assert_eq!((summary.files, summary.bytes), (6, 20));
+        assert_eq!(TreeWalk::file_bytes(dir.path()).unwrap(), 20);
         std::fs::write(dir.path().join("b"), "bb").unwrap();
-        assert_ne!(TreeWalk::summarize(dir.path()).unwrap(), summary);
+        assert_eq!(TreeWalk::file_bytes(dir.path()).unwrap(), 21);
     }
 }

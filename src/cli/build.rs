@@ -119,7 +119,7 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
         build.options_mut().set_level(level);
     }
     build.options_mut().paranoid_readback = args.paranoid_readback;
-    let progress = Progress::start(args.quiet || args.json, build.input_bytes(), "building");
+    let progress = Progress::start(args.quiet || args.json, || build.input_bytes(), "building");
     let build = build.progress(progress.tracker());
     let result = if out.to_stdout {
         build.write_to(&mut io::stdout().lock())

@@ -127,7 +127,11 @@ pub fn run(args: PackArgs) -> Result<u8, Box<dyn std::error::Error>> {
     let side_inputs: Vec<&Path> = args.header.iter().map(PathBuf::as_path).collect();
     let out = Output::new(&args.output, args.json, args.quiet, &side_inputs)?;
     let packager = Packager::from_dir(&args.dir)?;
-    let progress = Progress::start(args.quiet || args.json, packager.input_bytes(), "packing");
+    let progress = Progress::start(
+        args.quiet || args.json,
+        || packager.input_bytes(),
+        "packing",
+    );
     let options = PackOptions {
         progress: progress.tracker(),
         ..options

@@ -22,11 +22,14 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// Starts a bar for `total` bytes labelled `what`, unless `quiet`, stderr is
-    /// not a terminal, or the run is short.
-    pub fn start(quiet: bool, total: u64, what: &str) -> Progress {
+    /// Starts a bar for `total()` bytes labelled `what`, unless `quiet`,
+    /// stderr is not a terminal, or the run is short. `total` is only called
+    /// when a bar could be drawn (counting a tree's bytes walks it).
+    pub fn start(quiet: bool, total: impl FnOnce() -> u64, what: &str) -> Progress {
         let stop = Arc::new(AtomicBool::new(false));
-        if quiet || total < MIN_BYTES || !std::io::stderr().is_terminal() {
+        let shown = !quiet && std::io::stderr().is_terminal();
+        let total = if shown { total() } else { 0 };
+        if !shown || total < MIN_BYTES {
             return Progress {
                 tracker: None,
                 stop,

@@ -137,7 +137,7 @@ fn run_one(
 ) -> Result<u8, Box<dyn std::error::Error>> {
     let name = input::name(path);
     let total = std::fs::metadata(path).map_or(0, |m| m.len());
-    let progress = Progress::start(args.json, total, "verifying");
+    let progress = Progress::start(args.json, || total, "verifying");
     let limits = Limits {
         progress: progress.counter(),
         ..Limits::for_verdict()
