@@ -217,7 +217,8 @@ fn run() -> Result<()> {
             warm_cache(&small)?;
             let neff_c = out_dir.join(format!("c-{count}.neff"));
             let name = format!("(c) pack {count} small members");
-            // Neither side syncs here: at 1,000 files an fsync is a fifth of the run.
+            // Neither side syncs, like the baselines: on this shared disk one fsync
+            // can add 40 ms to a 40 ms run.
             let c = pack_gzip_workload(&name, &neff, &small, &neff_c, &base_out, 1, small_bytes)
                 .ours_flag("--no-fsync");
             let packed = measure(&c, &mut results)?;
