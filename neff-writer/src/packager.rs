@@ -202,7 +202,7 @@ impl Entries {
             return Ok(self.last.take());
         };
         // A folder both added and in the tree gets one entry; a file both
-        // added and in the tree was added after `from_dir` walked it.
+        // added and in the tree appeared in the tree after it was added.
         let tie = !matches!(next, Next::Tree) && tree_head == Some(name);
         Ok(match next {
             Next::Dir => {
@@ -357,7 +357,8 @@ impl Packager {
         Packager::default()
     }
 
-    /// Total bytes of member data (for a progress display).
+    /// Total bytes of member data (for a progress display). The first call
+    /// walks a [`Packager::from_dir`] tree to count them.
     pub fn input_bytes(&self) -> u64 {
         let added: u64 = self.files.values().map(MemberSource::len).sum();
         added + self.tree.as_ref().map_or(0, Tree::bytes)
