@@ -273,7 +273,7 @@ impl Tree {
 
 /// The tree's entries in walk order, less the ones written out of order.
 struct TreeEntries {
-    /// The tree, with what [`Packager::from_dir`] found in it.
+    /// The tree being walked.
     tree: Tree,
     walk: TreeWalk,
     head: Option<TreeItem>,

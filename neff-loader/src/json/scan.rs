@@ -91,52 +91,58 @@ impl<'t> Scanner<'t> {
     }
 
     fn array(&mut self, b: &mut Builder, depth: usize) -> Result<(), GiveUp> {
-        self.at += 1;
-        b.open(false).map_err(|_| GiveUp)?;
-        if self.peek()? == b']' {
-            self.at += 1;
-        } else {
-            loop {
-                let pos = b.doc.nodes.len() as u32;
-                self.value(b, depth)?;
-                b.child(pos);
-                if !self.next_or_end(b']')? {
-                    break;
-                }
-            }
-        }
-        b.close();
-        Ok(())
+        self.container(b, false, |s, b| {
+            let pos = b.doc.nodes.len() as u32;
+            s.value(b, depth)?;
+            b.child(pos);
+            Ok(())
+        })
     }
 
     fn object(&mut self, b: &mut Builder, depth: usize) -> Result<(), GiveUp> {
+        self.container(b, true, |s, b| {
+            let mark = b.mark();
+            if s.peek()? != b'"' {
+                return Err(GiveUp);
+            }
+            let key = s.string()?;
+            let pos = b.push_str(&key).map_err(|_| GiveUp)?;
+            if let Some(frame) = b.frames.last_mut() {
+                frame.current = pos;
+            }
+            s.expect(b':')?;
+            s.value(b, depth)?;
+            b.member(mark);
+            Ok(())
+        })?;
+        if b.repeated {
+            return Err(GiveUp);
+        }
+        Ok(())
+    }
+
+    /// The array or object whose bracket is under the cursor: opened in `b`,
+    /// `item` read for each element or member, closed.
+    fn container(
+        &mut self,
+        b: &mut Builder,
+        object: bool,
+        mut item: impl FnMut(&mut Self, &mut Builder) -> Result<(), GiveUp>,
+    ) -> Result<(), GiveUp> {
+        let close = if object { b'}' } else { b']' };
         self.at += 1;
-        b.open(true).map_err(|_| GiveUp)?;
-        if self.peek()? == b'}' {
+        b.open(object).map_err(|_| GiveUp)?;
+        if self.peek()? == close {
             self.at += 1;
         } else {
             loop {
-                let mark = b.mark();
-                if self.peek()? != b'"' {
-                    return Err(GiveUp);
-                }
-                let key = self.string()?;
-                let pos = b.push_str(&key).map_err(|_| GiveUp)?;
-                if let Some(frame) = b.frames.last_mut() {
-                    frame.current = pos;
-                }
-                self.expect(b':')?;
-                self.value(b, depth)?;
-                b.member(mark);
-                if !self.next_or_end(b'}')? {
+                item(self, b)?;
+                if !self.next_or_end(close)? {
                     break;
                 }
             }
         }
         b.close();
-        if b.repeated {
-            return Err(GiveUp);
-        }
         Ok(())
     }
 
@@ -198,7 +204,6 @@ impl<'t> Scanner<'t> {
             return Err(GiveUp);
         }
         end += whole;
-        let plain = end - start == whole && whole <= FAST_DIGITS;
         if let Some(b'.') = self.bytes.get(end) {
             let frac = digits(self, end + 1);
             if frac == 0 {
@@ -219,7 +224,8 @@ impl<'t> Scanner<'t> {
         }
         let token = &self.bytes[start..end];
         self.at = end;
-        if plain && end - start == whole {
+        // Digits only (no sign, fraction or exponent), few enough for a u64.
+        if end - start == whole && whole <= FAST_DIGITS {
             let value = token
                 .iter()
                 .fold(0u64, |v, &d| v * 10 + u64::from(d - b'0'));
