@@ -43,10 +43,14 @@ pub struct DefJson {
     /// resolves to CAYMAN unless `NEURON_RT_ALLOW_LEGACY_NEFF=1`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime_statebuffer_reservation: Option<Vec<Carveout>>,
-    /// Collective streams (default 1). neuronx-cc 2.18+ writes
-    /// `cc_streams: {"num_streams": N}` instead, kept in `extra`.
+    /// Collective streams (default 1), the older spelling; neuronx-cc 2.18+
+    /// writes [`DefJson::cc_streams`] instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub num_streams: Option<u64>,
+    /// Collective streams as neuronx-cc 2.18+ writes them:
+    /// `{"num_streams": N}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cc_streams: Option<CcStreams>,
     /// Top-level DMA blocks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dma: Option<Vec<DmaBlock>>,
@@ -250,6 +254,9 @@ pub struct Var {
     /// `pointer` only: the var it points to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub referenced_var_id: Option<u64>,
+    /// Which DMA fabric the var is reached through (`"main"`, `"alt"`; neuronx-cc 2.21+).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric_path: Option<String>,
     /// `list` only: the listed var ids.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub list: Option<Vec<u64>>,
@@ -297,6 +304,7 @@ impl Var {
             backing_variable_off: None,
             backing_buf: None,
             referenced_var_id: None,
+            fabric_path: None,
             list: None,
             file_name: None,
             prefix: None,
@@ -437,6 +445,15 @@ pub struct DmaQueue {
     /// `data` queues only: an indirect memcpy (INDIRECT_MEMCPY) queue.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub indirect_memcpy: Option<bool>,
+    /// `dynamic` queues: the state-buffer scratch area the device fills.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dynamic_dma: Option<DynamicDma>,
+    /// Which DMA fabric the queue uses: `"main"` or `"alt"` (neuronx-cc 2.21+).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric_path: Option<String>,
+    /// neuron-cc 1.x / neuronx-cc weight queues: pinned to the device (no owner).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pinned: Option<serde_json::Value>,
     /// Every other key (`queue_instances`, a list of strings refused on
     /// in/out/embedding_update queues; `pinned`, `dge`, `dynamic_dma`,
     /// `embedding_update_sync_semaphore`, …), kept as it is.
@@ -456,6 +473,9 @@ impl DmaQueue {
             semaphore_set: None,
             num_queues: None,
             indirect_memcpy: None,
+            dynamic_dma: None,
+            fabric_path: None,
+            pinned: None,
             extra: Extra::new(),
         }
     }
@@ -494,6 +514,42 @@ impl DmaQueue {
         QueueType::parse(&self.kind)
     }
 }
+
+/// `cc_streams`: the collective streams (neuronx-cc 2.18+).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CcStreams {
+    /// Number of collective streams.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_streams: Option<u64>,
+    /// Every other key, kept as it is.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `dynamic_dma` of a `dynamic` queue: where in each state-buffer partition
+/// the device stages the descriptors it generates.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DynamicDma {
+    /// Byte offset of the scratch area in each partition.
+    #[serde(
+        rename = "SB_scratch_partition_offset",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub sb_scratch_partition_offset: Option<u64>,
+    /// Bytes of the scratch area in each partition.
+    #[serde(
+        rename = "SB_scratch_partition_size",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub sb_scratch_partition_size: Option<u64>,
+    /// Every other key, kept as it is.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+extra_keys!(CcStreams, DynamicDma);
 
 /// The only carveout type: `"evtaccel"` (KBIN_SB_CARVEOUT_TYPE_EVTACCEL).
 pub const EVTACCEL: &str = "evtaccel";

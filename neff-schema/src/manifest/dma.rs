@@ -39,6 +39,9 @@ pub struct DmaBlock {
     /// The descriptors, in order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub desc: Option<Vec<DmaDesc>>,
+    /// The semaphore the block signals (neuronx-cc 2.x).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub semaphore: Option<u64>,
     /// Every other key (`#comment`/`comment`, `priority_class`,
     /// `function_start`, `section_start_desc`, `remote_semaphores`, …), kept as it is.
     #[serde(flatten)]
@@ -51,7 +54,7 @@ pub struct DmaDesc {
     /// `copy` (or absent), `cast`, `fma`, `add`, `min`, `max`,
     /// `transpose`/`transpose_op`; anything else is "Unknown dma operation".
     /// Real transposes have no `op` but the `transpose_op` key (a
-    /// permutation such as `"WZXY"`), kept in `extra`.
+    /// permutation such as `"WZXY"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub op: Option<String>,
     /// The source (a var name).
@@ -78,10 +81,32 @@ pub struct DmaDesc {
     /// The dtype of `scale`; must be `"float32"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scale_dtype: Option<String>,
-    /// Every other key (`from_arr`, `from_dtype`, `to_dtype`, `from_off`,
-    /// `to_off`, `scale`, `constant`, `constant_dtype`, `cast`,
-    /// `transpose_op`, `transpose_shape`, `transpose_element_size`,
-    /// `num_tiling_dimensions`, …), kept as it is.
+    /// Byte offset into `from` (neuronx-cc 2.x).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_off: Option<u64>,
+    /// Byte offset into `to` (neuronx-cc 2.x).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_off: Option<u64>,
+    /// Element type read from `from` (a `cast` converts it to `to_dtype`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_dtype: Option<String>,
+    /// Element type written to `to`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_dtype: Option<String>,
+    /// How many access-pattern dimensions are tiled (1 or 2 in real output).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_tiling_dimensions: Option<u64>,
+    /// A DMA transpose: the permutation (`"WZXY"`); the descriptor is then a transpose.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transpose_op: Option<String>,
+    /// A DMA transpose: the 4-D shape transposed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transpose_shape: Option<Vec<u64>>,
+    /// A DMA transpose: bytes per element.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transpose_element_size: Option<u64>,
+    /// Every other key (`from_arr`, `scale`, `constant`, `constant_dtype`,
+    /// …), kept as it is.
     #[serde(flatten)]
     pub extra: Extra,
 }

@@ -130,14 +130,83 @@ pub struct EngineJson {
     /// in `activation_function_sets` to `<set>.json`, `_bkt.bin`, `_ctrl.bin`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub act_info: Option<String>,
-    /// Every other key (`activation_function_sets`, a list of set names;
-    /// `profile_meta_data`; `dve_tables`, an array of table objects; …),
-    /// kept as it is.
+    /// ACT only: the activation table sets this engine loads, by name; each
+    /// is an `act_func_sets` entry of the `act_info` member.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activation_function_sets: Option<Vec<String>>,
+    /// neuron-cc 1.x ACT only: the activation functions, as the compiler lists them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activation_functions: Option<Vec<serde_json::Value>>,
+    /// DVE only: the DVE table members (real compilers write an array of
+    /// one object; an object alone is read the same way).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dve_tables: Option<DveTables>,
+    /// Every other key (`profile_meta_data`, …), kept as it is.
     #[serde(flatten)]
     pub extra: Extra,
 }
 
-extra_keys!(EngineJson);
+extra_keys!(EngineJson, DveTable);
+
+/// `dve_tables`: the form neuronx-cc writes (an array) or a single object.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum DveTables {
+    /// `[{…}]`, as the compilers write it.
+    List(Vec<DveTable>),
+    /// `{…}`.
+    One(DveTable),
+}
+
+impl DveTables {
+    /// The table objects, whichever form.
+    pub fn tables(&self) -> &[DveTable] {
+        match self {
+            DveTables::List(list) => list,
+            DveTables::One(one) => std::slice::from_ref(one),
+        }
+    }
+}
+
+/// One DVE table object: members (relative to the subgraph folder) holding
+/// the DVE's tables. Up to neuronx-cc 2.18 one `control_table`; from 2.21
+/// a `control_fast_table` and a `control_slow_table`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DveTable {
+    /// The control table member (`default_control_table.bin`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control_table: Option<String>,
+    /// The fast control table member (2.21+).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control_fast_table: Option<String>,
+    /// The slow control table member (2.21+).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control_slow_table: Option<String>,
+    /// The datapath table member.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub datapath_table: Option<String>,
+    /// The opcode table member.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opcode_table: Option<String>,
+    /// Every other key, kept as it is.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl DveTable {
+    /// Every member this table object names, with its key.
+    pub fn members(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        [
+            ("control_table", &self.control_table),
+            ("control_fast_table", &self.control_fast_table),
+            ("control_slow_table", &self.control_slow_table),
+            ("datapath_table", &self.datapath_table),
+            ("opcode_table", &self.opcode_table),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.as_deref().map(|v| (k, v)))
+    }
+}
 
 impl Manifest for EngineJson {
     const SCHEMA_NAME: &'static str = "engine";

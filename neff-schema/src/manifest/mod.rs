@@ -9,6 +9,7 @@
 //! | [`dma`] | DMA blocks and descriptors (`dma` arrays) | §4.4 |
 //! | [`engine`] | `sgNN/<eng>.json` | §4.5 |
 //! | [`ucode`] | GPSIMD ucode libraries and `ucode_lib.json` | §4.6 |
+//! | [`act_info`] | `sgNN/act_info.json` (activation table sets) | §11 |
 //! | [`dtype`] | dtype strings shared by the others | §4.1, §4.3.1 |
 //!
 //! Every object keeps the keys it does not model in a flattened `extra` map,
@@ -26,12 +27,14 @@
 //! These types describe shapes, not loadability: the loader's gates decide
 //! what the runtime accepts.
 
+pub mod act_info;
 pub mod def_json;
 pub mod dma;
 pub mod dtype;
 pub mod engine;
 pub mod kelf;
 pub mod neff_json;
+pub mod restyle;
 pub mod ucode;
 
 use serde::de::DeserializeOwned;
@@ -39,10 +42,13 @@ use serde::Serialize;
 
 use crate::error::{Error, ErrorKind};
 
-pub use def_json::{Carveout, DefJson, DmaQueue, Fp8Config, QueueType, Var, VarType};
+pub use act_info::{ActFuncSet, ActInfo};
+pub use def_json::{
+    Carveout, CcStreams, DefJson, DmaQueue, DynamicDma, Fp8Config, QueueType, Var, VarType,
+};
 pub use dma::{DmaBlock, DmaDesc};
 pub use dtype::Dtype;
-pub use engine::{Engine, EngineJson};
+pub use engine::{DveTable, DveTables, Engine, EngineJson};
 pub use kelf::{GraphRef, KelfDescriptor};
 pub use neff_json::{GraphAttrs, NeffJson, Node, NodeAttrs, NodeEntry, TaggedList};
 pub use ucode::{UcodeFunction, UcodeLib, UcodeLibJson};
