@@ -17,13 +17,16 @@ use neff_schema::manifest::{
     Carveout, DmaBlock, DmaQueue, Dtype, Engine, Extra, Fp8Config, QueueType, UcodeFunction,
     UcodeLib,
 };
-use neff_schema::{FramingPreset, PkgVersion, Target, Uuid};
+use neff_schema::header::Blob as HashBlob;
+use neff_schema::{Framing, FramingPreset, PkgVersion, Target, Uuid};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
 use crate::builder::{Data, EngineProgram, NeffBuilder, Subgraph, Tensor, Weight};
 use crate::error::{Error, ErrorKind};
 use crate::header_options::{HeaderPatch, UuidChoice};
+use crate::lift::{Model, PayloadMember};
+use crate::PackSettings;
 
 /// A model to build: its subgraphs, extra members and packaging.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -59,8 +62,21 @@ pub struct BuildSpec {
     pub neff_json_extra: Extra,
     /// The subgraphs, in KELF order (usually `sg00`, `sg01`, ...). More than one
     /// sets the header's `vnc_size` to their count and feature bit
-    /// `neff_feature_vnc`.
+    /// `neff_feature_vnc`. Required unless `payload` is given.
+    #[serde(default)]
     pub subgraphs: Vec<SubgraphSpec>,
+    /// The lifted form (`neff unpack --spec`): every member of the payload,
+    /// each a typed manifest (`neff_json`, `kelf`, `def_json`, `engine`,
+    /// `act_info`) or bytes (`data`). Nothing is generated: the payload is
+    /// exactly these members. Not with `subgraphs`, `members`,
+    /// `raw_members` or the keys that only shape generated manifests.
+    #[serde(default)]
+    pub payload: Vec<PayloadMember>,
+    /// The lifted form: the header `hash` of the NEFF it was lifted from.
+    /// The header's `uuid` is kept only while the payload still hashes to
+    /// it (or when `uuid` is `"keep"`); otherwise a new one is derived.
+    #[serde(default)]
+    pub source_hash: Option<HashBlob<32>>,
     /// Members no manifest generates (`hlo_stats.json`, `.asm` listings, ...):
     /// member name → blob. Clashing with a generated member is an error.
     #[serde(default)]
@@ -72,14 +88,18 @@ pub struct BuildSpec {
     /// Packaging: 2 (gzip + MD5, default) or 1 (raw tar + SHA-256).
     #[serde(default)]
     pub pkg_version: Option<u64>,
-    /// The framing preset: `"gnu"` (default), `"neuronx-cc"` (exactly as
-    /// neuronx-cc 2.21+ writes, gzip MTIME 0) or `"neuronx-cc-2.16"`.
+    /// The framing: a preset, `"gnu"` (default), `"neuronx-cc"` (exactly as
+    /// neuronx-cc 2.21+ writes, gzip MTIME 0) or `"neuronx-cc-2.16"`; or a
+    /// recorded framing object (as `neff unpack --header-out` writes under
+    /// `"framing"`).
     #[serde(default)]
-    pub framing: Option<String>,
+    pub framing: Option<FramingSpec>,
     /// gzip level 1-9 (default 1).
     #[serde(default)]
     pub level: Option<u32>,
-    /// The header UUID, or `"random"` (default: derived from the content).
+    /// The header UUID, `"random"`, or `"keep"` (the header's recorded one even
+    /// after an edit). Default: derived from the content (a lifted spec keeps
+    /// its recorded UUID while the payload is unchanged).
     #[serde(default)]
     pub uuid: Option<String>,
     /// Feature bits to set besides those the content implies: names from
@@ -97,6 +117,32 @@ pub struct BuildSpec {
     /// when the loader's gates refuse it.
     #[serde(default)]
     pub allow_invalid: bool,
+}
+
+/// `framing`: a preset name or a recorded framing.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum FramingSpec {
+    /// A preset name (`gnu`, `neuronx-cc`, `neuronx-cc-2.16`).
+    Preset(String),
+    /// A recorded framing.
+    Exact(Box<Framing>),
+}
+
+impl FramingSpec {
+    /// The preset this names (an error names the presets).
+    fn preset(name: &str) -> Result<FramingPreset, Error> {
+        FramingPreset::parse(name).map_or_else(
+            || {
+                let names: Vec<&str> = FramingPreset::ALL.iter().map(|p| p.name()).collect();
+                invalid(
+                    "framing",
+                    format!("{name:?} is not a framing preset ({})", names.join(", ")),
+                )
+            },
+            Ok,
+        )
+    }
 }
 
 /// One subgraph (`sgNN/`). Variables get dense var_ids: inputs, then outputs,
@@ -394,6 +440,20 @@ impl<'de> Deserialize<'de> for Blob {
     }
 }
 
+impl serde::Serialize for Blob {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let (key, value) = match self {
+            Blob::Path(path) => return s.serialize_str(&path.to_string_lossy()),
+            Blob::Base64(text) => ("base64", text),
+            Blob::Text(text) => ("text", text),
+        };
+        let mut map = s.serialize_map(Some(1))?;
+        map.serialize_entry(key, value)?;
+        map.end()
+    }
+}
+
 impl schemars::JsonSchema for Blob {
     fn schema_name() -> std::borrow::Cow<'static, str> {
         "Blob".into()
@@ -442,6 +502,67 @@ impl BuildSpec {
         })
     }
 
+    /// Whether this is the lifted form (a `payload`), built by
+    /// [`BuildSpec::into_model`] rather than [`BuildSpec::into_builder`].
+    pub fn is_lifted(&self) -> bool {
+        !self.payload.is_empty()
+    }
+
+    /// The lifted form as a [`Model`] and the settings it packs with. Keys
+    /// that only shape generated manifests are refused, naming the key.
+    pub fn into_model(self) -> Result<(Model, PackSettings), Error> {
+        let generated = [
+            ("subgraphs", !self.subgraphs.is_empty()),
+            ("members", !self.members.is_empty()),
+            ("raw_members", !self.raw_members.is_empty()),
+            ("target", self.target.is_some()),
+            ("kelf_member", self.kelf_member.is_some()),
+            ("kelf_node_name", self.kelf_node_name.is_some()),
+            ("kelf_version", self.kelf_version.is_some()),
+            ("kelf_extra", !self.kelf_extra.is_empty()),
+            ("neff_json_extra", !self.neff_json_extra.is_empty()),
+        ];
+        if let Some((key, _)) = generated.iter().find(|(_, set)| *set) {
+            return invalid(
+                *key,
+                "shapes generated manifests; a spec with a payload has none (edit the payload's members instead)",
+            );
+        }
+        let mut settings = PackSettings {
+            name: self.name,
+            level: self.level,
+            uuid: self.uuid,
+            allow_invalid: self.allow_invalid,
+            ..PackSettings::default()
+        };
+        if let Some(pkg) = self.pkg_version {
+            settings.pkg_version = Some(
+                PkgVersion::from_value(pkg)
+                    .map_or_else(|| invalid("pkg_version", format!("{pkg} is not 1 or 2")), Ok)?,
+            );
+        }
+        let mut framing = None;
+        match self.framing {
+            Some(FramingSpec::Preset(name)) => settings.framing = Some(FramingSpec::preset(&name)?),
+            Some(FramingSpec::Exact(f)) => framing = Some(*f),
+            None => {}
+        }
+        let mut header = self.header;
+        if !self.features.is_empty() {
+            let bits = features::mask_of(&self.features)
+                .or_else(|e| invalid("features", e.to_string()))?;
+            let h = header.get_or_insert_with(HeaderPatch::default);
+            h.feature_bits = Some(h.feature_bits.unwrap_or(0) | bits);
+        }
+        let model = Model {
+            header,
+            framing,
+            source_hash: self.source_hash,
+            payload: self.payload,
+        };
+        Ok((model, settings))
+    }
+
     /// The builder this spec describes; relative blob paths resolve against
     /// `base` (the spec file's folder).
     pub fn into_builder(self, base: &Path) -> Result<NeffBuilder, Error> {
@@ -457,6 +578,12 @@ impl BuildSpec {
         self,
         resolve: &mut dyn FnMut(&str, Blob) -> Result<Data, Error>,
     ) -> Result<NeffBuilder, Error> {
+        if self.is_lifted() {
+            return invalid("payload", "a spec with a payload is built as a model (BuildSpec::into_model)");
+        }
+        if self.subgraphs.is_empty() {
+            return invalid("subgraphs", "missing: a spec needs subgraphs (or a payload)");
+        }
         let mut blobs = Blobs { resolve };
         let mut b = NeffBuilder::new()
             .unchecked(self.allow_invalid)
@@ -494,15 +621,10 @@ impl BuildSpec {
             };
             b = b.pkg_version(pkg);
         }
-        if let Some(name) = &self.framing {
-            let Some(preset) = FramingPreset::parse(name) else {
-                let names: Vec<&str> = FramingPreset::ALL.iter().map(|p| p.name()).collect();
-                return invalid(
-                    "framing",
-                    format!("{name:?} is not a framing preset ({})", names.join(", ")),
-                );
-            };
-            b = b.framing(preset);
+        match self.framing {
+            Some(FramingSpec::Preset(name)) => b = b.framing(FramingSpec::preset(&name)?),
+            Some(FramingSpec::Exact(framing)) => b = b.framing_with(*framing),
+            None => {}
         }
         if let Some(level) = self.level {
             if !(1..=9).contains(&level) {

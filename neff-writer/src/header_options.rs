@@ -41,6 +41,16 @@ pub enum UuidChoice {
     FromContent,
     /// This exact UUID.
     Explicit(Uuid),
+    /// The UUID a lifted or unpacked NEFF carried, kept while the payload
+    /// still hashes to the header `hash` it had (`payload_hash`); once the
+    /// payload changes, a new one is derived from the content (as
+    /// [`UuidChoice::FromContent`]) and the outcome says so.
+    Recorded {
+        /// The recorded UUID.
+        uuid: Uuid,
+        /// The header `hash` field of the NEFF it came from.
+        payload_hash: Blob<32>,
+    },
     /// A fresh random v4 UUID (the build is then not reproducible).
     Random,
 }
@@ -168,11 +178,15 @@ pub struct HeaderFile {
     pub framing: Option<Framing>,
     /// What a repack will not reproduce (said again by `pack`).
     pub not_reproduced: Vec<String>,
+    /// The header `hash` of the NEFF this was recorded from: its `uuid` is
+    /// reused only while the payload is unchanged ([`UuidChoice::Recorded`]).
+    pub source_hash: Option<Blob<32>>,
 }
 
 /// The keys of a header file that are not header fields.
 const FRAMING_KEY: &str = "framing";
 const NOT_REPRODUCED_KEY: &str = "not_reproduced";
+const SOURCE_HASH_KEY: &str = "source_hash";
 
 impl HeaderFile {
     /// Reads and parses the header file at `path` (`--header HEADER.json`);
@@ -203,11 +217,19 @@ impl HeaderFile {
                 .map_err(|e| format!("key \"{NOT_REPRODUCED_KEY}\": {e}"))?,
             None => Vec::new(),
         };
+        let source_hash = match object.remove(SOURCE_HASH_KEY) {
+            Some(v) => Some(
+                serde_json::from_value(v)
+                    .map_err(|e| format!("key \"{SOURCE_HASH_KEY}\": {e}"))?,
+            ),
+            None => None,
+        };
         let header = serde_json::from_value(value).map_err(|e| e.to_string())?;
         Ok(HeaderFile {
             header,
             framing,
             not_reproduced,
+            source_hash,
         })
     }
 
@@ -220,6 +242,12 @@ impl HeaderFile {
                 object.insert(
                     FRAMING_KEY.into(),
                     serde_json::to_value(f).unwrap_or_default(),
+                );
+            }
+            if let Some(hash) = &self.source_hash {
+                object.insert(
+                    SOURCE_HASH_KEY.into(),
+                    serde_json::to_value(hash).unwrap_or_default(),
                 );
             }
             if !self.not_reproduced.is_empty() {

@@ -39,6 +39,7 @@ pub mod barrier;
 pub mod base64;
 pub mod build_spec;
 pub mod builder;
+pub mod lift;
 mod chunk_deflate;
 mod clobber;
 mod error;

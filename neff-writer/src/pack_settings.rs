@@ -7,7 +7,7 @@ use neff_schema::{FramingPreset, PkgVersion};
 
 use crate::build_spec::parse_uuid;
 use crate::error::{Error, ErrorKind};
-use crate::{HeaderFile, PackOptions, UuidChoice};
+use crate::{HeaderFile, HeaderPatch, PackOptions, UuidChoice};
 
 /// What `neff pack` can be told, each optional. A value given here wins over
 /// the header file's, which wins over the default.
@@ -72,16 +72,7 @@ impl PackSettings {
         if let Some(v) = &self.build_version {
             patch.build_version = Some(Text::new(v).map_err(|e| text("build_version", v, e))?);
         }
-        let mut uuid = UuidChoice::FromContent;
-        if let Some(given) = &self.uuid {
-            match parse_uuid(given).map_err(|e| bad(format!("uuid: {e}")))? {
-                UuidChoice::Explicit(u) => patch.uuid = Some(u),
-                choice => {
-                    uuid = choice;
-                    patch.uuid = None;
-                }
-            }
-        }
+        let uuid = uuid_choice(self.uuid.as_deref(), &mut patch, file.source_hash)?;
         patch.feature_bits = self.feature_bits.or(patch.feature_bits);
         patch.neff_version_major = self.major.or(patch.neff_version_major);
         patch.neff_version_minor = self.minor.or(patch.neff_version_minor);
@@ -108,6 +99,38 @@ impl PackSettings {
             fsync: !self.no_fsync,
             ..defaults
         })
+    }
+}
+
+/// The UUID rule shared by `pack` and `build`: a `given` UUID (or `random`)
+/// wins; `keep` keeps the recorded one whatever the payload; otherwise a
+/// UUID recorded from a NEFF whose hash is known (`source_hash`) is kept
+/// only while the payload is unchanged ([`UuidChoice::Recorded`]). Moves
+/// the UUID out of `patch` when the choice is not a fixed one.
+pub(crate) fn uuid_choice(
+    given: Option<&str>,
+    patch: &mut HeaderPatch,
+    source_hash: Option<neff_schema::header::Blob<32>>,
+) -> Result<UuidChoice, Error> {
+    match given {
+        Some("keep") => Ok(UuidChoice::FromContent),
+        Some(given) => match parse_uuid(given).map_err(|e| bad(format!("uuid: {e}")))? {
+            UuidChoice::Explicit(u) => {
+                patch.uuid = Some(u);
+                Ok(UuidChoice::FromContent)
+            }
+            choice => {
+                patch.uuid = None;
+                Ok(choice)
+            }
+        },
+        None => Ok(match (patch.uuid.take(), source_hash) {
+            (Some(uuid), Some(payload_hash)) => UuidChoice::Recorded { uuid, payload_hash },
+            (uuid, _) => {
+                patch.uuid = uuid;
+                UuidChoice::FromContent
+            }
+        }),
     }
 }
 

@@ -150,6 +150,9 @@ pub struct PackOutcome {
     pub files: usize,
     /// Number of directory entries.
     pub directories: usize,
+    /// What the caller should hear about choices made for it (a recorded
+    /// UUID replaced after an edit).
+    pub notes: Vec<String>,
 }
 
 enum Entry {
@@ -635,8 +638,11 @@ impl Packager {
         }
         let gzip_header = gzip_header(&options.framing.gzip)?;
         let pkg = options.pkg_version;
-        let uuid_from_content =
-            options.header.uuid.is_none() && options.uuid == UuidChoice::FromContent;
+        let uuid_from_content = options.header.uuid.is_none()
+            && matches!(
+                options.uuid,
+                UuidChoice::FromContent | UuidChoice::Recorded { .. }
+            );
         let tar_framing = options.framing.tar.clone();
         if let Some(p) = &options.progress {
             p.start(Phase::Writing, self.input_bytes());
@@ -759,7 +765,16 @@ fn check<F: Read + Seek>(
     if !verdict.accepted && !options.keep_refused {
         return Err(Error::refused("the built NEFF is", report));
     }
+    let mut notes = Vec::new();
+    if let UuidChoice::Recorded { uuid, .. } = options.uuid {
+        if written.header.uuid != uuid && options.header.uuid.is_none() {
+            notes.push(format!(
+                "the payload changed since UUID {uuid} was recorded: derived a new UUID from the content (--uuid keep pins the recorded one)"
+            ));
+        }
+    }
     Ok(PackOutcome {
+        notes,
         header: written.header,
         report,
         tar_size: written.tar_size,
@@ -841,13 +856,18 @@ fn assemble_header(pkg: PkgVersion, digests: &Digests, options: &PackOptions) ->
         (_, Some(sha)) => h.hash.0.copy_from_slice(&layout.apply(&sha)),
         _ => {}
     }
+    let from_content = || {
+        digests
+            .sha256
+            .map(|d| Uuid::from_sha256(&d))
+            .unwrap_or_default()
+    };
     h.uuid = match options.uuid {
         UuidChoice::Explicit(u) => u,
         UuidChoice::Random => random_uuid(),
-        UuidChoice::FromContent => digests
-            .sha256
-            .map(|d| Uuid::from_sha256(&d))
-            .unwrap_or_default(),
+        UuidChoice::FromContent => from_content(),
+        UuidChoice::Recorded { uuid, payload_hash } if payload_hash == h.hash => uuid,
+        UuidChoice::Recorded { .. } => from_content(),
     };
     options.header.apply(&mut h);
     h

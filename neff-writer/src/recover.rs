@@ -166,6 +166,7 @@ fn recover_from(file: &mut File, path: &Path) -> io::Result<Recovered> {
             header: patch,
             framing: Some(framing),
             not_reproduced: notes,
+            source_hash: Some(fields.hash),
         },
     })
 }

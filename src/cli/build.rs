@@ -66,11 +66,17 @@ pub struct BuildArgs {
 
 pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
     let mut spec = BuildSpec::from_path(&args.spec)?;
+    if spec.is_lifted() {
+        return run_lifted(spec, &args);
+    }
     spec.allow_invalid |= args.allow_invalid;
     if let Some(pkg) = args.pkg_version {
         spec.pkg_version = Some(pkg.version().value());
     }
     if let Some(uuid) = &args.uuid {
+        if uuid == "keep" {
+            return Err("--uuid keep: this spec records no UUID (only a lifted spec, from `neff unpack --spec`, does)".into());
+        }
         parse_uuid(uuid).map_err(|e| format!("--uuid: {e}"))?;
         spec.uuid = Some(uuid.clone());
         if let Some(header) = spec.header.as_mut() {
@@ -86,7 +92,9 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
         header_framing = file.framing;
     }
     if let Some(preset) = args.framing.framing {
-        spec.framing = Some(preset.name().to_string());
+        spec.framing = Some(neff::writer::build_spec::FramingSpec::Preset(
+            preset.name().to_string(),
+        ));
     }
     let mut side_inputs = vec![args.spec.as_path()];
     side_inputs.extend(args.header.as_deref());
@@ -125,6 +133,60 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
         build.write_to(&mut io::stdout().lock())
     } else {
         build.write_to_path(&args.output)
+    };
+    drop(progress);
+    report_written(result, &out, "built")
+}
+
+/// The lifted form: the payload's members as they are (typed manifests
+/// encoded as their sources' bytes or style), the recorded header and framing.
+fn run_lifted(spec: BuildSpec, args: &BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
+    let spec_name = args.spec.display().to_string();
+    let (mut model, mut settings) = spec
+        .into_model()
+        .map_err(|e| format!("{spec_name}: {e}"))?;
+    if let Some(path) = &args.header {
+        let file = neff::writer::HeaderFile::from_path(path)?;
+        model
+            .header
+            .get_or_insert_with(HeaderPatch::default)
+            .merge(&file.header);
+        if file.framing.is_some() {
+            model.framing = file.framing;
+        }
+    }
+    settings.allow_invalid |= args.allow_invalid;
+    settings.pkg_version = args.pkg_version.map(PkgArg::version).or(settings.pkg_version);
+    settings.uuid = args.uuid.clone().or(settings.uuid);
+    settings.level = args.level.or(settings.level);
+    settings.framing = args.framing.framing.or(settings.framing);
+    if settings.framing.is_some() {
+        model.framing = None;
+    }
+    settings.threads = args.threads.map(|t| t as usize);
+    settings.paranoid_readback = args.paranoid_readback;
+    settings.no_fsync = !args.fsync.fsync();
+    let mut side_inputs = vec![args.spec.as_path()];
+    side_inputs.extend(args.header.as_deref());
+    let out = Output::new(&args.output, args.json, args.quiet, &side_inputs)?;
+    let base = match args.spec.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let (packager, mut options) = model
+        .prepare(base, &settings)
+        .map_err(|e| format!("{spec_name}: {e}"))?;
+    args.framing.apply(&mut options.framing);
+    let progress = Progress::start(
+        args.quiet || args.json,
+        || packager.input_bytes(),
+        "building",
+    );
+    options.progress = progress.tracker();
+    let result = if out.to_stdout {
+        packager.write_to(&mut io::stdout().lock(), &options)
+    } else {
+        packager.write_to_path(&args.output, &options)
     };
     drop(progress);
     report_written(result, &out, "built")

@@ -30,6 +30,10 @@ pub struct WrittenReport {
     pub directories: Option<usize>,
     /// The loader's verdict on the output (the refusal when refused).
     pub verdict: Report,
+    /// Choices made for the caller, e.g. a recorded UUID replaced because
+    /// the payload changed (absent when there are none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl WrittenReport {
@@ -43,6 +47,7 @@ impl WrittenReport {
             files: None,
             directories: None,
             verdict,
+            notes: Vec::new(),
         }
     }
 
@@ -56,6 +61,7 @@ impl WrittenReport {
             files: Some(outcome.files),
             directories: Some(outcome.directories),
             verdict: outcome.report,
+            notes: outcome.notes,
         }
     }
 }
@@ -80,8 +86,17 @@ pub struct UnpackReport {
     /// The `--header-out` file written, if asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub header_out: Option<String>,
-    /// With `--header-out`: whether `neff pack DIR --header HEADER.json`
-    /// rebuilds the NEFF byte for byte.
+    /// The `--spec` file written (the typed model as a build spec), if asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spec: Option<String>,
+    /// With `--spec`: how many members are typed manifests.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub typed_members: Option<usize>,
+    /// With `--spec`: manifests a reference names but that stay bytes, and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lift_notes: Option<Vec<String>>,
+    /// With `--header-out` or `--spec`: whether `neff pack DIR --header
+    /// HEADER.json` (or `neff build SPEC.json`) rebuilds the NEFF byte for byte.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub byte_identical_repack: Option<bool>,
     /// With `--header-out`: what a repack cannot reproduce.

@@ -276,6 +276,11 @@ pub fn report_written(
             return Ok(EXIT_REJECTED);
         }
     };
+    if !quiet && !json {
+        for note in &outcome.notes {
+            eprintln!("neff: note: {note}");
+        }
+    }
     if json && !to_stdout {
         let file = output.display().to_string();
         print_json(&documents::WrittenReport::written(file, outcome))?;

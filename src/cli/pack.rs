@@ -47,9 +47,11 @@ pub struct PackArgs {
     /// Model name stored in the header (at most 255 bytes).
     #[arg(long)]
     name: Option<String>,
-    /// Header UUID: an explicit UUID, or `random`. Default: derived from the payload's
-    /// SHA-256, so builds are reproducible and different contents never share one.
-    #[arg(long, value_name = "UUID|random")]
+    /// Header UUID: an explicit UUID, `random`, or `keep` (the --header file's UUID
+    /// even after an edit). Default: the --header file's UUID while the payload is
+    /// the one it was recorded from, else derived from the payload's SHA-256, so
+    /// builds are reproducible and different contents never share one.
+    #[arg(long, value_name = "UUID|random|keep")]
     uuid: Option<String>,
     /// feature_bits: comma-separated numbers (decimal, 0x hex or 0b binary) and
     /// feature names, with or without the `neff_feature_` prefix, any case

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use neff::loader::RuntimeProfile;
 use neff::loader::{extract, ExtractLimits};
+use neff::writer::lift::{Content, Model};
 use neff::writer::recover_framing;
 
 use super::documents::UnpackReport;
@@ -56,6 +57,14 @@ pub struct UnpackArgs {
     /// reproduced is listed under "not_reproduced" and printed.
     #[arg(long, value_name = "HEADER.json")]
     header_out: Option<PathBuf>,
+    /// Also write the NEFF as a build spec (the typed model): every manifest the
+    /// runtime reads (neff.json, the KELF descriptors, def.json, the engine
+    /// manifests, act_info.json) as typed JSON, every other member as a path into
+    /// DIR, plus what --header-out records. Edit it, then `neff build SPEC.json -o
+    /// OUT` writes the NEFF; unedited, OUT is byte-identical to FILE. A path outside
+    /// DIR, else refused.
+    #[arg(long, value_name = "SPEC.json")]
+    spec: Option<PathBuf>,
     #[command(flatten)]
     fsync: FsyncArgs,
     /// Print a JSON summary on stdout.
@@ -71,7 +80,7 @@ pub fn run(args: UnpackArgs) -> Result<u8, Box<dyn std::error::Error>> {
         verify_hash: !args.no_verify_hash,
         ..RuntimeProfile::default()
     };
-    if let Some(path) = &args.header_out {
+    for path in args.header_out.iter().chain(&args.spec) {
         refuse_inside(path, &args.output)?;
     }
     let limits = ExtractLimits {
@@ -98,18 +107,42 @@ pub fn run(args: UnpackArgs) -> Result<u8, Box<dyn std::error::Error>> {
     };
     args.fsync.sync_folder(&args.output)?;
     let mut repack = None;
-    if let Some(path) = &args.header_out {
-        let recovered = recover_framing(&args.file)?;
+    let recovered = match args.header_out.is_some() || args.spec.is_some() {
+        true => Some(recover_framing(&args.file)?),
+        false => None,
+    };
+    if let (Some(path), Some(recovered)) = (&args.header_out, &recovered) {
         let json = recovered.file.to_json();
         neff::writer::write_atomic_with(path, json.as_bytes(), args.fsync.fsync())?;
-        repack = Some((path.clone(), recovered));
+        repack = Some((path.clone(), recovered.clone()));
+    }
+    let mut lifted = None;
+    if let (Some(path), Some(recovered)) = (&args.spec, &recovered) {
+        let base = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let (model, notes) = Model::from_tree(&args.output, recovered.file.clone(), base)?;
+        let json = model.to_spec_json()?;
+        neff::writer::write_atomic_with(path, json.as_bytes(), args.fsync.fsync())?;
+        let typed = model
+            .payload
+            .iter()
+            .filter(|m| !matches!(m.content, Content::Data(_)))
+            .count();
+        lifted = Some((path, model.payload.len(), typed, notes));
     }
     if args.json {
         let mut report = UnpackReport::unpacked(&summary);
-        if let Some((path, r)) = &repack {
-            report.header_out = Some(path.display().to_string());
+        if let Some(r) = &recovered {
             report.byte_identical_repack = Some(r.exact);
             report.not_reproduced = Some(r.file.not_reproduced.clone());
+        }
+        report.header_out = repack.as_ref().map(|(p, _)| p.display().to_string());
+        if let Some((path, _, typed, notes)) = &lifted {
+            report.spec = Some(path.display().to_string());
+            report.typed_members = Some(*typed);
+            report.lift_notes = Some(notes.0.clone());
         }
         print_json(&report)?;
     } else if !args.quiet {
@@ -137,6 +170,20 @@ pub fn run(args: UnpackArgs) -> Result<u8, Box<dyn std::error::Error>> {
                     eprintln!("  - {note}");
                 }
             }
+        }
+        if let (Some((path, members, typed, notes)), Some(r)) = (&lifted, &recovered) {
+            for note in &notes.0 {
+                eprintln!("neff: note: {note}");
+            }
+            let exact = match r.exact {
+                true => " byte for byte",
+                false => " (not byte for byte: the framing cannot be reproduced)",
+            };
+            eprintln!(
+                "wrote {}: {members} members, {typed} of them typed manifests; `neff build {} -o OUT` rebuilds this NEFF{exact}",
+                path.display(),
+                path.display(),
+            );
         }
     }
     Ok(EXIT_OK)

@@ -1,0 +1,574 @@
+//! Lift: a NEFF as the typed model, and back byte for byte.
+//!
+//! [`Model`] holds every member of a payload. The manifests the runtime
+//! reads are typed (`neff.json`, the KELF descriptors it names, the
+//! `def.json` each descriptor names, the engine manifests each def.json
+//! names and the `act_info.json` an ACT manifest names); every other member
+//! is bytes. Which member is which follows the references, as the loader
+//! follows them: member names are data, never constants.
+//!
+//! A typed member lifted from a NEFF remembers its original bytes
+//! (`source`). While its typed value still equals what those bytes hold, it
+//! is written with exactly those bytes; once edited, it is written again in
+//! their style ([`neff_schema::manifest::restyle`]): only the changed values
+//! differ. With the recorded header and framing this rebuilds an unedited
+//! NEFF byte for byte.
+//!
+//! The serde form of a [`Model`] is the `payload` form of the build spec
+//! (`neff unpack --spec`, `neff build`).
+
+use std::path::{Component, Path, PathBuf};
+
+use neff_schema::framing::MemberOrder;
+use neff_schema::header::Blob as HashBlob;
+use neff_schema::manifest::{
+    restyle, ActInfo, DefJson, Engine, EngineJson, KelfDescriptor, Manifest, NeffJson,
+};
+use neff_schema::Framing;
+use serde::{Deserialize, Serialize};
+
+use crate::build_spec::Blob;
+use crate::error::{Error, ErrorKind};
+use crate::header_options::{HeaderFile, HeaderPatch};
+use crate::{MemberSource, PackOptions, PackSettings, Packager};
+
+/// Largest manifest lifted into the typed model; a larger one stays bytes.
+const MAX_TYPED_MANIFEST: u64 = 256 << 20;
+
+/// A NEFF's payload as the typed model, with the header and framing it was
+/// recorded with.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Model {
+    /// Header fields (as `neff inspect --json` prints them); the payload's
+    /// own fields (`data_size`, `hash`) are computed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header: Option<HeaderPatch>,
+    /// How the payload is framed (tar fields, member order, gzip header,
+    /// deflate, hash layout), as `neff unpack --header-out` records it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub framing: Option<Framing>,
+    /// The header `hash` of the NEFF this was lifted from: the recorded UUID
+    /// is kept only while the payload still hashes to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_hash: Option<HashBlob<32>>,
+    /// Every member, in name order (the framing decides the tar order).
+    pub payload: Vec<PayloadMember>,
+}
+
+/// One member of a [`Model`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PayloadMember {
+    /// The member name (`sg00/def.json`).
+    pub name: String,
+    /// What the member holds.
+    #[serde(flatten)]
+    pub content: Content,
+    /// The member's original bytes (a typed member's): written as they are
+    /// while the typed value equals what they hold, and used as the style of
+    /// an edited one (indentation, key order, number spelling).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<Blob>,
+}
+
+/// A member's content: one typed manifest, or bytes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Content {
+    /// `neff.json`.
+    NeffJson(Box<NeffJson>),
+    /// A KELF descriptor (named by neff.json's `__kelf` node).
+    Kelf(Box<KelfDescriptor>),
+    /// A subgraph's `def.json` (named by a KELF descriptor's graphs).
+    DefJson(Box<DefJson>),
+    /// An engine manifest (named by a def.json's `pe`/`act`/`pool`/`dve`/`sp`).
+    Engine(Box<EngineJson>),
+    /// `act_info.json` (named by an ACT manifest's `act_info`).
+    ActInfo(Box<ActInfo>),
+    /// Bytes: a path relative to the spec, or inline base64 or text.
+    Data(Blob),
+}
+
+impl Content {
+    /// The typed value as JSON, or `None` for bytes.
+    fn to_value(&self) -> Option<Result<serde_json::Value, serde_json::Error>> {
+        Some(match self {
+            Content::NeffJson(m) => serde_json::to_value(m),
+            Content::Kelf(m) => serde_json::to_value(m),
+            Content::DefJson(m) => serde_json::to_value(m),
+            Content::Engine(m) => serde_json::to_value(m),
+            Content::ActInfo(m) => serde_json::to_value(m),
+            Content::Data(_) => return None,
+        })
+    }
+
+    /// The schema name of the typed manifest (`def-json`), or `data`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Content::NeffJson(_) => NeffJson::SCHEMA_NAME,
+            Content::Kelf(_) => KelfDescriptor::SCHEMA_NAME,
+            Content::DefJson(_) => DefJson::SCHEMA_NAME,
+            Content::Engine(_) => EngineJson::SCHEMA_NAME,
+            Content::ActInfo(_) => ActInfo::SCHEMA_NAME,
+            Content::Data(_) => "data",
+        }
+    }
+}
+
+/// What lifting noticed: members kept as bytes although a manifest names
+/// them as a typed one, with the reason.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LiftNotes(pub Vec<String>);
+
+/// Which typed manifest a member is, as the references say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    NeffJson,
+    Kelf,
+    DefJson,
+    Engine,
+    ActInfo,
+}
+
+impl Model {
+    /// Lifts an unpacked tree (as `neff unpack` writes it): every regular
+    /// file below `dir` is a member, typed when a reference names it as a
+    /// manifest. `header` is what `--header-out` records. Blob paths are
+    /// relative to `base` where they can be (the spec's folder).
+    pub fn from_tree(dir: &Path, header: HeaderFile, base: &Path) -> Result<(Model, LiftNotes), Error> {
+        let mut names = Vec::new();
+        walk(dir, "", &mut names)?;
+        names.sort();
+        let mut notes = LiftNotes::default();
+        let roles = roles(dir, &names, &mut notes);
+        let mut payload = Vec::with_capacity(names.len());
+        for name in names {
+            let path = dir.join(&name);
+            let blob = Blob::Path(relative_to(&path, base));
+            let content = match roles.iter().find(|(n, _)| *n == name) {
+                Some((_, role)) => match typed(&path, &name, *role) {
+                    Ok(content) => content,
+                    Err(why) => {
+                        notes.0.push(format!("{name}: kept as bytes: {why}"));
+                        Content::Data(blob.clone())
+                    }
+                },
+                None => Content::Data(blob.clone()),
+            };
+            let is_typed = !matches!(content, Content::Data(_));
+            payload.push(PayloadMember {
+                name,
+                content,
+                source: is_typed.then_some(blob),
+            });
+        }
+        Ok((
+            Model {
+                header: Some(header.header),
+                framing: header.framing,
+                source_hash: header.source_hash,
+                payload,
+            },
+            notes,
+        ))
+    }
+
+    /// The member named `name`.
+    pub fn member(&self, name: &str) -> Option<&PayloadMember> {
+        self.payload.iter().find(|m| m.name == name)
+    }
+
+    /// The member named `name`, to edit.
+    pub fn member_mut(&mut self, name: &str) -> Option<&mut PayloadMember> {
+        self.payload.iter_mut().find(|m| m.name == name)
+    }
+
+    /// The def.json named `name`, to edit.
+    pub fn def_json_mut(&mut self, name: &str) -> Option<&mut DefJson> {
+        match &mut self.member_mut(name)?.content {
+            Content::DefJson(def) => Some(def),
+            _ => None,
+        }
+    }
+
+    /// Renames the member `from` to `to`, and every reference to it that a
+    /// typed manifest holds (a def.json's engine keys, an engine's `instr`
+    /// and `act_info`, a KELF graph's definition, neff.json's `kelf`).
+    pub fn rename_member(&mut self, from: &str, to: &str) -> Result<(), Error> {
+        if self.member(to).is_some() {
+            return Err(spec_error(format!("cannot rename {from} to {to}: {to} exists")));
+        }
+        let Some(member) = self.member_mut(from) else {
+            return Err(spec_error(format!("cannot rename {from}: no such member")));
+        };
+        member.name = to.to_string();
+        let (from_dir, from_file) = split(from);
+        let (to_dir, to_file) = split(to);
+        let local = from_dir == to_dir;
+        let swap = |slot: &mut Option<String>, full: bool| {
+            let (old, new) = if full { (from, to) } else { (from_file, to_file) };
+            if slot.as_deref() == Some(old) {
+                *slot = Some(new.to_string());
+            }
+        };
+        for m in &mut self.payload {
+            let here = split(&m.name).0 == from_dir;
+            match &mut m.content {
+                Content::DefJson(def) if here && local => {
+                    for e in Engine::ALL {
+                        let mut slot = def.engine(e).map(str::to_string);
+                        swap(&mut slot, false);
+                        def.set_engine(e, slot);
+                    }
+                }
+                Content::Engine(eng) if here && local => {
+                    swap(&mut eng.instr, false);
+                    swap(&mut eng.act_info, false);
+                }
+                Content::Kelf(kelf) => {
+                    for g in &mut kelf.graphs {
+                        if g.definition == from {
+                            g.definition = to.to_string();
+                        }
+                    }
+                }
+                Content::NeffJson(graph) => {
+                    for node in &mut graph.nodes {
+                        if let Some(attrs) = node.attrs.as_mut() {
+                            swap(&mut attrs.kelf, true);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some(f) = self.framing.as_mut() {
+            for e in &mut f.tar.entries {
+                if e.name == from {
+                    e.name = to.to_string();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The header file this model packs with: its header fields, framing
+    /// (listing only the members it has) and source hash.
+    pub fn header_file(&self) -> HeaderFile {
+        let mut framing = self.framing.clone();
+        if let Some(f) = framing.as_mut() {
+            if f.tar.order == MemberOrder::Listed {
+                let has = |name: &str| match name.strip_suffix('/') {
+                    Some(dir) => self
+                        .payload
+                        .iter()
+                        .any(|m| m.name.starts_with(dir) && m.name[dir.len()..].starts_with('/')),
+                    None => self.member(name).is_some(),
+                };
+                f.tar.entries.retain(|e| has(&e.name));
+            }
+        }
+        HeaderFile {
+            header: self.header.clone().unwrap_or_default(),
+            framing,
+            not_reproduced: Vec::new(),
+            source_hash: self.source_hash,
+        }
+    }
+
+    /// A packager holding every member: bytes streamed from their files,
+    /// typed manifests as their source bytes while unedited, else encoded in
+    /// the source's style (or, with no source, as [`Manifest::to_vec_pretty`]
+    /// writes). Relative paths resolve against `base`.
+    pub fn packager(&self, base: &Path) -> Result<Packager, Error> {
+        let mut packager = Packager::new();
+        for (i, m) in self.payload.iter().enumerate() {
+            let key = format!("payload[{i}] ({})", m.name);
+            let source = match &m.content {
+                Content::Data(blob) => blob_source(base, &key, blob)?,
+                typed => {
+                    let value = typed
+                        .to_value()
+                        .unwrap_or(Ok(serde_json::Value::Null))
+                        .map_err(|e| spec_error(format!("{key}: cannot encode: {e}")))?;
+                    manifest_bytes(base, &key, m.source.as_ref(), &value)?
+                }
+            };
+            packager
+                .add(&m.name, source)
+                .map_err(|e| spec_error(format!("{key}: {e}")))?;
+        }
+        Ok(packager)
+    }
+
+    /// Writes the NEFF at `out` (atomically, checked by the loader's gates
+    /// as it is written), with `settings` over the recorded header.
+    pub fn write_to_path(
+        &self,
+        base: &Path,
+        out: &Path,
+        settings: &PackSettings,
+    ) -> Result<crate::PackOutcome, Error> {
+        let (packager, options) = self.prepare(base, settings)?;
+        packager.write_to_path(out, &options)
+    }
+
+    /// The packager and options [`Model::write_to_path`] uses.
+    pub fn prepare(
+        &self,
+        base: &Path,
+        settings: &PackSettings,
+    ) -> Result<(Packager, PackOptions), Error> {
+        let options = settings.options(self.header_file())?;
+        Ok((self.packager(base)?, options))
+    }
+
+    /// The model as a build spec (pretty JSON, final newline), blob paths
+    /// relative to the spec's folder.
+    pub fn to_spec_json(&self) -> Result<String, Error> {
+        let mut value = serde_json::to_value(self)
+            .map_err(|e| spec_error(format!("cannot encode the model: {e}")))?;
+        if let Some(header) = value.get_mut("header").and_then(|h| h.as_object_mut()) {
+            header.retain(|_, v| !v.is_null());
+        }
+        let text = serde_json::to_string_pretty(&value)
+            .map_err(|e| spec_error(format!("cannot encode the model: {e}")))?;
+        Ok(text + "\n")
+    }
+}
+
+fn spec_error(message: String) -> Error {
+    Error::new(ErrorKind::Spec, message)
+}
+
+/// `dir/name` → (`dir`, `name`); a top-level name has dir `""`.
+fn split(name: &str) -> (&str, &str) {
+    name.rsplit_once('/').unwrap_or(("", name))
+}
+
+/// `name` resolved in the folder of `member` (as the loader resolves
+/// manifest references: relative to the subgraph folder).
+fn beside(member: &str, name: &str) -> String {
+    match split(member).0 {
+        "" => name.to_string(),
+        dir => format!("{dir}/{name}"),
+    }
+}
+
+/// Every regular file below `dir`, as member names. Symlinks and special
+/// files are refused (an unpacked tree has none).
+fn walk(dir: &Path, prefix: &str, out: &mut Vec<String>) -> Result<(), Error> {
+    let entries = std::fs::read_dir(dir).map_err(|e| Error::io("cannot read", dir, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| Error::io("cannot read", dir, e))?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else {
+            return Err(spec_error(format!(
+                "{}: a file name that is not UTF-8",
+                entry.path().display()
+            )));
+        };
+        let member = format!("{prefix}{name}");
+        let kind = entry
+            .file_type()
+            .map_err(|e| Error::io("cannot read", &entry.path(), e))?;
+        if kind.is_dir() {
+            walk(&entry.path(), &format!("{member}/"), out)?;
+        } else if kind.is_file() {
+            out.push(member);
+        } else {
+            return Err(spec_error(format!(
+                "{}: not a regular file or folder",
+                entry.path().display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The typed role of each member a reference names, following neff.json →
+/// KELF → def.json → engine → act_info as the loader does.
+fn roles(dir: &Path, names: &[String], notes: &mut LiftNotes) -> Vec<(String, Role)> {
+    let has = |n: &str| names.iter().any(|m| m == n);
+    let mut roles: Vec<(String, Role)> = Vec::new();
+    let add = |roles: &mut Vec<(String, Role)>, name: String, role: Role| {
+        if has(&name) && !roles.iter().any(|(n, _)| *n == name) {
+            roles.push((name, role));
+        }
+    };
+    let read = |name: &str| -> Option<Vec<u8>> {
+        let path = dir.join(name);
+        let len = std::fs::metadata(&path).ok()?.len();
+        (len <= MAX_TYPED_MANIFEST).then(|| std::fs::read(&path).ok())?
+    };
+    let mut kelfs = Vec::new();
+    if has("neff.json") {
+        add(&mut roles, "neff.json".into(), Role::NeffJson);
+        match read("neff.json").map(|b| NeffJson::from_slice("neff.json", &b)) {
+            Some(Ok(graph)) => {
+                for node in &graph.nodes {
+                    if let Some(kelf) = node.attrs.as_ref().and_then(|a| a.kelf.clone()) {
+                        kelfs.push(kelf);
+                    }
+                }
+            }
+            Some(Err(e)) => notes.0.push(format!("neff.json: not followed: {e}")),
+            None => {}
+        }
+    }
+    if kelfs.is_empty() {
+        // neuronx-cc 2.21+ writes neff.json last; without one, the KELF
+        // descriptors at the top level.
+        kelfs.extend(
+            names
+                .iter()
+                .filter(|n| !n.contains('/') && n.starts_with("kelf") && n.ends_with(".json"))
+                .cloned(),
+        );
+    }
+    for kelf in kelfs {
+        add(&mut roles, kelf.clone(), Role::Kelf);
+        let Some(Ok(desc)) = read(&kelf).map(|b| KelfDescriptor::from_slice(&kelf, &b)) else {
+            continue;
+        };
+        for graph in desc.graphs {
+            let def_name = graph.definition;
+            add(&mut roles, def_name.clone(), Role::DefJson);
+            let Some(Ok(def)) = read(&def_name).map(|b| DefJson::from_slice(&def_name, &b)) else {
+                continue;
+            };
+            for engine in Engine::ALL {
+                let Some(eng_name) = def.engine(engine).map(|e| beside(&def_name, e)) else {
+                    continue;
+                };
+                add(&mut roles, eng_name.clone(), Role::Engine);
+                let parsed = read(&eng_name).map(|b| EngineJson::from_slice(&eng_name, &b));
+                if let Some(Ok(eng)) = parsed {
+                    if let Some(info) = &eng.act_info {
+                        add(&mut roles, beside(&def_name, info), Role::ActInfo);
+                    }
+                }
+            }
+        }
+    }
+    roles
+}
+
+/// Reads `path` as the typed manifest `role`, checking that the typed value
+/// holds every byte of meaning the file has (the same JSON value, no key
+/// repeated); the error says why it cannot be typed.
+fn typed(path: &Path, name: &str, role: Role) -> Result<Content, String> {
+    let len = std::fs::metadata(path).map_err(|e| e.to_string())?.len();
+    if len > MAX_TYPED_MANIFEST {
+        return Err(format!("{len} bytes is more than the typed model takes"));
+    }
+    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
+    if restyle::rewrite(&bytes, &value).as_deref() != Some(&bytes[..]) {
+        return Err("a key is repeated in an object (the runtime reads the first)".into());
+    }
+    let parse = |e: neff_schema::Error| e.to_string();
+    let content = match role {
+        Role::NeffJson => Content::NeffJson(Box::new(Manifest::from_slice(name, &bytes).map_err(parse)?)),
+        Role::Kelf => Content::Kelf(Box::new(Manifest::from_slice(name, &bytes).map_err(parse)?)),
+        Role::DefJson => Content::DefJson(Box::new(Manifest::from_slice(name, &bytes).map_err(parse)?)),
+        Role::Engine => Content::Engine(Box::new(Manifest::from_slice(name, &bytes).map_err(parse)?)),
+        Role::ActInfo => Content::ActInfo(Box::new(Manifest::from_slice(name, &bytes).map_err(parse)?)),
+    };
+    match content.to_value() {
+        Some(Ok(v)) if v == value => Ok(content),
+        _ => Err("the typed model does not hold it exactly (a null or a value of another type)".into()),
+    }
+}
+
+/// A member's bytes from a blob.
+fn blob_source(base: &Path, key: &str, blob: &Blob) -> Result<MemberSource, Error> {
+    Ok(match crate::build_spec::blob_data(base, key, blob.clone())? {
+        crate::Data::Path(path) => {
+            MemberSource::file(&path).map_err(|e| Error::io("cannot read", &path, e))?
+        }
+        crate::Data::Source(source) => source,
+    })
+}
+
+/// A typed manifest's bytes: its source's when they hold `value`, else
+/// `value` in the source's style, else in the producers' default style.
+fn manifest_bytes(
+    base: &Path,
+    key: &str,
+    source: Option<&Blob>,
+    value: &serde_json::Value,
+) -> Result<MemberSource, Error> {
+    let original = match source {
+        Some(blob) => match crate::build_spec::blob_data(base, key, blob.clone())? {
+            crate::Data::Path(path) => {
+                let len = std::fs::metadata(&path)
+                    .map_err(|e| Error::io("cannot read", &path, e))?
+                    .len();
+                if len > MAX_TYPED_MANIFEST {
+                    return Err(spec_error(format!(
+                        "{key}: source {} is {len} bytes, more than a manifest may be",
+                        path.display()
+                    )));
+                }
+                Some(std::fs::read(&path).map_err(|e| Error::io("cannot read", &path, e))?)
+            }
+            crate::Data::Source(MemberSource::Bytes(bytes)) => Some(bytes),
+            crate::Data::Source(_) => None,
+        },
+        None => None,
+    };
+    if let Some(original) = original {
+        if serde_json::from_slice::<serde_json::Value>(&original).ok().as_ref() == Some(value) {
+            return Ok(MemberSource::Bytes(original));
+        }
+        if let Some(bytes) = restyle::rewrite(&original, value) {
+            return Ok(MemberSource::Bytes(bytes));
+        }
+    }
+    neff_schema::manifest::to_vec_pretty(value)
+        .map(MemberSource::Bytes)
+        .map_err(|e| spec_error(format!("{key}: {e}")))
+}
+
+/// `path` relative to `base` when both resolve (`../tree/sg00/def.json`),
+/// else `path` made absolute.
+pub(crate) fn relative_to(path: &Path, base: &Path) -> PathBuf {
+    let (Ok(path), Ok(base)) = (std::path::absolute(path), std::path::absolute(base)) else {
+        return path.to_path_buf();
+    };
+    let path: Vec<Component> = path.components().collect();
+    let base: Vec<Component> = base.components().collect();
+    let common = path.iter().zip(&base).take_while(|(a, b)| a == b).count();
+    if common == 0 || base[common..].iter().any(|c| matches!(c, Component::ParentDir)) {
+        return path.iter().collect();
+    }
+    let mut out = PathBuf::new();
+    for _ in common..base.len() {
+        out.push("..");
+    }
+    out.extend(&path[common..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_paths() {
+        assert_eq!(
+            relative_to(Path::new("/a/b/tree/x.json"), Path::new("/a/b")),
+            PathBuf::from("tree/x.json")
+        );
+        assert_eq!(
+            relative_to(Path::new("/a/tree/x.json"), Path::new("/a/spec")),
+            PathBuf::from("../tree/x.json")
+        );
+    }
+
+    #[test]
+    fn beside_resolves_in_the_subgraph_folder() {
+        assert_eq!(beside("sg01/def.json", "PE.json"), "sg01/PE.json");
+        assert_eq!(beside("def.json", "PE.json"), "PE.json");
+    }
+}
