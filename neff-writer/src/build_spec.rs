@@ -13,11 +13,11 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use neff_schema::features;
+use neff_schema::header::Blob as HashBlob;
 use neff_schema::manifest::{
     Carveout, DmaBlock, DmaQueue, Dtype, Engine, Extra, Fp8Config, QueueType, UcodeFunction,
     UcodeLib,
 };
-use neff_schema::header::Blob as HashBlob;
 use neff_schema::{Framing, FramingPreset, PkgVersion, Target, Uuid};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
@@ -536,10 +536,10 @@ impl BuildSpec {
             ..PackSettings::default()
         };
         if let Some(pkg) = self.pkg_version {
-            settings.pkg_version = Some(
-                PkgVersion::from_value(pkg)
-                    .map_or_else(|| invalid("pkg_version", format!("{pkg} is not 1 or 2")), Ok)?,
-            );
+            settings.pkg_version = Some(PkgVersion::from_value(pkg).map_or_else(
+                || invalid("pkg_version", format!("{pkg} is not 1 or 2")),
+                Ok,
+            )?);
         }
         let mut framing = None;
         match self.framing {
@@ -579,10 +579,16 @@ impl BuildSpec {
         resolve: &mut dyn FnMut(&str, Blob) -> Result<Data, Error>,
     ) -> Result<NeffBuilder, Error> {
         if self.is_lifted() {
-            return invalid("payload", "a spec with a payload is built as a model (BuildSpec::into_model)");
+            return invalid(
+                "payload",
+                "a spec with a payload is built as a model (BuildSpec::into_model)",
+            );
         }
         if self.subgraphs.is_empty() {
-            return invalid("subgraphs", "missing: a spec needs subgraphs (or a payload)");
+            return invalid(
+                "subgraphs",
+                "missing: a spec needs subgraphs (or a payload)",
+            );
         }
         let mut blobs = Blobs { resolve };
         let mut b = NeffBuilder::new()

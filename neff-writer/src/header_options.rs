@@ -219,8 +219,7 @@ impl HeaderFile {
         };
         let source_hash = match object.remove(SOURCE_HASH_KEY) {
             Some(v) => Some(
-                serde_json::from_value(v)
-                    .map_err(|e| format!("key \"{SOURCE_HASH_KEY}\": {e}"))?,
+                serde_json::from_value(v).map_err(|e| format!("key \"{SOURCE_HASH_KEY}\": {e}"))?,
             ),
             None => None,
         };

@@ -134,7 +134,11 @@ impl Model {
     /// file below `dir` is a member, typed when a reference names it as a
     /// manifest. `header` is what `--header-out` records. Blob paths are
     /// relative to `base` where they can be (the spec's folder).
-    pub fn from_tree(dir: &Path, header: HeaderFile, base: &Path) -> Result<(Model, LiftNotes), Error> {
+    pub fn from_tree(
+        dir: &Path,
+        header: HeaderFile,
+        base: &Path,
+    ) -> Result<(Model, LiftNotes), Error> {
         let mut names = Vec::new();
         walk(dir, "", &mut names)?;
         names.sort();
@@ -195,7 +199,9 @@ impl Model {
     /// and `act_info`, a KELF graph's definition, neff.json's `kelf`).
     pub fn rename_member(&mut self, from: &str, to: &str) -> Result<(), Error> {
         if self.member(to).is_some() {
-            return Err(spec_error(format!("cannot rename {from} to {to}: {to} exists")));
+            return Err(spec_error(format!(
+                "cannot rename {from} to {to}: {to} exists"
+            )));
         }
         let Some(member) = self.member_mut(from) else {
             return Err(spec_error(format!("cannot rename {from}: no such member")));
@@ -205,7 +211,11 @@ impl Model {
         let (to_dir, to_file) = split(to);
         let local = from_dir == to_dir;
         let swap = |slot: &mut Option<String>, full: bool| {
-            let (old, new) = if full { (from, to) } else { (from_file, to_file) };
+            let (old, new) = if full {
+                (from, to)
+            } else {
+                (from_file, to_file)
+            };
             if slot.as_deref() == Some(old) {
                 *slot = Some(new.to_string());
             }
@@ -468,26 +478,38 @@ fn typed(path: &Path, name: &str, role: Role) -> Result<Content, String> {
     }
     let parse = |e: neff_schema::Error| e.to_string();
     let content = match role {
-        Role::NeffJson => Content::NeffJson(Box::new(Manifest::from_slice(name, &bytes).map_err(parse)?)),
+        Role::NeffJson => {
+            Content::NeffJson(Box::new(Manifest::from_slice(name, &bytes).map_err(parse)?))
+        }
         Role::Kelf => Content::Kelf(Box::new(Manifest::from_slice(name, &bytes).map_err(parse)?)),
-        Role::DefJson => Content::DefJson(Box::new(Manifest::from_slice(name, &bytes).map_err(parse)?)),
-        Role::Engine => Content::Engine(Box::new(Manifest::from_slice(name, &bytes).map_err(parse)?)),
-        Role::ActInfo => Content::ActInfo(Box::new(Manifest::from_slice(name, &bytes).map_err(parse)?)),
+        Role::DefJson => {
+            Content::DefJson(Box::new(Manifest::from_slice(name, &bytes).map_err(parse)?))
+        }
+        Role::Engine => {
+            Content::Engine(Box::new(Manifest::from_slice(name, &bytes).map_err(parse)?))
+        }
+        Role::ActInfo => {
+            Content::ActInfo(Box::new(Manifest::from_slice(name, &bytes).map_err(parse)?))
+        }
     };
     match content.to_value() {
         Some(Ok(v)) if v == value => Ok(content),
-        _ => Err("the typed model does not hold it exactly (a null or a value of another type)".into()),
+        _ => Err(
+            "the typed model does not hold it exactly (a null or a value of another type)".into(),
+        ),
     }
 }
 
 /// A member's bytes from a blob.
 fn blob_source(base: &Path, key: &str, blob: &Blob) -> Result<MemberSource, Error> {
-    Ok(match crate::build_spec::blob_data(base, key, blob.clone())? {
-        crate::Data::Path(path) => {
-            MemberSource::file(&path).map_err(|e| Error::io("cannot read", &path, e))?
-        }
-        crate::Data::Source(source) => source,
-    })
+    Ok(
+        match crate::build_spec::blob_data(base, key, blob.clone())? {
+            crate::Data::Path(path) => {
+                MemberSource::file(&path).map_err(|e| Error::io("cannot read", &path, e))?
+            }
+            crate::Data::Source(source) => source,
+        },
+    )
 }
 
 /// A typed manifest's bytes: its source's when they hold `value`, else
@@ -518,7 +540,11 @@ fn manifest_bytes(
         None => None,
     };
     if let Some(original) = original {
-        if serde_json::from_slice::<serde_json::Value>(&original).ok().as_ref() == Some(value) {
+        if serde_json::from_slice::<serde_json::Value>(&original)
+            .ok()
+            .as_ref()
+            == Some(value)
+        {
             return Ok(MemberSource::Bytes(original));
         }
         if let Some(bytes) = restyle::rewrite(&original, value) {
@@ -539,7 +565,11 @@ pub(crate) fn relative_to(path: &Path, base: &Path) -> PathBuf {
     let path: Vec<Component> = path.components().collect();
     let base: Vec<Component> = base.components().collect();
     let common = path.iter().zip(&base).take_while(|(a, b)| a == b).count();
-    if common == 0 || base[common..].iter().any(|c| matches!(c, Component::ParentDir)) {
+    if common == 0
+        || base[common..]
+            .iter()
+            .any(|c| matches!(c, Component::ParentDir))
+    {
         return path.iter().collect();
     }
     let mut out = PathBuf::new();

@@ -142,9 +142,7 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
 /// encoded as their sources' bytes or style), the recorded header and framing.
 fn run_lifted(spec: BuildSpec, args: &BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
     let spec_name = args.spec.display().to_string();
-    let (mut model, mut settings) = spec
-        .into_model()
-        .map_err(|e| format!("{spec_name}: {e}"))?;
+    let (mut model, mut settings) = spec.into_model().map_err(|e| format!("{spec_name}: {e}"))?;
     if let Some(path) = &args.header {
         let file = neff::writer::HeaderFile::from_path(path)?;
         model
@@ -156,7 +154,10 @@ fn run_lifted(spec: BuildSpec, args: &BuildArgs) -> Result<u8, Box<dyn std::erro
         }
     }
     settings.allow_invalid |= args.allow_invalid;
-    settings.pkg_version = args.pkg_version.map(PkgArg::version).or(settings.pkg_version);
+    settings.pkg_version = args
+        .pkg_version
+        .map(PkgArg::version)
+        .or(settings.pkg_version);
     settings.uuid = args.uuid.clone().or(settings.uuid);
     settings.level = args.level.or(settings.level);
     settings.framing = args.framing.framing.or(settings.framing);

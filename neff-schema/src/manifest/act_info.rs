@@ -32,7 +32,7 @@ pub struct ActFuncSet {
     pub name: String,
     /// The functions the set holds, each with the compiler's number for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub act: Option<BTreeMap<String, serde_json::Value>>,
+    pub act: Option<BTreeMap<String, u64>>,
     /// The bucket table member (`<set>_bkt.bin`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bkt_bin: Option<String>,

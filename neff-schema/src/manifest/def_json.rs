@@ -78,7 +78,58 @@ pub struct DefJson {
     /// Producer feature names (not read by the loader; the header mask is authoritative).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub neff_features: Option<Vec<String>>,
-    /// Every other key (`debug_info`, `git_version`, `runtime_event_count`, …), kept as it is.
+    /// The PE instruction member as the compilers also name it here (`pe.json` names it too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pe_instr: Option<String>,
+    /// The PE debug listing members (read as references).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pe_dbg: Option<Vec<String>>,
+    /// The PE assembly listing members (read as references).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pe_asm_dbg: Option<Vec<String>>,
+    /// The ACT instruction member as the compilers also name it here (`act.json` names it too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub act_instr: Option<String>,
+    /// The ACT debug listing members (read as references).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub act_dbg: Option<Vec<String>>,
+    /// The ACT assembly listing members (read as references).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub act_asm_dbg: Option<Vec<String>>,
+    /// The POOL instruction member as the compilers also name it here (`pool.json` names it too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool_instr: Option<String>,
+    /// The POOL debug listing members (read as references).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool_dbg: Option<Vec<String>>,
+    /// The POOL assembly listing members (read as references).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool_asm_dbg: Option<Vec<String>>,
+    /// The DVE instruction member as the compilers also name it here (`dve.json` names it too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dve_instr: Option<String>,
+    /// The DVE debug listing members (read as references).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dve_dbg: Option<Vec<String>>,
+    /// The DVE assembly listing members (read as references).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dve_asm_dbg: Option<Vec<String>>,
+    /// The SP instruction member as the compilers also name it here (`sp.json` names it too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sp_instr: Option<String>,
+    /// The SP debug listing members (read as references).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sp_dbg: Option<Vec<String>>,
+    /// The SP assembly listing members (read as references).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sp_asm_dbg: Option<Vec<String>>,
+    /// The DMA debug listing members (read as references).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dma_dbg: Option<Vec<String>>,
+    /// Debug references: `wavegraph` names a member beside def.json.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub debug_info: Option<DebugInfo>,
+    /// Every other key (`git_version`, `runtime_event_count`, …), kept as it is.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -515,6 +566,17 @@ impl DmaQueue {
     }
 }
 
+/// def.json `debug_info`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DebugInfo {
+    /// The wavegraph member (neuron-cc 1.x: `wavegraph-bin.json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wavegraph: Option<String>,
+    /// Every other key, kept as it is.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
 /// `cc_streams`: the collective streams (neuronx-cc 2.18+).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CcStreams {
@@ -549,7 +611,7 @@ pub struct DynamicDma {
     pub extra: Extra,
 }
 
-extra_keys!(CcStreams, DynamicDma);
+extra_keys!(CcStreams, DynamicDma, DebugInfo);
 
 /// The only carveout type: `"evtaccel"` (KBIN_SB_CARVEOUT_TYPE_EVTACCEL).
 pub const EVTACCEL: &str = "evtaccel";

@@ -44,13 +44,17 @@ use crate::error::{Error, ErrorKind};
 
 pub use act_info::{ActFuncSet, ActInfo};
 pub use def_json::{
-    Carveout, CcStreams, DefJson, DmaQueue, DynamicDma, Fp8Config, QueueType, Var, VarType,
+    Carveout, CcStreams, DebugInfo, DefJson, DmaQueue, DynamicDma, Fp8Config, QueueType, Var,
+    VarType,
 };
 pub use dma::{DmaBlock, DmaDesc};
 pub use dtype::Dtype;
 pub use engine::{DveTable, DveTables, Engine, EngineJson};
 pub use kelf::{GraphRef, KelfDescriptor};
-pub use neff_json::{GraphAttrs, NeffJson, Node, NodeAttrs, NodeEntry, TaggedList};
+pub use neff_json::{
+    GraphAttrs, Metadata, NeffJson, Node, NodeAttrs, NodeEntry, Signature, SignatureTensor,
+    TaggedList,
+};
 pub use ucode::{UcodeFunction, UcodeLib, UcodeLibJson};
 
 /// The keys of a JSON object that a typed manifest does not model, kept as

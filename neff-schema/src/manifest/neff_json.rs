@@ -22,6 +22,10 @@ pub struct NeffJson {
     pub node_row_ptr: Vec<u64>,
     /// Per-entry tensor attributes.
     pub attrs: GraphAttrs,
+    /// The framework's signature (neuronx-cc): tensor names with their id,
+    /// dtype and shape. Shown by `inspect`; not read by the runtime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Metadata>,
     /// Every other key, kept as it is.
     #[serde(flatten)]
     pub extra: Extra,
@@ -108,7 +112,57 @@ pub struct GraphAttrs {
     pub extra: Extra,
 }
 
-extra_keys!(NeffJson, Node, NodeAttrs, GraphAttrs);
+extra_keys!(
+    NeffJson,
+    Node,
+    NodeAttrs,
+    GraphAttrs,
+    Metadata,
+    Signature,
+    SignatureTensor
+);
+
+/// neff.json `metadata`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Metadata {
+    /// Signatures by name (real output: `default`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signatures: Option<std::collections::BTreeMap<String, Signature>>,
+    /// Every other key, kept as it is.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// One signature: the model's inputs and outputs by framework name.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Signature {
+    /// The inputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<std::collections::BTreeMap<String, SignatureTensor>>,
+    /// The outputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outputs: Option<std::collections::BTreeMap<String, SignatureTensor>>,
+    /// Every other key, kept as it is.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// One tensor of a signature.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SignatureTensor {
+    /// The element type (`"float32"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dtype: Option<String>,
+    /// The tensor's position among the signature's tensors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<u64>,
+    /// The shape.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<Vec<u64>>,
+    /// Every other key, kept as it is.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
 
 /// A tensor as `neff.json` declares it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -184,6 +238,7 @@ impl NeffJson {
                 storage_id: Some(TaggedList("list_int".into(), (0..k + m).collect())),
                 extra: Extra::new(),
             },
+            metadata: None,
             extra: Extra::new(),
         }
     }

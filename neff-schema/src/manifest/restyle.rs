@@ -86,7 +86,10 @@ impl Style {
                 let gap = &text[node.span.start + 1..first.span.start];
                 if let Some(nl) = gap.find('\n') {
                     let line = &gap[nl + 1..];
-                    let ws: String = line.chars().take_while(|c| *c == ' ' || *c == '\t').collect();
+                    let ws: String = line
+                        .chars()
+                        .take_while(|c| *c == ' ' || *c == '\t')
+                        .collect();
                     // At depth 0 the gap holds exactly one indentation level.
                     if node.span.start == root.span.start && !ws.is_empty() {
                         style.indent = Some(ws);
@@ -170,7 +173,15 @@ fn emit(
                 let mut cursor = node.span.start;
                 for (key, child) in members {
                     out.push_str(&text[cursor..child.span.start]);
-                    emit(text, child, &old_map[key], &new_map[key], depth + 1, style, out);
+                    emit(
+                        text,
+                        child,
+                        &old_map[key],
+                        &new_map[key],
+                        depth + 1,
+                        style,
+                        out,
+                    );
                     cursor = child.span.end;
                 }
                 out.push_str(&text[cursor..node.span.end]);
@@ -392,7 +403,8 @@ mod tests {
 
     #[test]
     fn a_changed_value_changes_only_its_text() {
-        let src = "{\n    \"b\": 1.50,\n    \"a\": {\n        \"x\": 1e3,\n        \"y\": 2\n    }\n}";
+        let src =
+            "{\n    \"b\": 1.50,\n    \"a\": {\n        \"x\": 1e3,\n        \"y\": 2\n    }\n}";
         let out = edit(src, |v| v["a"]["y"] = 7.into());
         assert_eq!(out, src.replace("\"y\": 2", "\"y\": 7"));
     }

@@ -1,0 +1,522 @@
+//! Lift (`neff unpack --spec`) and build back (`neff build`), on every real
+//! compiler NEFF in `../shared/real-neffs/` (ignored where the folder is
+//! missing): byte-identical rebuilds, every runtime-read key typed, and a
+//! typed edit that loads and differs from the original by that edit only.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use neff::schema::manifest::{ActInfo, DefJson, EngineJson, KelfDescriptor, NeffJson};
+use neff::writer::lift::{Content, Model};
+use serde_json::Value;
+
+fn real_neffs() -> Vec<PathBuf> {
+    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/real-neffs"));
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("../shared/real-neffs")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "neff"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty());
+    files
+}
+
+fn neff(args: &[&std::ffi::OsStr]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_neff"))
+        .args(args)
+        .output()
+        .expect("run neff")
+}
+
+/// `neff unpack FILE -o DIR --spec SPEC` in `tmp`; the unpack report.
+fn lift(file: &Path, tmp: &Path) -> (PathBuf, PathBuf, Value) {
+    let (dir, spec) = (tmp.join("tree"), tmp.join("spec.json"));
+    let out = neff(&[
+        "unpack".as_ref(),
+        file.as_os_str(),
+        "-o".as_ref(),
+        dir.as_os_str(),
+        "--spec".as_ref(),
+        spec.as_os_str(),
+        "--json".as_ref(),
+    ]);
+    assert!(out.status.success(), "{}: {out:?}", file.display());
+    (dir, spec, serde_json::from_slice(&out.stdout).unwrap())
+}
+
+fn build(spec: &Path, out: &Path, extra: &[&str]) -> Output {
+    let mut args: Vec<&std::ffi::OsStr> = vec![
+        "build".as_ref(),
+        spec.as_os_str(),
+        "-o".as_ref(),
+        out.as_os_str(),
+        "--json".as_ref(),
+        "--no-fsync".as_ref(),
+    ];
+    args.extend(extra.iter().map(|a| std::ffi::OsStr::new(a)));
+    neff(&args)
+}
+
+fn uuid_of(report: &Output) -> String {
+    let v: Value = serde_json::from_slice(&report.stdout).unwrap();
+    v["header"]["uuid"].as_str().unwrap().to_string()
+}
+
+fn original_uuid(file: &Path) -> String {
+    let bytes = std::fs::read(file).unwrap();
+    let raw: [u8; 1024] = bytes[..1024].try_into().unwrap();
+    neff::schema::NeffHeader::from_bytes(raw)
+        .fields()
+        .uuid
+        .to_string()
+}
+
+#[test]
+#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+fn every_real_neff_lifts_and_builds_back_byte_for_byte() {
+    for file in real_neffs() {
+        let name = file.display().to_string();
+        let tmp = tempfile::tempdir().unwrap();
+        let (_, spec, report) = lift(&file, tmp.path());
+        assert_eq!(report["byte_identical_repack"], true, "{name}: {report:#}");
+        assert_eq!(report["lift_notes"], serde_json::json!([]), "{name}");
+        // neff.json or the KELF, a def.json and five engines at least.
+        assert!(
+            report["typed_members"].as_u64().unwrap() >= 7,
+            "{name}: {report:#}"
+        );
+        let out = tmp.path().join("rebuilt.neff");
+        let built = build(&spec, &out, &[]);
+        assert!(built.status.success(), "{name}: {built:?}");
+        assert!(
+            std::fs::read(&out).unwrap() == std::fs::read(&file).unwrap(),
+            "{name}: the rebuilt NEFF differs"
+        );
+        assert_eq!(uuid_of(&built), original_uuid(&file), "{name}");
+    }
+}
+
+/// The key paths the runtime reads (or `neff inspect` shows), per typed
+/// manifest; map keys are `*`, array items `[]`. Taken from the loader's
+/// section readers (`neff-loader/src/manifests.rs`, `sections/`).
+const RUNTIME_READ: &[(&str, &[&str])] = &[
+    (
+        "neff-json",
+        &[
+            "nodes",
+            "nodes[].op",
+            "nodes[].name",
+            "nodes[].inputs",
+            "nodes[].attrs",
+            "nodes[].attrs.func_name",
+            "nodes[].attrs.kelf",
+            "nodes[].attrs.num_inputs",
+            "nodes[].attrs.num_outputs",
+            "nodes[].output",
+            "nodes[].output_names",
+            "arg_nodes",
+            "heads",
+            "node_row_ptr",
+            "attrs",
+            "attrs.dltype",
+            "attrs.shape",
+            "metadata",
+            "metadata.signatures",
+            "metadata.signatures.*",
+            "metadata.signatures.*.inputs",
+            "metadata.signatures.*.outputs",
+            "metadata.signatures.*.inputs.*.dtype",
+            "metadata.signatures.*.inputs.*.id",
+            "metadata.signatures.*.inputs.*.shape",
+            "metadata.signatures.*.outputs.*.dtype",
+            "metadata.signatures.*.outputs.*.id",
+            "metadata.signatures.*.outputs.*.shape",
+        ],
+    ),
+    (
+        "kelf",
+        &[
+            "graphs",
+            "graphs[].definition",
+            "graphs[].name",
+            "target",
+            "version",
+        ],
+    ),
+    (
+        "def-json",
+        &[
+            "var",
+            "var.*.type",
+            "var.*.var_id",
+            "var.*.size",
+            "var.*.dtype",
+            "var.*.shape",
+            "var.*.internal_shape",
+            "var.*.alignment",
+            "var.*.backing_variable_off",
+            "var.*.referenced_var_id",
+            "var.*.list",
+            "var.*.file_name",
+            "var.*.fabric_path",
+            "dma_queue",
+            "dma_queue.*.owner",
+            "dma_queue.*.type",
+            "dma_queue.*.semaphore",
+            "dma_queue.*.semaphore_set",
+            "dma_queue.*.num_queues",
+            "dma_queue.*.indirect_memcpy",
+            "dma_queue.*.dynamic_dma",
+            "dma_queue.*.dynamic_dma.SB_scratch_partition_offset",
+            "dma_queue.*.dynamic_dma.SB_scratch_partition_size",
+            "dma_queue.*.fabric_path",
+            "dma_queue.*.pinned",
+            "replica_groups",
+            "src_target_pairs",
+            "ucode_lib",
+            "runtime_statebuffer_reservation",
+            "num_streams",
+            "cc_streams",
+            "cc_streams.num_streams",
+            "dma",
+            "fp8_conversion_config",
+            "pe",
+            "act",
+            "pool",
+            "dve",
+            "sp",
+            "ext_isa_ucode_lib_def",
+            "name",
+            "debug_info",
+            "debug_info.wavegraph",
+            "pe_dbg",
+            "act_dbg",
+            "pool_dbg",
+            "dve_dbg",
+            "sp_dbg",
+            "pe_asm_dbg",
+            "act_asm_dbg",
+            "pool_asm_dbg",
+            "dve_asm_dbg",
+            "sp_asm_dbg",
+            "dma_dbg",
+        ],
+    ),
+    (
+        "engine",
+        &[
+            "instr",
+            "name",
+            "dma",
+            "dma[].queue",
+            "dma[].id",
+            "dma[].semaphore",
+            "dma[].desc",
+            "dma[].desc[].op",
+            "dma[].desc[].from",
+            "dma[].desc[].to",
+            "dma[].desc[].from_sizes",
+            "dma[].desc[].from_steps",
+            "dma[].desc[].to_sizes",
+            "dma[].desc[].to_steps",
+            "dma[].desc[]._dtype",
+            "dma[].desc[].from_off",
+            "dma[].desc[].to_off",
+            "dma[].desc[].from_dtype",
+            "dma[].desc[].to_dtype",
+            "dma[].desc[].num_tiling_dimensions",
+            "dma[].desc[].transpose_op",
+            "dma[].desc[].transpose_shape",
+            "dma[].desc[].transpose_element_size",
+            "act_info",
+            "act_semaphore",
+            "activation_function_sets",
+            "dve_tables",
+            "dve_tables[].control_table",
+            "dve_tables[].control_fast_table",
+            "dve_tables[].control_slow_table",
+            "dve_tables[].datapath_table",
+            "dve_tables[].opcode_table",
+        ],
+    ),
+    (
+        "act-info",
+        &[
+            "act_func_sets",
+            "act_func_sets[].name",
+            "act_func_sets[].bkt_bin",
+            "act_func_sets[].ctrl_bin",
+            "act_func_sets[].profile_json",
+            "pwp_file_keys",
+        ],
+    ),
+];
+
+/// The schemas a JSON value may match at one place: `$ref`s resolved,
+/// `anyOf`/`oneOf`/`allOf` alternatives flattened.
+fn alternatives<'a>(schema: &'a Value, defs: &'a Value, out: &mut Vec<&'a Value>) {
+    if let Some(name) = schema.get("$ref").and_then(Value::as_str) {
+        let name = name.rsplit('/').next().unwrap();
+        alternatives(&defs[name], defs, out);
+    }
+    for key in ["anyOf", "oneOf", "allOf"] {
+        for alt in schema
+            .get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            alternatives(alt, defs, out);
+        }
+    }
+    out.push(schema);
+}
+
+/// Records in `paths` every key path of `doc`, and in `untyped` those the
+/// schema does not declare (they land in an `extra` map).
+fn walk(
+    doc: &Value,
+    schema: &Value,
+    defs: &Value,
+    at: &str,
+    paths: &mut BTreeSet<String>,
+    untyped: &mut BTreeSet<String>,
+) {
+    let mut alts = Vec::new();
+    alternatives(schema, defs, &mut alts);
+    let join = |key: &str| match at {
+        "" => key.to_string(),
+        _ => format!("{at}.{key}"),
+    };
+    match doc {
+        Value::Object(map) => {
+            for (key, value) in map {
+                let declared = alts.iter().find_map(|s| s.get("properties")?.get(key));
+                let map_of = alts
+                    .iter()
+                    .find_map(|s| s.get("additionalProperties").filter(|a| a.is_object()));
+                let (path, sub) = match (declared, map_of) {
+                    (Some(sub), _) => (join(key), Some(sub)),
+                    (None, Some(sub)) => (join("*"), Some(sub)),
+                    (None, None) => (join(key), None),
+                };
+                paths.insert(path.clone());
+                match sub {
+                    Some(sub) => walk(value, sub, defs, &path, paths, untyped),
+                    None => {
+                        untyped.insert(path);
+                    }
+                }
+            }
+        }
+        Value::Array(items) => {
+            let item = alts
+                .iter()
+                .find_map(|s| s.get("items").filter(|i| i.is_object()));
+            if let Some(item) = item {
+                for value in items {
+                    walk(value, item, defs, &format!("{at}[]"), paths, untyped);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+fn every_runtime_read_key_of_real_output_is_typed() {
+    let schemas: Vec<(&str, Value)> = vec![
+        ("neff-json", schemars::schema_for!(NeffJson).to_value()),
+        ("kelf", schemars::schema_for!(KelfDescriptor).to_value()),
+        ("def-json", schemars::schema_for!(DefJson).to_value()),
+        ("engine", schemars::schema_for!(EngineJson).to_value()),
+        ("act-info", schemars::schema_for!(ActInfo).to_value()),
+    ];
+    let mut seen: BTreeSet<String> = BTreeSet::new();
+    let mut untyped: BTreeSet<String> = BTreeSet::new();
+    for file in real_neffs() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (_, spec, _) = lift(&file, tmp.path());
+        let spec: Value = serde_json::from_slice(&std::fs::read(&spec).unwrap()).unwrap();
+        for member in spec["payload"].as_array().unwrap() {
+            for (key, schema) in &schemas {
+                let tag = key.replace('-', "_");
+                let Some(doc) = member.get(&tag) else {
+                    continue;
+                };
+                let defs = &schema["$defs"];
+                let mut paths = BTreeSet::new();
+                let mut loose = BTreeSet::new();
+                walk(doc, schema, defs, "", &mut paths, &mut loose);
+                seen.extend(paths.into_iter().map(|p| format!("{key}:{p}")));
+                untyped.extend(loose.into_iter().map(|p| format!("{key}:{p}")));
+            }
+        }
+    }
+    let mut missing = Vec::new();
+    let mut read_seen = 0;
+    for (kind, keys) in RUNTIME_READ {
+        for key in *keys {
+            let path = format!("{kind}:{key}");
+            read_seen += usize::from(seen.contains(&path));
+            if untyped.contains(&path) {
+                missing.push(path);
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "runtime-read keys in extra: {missing:?}"
+    );
+    assert!(read_seen >= 90, "only {read_seen} runtime-read paths seen");
+    println!(
+        "{} key paths in the typed manifests, {} untyped (kept in extra): {untyped:?}",
+        seen.len(),
+        untyped.len()
+    );
+}
+
+/// Lines of `a` and `b` that differ (same line count required).
+fn changed_lines(a: &[u8], b: &[u8]) -> usize {
+    let (a, b) = (String::from_utf8_lossy(a), String::from_utf8_lossy(b));
+    let (a, b): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
+    assert_eq!(
+        a.len(),
+        b.len(),
+        "line count changed:\n{}\n---\n{}",
+        a.join("\n"),
+        b.join("\n")
+    );
+    a.iter().zip(&b).filter(|(x, y)| x != y).count()
+}
+
+#[test]
+#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+fn a_typed_edit_loads_and_differs_by_that_edit_only() {
+    for file in real_neffs() {
+        let name = file.display().to_string();
+        let tmp = tempfile::tempdir().unwrap();
+        let (tree, spec_path, _) = lift(&file, tmp.path());
+        let mut spec: Value = serde_json::from_slice(&std::fs::read(&spec_path).unwrap()).unwrap();
+        // Edit the label of the first subgraph's PE manifest, in the spec.
+        let def = spec["payload"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"].as_str().unwrap().ends_with("def.json"))
+            .unwrap()
+            .clone();
+        let def_name = def["name"].as_str().unwrap();
+        let dir = def_name.rsplit_once('/').map_or("", |(d, _)| d);
+        let pe = def["def_json"]["pe"].as_str().unwrap();
+        let pe_member = format!("{dir}/{pe}");
+        let entry = spec["payload"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .find(|m| m["name"] == pe_member.as_str())
+            .unwrap();
+        entry["engine"]["name"] = "edited_by_neff".into();
+        std::fs::write(&spec_path, serde_json::to_vec_pretty(&spec).unwrap()).unwrap();
+
+        let out = tmp.path().join("edited.neff");
+        let built = build(&spec_path, &out, &[]);
+        assert!(built.status.success(), "{name}: {built:?}");
+        // A new UUID: the payload is no longer the one the UUID was recorded for.
+        assert_ne!(uuid_of(&built), original_uuid(&file), "{name}");
+        let verify = neff(&["verify".as_ref(), out.as_os_str(), "-q".as_ref()]);
+        assert!(verify.status.success(), "{name}: {verify:?}");
+
+        // The diff is that edit: one member, one key (and the payload fields).
+        let diff = neff(&[
+            "diff".as_ref(),
+            file.as_os_str(),
+            out.as_os_str(),
+            "--json".as_ref(),
+        ]);
+        let diff: Value = serde_json::from_slice(&diff.stdout).unwrap();
+        let changed: Vec<&str> = diff["members"]["changed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(changed, [pe_member.as_str()], "{name}: {diff:#}");
+        assert!(
+            diff["members"]["added"].as_array().unwrap().is_empty(),
+            "{name}"
+        );
+        assert!(
+            diff["members"]["removed"].as_array().unwrap().is_empty(),
+            "{name}"
+        );
+        let header: BTreeSet<&str> = diff["header"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["field"].as_str().unwrap())
+            .collect();
+        assert!(
+            header.is_subset(&BTreeSet::from(["data_size", "hash", "uuid"])),
+            "{name}: {header:?}"
+        );
+        let text = diff["manifests"].to_string();
+        assert!(text.contains("edited_by_neff"), "{name}: {text}");
+
+        // The edited member is the original but for the edited line.
+        let original = std::fs::read(tree.join(&pe_member)).unwrap();
+        let edited = extract_member(&out, &pe_member, tmp.path());
+        assert_eq!(changed_lines(&original, &edited), 1, "{name}");
+
+        // --uuid keep pins the recorded UUID even after the edit.
+        let pinned = tmp.path().join("pinned.neff");
+        let built = build(&spec_path, &pinned, &["--uuid", "keep"]);
+        assert!(built.status.success(), "{name}: {built:?}");
+        assert_eq!(uuid_of(&built), original_uuid(&file), "{name}");
+    }
+}
+
+fn extract_member(neff_file: &Path, member: &str, _tmp: &Path) -> Vec<u8> {
+    let out = neff(&["cat".as_ref(), neff_file.as_os_str(), member.as_ref()]);
+    assert!(out.status.success(), "{out:?}");
+    out.stdout
+}
+
+#[test]
+#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+fn rust_api_renames_an_engine_member_and_def_json_follows() {
+    let file = real_neffs()
+        .into_iter()
+        .find(|f| f.to_string_lossy().contains("ncc2.23_nkipy_matmul_small"))
+        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let (tree, _, _) = lift(&file, tmp.path());
+    let recovered = neff::writer::recover_framing(&file).unwrap();
+    let (mut model, notes) = Model::from_tree(&tree, recovered.file, tmp.path()).unwrap();
+    assert!(notes.0.is_empty(), "{notes:?}");
+    model.rename_member("sg00/PE.json", "sg00/pe.json").unwrap();
+    let Some(Content::DefJson(def)) = model.member("sg00/def.json").map(|m| &m.content) else {
+        panic!("sg00/def.json is not typed");
+    };
+    assert_eq!(def.pe.as_deref(), Some("pe.json"));
+    let out = tmp.path().join("renamed.neff");
+    let settings = neff::writer::PackSettings {
+        no_fsync: true,
+        ..Default::default()
+    };
+    let outcome = model.write_to_path(tmp.path(), &out, &settings).unwrap();
+    assert!(outcome.report.accepted, "{:#?}", outcome.report);
+    assert_eq!(
+        outcome.notes.len(),
+        1,
+        "a new UUID is derived: {:?}",
+        outcome.notes
+    );
+    let def = extract_member(&out, "sg00/def.json", tmp.path());
+    let original = std::fs::read(tree.join("sg00/def.json")).unwrap();
+    assert_eq!(changed_lines(&original, &def), 1);
+    assert!(String::from_utf8_lossy(&def).contains("\"pe\": \"pe.json\""));
+}
