@@ -495,7 +495,7 @@ fn rust_api_renames_an_engine_member_and_def_json_follows() {
     let tmp = tempfile::tempdir().unwrap();
     let (tree, _, _) = lift(&file, tmp.path());
     let recovered = neff::writer::recover_framing(&file).unwrap();
-    let (mut model, notes) = Model::from_tree(&tree, recovered.file, tmp.path()).unwrap();
+    let (mut model, notes) = Model::from_tree(&tree, recovered.file, Some(tmp.path())).unwrap();
     assert!(notes.0.is_empty(), "{notes:?}");
     model.rename_member("sg00/PE.json", "sg00/pe.json").unwrap();
     let Some(Content::DefJson(def)) = model.member("sg00/def.json").map(|m| &m.content) else {

@@ -40,6 +40,7 @@ fn every_schema_matches_its_golden_file() {
         "kelf",
         "def-json",
         "engine",
+        "act-info",
         "ucode-lib",
         "pack-report",
         "unpack-report",

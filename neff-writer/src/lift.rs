@@ -133,11 +133,12 @@ impl Model {
     /// Lifts an unpacked tree (as `neff unpack` writes it): every regular
     /// file below `dir` is a member, typed when a reference names it as a
     /// manifest. `header` is what `--header-out` records. Blob paths are
-    /// relative to `base` where they can be (the spec's folder).
+    /// relative to `base` where they can be (the spec's folder), else (with
+    /// no `base`) absolute.
     pub fn from_tree(
         dir: &Path,
         header: HeaderFile,
-        base: &Path,
+        base: Option<&Path>,
     ) -> Result<(Model, LiftNotes), Error> {
         let mut names = Vec::new();
         walk(dir, "", &mut names)?;
@@ -147,7 +148,10 @@ impl Model {
         let mut payload = Vec::with_capacity(names.len());
         for name in names {
             let path = dir.join(&name);
-            let blob = Blob::Path(relative_to(&path, base));
+            let blob = Blob::Path(match base {
+                Some(base) => relative_to(&path, base),
+                None => std::path::absolute(&path).unwrap_or(path.clone()),
+            });
             let content = match roles.iter().find(|(n, _)| *n == name) {
                 Some((_, role)) => match typed(&path, &name, *role) {
                     Ok(content) => content,

@@ -10,7 +10,7 @@ package is its typed Python surface.
 
 from __future__ import annotations
 
-from neff._builder import BuildOutcome, Builder, Subgraph
+from neff._builder import BuildOutcome, Builder, Subgraph, lift
 from neff._errors import MemberNotFound, NeffError, NeffIOError, NeffValueError, Rejected
 from neff._native import RUNTIME_VERSION, __version__
 from neff._reader import (
@@ -24,5 +24,5 @@ __all__ = [
     "MemberNotFound", "NeffError", "NeffIOError", "NeffValueError", "Rejected",
     "DiffReport", "DmaQueue", "Engine", "Graph", "Header", "Member", "Memory", "MemoryFigures", "Neff",
     "PackOutcome", "Report", "Tensor", "UnpackSummary", "Weight",
-    "diff", "open", "pack", "unpack", "verify", "verify_many",
+    "diff", "lift", "open", "pack", "unpack", "verify", "verify_many",
 ]

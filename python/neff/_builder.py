@@ -453,6 +453,28 @@ class Builder:
         self._spec.doc.setdefault("raw_members", {})[name] = blob
         return self
 
+    @classmethod
+    def _lifted(cls, doc: Dict[str, Any]) -> Builder:
+        builder = cls()
+        builder._spec.doc = doc
+        return builder
+
+    def payload(self, name: str) -> Dict[str, Any]:
+        """A lifted model's member ``name`` (see :func:`neff.lift`), live: edit its
+        typed manifest (``def_json``, ``engine``, ``kelf``, ``neff_json``,
+        ``act_info``) or its ``data`` path in place, then :meth:`write`. An
+        unedited manifest is written with its original bytes; an edited one in
+        its original style, so only the edited values differ.
+
+        >>> b = neff.lift("model.neff", "tree")  # doctest: +SKIP
+        >>> b.payload("sg00/PE.json")["engine"]["name"] = "pe"  # doctest: +SKIP
+        """
+        for member in self._spec.doc.get("payload", ()):
+            if member.get("name") == name:
+                return member  # type: ignore[no-any-return]
+        raise _error("payload", f"no member {name!r} (a lifted model has a payload; "
+                                f"see neff.lift)")
+
     def spec(self) -> Dict[str, Any]:
         """The build spec so far (a copy); buffers appear as ``"\\0data:N"`` paths.
 
@@ -497,3 +519,17 @@ class Builder:
         """
         data = self._build(None, allow_invalid, threads)[1]
         return data if data is not None else b""
+
+
+def lift(source: Union[str, os.PathLike[str]], dir: Union[str, os.PathLike[str]]) -> Builder:
+    """Unpacks the NEFF at ``source`` into the new or empty folder ``dir`` and
+    returns a :class:`Builder` holding it as the typed model (the build spec
+    ``neff unpack --spec`` writes). Unedited, :meth:`Builder.write` writes the
+    same bytes; edit members with :meth:`Builder.payload`. A NEFF the gates
+    refuse raises :class:`neff.Rejected`.
+
+    >>> b = neff.lift("model.neff", "tree")  # doctest: +SKIP
+    >>> b.write("same.neff").header["uuid"]  # doctest: +SKIP
+    """
+    text = _native.lift(os.fspath(source), os.fspath(dir))
+    return Builder._lifted(json.loads(text))

@@ -15,7 +15,7 @@ use neff_writer::{Data, Error, ErrorKind, MemberSource, PackOutcome};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::errors::writer_error;
+use crate::errors::{loader_error, writer_error};
 use buffer::HeldBuffer;
 
 /// A blob path that names entry N of the data list as `"\0data:N"` (a NUL
@@ -25,6 +25,7 @@ const DATA_REF: &str = "\0data:";
 /// Adds the builder's functions to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(build, m)?)?;
+    m.add_function(wrap_pyfunction!(lift, m)?)?;
     m.add_function(wrap_pyfunction!(dtype_known, m)?)?;
     Ok(())
 }
@@ -50,6 +51,9 @@ fn build<'py>(
 ) -> PyResult<(String, Option<Bound<'py, PyBytes>>)> {
     let spec = BuildSpec::from_slice(Path::new("<spec>"), spec.as_bytes())
         .map_err(|e| writer_error(&e))?;
+    if spec.is_lifted() {
+        return build_lifted(py, spec, path, threads, paranoid_readback, fsync);
+    }
     let mut sources = Vec::with_capacity(data.len());
     for (obj, npy) in &data {
         sources.push(Some(buffer_data(obj, npy.as_ref())?));
@@ -71,6 +75,57 @@ fn build<'py>(
     });
     let (outcome, bytes) = written.map_err(|e| writer_error(&e))?;
     Ok((outcome_json(&outcome), bytes.map(|b| PyBytes::new(py, &b))))
+}
+
+/// A lifted spec (a `payload`): written as `neff build` writes one, blob
+/// paths as they are (the lift makes them absolute).
+fn build_lifted<'py>(
+    py: Python<'py>,
+    spec: BuildSpec,
+    path: Option<PathBuf>,
+    threads: Option<usize>,
+    paranoid_readback: bool,
+    fsync: bool,
+) -> PyResult<(String, Option<Bound<'py, PyBytes>>)> {
+    let (model, mut settings) = spec.into_model().map_err(|e| writer_error(&e))?;
+    settings.threads = threads;
+    settings.paranoid_readback = paranoid_readback;
+    settings.no_fsync = !fsync;
+    let (packager, options) = model
+        .prepare(Path::new(""), &settings)
+        .map_err(|e| writer_error(&e))?;
+    let written = py.detach(move || match path {
+        Some(path) => packager.write_to_path(path, &options).map(|o| (o, None)),
+        None => {
+            let mut out = Vec::new();
+            packager
+                .write_to(&mut out, &options)
+                .map(|o| (o, Some(out)))
+        }
+    });
+    let (outcome, bytes) = written.map_err(|e| writer_error(&e))?;
+    Ok((outcome_json(&outcome), bytes.map(|b| PyBytes::new(py, &b))))
+}
+
+/// Unpacks the NEFF at `path` into the new or empty folder `dir` and
+/// returns its typed model as a build spec (JSON; blob paths absolute).
+#[pyfunction]
+fn lift(py: Python<'_>, path: PathBuf, dir: PathBuf) -> PyResult<String> {
+    let lifted = py.detach(
+        move || -> Result<String, Result<neff_loader::Error, Error>> {
+            let profile = neff_loader::RuntimeProfile::default();
+            let limits = neff_loader::ExtractLimits::default();
+            neff_loader::extract(&path, &dir, &profile, false, &limits).map_err(Ok)?;
+            let recovered = neff_writer::recover_framing(&path).map_err(Err)?;
+            let (model, _notes) =
+                neff_writer::lift::Model::from_tree(&dir, recovered.file, None).map_err(Err)?;
+            model.to_spec_json().map_err(Err)
+        },
+    );
+    lifted.map_err(|e| match e {
+        Ok(e) => loader_error(&e),
+        Err(e) => writer_error(&e),
+    })
 }
 
 /// Whether `name` is a dtype the runtime knows (`float32`, `bfloat16`…).

@@ -1,7 +1,9 @@
 //! `neff schema`: the JSON Schemas of the build spec, the reports and the manifests.
 
 use clap::Args;
-use neff::schema::manifest::{DefJson, EngineJson, KelfDescriptor, NeffJson, UcodeLibJson};
+use neff::schema::manifest::{
+    ActInfo, DefJson, EngineJson, KelfDescriptor, NeffJson, UcodeLibJson,
+};
 use neff::writer::build_spec::BuildSpec;
 
 use super::{documents, print_json, EXIT_OK};
@@ -98,6 +100,11 @@ const SCHEMAS: &[Entry] = &[
         "engine",
         "sgNN/<eng>.json: one engine's program (spec §4.5)",
         || schemars::schema_for!(EngineJson),
+    ),
+    (
+        "act-info",
+        "sgNN/act_info.json: the activation table sets an ACT manifest names",
+        || schemars::schema_for!(ActInfo),
     ),
     (
         "ucode-lib",

@@ -122,7 +122,7 @@ pub fn run(args: UnpackArgs) -> Result<u8, Box<dyn std::error::Error>> {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
         };
-        let (model, notes) = Model::from_tree(&args.output, recovered.file.clone(), base)?;
+        let (model, notes) = Model::from_tree(&args.output, recovered.file.clone(), Some(base))?;
         let json = model.to_spec_json()?;
         neff::writer::write_atomic_with(path, json.as_bytes(), args.fsync.fsync())?;
         let typed = model
