@@ -584,12 +584,6 @@ impl BuildSpec {
                 "a spec with a payload is built as a model (BuildSpec::into_model)",
             );
         }
-        if self.subgraphs.is_empty() {
-            return invalid(
-                "subgraphs",
-                "missing: a spec needs subgraphs (or a payload)",
-            );
-        }
         let mut blobs = Blobs { resolve };
         let mut b = NeffBuilder::new()
             .unchecked(self.allow_invalid)
