@@ -55,7 +55,7 @@ fn build(spec: &Path, out: &Path, extra: &[&str]) -> Output {
         "--json".as_ref(),
         "--no-fsync".as_ref(),
     ];
-    args.extend(extra.iter().map(|a| std::ffi::OsStr::new(a)));
+    args.extend(extra.iter().map(std::ffi::OsStr::new));
     neff(&args)
 }
 
