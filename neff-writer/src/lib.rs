@@ -63,8 +63,8 @@ mod writeback;
 mod zlib_gzip;
 
 pub use atomic::{
-    abandon_temp_files, report_stale_temp_files, temp_beside, write_atomic, write_atomic_with,
-    TempFile,
+    abandon_temp_files, parent_dir, report_stale_temp_files, temp_beside, write_atomic,
+    write_atomic_with, TempFile,
 };
 pub use builder::{Build, Data, NeffBuilder};
 pub use clobber::OutputGuard;

@@ -17,8 +17,10 @@
 //! The serde form of a [`Model`] is the `payload` form of the build spec
 //! (`neff unpack --spec`, `neff build`).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
 
+use neff_loader::MANIFEST_MAX;
 use neff_schema::framing::MemberOrder;
 use neff_schema::header::Blob as HashBlob;
 use neff_schema::manifest::{
@@ -31,9 +33,6 @@ use crate::build_spec::Blob;
 use crate::error::{Error, ErrorKind};
 use crate::header_options::{HeaderFile, HeaderPatch};
 use crate::{MemberSource, PackOptions, PackSettings, Packager};
-
-/// Largest manifest lifted into the typed model; a larger one stays bytes.
-const MAX_TYPED_MANIFEST: u64 = 256 << 20;
 
 /// A NEFF's payload as the typed model, with the header and framing it was
 /// recorded with.
@@ -144,7 +143,7 @@ impl Model {
         walk(dir, "", &mut names)?;
         names.sort();
         let mut notes = LiftNotes::default();
-        let roles = roles(dir, &names, &mut notes);
+        let mut typed = typed_members(dir, &names.iter().map(String::as_str).collect());
         let mut payload = Vec::with_capacity(names.len());
         for name in names {
             let path = dir.join(&name);
@@ -152,14 +151,12 @@ impl Model {
                 Some(base) => relative_to(&path, base),
                 None => std::path::absolute(&path).unwrap_or(path.clone()),
             });
-            let content = match roles.iter().find(|(n, _)| *n == name) {
-                Some((_, role)) => match typed(&path, &name, *role) {
-                    Ok(content) => content,
-                    Err(why) => {
-                        notes.0.push(format!("{name}: kept as bytes: {why}"));
-                        Content::Data(blob.clone())
-                    }
-                },
+            let content = match typed.remove(&name) {
+                Some(Ok(content)) => content,
+                Some(Err(why)) => {
+                    notes.0.push(format!("{name}: kept as bytes: {why}"));
+                    Content::Data(blob.clone())
+                }
                 None => Content::Data(blob.clone()),
             };
             let is_typed = !matches!(content, Content::Data(_));
@@ -271,14 +268,14 @@ impl Model {
         let mut framing = self.framing.clone();
         if let Some(f) = framing.as_mut() {
             if f.tar.order == MemberOrder::Listed {
-                let has = |name: &str| match name.strip_suffix('/') {
-                    Some(dir) => self
-                        .payload
-                        .iter()
-                        .any(|m| m.name.starts_with(dir) && m.name[dir.len()..].starts_with('/')),
-                    None => self.member(name).is_some(),
-                };
-                f.tar.entries.retain(|e| has(&e.name));
+                // The members and every folder above one, as the framing names them.
+                let mut present: BTreeSet<String> = BTreeSet::new();
+                for m in &self.payload {
+                    present.insert(m.name.clone());
+                    let folders = m.name.match_indices('/').map(|(i, _)| &m.name[..=i]);
+                    present.extend(folders.map(str::to_string));
+                }
+                f.tar.entries.retain(|e| present.contains(&e.name));
             }
         }
         HeaderFile {
@@ -399,72 +396,62 @@ fn walk(dir: &Path, prefix: &str, out: &mut Vec<String>) -> Result<(), Error> {
     Ok(())
 }
 
-/// The typed role of each member a reference names, following neff.json →
-/// KELF → def.json → engine → act_info as the loader does.
-fn roles(dir: &Path, names: &[String], notes: &mut LiftNotes) -> Vec<(String, Role)> {
-    let has = |n: &str| names.iter().any(|m| m == n);
-    let mut roles: Vec<(String, Role)> = Vec::new();
-    let add = |roles: &mut Vec<(String, Role)>, name: String, role: Role| {
-        if has(&name) && !roles.iter().any(|(n, _)| *n == name) {
-            roles.push((name, role));
-        }
-    };
-    let read = |name: &str| -> Option<Vec<u8>> {
-        let path = dir.join(name);
-        let len = std::fs::metadata(&path).ok()?.len();
-        (len <= MAX_TYPED_MANIFEST).then(|| std::fs::read(&path).ok())?
-    };
-    let mut kelfs = Vec::new();
-    if has("neff.json") {
-        add(&mut roles, "neff.json".into(), Role::NeffJson);
-        match read("neff.json").map(|b| NeffJson::from_slice("neff.json", &b)) {
-            Some(Ok(graph)) => {
-                for node in &graph.nodes {
-                    if let Some(kelf) = node.attrs.as_ref().and_then(|a| a.kelf.clone()) {
-                        kelfs.push(kelf);
-                    }
-                }
-            }
-            Some(Err(e)) => notes.0.push(format!("neff.json: not followed: {e}")),
-            None => {}
-        }
-    }
-    if kelfs.is_empty() {
+/// Every typed member, found by following neff.json → KELF → def.json →
+/// engine → act_info as the loader does; each is read and parsed once, and
+/// the references are taken from its typed value. A manifest the model
+/// cannot hold exactly maps to the reason it stays bytes.
+fn typed_members(dir: &Path, names: &BTreeSet<&str>) -> BTreeMap<String, Result<Content, String>> {
+    let mut found: BTreeMap<String, Result<Content, String>> = BTreeMap::new();
+    let mut queue: Vec<(String, Role)> = Vec::new();
+    if names.contains("neff.json") {
+        queue.push(("neff.json".into(), Role::NeffJson));
+    } else {
         // neuronx-cc 2.21+ writes neff.json last; without one, the KELF
         // descriptors at the top level.
-        kelfs.extend(
-            names
-                .iter()
-                .filter(|n| !n.contains('/') && n.starts_with("kelf") && n.ends_with(".json"))
-                .cloned(),
-        );
+        let kelfs = names
+            .iter()
+            .filter(|n| !n.contains('/') && n.starts_with("kelf") && n.ends_with(".json"));
+        queue.extend(kelfs.map(|n| (n.to_string(), Role::Kelf)));
     }
-    for kelf in kelfs {
-        add(&mut roles, kelf.clone(), Role::Kelf);
-        let Some(Ok(desc)) = read(&kelf).map(|b| KelfDescriptor::from_slice(&kelf, &b)) else {
+    while let Some((name, role)) = queue.pop() {
+        if !names.contains(name.as_str()) || found.contains_key(&name) {
             continue;
-        };
-        for graph in desc.graphs {
-            let def_name = graph.definition;
-            add(&mut roles, def_name.clone(), Role::DefJson);
-            let Some(Ok(def)) = read(&def_name).map(|b| DefJson::from_slice(&def_name, &b)) else {
-                continue;
-            };
-            for engine in Engine::ALL {
-                let Some(eng_name) = def.engine(engine).map(|e| beside(&def_name, e)) else {
-                    continue;
-                };
-                add(&mut roles, eng_name.clone(), Role::Engine);
-                let parsed = read(&eng_name).map(|b| EngineJson::from_slice(&eng_name, &b));
-                if let Some(Ok(eng)) = parsed {
-                    if let Some(info) = &eng.act_info {
-                        add(&mut roles, beside(&def_name, info), Role::ActInfo);
-                    }
-                }
-            }
         }
+        let content = typed(&dir.join(&name), &name, role);
+        if let Ok(content) = &content {
+            queue.extend(references(&name, content));
+        }
+        found.insert(name, content);
     }
-    roles
+    found
+}
+
+/// The typed members `content` (the member `name`) names.
+fn references(name: &str, content: &Content) -> Vec<(String, Role)> {
+    match content {
+        Content::NeffJson(graph) => graph
+            .nodes
+            .iter()
+            .filter_map(|n| n.attrs.as_ref()?.kelf.clone())
+            .map(|kelf| (kelf, Role::Kelf))
+            .collect(),
+        Content::Kelf(desc) => desc
+            .graphs
+            .iter()
+            .map(|g| (g.definition.clone(), Role::DefJson))
+            .collect(),
+        Content::DefJson(def) => Engine::ALL
+            .into_iter()
+            .filter_map(|e| def.engine(e))
+            .map(|e| (beside(name, e), Role::Engine))
+            .collect(),
+        Content::Engine(eng) => eng
+            .act_info
+            .iter()
+            .map(|info| (beside(name, info), Role::ActInfo))
+            .collect(),
+        Content::ActInfo(_) | Content::Data(_) => Vec::new(),
+    }
 }
 
 /// Reads `path` as the typed manifest `role`, checking that the typed value
@@ -472,35 +459,33 @@ fn roles(dir: &Path, names: &[String], notes: &mut LiftNotes) -> Vec<(String, Ro
 /// repeated); the error says why it cannot be typed.
 fn typed(path: &Path, name: &str, role: Role) -> Result<Content, String> {
     let len = std::fs::metadata(path).map_err(|e| e.to_string())?.len();
-    if len > MAX_TYPED_MANIFEST {
-        return Err(format!("{len} bytes is more than the typed model takes"));
+    if len > MANIFEST_MAX {
+        return Err(format!(
+            "{len} bytes is more than the loader reads of a manifest ({MANIFEST_MAX})"
+        ));
     }
     let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
     let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
     if restyle::rewrite(&bytes, &value).as_deref() != Some(&bytes[..]) {
         return Err("a key is repeated in an object (the runtime reads the first)".into());
     }
-    let parse = |e: neff_schema::Error| e.to_string();
+    fn from<T: Manifest>(value: serde_json::Value) -> Result<Box<T>, String> {
+        serde_json::from_value(value)
+            .map(Box::new)
+            .map_err(|e| e.to_string())
+    }
     let content = match role {
-        Role::NeffJson => {
-            Content::NeffJson(Box::new(Manifest::from_slice(name, &bytes).map_err(parse)?))
-        }
-        Role::Kelf => Content::Kelf(Box::new(Manifest::from_slice(name, &bytes).map_err(parse)?)),
-        Role::DefJson => {
-            Content::DefJson(Box::new(Manifest::from_slice(name, &bytes).map_err(parse)?))
-        }
-        Role::Engine => {
-            Content::Engine(Box::new(Manifest::from_slice(name, &bytes).map_err(parse)?))
-        }
-        Role::ActInfo => {
-            Content::ActInfo(Box::new(Manifest::from_slice(name, &bytes).map_err(parse)?))
-        }
+        Role::NeffJson => Content::NeffJson(from(value.clone())?),
+        Role::Kelf => Content::Kelf(from(value.clone())?),
+        Role::DefJson => Content::DefJson(from(value.clone())?),
+        Role::Engine => Content::Engine(from(value.clone())?),
+        Role::ActInfo => Content::ActInfo(from(value.clone())?),
     };
     match content.to_value() {
         Some(Ok(v)) if v == value => Ok(content),
-        _ => Err(
-            "the typed model does not hold it exactly (a null or a value of another type)".into(),
-        ),
+        _ => Err(format!(
+            "the typed {name} does not hold it exactly (a null or a value of another type)"
+        )),
     }
 }
 
@@ -530,7 +515,7 @@ fn manifest_bytes(
                 let len = std::fs::metadata(&path)
                     .map_err(|e| Error::io("cannot read", &path, e))?
                     .len();
-                if len > MAX_TYPED_MANIFEST {
+                if len > MANIFEST_MAX {
                     return Err(spec_error(format!(
                         "{key}: source {} is {len} bytes, more than a manifest may be",
                         path.display()

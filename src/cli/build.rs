@@ -1,7 +1,7 @@
 //! `neff build`: a JSON build spec → a NEFF, manifests generated.
 
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Args;
 use neff::writer::build_spec::{parse_uuid, BuildSpec};
@@ -99,10 +99,7 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
     let mut side_inputs = vec![args.spec.as_path()];
     side_inputs.extend(args.header.as_deref());
     let out = Output::new(&args.output, args.json, args.quiet, &side_inputs)?;
-    let base = match args.spec.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
+    let base = neff::writer::parent_dir(&args.spec);
     let mut builder = spec
         .into_builder(base)
         .map_err(|e| format!("{}: {e}", args.spec.display()))?
@@ -170,10 +167,7 @@ fn run_lifted(spec: BuildSpec, args: &BuildArgs) -> Result<u8, Box<dyn std::erro
     let mut side_inputs = vec![args.spec.as_path()];
     side_inputs.extend(args.header.as_deref());
     let out = Output::new(&args.output, args.json, args.quiet, &side_inputs)?;
-    let base = match args.spec.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
+    let base = neff::writer::parent_dir(&args.spec);
     let (packager, mut options) = model
         .prepare(base, &settings)
         .map_err(|e| format!("{spec_name}: {e}"))?;

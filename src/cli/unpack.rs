@@ -118,10 +118,7 @@ pub fn run(args: UnpackArgs) -> Result<u8, Box<dyn std::error::Error>> {
     }
     let mut lifted = None;
     if let (Some(path), Some(recovered)) = (&args.spec, &recovered) {
-        let base = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
+        let base = neff::writer::parent_dir(path);
         let (model, notes) = Model::from_tree(&args.output, recovered.file.clone(), Some(base))?;
         let json = model.to_spec_json()?;
         neff::writer::write_atomic_with(path, json.as_bytes(), args.fsync.fsync())?;
@@ -193,10 +190,7 @@ pub fn run(args: UnpackArgs) -> Result<u8, Box<dyn std::error::Error>> {
 /// inside `dir`: a member it would replace, or a file `neff pack DIR` would pack.
 fn refuse_inside(path: &Path, dir: &Path) -> Result<(), Box<dyn std::error::Error>> {
     let dir = resolve(dir)?;
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
+    let parent = neff::writer::parent_dir(path);
     let written = resolve(parent)?.join(path.file_name().unwrap_or_default());
     // A symlink is replaced, not followed, but it must not point inside DIR either.
     let pointed = match std::fs::read_link(path) {

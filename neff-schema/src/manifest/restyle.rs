@@ -59,53 +59,39 @@ pub fn rewrite(source: &[u8], new: &Value) -> Option<Vec<u8>> {
 }
 
 impl Style {
-    /// The style of the first object or array that spans several members.
+    /// The source's style: the indentation of the root's first child (none
+    /// when it shares the root's line) and the separator after the first key.
     fn of(text: &str, root: &Node) -> Style {
-        let mut style = Style {
-            indent: None,
-            colon: ":".to_string(),
+        let first_child = |node: &Node| match &node.kind {
+            Kind::Array(items) => items.first().map(|c| c.span.start),
+            Kind::Object(members) => members.first().map(|(_, c)| c.span.start),
+            Kind::Scalar => None,
         };
-        let mut colon_found = false;
+        let indent = first_child(root).and_then(|child| {
+            let gap = &text[root.span.start + 1..child];
+            let line = &gap[gap.find('\n')? + 1..];
+            let ws: String = line
+                .chars()
+                .take_while(|c| matches!(c, ' ' | '\t'))
+                .collect();
+            (!ws.is_empty()).then_some(ws)
+        });
+        let mut colon = ":".to_string();
         let mut stack = vec![root];
         while let Some(node) = stack.pop() {
-            let first = match &node.kind {
-                Kind::Scalar => continue,
-                Kind::Array(items) => items.first(),
-                Kind::Object(members) => {
-                    if let (false, Some((_, value))) = (colon_found, members.first()) {
-                        let before = &text[node.span.start + 1..value.span.start];
-                        if let Some(i) = before.rfind(':') {
-                            style.colon = before[i..].to_string();
-                            colon_found = true;
-                        }
-                    }
-                    members.first().map(|(_, v)| v)
-                }
-            };
-            if let (None, Some(first)) = (&style.indent, first) {
-                let gap = &text[node.span.start + 1..first.span.start];
-                if let Some(nl) = gap.find('\n') {
-                    let line = &gap[nl + 1..];
-                    let ws: String = line
-                        .chars()
-                        .take_while(|c| *c == ' ' || *c == '\t')
-                        .collect();
-                    // At depth 0 the gap holds exactly one indentation level.
-                    if node.span.start == root.span.start && !ws.is_empty() {
-                        style.indent = Some(ws);
-                    }
-                }
-            }
-            if style.indent.is_some() && colon_found {
-                break;
-            }
             match &node.kind {
+                Kind::Object(members) if !members.is_empty() => {
+                    let gap = &text[node.span.start + 1..members[0].1.span.start];
+                    if let Some(i) = gap.rfind(':') {
+                        colon = gap[i..].to_string();
+                    }
+                    break;
+                }
                 Kind::Array(items) => stack.extend(items.iter().rev()),
-                Kind::Object(members) => stack.extend(members.iter().rev().map(|(_, v)| v)),
-                Kind::Scalar => {}
+                _ => {}
             }
         }
-        style
+        Style { indent, colon }
     }
 
     fn newline(&self, depth: usize, out: &mut String) {
