@@ -301,7 +301,7 @@ fn the_unchecked_path_and_flags() {
     let r = neff(&["build", s(&spec_path), "-o", s(&out)]);
     assert_eq!(code(&r), 1, "{}", stderr(&r));
     assert!(stderr(&r).contains("G20b"), "{}", stderr(&r));
-    assert!(stderr(&r).contains("--allow-invalid"), "{}", stderr(&r));
+    assert!(stderr(&r).contains("--keep-refused"), "{}", stderr(&r));
     assert!(!out.exists());
 
     let r = neff(&[
@@ -309,7 +309,8 @@ fn the_unchecked_path_and_flags() {
         s(&spec_path),
         "-o",
         s(&out),
-        "--allow-invalid",
+        "--unchecked",
+        "--keep-refused",
         "--json",
     ]);
     assert_eq!(code(&r), 0, "{}", stderr(&r));
@@ -321,7 +322,8 @@ fn the_unchecked_path_and_flags() {
     // A member left out with null.
     let mut omit = minimal();
     omit["raw_members"] = json!({"neff.json": null});
-    omit["allow_invalid"] = json!(true);
+    omit["unchecked"] = json!(true);
+    omit["keep_refused"] = json!(true);
     let spec_path = write_spec(dir.path(), "omit.json", &omit);
     let r = neff(&["build", s(&spec_path), "-o", s(&out), "--json"]);
     assert_eq!(code(&r), 0, "{}", stderr(&r));

@@ -161,7 +161,7 @@ fn pack_refuses_an_invalid_result_unless_allowed() {
         s(&out),
         "--major",
         "3",
-        "--allow-invalid",
+        "--keep-refused",
         "--json",
     ]);
     assert_eq!(code(&r), 0, "{}", stderr(&r));

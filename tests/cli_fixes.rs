@@ -177,9 +177,16 @@ fn a_model_with_no_output_is_refused_by_g20b_in_build_and_pack() {
         stderr(&built)
     );
     assert!(!d.join("b.neff").exists());
-    // The same model as a tree: written with --allow-invalid, unpacked, packed.
+    // The same model as a tree: written with --unchecked --keep-refused, unpacked, packed.
     let forced = d.join("forced.neff");
-    let args = ["build", s(&no_output), "-o", s(&forced), "--allow-invalid"];
+    let args = [
+        "build",
+        s(&no_output),
+        "-o",
+        s(&forced),
+        "--unchecked",
+        "--keep-refused",
+    ];
     exit(&neff(&args), 0);
     let tree = d.join("tree");
     exit(&neff(&["unpack", s(&forced), "-o", s(&tree)]), 0);

@@ -258,7 +258,7 @@ fn quiet_prints_nothing_on_success() {
         let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
         // Without -q each says something (so the test can fail).
         if i == 0 {
-            let loud = neff(&[&args[..], &["--allow-invalid"]].concat());
+            let loud = neff(&[&args[..], &["--keep-refused"]].concat());
             assert!(!loud.stderr.is_empty(), "pack says what it wrote");
         }
         args.push(if i % 2 == 0 { "-q" } else { "--quiet" });
@@ -297,7 +297,7 @@ fn quiet_prints_nothing_on_success() {
         s(&refused),
         "--feature-bits",
         "0x8000000",
-        "--allow-invalid",
+        "--keep-refused",
         "-q",
     ]);
     assert_eq!(code(&r), 0);

@@ -183,7 +183,7 @@ fn manifest_differences_by_key_path_match_the_golden_file() {
     let d = dir.path();
     pack(d, "a.neff", &[]);
     edit_def(d);
-    pack(d, "b.neff", &["--allow-invalid"]);
+    pack(d, "b.neff", &["--keep-refused"]);
     let r = diff(d, &["--ignore", "framing,uuid"]);
     assert_eq!(code(&r), 1);
     let out = stdout(&r);
@@ -202,7 +202,7 @@ fn the_json_report_has_the_schema_s_shape() {
     edit_def(d);
     flip(d, "sg00/b1.bin");
     fs::write(d.join("tree/extra.bin"), b"new").unwrap();
-    pack(d, "b.neff", &["--allow-invalid"]);
+    pack(d, "b.neff", &["--keep-refused"]);
     let r = diff(d, &["--json"]);
     assert_eq!(code(&r), 1);
     let report: Value = serde_json::from_slice(&r.stdout).expect("one JSON document");

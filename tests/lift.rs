@@ -520,3 +520,145 @@ fn rust_api_renames_an_engine_member_and_def_json_follows() {
     assert_eq!(changed_lines(&original, &def), 1);
     assert!(String::from_utf8_lossy(&def).contains("\"pe\": \"pe.json\""));
 }
+
+/// The first `file` var of any def.json in a lifted spec: (def.json member,
+/// var name, weights member).
+fn first_weight(spec: &Value) -> Option<(String, String, String)> {
+    spec["payload"].as_array()?.iter().find_map(|m| {
+        let name = m["name"].as_str()?;
+        let vars = m["def_json"]["var"].as_object()?;
+        let (var, v) = vars.iter().find(|(_, v)| {
+            v["type"] == "file" && v["file_name"].as_str().is_some_and(|f| f.ends_with(".npy"))
+        })?;
+        let dir = name.rsplit_once('/').map_or("", |(d, _)| d);
+        let file = v["file_name"].as_str()?;
+        let member = if dir.is_empty() {
+            file.to_string()
+        } else {
+            format!("{dir}/{file}")
+        };
+        Some((name.to_string(), var.clone(), member))
+    })
+}
+
+#[test]
+#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+fn a_weight_replaced_through_the_spec_takes_its_new_shape_and_size() {
+    let mut edited = 0;
+    for file in real_neffs() {
+        let name = file.display().to_string();
+        let tmp = tempfile::tempdir().unwrap();
+        let (tree, spec_path, _) = lift(&file, tmp.path());
+        let mut spec: Value = serde_json::from_slice(&std::fs::read(&spec_path).unwrap()).unwrap();
+        let Some((def_json, var, member)) = first_weight(&spec) else {
+            continue;
+        };
+        let old = std::fs::read(tree.join(&member)).unwrap();
+        let header = neff::schema::npy::parse_header(&old).unwrap();
+        let descr = header.descr.clone().unwrap();
+        let item = header.item_size().unwrap();
+        // A new shape: twice the elements, one more dimension.
+        let elements: u64 = header
+            .shape
+            .as_ref()
+            .unwrap()
+            .iter()
+            .product::<u64>()
+            .max(1)
+            * 2;
+        let data: Vec<u8> = (0..elements * item).map(|i| (i % 251) as u8).collect();
+        let npy = neff::writer::builder::npy::encode_v1(&descr, &[2, elements / 2], &data);
+        std::fs::write(tmp.path().join("new.npy"), &npy).unwrap();
+        spec["weights"] = serde_json::json!([{"def_json": def_json, "var": var, "npy": "new.npy"}]);
+        std::fs::write(&spec_path, serde_json::to_vec_pretty(&spec).unwrap()).unwrap();
+
+        let out = tmp.path().join("edited.neff");
+        let built = build(&spec_path, &out, &[]);
+        assert!(built.status.success(), "{name}: {built:?}");
+        assert_eq!(extract_member(&out, &member, tmp.path()), npy, "{name}");
+        let old_def = std::fs::read(tree.join(&def_json)).unwrap();
+        let new_def = extract_member(&out, &def_json, tmp.path());
+        let old_var = &serde_json::from_slice::<Value>(&old_def).unwrap()["var"][&var];
+        let new_var = &serde_json::from_slice::<Value>(&new_def).unwrap()["var"][&var];
+        match old_var.get("size") {
+            Some(_) => {
+                assert_eq!(new_var["size"], elements * item, "{name}");
+                assert_eq!(changed_lines(&old_def, &new_def), 1, "{name}");
+            }
+            None => assert_eq!(old_def, new_def, "{name}: no size to follow"),
+        }
+        let diff = neff(&[
+            "diff".as_ref(),
+            file.as_os_str(),
+            out.as_os_str(),
+            "--json".as_ref(),
+        ]);
+        let diff: Value = serde_json::from_slice(&diff.stdout).unwrap();
+        let changed: BTreeSet<&str> = diff["members"]["changed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        let mut expected = BTreeSet::from([member.as_str()]);
+        if old_var.get("size").is_some() {
+            expected.insert(def_json.as_str());
+        }
+        assert_eq!(changed, expected, "{name}: {diff:#}");
+        edited += 1;
+    }
+    assert!(edited > 0, "no real NEFF has a weights var");
+}
+
+#[test]
+fn a_weight_edit_names_what_is_wrong() {
+    let tmp = tempfile::tempdir().unwrap();
+    let def = serde_json::json!({"var": {
+        "w": {"type": "file", "var_id": 0, "file_name": "w.npy", "size": 8},
+        "x": {"type": "input", "var_id": 1, "size": 8}
+    }});
+    let mut model = Model {
+        payload: vec![
+            neff::writer::lift::PayloadMember {
+                name: "sg00/def.json".into(),
+                content: Content::DefJson(Box::new(serde_json::from_value(def).unwrap())),
+                source: None,
+            },
+            neff::writer::lift::PayloadMember {
+                name: "sg00/w.npy".into(),
+                content: Content::Data(neff::writer::build_spec::Blob::Text("x".into())),
+                source: None,
+            },
+        ],
+        ..Default::default()
+    };
+    let npy = neff::writer::builder::npy::encode_v1("<f4", &[4], &[0u8; 16]);
+    std::fs::write(tmp.path().join("good.npy"), &npy).unwrap();
+    std::fs::write(tmp.path().join("short.npy"), &npy[..npy.len() - 4]).unwrap();
+    let edit = |var: &str, file: &str| neff::writer::lift::WeightEdit {
+        def_json: "sg00/def.json".into(),
+        var: var.into(),
+        npy: neff::writer::build_spec::Blob::Path(file.into()),
+    };
+    let err = |r: Result<_, neff::writer::Error>| r.unwrap_err().to_string();
+    let e = err(model.replace_weight(tmp.path(), edit("w", "short.npy")));
+    assert!(
+        e.contains("promises 16 data bytes") && e.contains("has 12"),
+        "{e}"
+    );
+    let e = err(model.replace_weight(tmp.path(), edit("x", "good.npy")));
+    assert!(e.contains("\"input\"") && e.contains("file"), "{e}");
+    let e = err(model.replace_weight(tmp.path(), edit("nope", "good.npy")));
+    assert!(e.contains("no var \"nope\""), "{e}");
+    let e = err(model.replace_weight(tmp.path(), edit("w", "missing.npy")));
+    assert!(e.contains("missing.npy"), "{e}");
+    let change = model
+        .replace_weight(tmp.path(), edit("w", "good.npy"))
+        .unwrap();
+    assert_eq!((change.old_size, change.new_size), (Some(8), Some(16)));
+    assert_eq!(change.member, "sg00/w.npy");
+    let Some(Content::DefJson(def)) = model.member("sg00/def.json").map(|m| &m.content) else {
+        panic!("def.json")
+    };
+    assert_eq!(def.var["w"].size, Some(16));
+}

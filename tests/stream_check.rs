@@ -143,7 +143,7 @@ fn repack(neff: &Path, work: &Path) -> std::path::PathBuf {
     .unwrap();
     let recovered = recover_framing(neff).unwrap();
     let options = PackSettings {
-        allow_invalid: true,
+        keep_refused: true,
         ..PackSettings::default()
     }
     .options(recovered.file)

@@ -1,6 +1,6 @@
 //! The runtime a NEFF is checked against (spec §5.5).
 
-use neff_schema::features::{KNOWN, SUPPORTED_FEATURES_2_31};
+use neff_schema::features::{self, SUPPORTED_FEATURES_2_31};
 use neff_schema::{Arch, HashLayoutPolicy};
 use serde::Serialize;
 use std::path::Path;
@@ -294,29 +294,13 @@ pub fn parse_features(text: &str) -> Result<u64, String> {
         .try_fold(0, |mask, item| Ok(mask | feature_item(item.trim())?))
 }
 
-/// One item of [`parse_features`]: a number, or a feature name.
+/// One item of [`parse_features`]: a number, or a feature name
+/// ([`neff_schema::features::bit_of`]).
 fn feature_item(item: &str) -> Result<u64, String> {
     if item.starts_with(|c: char| c.is_ascii_digit()) {
         return parse_mask(item);
     }
-    let bare = |name: &str| {
-        let lower = name.to_ascii_lowercase();
-        lower
-            .strip_prefix("neff_feature_")
-            .map_or(lower.clone(), str::to_string)
-    };
-    let wanted = bare(item);
-    KNOWN
-        .iter()
-        .find(|(_, name)| bare(name) == wanted)
-        .map(|(bit, _)| *bit)
-        .ok_or_else(|| {
-            let known: Vec<&str> = KNOWN.iter().map(|(_, name)| *name).collect();
-            format!(
-                "unknown feature {item:?}: give a number or one of {} (the `neff_feature_` prefix is optional)",
-                known.join(", ")
-            )
-        })
+    features::bit_of(item).ok_or_else(|| features::unknown_feature(item).to_string())
 }
 
 fn parse_number(flag: &str, text: &str) -> Result<u64, String> {

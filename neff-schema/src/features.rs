@@ -76,27 +76,49 @@ pub fn names(mask: u64) -> Vec<String> {
     out
 }
 
-/// The mask for a list of names (or `0x…` bits), the inverse of [`names`].
+/// The bit a feature name stands for: a name of [`KNOWN`], in any case, with
+/// or without the `neff_feature_` prefix (`vnc` is `neff_feature_vnc`). This is
+/// the one place a feature name is read, for the build spec, the CLI's
+/// `--feature-bits` and `--supported-features`, and Python.
+pub fn bit_of(name: &str) -> Option<u64> {
+    let bare = |name: &str| {
+        let lower = name.trim().to_ascii_lowercase();
+        match lower.strip_prefix("neff_feature_") {
+            Some(rest) => rest.to_string(),
+            None => lower,
+        }
+    };
+    let wanted = bare(name);
+    KNOWN
+        .iter()
+        .find(|(_, known)| bare(known) == wanted)
+        .map(|(bit, _)| *bit)
+}
+
+/// The error for a name [`bit_of`] does not know, listing the known names.
+pub fn unknown_feature(name: &str) -> Error {
+    let known: Vec<&str> = KNOWN.iter().map(|(_, name)| *name).collect();
+    let message = format!(
+        "unknown feature {name:?}: give a 0x… bit or one of {} (the `neff_feature_` prefix is optional)",
+        known.join(", ")
+    );
+    Error::new(ErrorKind::UnknownFeature, message)
+}
+
+/// The mask for a list of names (see [`bit_of`]) or `0x…` single bits, the
+/// inverse of [`names`].
 pub fn mask_of<S: AsRef<str>>(names: &[S]) -> Result<u64, Error> {
     let mut mask = 0;
     for name in names {
         let name = name.as_ref();
-        let bit = KNOWN
-            .iter()
-            .find(|(_, n)| *n == name)
-            .map(|(v, _)| *v)
+        let bit = bit_of(name)
             .or_else(|| {
-                let hex = name.strip_prefix("0x")?;
+                let hex = name.trim().strip_prefix("0x")?;
                 u64::from_str_radix(hex, 16)
                     .ok()
                     .filter(|v| v.count_ones() == 1)
             })
-            .ok_or_else(|| {
-                let message = format!(
-                    "unknown feature {name:?}: use a known name (see `neff schema`) or a 0x… bit"
-                );
-                Error::new(ErrorKind::UnknownFeature, message)
-            })?;
+            .ok_or_else(|| unknown_feature(name))?;
         mask |= bit;
     }
     Ok(mask)
@@ -138,6 +160,12 @@ mod tests {
         );
         assert_eq!(mask_of(&names(odd)).unwrap(), odd);
         assert!(mask_of(&["nope"]).is_err());
+        assert_eq!(
+            mask_of(&["vnc", "NEFF_FEATURE_CUSTOM_OPS"]).unwrap(),
+            VNC | CUSTOM_OPS
+        );
+        assert_eq!(bit_of("neff_feature_DMA_desc_higher_dim"), Some(0x200));
+        assert_eq!(bit_of("dma_desc_higher_dim"), Some(0x200));
         assert!(mask_of(&["0x3"]).is_err(), "one bit per entry");
     }
 }

@@ -243,7 +243,8 @@ fn mutate(
     spool: &mut File,
 ) -> Option<(Vec<u8>, SeedVerdict, String)> {
     let mut spec: BuildSpec = serde_json::from_value(spec.clone()).ok()?;
-    spec.allow_invalid = true;
+    spec.unchecked = true;
+    spec.keep_refused = true;
     let builder = spec.into_builder(&std::env::temp_dir()).ok()?;
     let manifests: Vec<String> = build
         .member_names()

@@ -207,9 +207,10 @@ fn run_cases(cases: impl Iterator<Item = u64>) -> (u64, u64, u64) {
             verify_hash: false,
             ..profile(&mut mix)
         };
-        let builder = |allow_invalid: bool| {
+        let builder = |unchecked: bool| {
             let mut spec: BuildSpec = serde_json::from_value(json.clone()).ok()?;
-            spec.allow_invalid = allow_invalid;
+            spec.unchecked = unchecked;
+            spec.keep_refused = unchecked;
             Some(spec.into_builder(&base).ok()?.profile(profile.clone()))
         };
         let Some(checked) = builder(false) else {

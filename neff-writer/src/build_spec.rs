@@ -25,7 +25,7 @@ use serde::Deserialize;
 use crate::builder::{Data, EngineProgram, NeffBuilder, Subgraph, Tensor, Weight};
 use crate::error::{Error, ErrorKind};
 use crate::header_options::{HeaderPatch, UuidChoice};
-use crate::lift::{Model, PayloadMember};
+use crate::lift::{Model, PayloadMember, WeightEdit};
 use crate::PackSettings;
 
 /// A model to build: its subgraphs, extra members and packaging.
@@ -72,6 +72,11 @@ pub struct BuildSpec {
     /// `raw_members` or the keys that only shape generated manifests.
     #[serde(default)]
     pub payload: Vec<PayloadMember>,
+    /// The lifted form: weights to replace, in order
+    /// ([`crate::lift::Model::replace_weight`]): each `file` var's member
+    /// gets the new `.npy`, and the var's `size` follows its data length.
+    #[serde(default)]
+    pub weights: Vec<WeightEdit>,
     /// The lifted form: the header `hash` of the NEFF it was lifted from.
     /// The header's `uuid` is kept only while the payload still hashes to
     /// it (or when `uuid` is `"keep"`); otherwise a new one is derived.
@@ -113,10 +118,15 @@ pub struct BuildSpec {
     /// the spec's own `pkg_version` is set.
     #[serde(default)]
     pub header: Option<HeaderPatch>,
-    /// The unchecked path: skip the builder's rules and write the NEFF even
-    /// when the loader's gates refuse it.
+    /// Skip the builder's checks before writing (the unchecked path: a
+    /// var with no data, sizes that disagree). The output is still read back
+    /// through the loader's gates; see `keep_refused`.
     #[serde(default)]
-    pub allow_invalid: bool,
+    pub unchecked: bool,
+    /// Keep an output the loader's gates refuse (for negative fixtures);
+    /// otherwise a refused NEFF is not written.
+    #[serde(default)]
+    pub keep_refused: bool,
 }
 
 /// `framing`: a preset name or a recorded framing.
@@ -508,9 +518,11 @@ impl BuildSpec {
         !self.payload.is_empty()
     }
 
-    /// The lifted form as a [`Model`] and the settings it packs with. Keys
-    /// that only shape generated manifests are refused, naming the key.
-    pub fn into_model(self) -> Result<(Model, PackSettings), Error> {
+    /// The lifted form as a [`Model`] and the settings it packs with, its
+    /// `weights` edits applied (blob paths relative to `base`, the spec's
+    /// folder). Keys that only shape generated manifests are refused, naming
+    /// the key.
+    pub fn into_model(self, base: &Path) -> Result<(Model, PackSettings), Error> {
         let generated = [
             ("subgraphs", !self.subgraphs.is_empty()),
             ("members", !self.members.is_empty()),
@@ -532,7 +544,7 @@ impl BuildSpec {
             name: self.name,
             level: self.level,
             uuid: self.uuid,
-            allow_invalid: self.allow_invalid,
+            keep_refused: self.keep_refused,
             ..PackSettings::default()
         };
         if let Some(pkg) = self.pkg_version {
@@ -554,12 +566,17 @@ impl BuildSpec {
             let h = header.get_or_insert_with(HeaderPatch::default);
             h.feature_bits = Some(h.feature_bits.unwrap_or(0) | bits);
         }
-        let model = Model {
+        let mut model = Model {
             header,
             framing,
             source_hash: self.source_hash,
             payload: self.payload,
         };
+        for (i, edit) in self.weights.into_iter().enumerate() {
+            model
+                .replace_weight(base, edit)
+                .map_err(|e| e.at_key(format!("weights[{i}]")))?;
+        }
         Ok((model, settings))
     }
 
@@ -584,10 +601,16 @@ impl BuildSpec {
                 "a spec with a payload is built as a model (BuildSpec::into_model)",
             );
         }
+        if !self.weights.is_empty() {
+            return invalid(
+                "weights",
+                "edits a lifted model's weights (a spec with a payload); here give each weight in its subgraph",
+            );
+        }
         let mut blobs = Blobs { resolve };
         let mut b = NeffBuilder::new()
-            .unchecked(self.allow_invalid)
-            .keep_refused(self.allow_invalid)
+            .unchecked(self.unchecked)
+            .keep_refused(self.keep_refused)
             .maybe(self.name, NeffBuilder::name)
             .maybe(self.target, NeffBuilder::target_text)
             .maybe(self.kelf_member, NeffBuilder::kelf_member)

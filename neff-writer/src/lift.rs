@@ -24,7 +24,7 @@ use neff_loader::MANIFEST_MAX;
 use neff_schema::framing::MemberOrder;
 use neff_schema::header::Blob as HashBlob;
 use neff_schema::manifest::{
-    restyle, ActInfo, DefJson, Engine, EngineJson, KelfDescriptor, Manifest, NeffJson,
+    restyle, ActInfo, DefJson, Engine, EngineJson, KelfDescriptor, Manifest, NeffJson, VarType,
 };
 use neff_schema::Framing;
 use serde::{Deserialize, Serialize};
@@ -111,6 +111,30 @@ impl Content {
             Content::Data(_) => "data",
         }
     }
+}
+
+/// A weights edit (the spec's `weights`, [`Model::replace_weight`]): the
+/// `file` var `var` of the def.json member `def_json` gets the `.npy` `npy`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WeightEdit {
+    /// The def.json member (`sg00/def.json`).
+    pub def_json: String,
+    /// The var's name in its `var` map.
+    pub var: String,
+    /// The new `.npy` (version 1): a path relative to the spec, or inline.
+    pub npy: Blob,
+}
+
+/// What [`Model::replace_weight`] changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WeightChange {
+    /// The weights member now holding the new `.npy`.
+    pub member: String,
+    /// The var's `size` before, if it has one.
+    pub old_size: Option<u64>,
+    /// The var's `size` after (the new data length), if it has one.
+    pub new_size: Option<u64>,
 }
 
 /// What lifting noticed: members kept as bytes although a manifest names
@@ -260,6 +284,69 @@ impl Model {
             }
         }
         Ok(())
+    }
+
+    /// Replaces the weights of a `file` var: the member its `file_name`
+    /// names (in the def.json's folder) gets the `.npy` `edit.npy` (a path
+    /// relative to `base`, or inline), checked as a build checks weights
+    /// (version 1, C order, as many data bytes as dtype and shape say), and
+    /// the var's `size`, where it has one, follows the data length. The
+    /// shape may change: the `.npy` header carries it. neff.json names no
+    /// weights (it lists only the model's inputs and outputs), so nothing
+    /// there follows.
+    pub fn replace_weight(&mut self, base: &Path, edit: WeightEdit) -> Result<WeightChange, Error> {
+        let at = format!("weights {} var {:?}", edit.def_json, edit.var);
+        let data_len = match crate::build_spec::blob_data(base, &at, edit.npy.clone())? {
+            crate::Data::Path(path) => crate::builder::weights::npy_file_data_len(&path, &at)?,
+            crate::Data::Source(crate::MemberSource::Bytes(bytes)) => {
+                crate::builder::weights::npy_bytes_data_len(&bytes, &at)?
+            }
+            crate::Data::Source(_) => {
+                return Err(spec_error(format!(
+                    "{at}: the .npy must be a file or inline bytes"
+                )))
+            }
+        };
+        let def_json = edit.def_json.as_str();
+        let Some(def) = self.def_json_mut(def_json) else {
+            return Err(spec_error(format!(
+                "{at}: {def_json} is not a typed def.json of this model"
+            )));
+        };
+        let Some(var) = def.var.get_mut(&edit.var) else {
+            return Err(spec_error(format!(
+                "{at}: {def_json} has no var {:?}",
+                edit.var
+            )));
+        };
+        let (Some(VarType::File), Some(file)) = (VarType::parse(&var.kind), var.file_name.clone())
+        else {
+            return Err(spec_error(format!(
+                "{at}: the var is of type {:?}, not a `file` var with a file_name",
+                var.kind
+            )));
+        };
+        let old_size = var.size;
+        if old_size.is_some() {
+            var.size = Some(data_len);
+        }
+        let member = beside(def_json, &file);
+        match self.member_mut(&member) {
+            Some(m) => {
+                m.content = Content::Data(edit.npy);
+                m.source = None;
+            }
+            None => {
+                return Err(spec_error(format!(
+                    "{at}: its file_name names {member}, which is not a member"
+                )))
+            }
+        }
+        Ok(WeightChange {
+            member,
+            old_size,
+            new_size: old_size.map(|_| data_len),
+        })
     }
 
     /// The header file this model packs with: its header fields, framing

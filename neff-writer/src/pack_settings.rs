@@ -38,8 +38,8 @@ pub struct PackSettings {
     pub requested_tpb_count: Option<u32>,
     /// Compression threads (default: the available cores).
     pub threads: Option<usize>,
-    /// Write the NEFF even when the loader's gates refuse it.
-    pub allow_invalid: bool,
+    /// Keep (write) the NEFF even when the loader's gates refuse it.
+    pub keep_refused: bool,
     /// Read the whole output back through the loader
     /// ([`PackOptions::paranoid_readback`]).
     pub paranoid_readback: bool,
@@ -93,7 +93,7 @@ impl PackSettings {
             compiler_header: preset.is_compiler_like(),
             uuid,
             header: patch,
-            keep_refused: self.allow_invalid,
+            keep_refused: self.keep_refused,
             paranoid_readback: self.paranoid_readback,
             threads: self.threads.unwrap_or(defaults.threads),
             fsync: !self.no_fsync,

@@ -164,12 +164,12 @@ class _Spec:
             fmt = format or "raw"
         return fmt, self.blob(data, f"{key}.{fmt}")
 
-    def json(self, allow_invalid: bool) -> str:
-        if not allow_invalid and self.dtypes:
+    def json(self, unchecked: bool, keep_refused: bool) -> str:
+        if not unchecked and self.dtypes:
             key, dtype = self.dtypes[0]
             raise _error(key, f"{dtype!r} is not a dtype the runtime knows (see `neff schema "
-                              f"build-spec`; allow_invalid=True writes it anyway)")
-        return json.dumps({**self.doc, "allow_invalid": allow_invalid})
+                              f"build-spec`; unchecked=True writes it anyway)")
+        return json.dumps({**self.doc, "unchecked": unchecked, "keep_refused": keep_refused})
 
 
 class Subgraph:
@@ -402,6 +402,7 @@ class Builder:
                  kelf_extra: Optional[Mapping[str, Any]] = None,
                  neff_json_extra: Optional[Mapping[str, Any]] = None) -> None:
         self._spec = _Spec()
+        self._tree: Optional[str] = None
         self._spec.doc.update(_options(
             name=name, target=target, pkg_version=pkg_version, framing=framing, level=level,
             uuid=None if uuid is None else str(uuid), features=list(features) or None,
@@ -444,7 +445,8 @@ class Builder:
 
     def raw_member(self, name: str, data: Optional[Data]) -> Builder:
         """Replaces (or adds) member ``name`` after generation; ``None`` leaves
-        it out. For deliberately invalid NEFFs, with ``allow_invalid=True``.
+        it out. For deliberately invalid NEFFs, with ``unchecked=True,
+        keep_refused=True``.
 
         >>> b.raw_member("sg00/def.json", None)  # doctest: +SKIP
         """
@@ -454,10 +456,45 @@ class Builder:
         return self
 
     @classmethod
-    def _lifted(cls, doc: Dict[str, Any]) -> Builder:
+    def _lifted(cls, doc: Dict[str, Any], tree: str) -> Builder:
         builder = cls()
         builder._spec.doc = doc
+        builder._tree = tree
         return builder
+
+    def replace_weight(self, var: str, data: Data, *, def_json: str = "sg00/def.json") -> Builder:
+        """Replaces a lifted model's weights (see :func:`neff.lift`): the ``file``
+        var ``var`` of ``def_json`` gets ``data``, a numpy array (any shape: the
+        ``.npy`` header carries it), the bytes of a whole ``.npy`` file, or the
+        path of one. An array or bytes are written over the weights file in the
+        lifted folder; a path is used where it is. The var's ``size``, where it
+        has one, follows the data length; nothing else names weights.
+
+        >>> b = neff.lift("model.neff", "tree")  # doctest: +SKIP
+        >>> b.replace_weight("identity_82_sg0000", numpy.eye(128, dtype="float16"))  # doctest: +SKIP
+        """
+        tree = self._tree
+        if tree is None:
+            raise _error("weights", "replace_weight edits a lifted model (see neff.lift); "
+                                    "a new model gives weights with Subgraph.weight")
+        if isinstance(data, (str, os.PathLike)):
+            path = os.path.abspath(os.fspath(data))
+        else:
+            member = self._weights_member(def_json, var)
+            path = os.path.join(tree, *member.split("/"))
+            _write_npy(path, data, f"weights.{var}")
+        text = _native.replace_weight(json.dumps(self._spec.doc), def_json, var, path)
+        self._spec.doc = json.loads(text)
+        return self
+
+    def _weights_member(self, def_json: str, var: str) -> str:
+        """The member the ``file`` var ``var`` of ``def_json`` names."""
+        entry = self.payload(def_json).get("def_json", {}).get("var", {}).get(var)
+        file_name = entry.get("file_name") if isinstance(entry, dict) else None
+        if not isinstance(file_name, str):
+            raise _error(f"weights.{var}", f"{def_json} has no file var {var!r} with a file_name")
+        folder = def_json.rpartition("/")[0]
+        return f"{folder}/{file_name}" if folder else file_name
 
     def payload(self, name: str) -> Dict[str, Any]:
         """A lifted model's member ``name`` (see :func:`neff.lift`), live: edit its
@@ -483,21 +520,23 @@ class Builder:
         """
         return copy.deepcopy(self._spec.doc)
 
-    def _build(self, path: Optional[str], allow_invalid: bool, threads: Optional[int],
-               paranoid_readback: bool = False,
+    def _build(self, path: Optional[str], unchecked: bool, keep_refused: bool,
+               threads: Optional[int], paranoid_readback: bool = False,
                fsync: bool = True) -> Tuple[BuildOutcome, Optional[bytes]]:
-        text, data = _native.build(self._spec.json(allow_invalid), self._spec.data, path, threads,
-                                   paranoid_readback, fsync)
+        text, data = _native.build(self._spec.json(unchecked, keep_refused), self._spec.data, path,
+                                   threads, paranoid_readback, fsync)
         return BuildOutcome(**json.loads(text)), data
 
-    def write(self, path: Union[str, os.PathLike[str]], *, allow_invalid: bool = False,
-              threads: Optional[int] = None, paranoid_readback: bool = False,
-              fsync: bool = True) -> BuildOutcome:
+    def write(self, path: Union[str, os.PathLike[str]], *, unchecked: bool = False,
+              keep_refused: bool = False, threads: Optional[int] = None,
+              paranoid_readback: bool = False, fsync: bool = True) -> BuildOutcome:
         """Writes the NEFF at ``path`` atomically (a temporary file renamed into
         place). A model the loader's gates refuse raises :class:`neff.Rejected`
         (``gate``, ``status``, ``message``) and nothing is written, unless
-        ``allow_invalid=True``: then it is written and ``report`` says why it
-        is refused. Other failures raise :class:`neff.NeffError` (``key``
+        ``keep_refused=True``: then it is written and ``report`` says why it
+        is refused. ``unchecked=True`` skips the builder's own checks before
+        writing (a var with no data, sizes or dtypes the runtime does not
+        know); the gates still judge the output. Other failures raise :class:`neff.NeffError` (``key``
         names the part of the spec). ``threads``: compression threads
         (default: the cores; the output is the same). ``paranoid_readback``:
         read the whole file back through the gates instead of checking it as
@@ -509,15 +548,17 @@ class Builder:
         >>> b.write("m.neff").files  # doctest: +SKIP
         14
         """
-        return self._build(os.fspath(path), allow_invalid, threads, paranoid_readback, fsync)[0]
+        return self._build(os.fspath(path), unchecked, keep_refused, threads,
+                           paranoid_readback, fsync)[0]
 
-    def to_bytes(self, *, allow_invalid: bool = False, threads: Optional[int] = None) -> bytes:
+    def to_bytes(self, *, unchecked: bool = False, keep_refused: bool = False,
+                 threads: Optional[int] = None) -> bytes:
         """The NEFF's bytes (the same as :meth:`write` writes), checked the same way.
 
         >>> b.to_bytes()[:4]  # doctest: +SKIP
         b'\\x01\\x00\\x00\\x00'
         """
-        data = self._build(None, allow_invalid, threads)[1]
+        data = self._build(None, unchecked, keep_refused, threads)[1]
         return data if data is not None else b""
 
 
@@ -532,4 +573,29 @@ def lift(source: Union[str, os.PathLike[str]], dir: Union[str, os.PathLike[str]]
     >>> b.write("same.neff").header["uuid"]  # doctest: +SKIP
     """
     text = _native.lift(os.fspath(source), os.fspath(dir))
-    return Builder._lifted(json.loads(text))
+    return Builder._lifted(json.loads(text), os.path.abspath(os.fspath(dir)))
+
+
+def _write_npy(path: str, data: Data, key: str) -> None:
+    """Writes ``data`` (a numpy array, or a whole ``.npy`` file's bytes) at
+    ``path`` through a temporary file beside it, renamed into place."""
+    temp = f"{path}.neff-tmp"
+    try:
+        with open(temp, "wb") as out:
+            if _numpy_array(data):
+                numpy = sys.modules["numpy"]
+                array: Any = data
+                numpy.lib.format.write_array(out, numpy.ascontiguousarray(array),
+                                             version=(1, 0), allow_pickle=False)
+            else:
+                try:
+                    view = memoryview(data)  # type: ignore[arg-type]
+                except TypeError:
+                    raise _error(key, f"expected a numpy array, .npy bytes or a path, "
+                                      f"not {type(data).__name__}") from None
+                with view:
+                    out.write(view)
+        os.replace(temp, path)
+    finally:
+        if os.path.exists(temp):
+            os.remove(temp)

@@ -503,7 +503,7 @@ def pack(
     requested_tpb_count: Optional[int] = None,
     threads: Optional[int] = None,
     header: Optional[PathLike] = None,
-    allow_invalid: bool = False,
+    keep_refused: bool = False,
     paranoid_readback: bool = False,
     fsync: bool = True,
 ) -> PackOutcome:
@@ -513,14 +513,15 @@ def pack(
     tar + SHA-256), ``level`` (1-9), ``framing`` (``gnu``, ``neuronx-cc``,
     ``neuronx-cc-2.16``), ``uuid`` (a UUID or ``"random"``; default derived from
     the content), header fields, ``threads``, ``header`` (a ``neff unpack
-    --header-out`` file, for a byte-identical repack), ``allow_invalid``,
+    --header-out`` file, for a byte-identical repack), ``keep_refused`` (keep
+    an output the gates refuse, for negative fixtures),
     ``paranoid_readback`` (read the whole output back through the gates instead
     of checking it as it is written) and
     ``fsync`` (``False``: ``--no-fsync``, no fsync of the file and its folder;
     faster, but after a power cut soon after the file may be the old one, the
     new one or empty).
 
-    Raises :class:`neff.Rejected` when the gates refuse it, unless ``allow_invalid``.
+    Raises :class:`neff.Rejected` when the gates refuse it, unless ``keep_refused``.
 
     >>> neff.pack("tree/", "m.neff", framing="neuronx-cc", name="m").report.accepted
     True
@@ -531,7 +532,7 @@ def pack(
         "feature_bits": None if feature_bits is None else _features(feature_bits),
         "major": major, "minor": minor, "build_version": build_version, "vnc_size": vnc_size,
         "requested_tpb_count": requested_tpb_count, "threads": threads, "header": None if header is None else os.fspath(header),
-        "allow_invalid": allow_invalid, "paranoid_readback": paranoid_readback,
+        "keep_refused": keep_refused, "paranoid_readback": paranoid_readback,
         "fsync": fsync,
     }
     d = json.loads(_native.pack(os.fspath(dir), os.fspath(out), options))

@@ -26,6 +26,7 @@ const DATA_REF: &str = "\0data:";
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(build, m)?)?;
     m.add_function(wrap_pyfunction!(lift, m)?)?;
+    m.add_function(wrap_pyfunction!(replace_weight, m)?)?;
     m.add_function(wrap_pyfunction!(dtype_known, m)?)?;
     Ok(())
 }
@@ -87,7 +88,9 @@ fn build_lifted<'py>(
     paranoid_readback: bool,
     fsync: bool,
 ) -> PyResult<(String, Option<Bound<'py, PyBytes>>)> {
-    let (model, mut settings) = spec.into_model().map_err(|e| writer_error(&e))?;
+    let (model, mut settings) = spec
+        .into_model(Path::new(""))
+        .map_err(|e| writer_error(&e))?;
     settings.threads = threads;
     settings.paranoid_readback = paranoid_readback;
     settings.no_fsync = !fsync;
@@ -126,6 +129,37 @@ fn lift(py: Python<'_>, path: PathBuf, dir: PathBuf) -> PyResult<String> {
         Ok(e) => loader_error(&e),
         Err(e) => writer_error(&e),
     })
+}
+
+/// A lifted spec (JSON) with the weights of the `file` var `var` of
+/// `def_json` replaced by the `.npy` at `npy`
+/// ([`neff_writer::lift::Model::replace_weight`]): the member points at it
+/// and the var's `size` follows. Returns the new spec.
+#[pyfunction]
+fn replace_weight(spec: &str, def_json: String, var: String, npy: PathBuf) -> PyResult<String> {
+    let spec_error = |message: String| writer_error(&Error::new(ErrorKind::Spec, message));
+    let mut doc: serde_json::Value =
+        serde_json::from_str(spec).map_err(|e| spec_error(format!("the spec: {e}")))?;
+    let payload = doc
+        .get_mut("payload")
+        .map(serde_json::Value::take)
+        .ok_or_else(|| spec_error("not a lifted model (no payload; see neff.lift)".into()))?;
+    let mut model = neff_writer::lift::Model {
+        payload: serde_json::from_value(payload)
+            .map_err(|e| spec_error(format!("payload: {e}")))?,
+        ..Default::default()
+    };
+    let edit = neff_writer::lift::WeightEdit {
+        def_json,
+        var,
+        npy: Blob::Path(npy),
+    };
+    model
+        .replace_weight(Path::new(""), edit)
+        .map_err(|e| writer_error(&e))?;
+    doc["payload"] =
+        serde_json::to_value(&model.payload).map_err(|e| spec_error(format!("payload: {e}")))?;
+    Ok(doc.to_string())
 }
 
 /// Whether `name` is a dtype the runtime knows (`float32`, `bfloat16`…).

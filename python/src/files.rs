@@ -72,14 +72,14 @@ struct PackArgs {
     requested_tpb_count: Option<u32>,
     threads: Option<usize>,
     header: Option<PathBuf>,
-    allow_invalid: bool,
+    keep_refused: bool,
     paranoid_readback: bool,
     fsync: bool,
 }
 
 /// `neff pack DIR -o OUT` with `options` (a dict of [`PackArgs`]' fields):
 /// the outcome as JSON (`header`, `tar_size`, `files`, `directories`,
-/// `report`). A refusal raises `neff.Rejected` unless `allow_invalid`.
+/// `report`). A refusal raises `neff.Rejected` unless `keep_refused`.
 #[pyfunction]
 fn pack(
     py: Python<'_>,
@@ -147,7 +147,7 @@ fn pack_options(args: &PackArgs) -> PyResult<PackOptions> {
         vnc_size: args.vnc_size,
         requested_tpb_count: args.requested_tpb_count,
         threads: args.threads,
-        allow_invalid: args.allow_invalid,
+        keep_refused: args.keep_refused,
         paranoid_readback: args.paranoid_readback,
         no_fsync: !args.fsync,
     };

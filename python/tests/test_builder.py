@@ -179,7 +179,7 @@ def test_a_model_without_outputs_raises_rejected_and_writes_nothing(tmp_path: Pa
     assert e.report["accepted"] is False
     assert not out.exists() and list(tmp_path.iterdir()) == []
 
-    outcome = b.write(out, allow_invalid=True)
+    outcome = b.write(out, unchecked=True, keep_refused=True)
     assert out.exists() and not outcome.accepted and outcome.report["gate"] == "G20b"
 
 
@@ -354,7 +354,7 @@ def test_raw_members_replace_or_drop_generated_ones(tmp_path: Path) -> None:
     b.raw_member("sg00/def.json", None)
     with pytest.raises(neff.Rejected):
         b.write(out)
-    assert not b.write(out, allow_invalid=True).accepted
+    assert not b.write(out, unchecked=True, keep_refused=True).accepted
     assert "sg00/def.json" not in members(out)
 
 

@@ -65,7 +65,7 @@ def test_refused_pack_raises_rejected_and_leaves_nothing(tmp_path: Path) -> None
     assert e.gate == "G13" and e.status_name == "NRT_INVALID" and e.status == 2
     assert e.detail and "neff.json" in e.detail and e.report is not None and e.report["accepted"] is False
     assert isinstance(e, neff.NeffError) and not out.exists()
-    kept = neff.pack(tmp_path / "tree", out, allow_invalid=True)
+    kept = neff.pack(tmp_path / "tree", out, keep_refused=True)
     assert out.exists() and not kept.report.accepted and kept.report.gate == "G13"
     assert not neff.verify(out).accepted  # verify reports, never raises
 

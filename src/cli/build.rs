@@ -19,7 +19,9 @@ use super::{report_written, FramingArgs, FsyncArgs, Output, PkgArg};
 /// base64/text. `neff schema build-spec` prints its JSON Schema. The result is
 /// packed like `neff pack` (deterministic, atomic) and checked by every loader
 /// gate as it is written (--paranoid-readback reads it back instead); a refused
-/// NEFF is not written unless --allow-invalid.
+/// NEFF is not written unless --keep-refused (--unchecked also skips the
+/// builder's own checks). A spec from `neff unpack --spec` (the lifted form)
+/// builds the NEFF it was lifted from, byte for byte, plus any edits.
 #[derive(Args, Debug)]
 pub struct BuildArgs {
     /// The build spec (JSON).
@@ -46,10 +48,14 @@ pub struct BuildArgs {
     /// Header fields as JSON (every key optional), set over the spec's `header`.
     #[arg(long, value_name = "HEADER.json")]
     header: Option<PathBuf>,
-    /// Skip the builder's rules and write the NEFF even when the loader's gates
-    /// refuse it (for negative fixtures).
+    /// Skip the builder's checks before writing (a var with no data, sizes
+    /// that disagree); the output still goes through the loader's gates.
     #[arg(long)]
-    allow_invalid: bool,
+    unchecked: bool,
+    /// Keep the NEFF even when the loader's gates refuse it (for negative
+    /// fixtures); otherwise a refused NEFF is not written.
+    #[arg(long)]
+    keep_refused: bool,
     /// Read the whole output back through the loader's gates (inflate and hash it
     /// again) instead of checking it as it is written.
     #[arg(long)]
@@ -69,7 +75,8 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
     if spec.is_lifted() {
         return run_lifted(spec, &args);
     }
-    spec.allow_invalid |= args.allow_invalid;
+    spec.unchecked |= args.unchecked;
+    spec.keep_refused |= args.keep_refused;
     if let Some(pkg) = args.pkg_version {
         spec.pkg_version = Some(pkg.version().value());
     }
@@ -139,7 +146,9 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
 /// encoded as their sources' bytes or style), the recorded header and framing.
 fn run_lifted(spec: BuildSpec, args: &BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
     let spec_name = args.spec.display().to_string();
-    let (mut model, mut settings) = spec.into_model().map_err(|e| format!("{spec_name}: {e}"))?;
+    let (mut model, mut settings) = spec
+        .into_model(&neff::writer::parent_dir(&args.spec))
+        .map_err(|e| format!("{spec_name}: {e}"))?;
     if let Some(path) = &args.header {
         let file = neff::writer::HeaderFile::from_path(path)?;
         model
@@ -150,7 +159,7 @@ fn run_lifted(spec: BuildSpec, args: &BuildArgs) -> Result<u8, Box<dyn std::erro
             model.framing = file.framing;
         }
     }
-    settings.allow_invalid |= args.allow_invalid;
+    settings.keep_refused |= args.keep_refused;
     settings.pkg_version = args
         .pkg_version
         .map(PkgArg::version)

@@ -272,7 +272,7 @@ pub fn report_written(
             if let Some(detail) = &report.detail {
                 eprintln!("  detail: {detail}");
             }
-            eprintln!("  (pass --allow-invalid to write it anyway)");
+            eprintln!("  (pass --keep-refused to write it anyway)");
             return Ok(EXIT_REJECTED);
         }
     };

@@ -80,9 +80,10 @@ pub struct PackArgs {
     /// pkg_version here selects the packaging.
     #[arg(long, value_name = "HEADER.json")]
     header: Option<PathBuf>,
-    /// Write the NEFF even when the loader's gates refuse it (for negative fixtures).
+    /// Keep the NEFF even when the loader's gates refuse it (for negative
+    /// fixtures); otherwise a refused NEFF is not written.
     #[arg(long)]
-    allow_invalid: bool,
+    keep_refused: bool,
     /// Read the whole output back through the loader's gates (inflate and hash it
     /// again) instead of checking it as it is written.
     #[arg(long)]
@@ -120,7 +121,7 @@ pub fn run(args: PackArgs) -> Result<u8, Box<dyn std::error::Error>> {
         vnc_size: args.vnc_size,
         requested_tpb_count: args.requested_tpb_count,
         threads: args.threads.map(|t| t as usize),
-        allow_invalid: args.allow_invalid,
+        keep_refused: args.keep_refused,
         paranoid_readback: args.paranoid_readback,
         no_fsync: !args.fsync.fsync(),
     };

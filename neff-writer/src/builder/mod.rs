@@ -64,7 +64,7 @@
 pub mod npy;
 mod subgraph;
 mod tensor;
-mod weights;
+pub(crate) mod weights;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{self, Write};
