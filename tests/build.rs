@@ -535,3 +535,177 @@ fn help_for_build_and_schema_matches_the_golden_files() {
         );
     }
 }
+
+/// One subgraph as neuronx-cc 2.23 writes them: two inputs, an output, a
+/// weight, a dge-table var over the I/O, dynamic queues with `dynamic_dma`
+/// and `fabric_path`, ACT activation tables, DVE tables, a ucode library and
+/// the EVTACCEL carveout.
+fn compiler_subgraph(name: &str) -> Value {
+    json!({
+        "name": name,
+        "inputs": [{"name": "x", "dtype": "float16", "shape": [128, 256]},
+                   {"name": "y", "dtype": "float16", "shape": [256, 128]}],
+        "outputs": [{"name": "output0", "dtype": "float16", "shape": [128, 128]}],
+        "weights": [{"name": "identity_82", "npy": "w.npy",
+                     "file_name": "value_identity_82_CRSM.npy", "size": 32768,
+                     "extra": {"alignment": 32768, "fabric_path": "main"}}],
+        "vars": [{"name": "DGETable0", "type": "dge-table", "extra": {"list": [1, 2, 3]}}],
+        "dma_queues": {
+            "qPoolDynamic": {"owner": "pool", "type": "dynamic", "num_queues": 16,
+                "semaphore_set": (24..40).collect::<Vec<u64>>(),
+                "extra": {"fabric_path": "main", "dynamic_dma":
+                    {"SB_scratch_partition_offset": 0, "SB_scratch_partition_size": 16384}}},
+            "qSPDynamicHW": {"owner": "sp", "type": "dynamic", "num_queues": 16,
+                "semaphore_set": (8..24).collect::<Vec<u64>>(),
+                "extra": {"fabric_path": "main"}}
+        },
+        "engines": {
+            "act": {"extra": {"act_info": "act_info.json", "act_semaphore": 12,
+                              "activation_function_sets": ["exp_and_others"]}},
+            "dve": {"extra": {"dve_tables": [{
+                "control_fast_table": "default_control_fast_table.bin",
+                "control_slow_table": "default_control_slow_table.bin",
+                "datapath_table": "default_datapath_table.bin",
+                "opcode_table": "default_opcode_table.bin"}]}}
+        },
+        "ucode_libs": [{"library": "libcustom.so", "data": {"base64": "f0VMRgEBAQ=="},
+                        "ulib_to_ucode_version": "1.21.1.0", "functions": [{"name": "f"}]}],
+        "evtaccel": true
+    })
+}
+
+#[test]
+fn a_compiler_style_model_from_scratch_passes_every_gate_in_the_compilers_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let npy = neff::writer::builder::npy::encode_v1("<f2", &[128, 128], &[0u8; 32768]);
+    fs::write(dir.path().join("w.npy"), npy).unwrap();
+    let mut members = serde_json::Map::new();
+    for sg in ["sg00", "sg01"] {
+        let info = json!({"pwp_file_keys": ["bkt_bin", "ctrl_bin", "profile_json"],
+            "act_func_sets": [{"name": "exp_and_others", "bkt_bin": "exp_and_others_bkt.bin",
+            "ctrl_bin": "exp_and_others_ctrl.bin", "profile_json": "exp_and_others.json",
+            "act": {"exp": 400, "identity": 1}}]});
+        members.insert(
+            format!("{sg}/act_info.json"),
+            json!({"text": info.to_string()}),
+        );
+        members.insert(format!("{sg}/exp_and_others.json"), json!({"text": "{}"}));
+        for bin in [
+            "exp_and_others_bkt.bin",
+            "exp_and_others_ctrl.bin",
+            "default_control_fast_table.bin",
+            "default_control_slow_table.bin",
+            "default_datapath_table.bin",
+            "default_opcode_table.bin",
+        ] {
+            members.insert(format!("{sg}/{bin}"), json!({"base64": "AAAAAA=="}));
+        }
+    }
+    let spec = json!({
+        "name": "matmul",
+        "target": "cayman",
+        "framing": "neuronx-cc",
+        "kelf_node_name": "sg_coreV10",
+        "subgraphs": [compiler_subgraph("sg00"), compiler_subgraph("sg01")],
+        "members": members,
+    });
+    let spec_path = write_spec(dir.path(), "compiler.json", &spec);
+    let out = dir.path().join("m.neff");
+    let r = neff(&["build", s(&spec_path), "-o", s(&out), "--json"]);
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    let v: Value = serde_json::from_str(&stdout(&r)).unwrap();
+    assert_eq!(v["verdict"]["accepted"], true, "{v:#}");
+    let warnings = v["verdict"]["warnings"].to_string();
+    assert!(
+        !warnings.contains("not in the NEFF") && !warnings.contains("not listed"),
+        "{warnings}"
+    );
+
+    let tree = dir.path().join("tree");
+    let r = neff(&["unpack", s(&out), "-o", s(&tree)]);
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    for stem in ["PE", "Activation", "Pool", "DVE", "SP"] {
+        for ext in ["json", "bin"] {
+            assert!(
+                tree.join(format!("sg01/{stem}.{ext}")).is_file(),
+                "{stem}.{ext}"
+            );
+        }
+        let text = fs::read_to_string(tree.join(format!("sg00/{stem}.json"))).unwrap();
+        assert!(
+            !text.contains('\n') && text.contains(&format!("\"name\":\"{stem}.json\"")),
+            "{text}"
+        );
+    }
+    assert!(!tree.join("sg00/pe.json").exists());
+    let def_text = fs::read_to_string(tree.join("sg00/def.json")).unwrap();
+    assert!(
+        def_text.starts_with("{\n    \"#") || def_text.starts_with("{\n    \"act\""),
+        "{def_text}"
+    );
+    assert!(def_text.ends_with("}\n"));
+    let def = json_at(&tree.join("sg00/def.json"));
+    assert_eq!(def["name"], "definition");
+    assert_eq!(def["version"], "0.6");
+    assert_eq!(def["pe"], "PE.json");
+    assert_eq!(def["act_instr"], "Activation.bin");
+    assert_eq!(def["cc_streams"], json!({"num_streams": 0}));
+    assert_eq!(def["neff_features"], json!(["neff_feature_vnc"]));
+    assert!(def.get("num_streams").is_none());
+    let ids: Vec<(&str, u64)> = ["SB", "x", "y", "output0", "identity_82", "DGETable0"]
+        .iter()
+        .map(|n| (*n, def["var"][n]["var_id"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            ("SB", 0),
+            ("x", 1),
+            ("y", 2),
+            ("output0", 3),
+            ("identity_82", 4),
+            ("DGETable0", 5)
+        ]
+    );
+    for io in ["x", "y", "output0"] {
+        let var = &def["var"][io];
+        assert!(
+            var.get("dtype").is_none() && var.get("shape").is_none(),
+            "{var}"
+        );
+        assert_eq!(var["ops"], json!([]));
+    }
+    let graph = json_at(&tree.join("neff.json"));
+    let kelf_node = &graph["nodes"][2];
+    assert_eq!(kelf_node["output_names"], json!(["output0", "output0"]));
+    assert!(kelf_node.get("output").is_none());
+    assert_eq!(graph["nodes"][0]["output_names"], json!(["x"]));
+    assert_eq!(graph["node_row_ptr"], json!([0, 1, 2, 4]));
+    assert_eq!(
+        graph["metadata"]["signatures"]["default"]["inputs"]["y"],
+        json!({"id": 1, "dtype": "float16", "shape": [256, 128]})
+    );
+    let graph_text = fs::read_to_string(tree.join("neff.json")).unwrap();
+    assert!(graph_text.starts_with("{\n    \"nodes\": [\n        {\n            \"op\": \"null\",\n            \"name\": \"x\","), "{graph_text}");
+    let kelf_text = fs::read_to_string(tree.join("kelf-0.json")).unwrap();
+    assert!(
+        kelf_text.starts_with("{\n    \"graphs\"")
+            && kelf_text.contains("\"version\": \"0.5\",\n    \"target\": \"cayman\"\n}\n"),
+        "{kelf_text}"
+    );
+
+    // The default framing keeps this project's plain style.
+    let mut plain = spec.clone();
+    plain.as_object_mut().unwrap().remove("framing");
+    let plain_path = write_spec(dir.path(), "plain.json", &plain);
+    let plain_out = dir.path().join("plain.neff");
+    let r = neff(&["build", s(&plain_path), "-o", s(&plain_out)]);
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    let r = neff(&["cat", s(&plain_out), "sg00/def.json"]);
+    let def: Value = serde_json::from_str(&stdout(&r)).unwrap();
+    assert_eq!(
+        (def["pe"].as_str(), def["name"].as_str()),
+        (Some("pe.json"), Some("sg00"))
+    );
+    assert_eq!(def["var"]["x"]["dtype"], "float16");
+}

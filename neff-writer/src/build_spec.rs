@@ -163,10 +163,12 @@ impl FramingSpec {
 pub struct SubgraphSpec {
     /// The folder and KELF graph name (`sg00`).
     pub name: String,
-    /// def.json `name` (default: the subgraph name; the fixture's is `"definition"`).
+    /// def.json `name` (default: the subgraph name; `"definition"`, as the
+    /// compilers write it, under the `neuronx-cc` framing presets).
     #[serde(default)]
     pub def_name: Option<String>,
-    /// def.json `version` (not read by the loader; the fixture's is `"0.6-"`).
+    /// def.json `version` (not read by the loader; the fixture's is `"0.6-"`,
+    /// the compilers' `"0.6"`, the default under the `neuronx-cc` presets).
     #[serde(default)]
     pub def_version: Option<String>,
     /// Model inputs (`type: "input"`); each needs a dtype and a shape.

@@ -165,6 +165,19 @@ impl DefJson {
         *slot = member;
     }
 
+    /// Sets the instruction-stream member def.json names for `engine`
+    /// (`pe_instr`, …; neuronx-cc writes them beside the manifest keys).
+    pub fn set_instr(&mut self, engine: Engine, member: Option<String>) {
+        let slot = match engine {
+            Engine::Pe => &mut self.pe_instr,
+            Engine::Act => &mut self.act_instr,
+            Engine::Pool => &mut self.pool_instr,
+            Engine::Dve => &mut self.dve_instr,
+            Engine::Sp => &mut self.sp_instr,
+        };
+        *slot = member;
+    }
+
     /// The variables ordered by `var_id` (name order among equal ids).
     pub fn vars_by_id(&self) -> Vec<(&str, &Var)> {
         let mut vars: Vec<(&str, &Var)> = self.var.iter().map(|(k, v)| (k.as_str(), v)).collect();

@@ -18,10 +18,10 @@ pub struct NeffJson {
     pub arg_nodes: Vec<u64>,
     /// The outputs, as `[node_id, output_index, version]`.
     pub heads: Vec<NodeEntry>,
-    /// Node i's first entry id (TVM's running output count; one more than nodes).
-    pub node_row_ptr: Vec<u64>,
     /// Per-entry tensor attributes.
     pub attrs: GraphAttrs,
+    /// Node i's first entry id (TVM's running output count; one more than nodes).
+    pub node_row_ptr: Vec<u64>,
     /// The framework's signature (neuronx-cc): tensor names with their id,
     /// dtype and shape. Shown by `inspect`; not read by the runtime.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -42,21 +42,22 @@ pub struct Node {
     pub op: String,
     /// The tensor name (inputs) or the subgraph node name (fixture `"sg_tonga0"`).
     pub name: String,
-    /// Entries this node consumes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub inputs: Option<Vec<NodeEntry>>,
     /// Node attributes; every value a string.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attrs: Option<NodeAttrs>,
+    /// Entries this node consumes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<Vec<NodeEntry>>,
+    /// The tensors' names: an input node's own, the KELF node's outputs
+    /// (the compilers' spelling).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_names: Option<Vec<String>>,
     /// Input nodes: `"0"` (fixture).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_param: Option<String>,
     /// The output tensor's name on the KELF node (fixture, one output).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
-    /// The output tensors' names on the KELF node (producer).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub output_names: Option<Vec<String>>,
     /// Every other key, kept as it is.
     #[serde(flatten)]
     pub extra: Extra,
@@ -68,18 +69,18 @@ pub struct NodeAttrs {
     /// `"__kelf"` marks the KELF node.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub func_name: Option<String>,
-    /// The KELF descriptor member (`"kelf-0.json"`); must be a string.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kelf: Option<String>,
-    /// The input count, as a decimal string.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub num_inputs: Option<String>,
-    /// The output count, as a decimal string.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub num_outputs: Option<String>,
     /// `"0"`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flatten_data: Option<String>,
+    /// The input count, as a decimal string.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_inputs: Option<String>,
+    /// The KELF descriptor member (`"kelf-0.json"`); must be a string.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kelf: Option<String>,
+    /// The output count, as a decimal string.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub num_outputs: Option<String>,
     /// The node name again (producer).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tvm_op: Option<String>,
@@ -100,13 +101,13 @@ pub struct TaggedList<T>(pub String, pub Vec<T>);
 /// The graph's `attrs`: one value per entry id.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GraphAttrs {
-    /// `["list_str", [dtype per entry]]`.
-    pub dltype: TaggedList<Dtype>,
     /// `["list_shape", [[dims] per entry]]`; at most 32 dims each.
     pub shape: TaggedList<Vec<u64>>,
     /// `["list_int", [storage id per entry]]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage_id: Option<TaggedList<u64>>,
+    /// `["list_str", [dtype per entry]]`.
+    pub dltype: TaggedList<Dtype>,
     /// Every other key (`output_names`, …), kept as it is.
     #[serde(flatten)]
     pub extra: Extra,
@@ -150,12 +151,12 @@ pub struct Signature {
 /// One tensor of a signature.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SignatureTensor {
-    /// The element type (`"float32"`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dtype: Option<String>,
     /// The tensor's position among the signature's tensors.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<u64>,
+    /// The element type (`"float32"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dtype: Option<String>,
     /// The shape.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shape: Option<Vec<u64>>,

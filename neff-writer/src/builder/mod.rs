@@ -62,6 +62,7 @@
 //! gives the same bytes. Generation is linear in the number of variables.
 
 pub mod npy;
+mod style;
 mod subgraph;
 mod tensor;
 pub(crate) mod weights;
@@ -82,6 +83,7 @@ use crate::header_options::{HeaderPatch, UuidChoice};
 use crate::member::{MemberName, MemberSource};
 use crate::packager::{PackOptions, PackOutcome, Packager};
 
+pub use style::{ContentStyle, COMPILER_DEF_NAME, COMPILER_DEF_VERSION};
 pub use subgraph::Subgraph;
 pub use tensor::{EngineProgram, Tensor, Weight, WeightFormat};
 
@@ -210,6 +212,7 @@ pub struct NeffBuilder {
     raw: BTreeMap<String, Option<Data>>,
     feature_bits: u64,
     unchecked: bool,
+    style: ContentStyle,
     options: PackOptions,
 }
 
@@ -236,6 +239,7 @@ impl NeffBuilder {
             raw: BTreeMap::new(),
             feature_bits: 0,
             unchecked: false,
+            style: ContentStyle::Plain,
             options: PackOptions::default(),
         }
     }
@@ -347,12 +351,25 @@ impl NeffBuilder {
     }
 
     /// A named framing preset (default `gnu`): tar dialect and fields, member
-    /// order, gzip header, deflate engine, padding and hash layout, plus the
-    /// compiler's header conventions for the compiler-like presets. Call it
-    /// before [`NeffBuilder::level`] to keep a chosen level.
+    /// order, gzip header, deflate engine, padding and hash layout, plus, for
+    /// the compiler presets, the compiler's header conventions and content
+    /// style ([`ContentStyle::Compiler`]). Call it before
+    /// [`NeffBuilder::level`] to keep a chosen level, and before
+    /// [`NeffBuilder::content_style`] to override the content style.
     pub fn framing(mut self, preset: FramingPreset) -> Self {
         self.options.framing = preset.framing();
         self.options.compiler_header = preset.is_compiler_like();
+        self.style = if preset.is_compiler_like() {
+            ContentStyle::Compiler
+        } else {
+            ContentStyle::Plain
+        };
+        self
+    }
+
+    /// How the generated manifests look (default: the framing preset's).
+    pub fn content_style(mut self, style: ContentStyle) -> Self {
+        self.style = style;
         self
     }
 
@@ -446,7 +463,13 @@ impl NeffBuilder {
             }
         }
 
-        let mut ctx = subgraph::Context { checked };
+        let style = self.style;
+        let vnc = self.subgraphs.len() > 1;
+        let mut ctx = subgraph::Context {
+            checked,
+            style,
+            vnc,
+        };
         let mut members: BTreeMap<String, MemberSource> = BTreeMap::new();
         let mut kelf = KelfDescriptor::new(Target::Any);
         kelf.target = Some(self.target);
@@ -468,7 +491,11 @@ impl NeffBuilder {
             }
             custom_ops |= out.has_ucode;
             inputs.merge(out.inputs, &name, "input", checked)?;
-            outputs.merge(out.outputs, &name, "output", checked)?;
+            match style {
+                ContentStyle::Plain => outputs.merge(out.outputs, &name, "output", checked)?,
+                // neuronx-cc lists each subgraph's outputs, names repeated.
+                ContentStyle::Compiler => outputs.tensors.extend(out.outputs),
+            }
             for (member, source) in out.members {
                 insert_member(&mut members, member, source)?;
             }
@@ -479,12 +506,15 @@ impl NeffBuilder {
             &inputs.tensors,
             &outputs.tensors,
         );
+        if style == ContentStyle::Compiler {
+            style::compiler_graph(&mut graph);
+        }
         graph.extra = self.neff_json_extra;
-        insert_member(&mut members, "neff.json".into(), manifest_bytes(&graph)?)?;
+        insert_member(&mut members, "neff.json".into(), style.graph_json(&graph)?)?;
         insert_member(
             &mut members,
             self.kelf_member.clone(),
-            manifest_bytes(&kelf)?,
+            style.graph_json(&kelf)?,
         )?;
 
         let info = info_json(&self.options.header, self.options.compiler_header);
@@ -561,11 +591,23 @@ impl NeffBuilder {
 /// compact when the pretty form would be longer than the loader parses
 /// ([`neff_loader::MANIFEST_MAX`]; a model of about 500,000 variables).
 pub(crate) fn manifest_bytes<T: Manifest>(manifest: &T) -> Result<MemberSource, Error> {
-    let pretty = manifest.to_vec_pretty()?;
-    if pretty.len() as u64 <= neff_loader::MANIFEST_MAX {
-        return Ok(MemberSource::Bytes(pretty));
+    manifest_bytes_with(manifest, style::Layout::Pretty2Sorted)
+}
+
+/// A generated manifest's bytes in `layout`, or compact when that would be
+/// longer than the loader parses.
+pub(crate) fn manifest_bytes_with<T: serde::Serialize>(
+    manifest: &T,
+    layout: style::Layout,
+) -> Result<MemberSource, Error> {
+    let text = layout.encode(manifest).map_err(|e| {
+        let kind = ErrorKind::Schema(neff_schema::ErrorKind::ManifestEncode);
+        Error::new(kind, format!("cannot encode as JSON: {e}"))
+    })?;
+    if text.len() as u64 <= neff_loader::MANIFEST_MAX {
+        return Ok(MemberSource::Bytes(text));
     }
-    Ok(MemberSource::Bytes(compact(&pretty)))
+    Ok(MemberSource::Bytes(compact(&text)))
 }
 
 /// JSON text without the whitespace between tokens (strings kept as they are).

@@ -11,6 +11,7 @@ use neff_schema::manifest::{
     UcodeLibJson, Var, VarType,
 };
 
+use super::style::{ContentStyle, COMPILER_DEF_NAME, COMPILER_DEF_VERSION};
 use super::{invalid, manifest_bytes, Data};
 use crate::error::Error;
 use crate::member::{MemberName, MemberSource};
@@ -27,12 +28,19 @@ struct VarDecl {
 }
 
 impl VarDecl {
-    fn group(&self) -> u8 {
-        match self.kind.as_str() {
-            "input" => 0,
-            "output" => 1,
-            _ => 2,
+    /// Where the var's dense var_id falls: inputs, outputs, the rest (the
+    /// compilers' style puts the state buffers first).
+    fn group(&self, style: ContentStyle) -> u8 {
+        match (self.kind.as_str(), style) {
+            ("state-buffer", ContentStyle::Compiler) => 0,
+            ("input", _) => 1,
+            ("output", _) => 2,
+            _ => 3,
         }
+    }
+
+    fn is_io(&self) -> bool {
+        matches!(self.kind.as_str(), "input" | "output")
     }
 }
 
@@ -53,6 +61,10 @@ pub struct Subgraph {
 pub(crate) struct Context {
     /// Whether the builder's own checks run (not [`super::NeffBuilder::unchecked`]).
     pub checked: bool,
+    /// How the generated manifests look.
+    pub style: ContentStyle,
+    /// Whether the model has more than one subgraph (a virtual core).
+    pub vnc: bool,
 }
 
 /// What one subgraph contributes.
@@ -231,20 +243,45 @@ impl Subgraph {
     pub(crate) fn generate(self, ctx: &mut Context) -> Result<Generated, Error> {
         let sg = self.name.clone();
         let checked = ctx.checked;
+        let style = ctx.style;
+        let compiler = style == ContentStyle::Compiler;
         let mut members: Vec<(String, MemberSource)> = Vec::new();
         let mut def = self.def;
         if def.name.is_none() {
-            def.name = Some(sg.clone());
+            def.name = Some(if compiler {
+                COMPILER_DEF_NAME.into()
+            } else {
+                sg.clone()
+            });
+        }
+        if compiler && def.version.is_none() {
+            def.version = Some(COMPILER_DEF_VERSION.into());
+        }
+        if compiler && ctx.vnc && def.neff_features.is_none() {
+            def.neff_features = Some(vec!["neff_feature_vnc".into()]);
+        }
+        let mut vars = self.vars;
+        let state_buffer = VarType::StateBuffer.as_str();
+        if compiler && !vars.iter().any(|v| v.kind == state_buffer) {
+            vars.insert(
+                0,
+                VarDecl {
+                    name: "SB".into(),
+                    kind: state_buffer.into(),
+                    tensor: Tensor::default(),
+                    weight: None,
+                },
+            );
         }
 
         // Variables, in var_id order: inputs, outputs, the rest.
-        let ids = assign_var_ids(&self.vars);
+        let ids = assign_var_ids(&vars, style);
         let mut inputs = Vec::new();
         let mut outputs = Vec::new();
-        for (decl, var_id) in self.vars.into_iter().zip(ids) {
+        for (decl, var_id) in vars.into_iter().zip(ids) {
             let at = format!("subgraph {sg}: var {:?}", decl.name);
-            let group = decl.group();
-            let is_io = group < 2;
+            let is_input = decl.kind == VarType::Input.as_str();
+            let is_io = decl.is_io();
             let mut var = Var::of_kind(decl.kind.clone(), var_id);
             let mut tensor = decl.tensor;
             if let Some((data, format, file_name)) = decl.weight {
@@ -266,9 +303,17 @@ impl Subgraph {
                 tensor.check_shape(&at)?;
             }
             var.size = var_size(&decl.kind, &tensor, &at)?;
-            var.dtype = tensor.dtype.clone();
-            var.shape = tensor.shape.clone();
             var.extra = tensor.extra;
+            if !compiler {
+                var.dtype = tensor.dtype.clone();
+                var.shape = tensor.shape.clone();
+            } else if is_io || var.file_name.is_some() {
+                // neuronx-cc lists each var's ops; neff.json carries the
+                // I/O dtype and shape.
+                var.extra
+                    .entry("ops")
+                    .or_insert_with(|| serde_json::json!([]));
+            }
             if is_io {
                 let (Some(dtype), Some(shape)) = (tensor.dtype, tensor.shape) else {
                     return invalid(format!(
@@ -281,7 +326,7 @@ impl Subgraph {
                     dtype,
                     shape,
                 };
-                if group == 0 {
+                if is_input {
                     inputs.push((var_id, t));
                 } else {
                     outputs.push((var_id, t));
@@ -349,6 +394,12 @@ impl Subgraph {
             def.ucode_lib = Some(libs);
         }
 
+        if compiler {
+            let num_streams = def.num_streams.take().unwrap_or(0);
+            let streams = def.cc_streams.get_or_insert_with(Default::default);
+            streams.num_streams.get_or_insert(num_streams);
+        }
+
         // Carveouts: always present, at least [].
         def.runtime_statebuffer_reservation = Some(self.carveouts);
 
@@ -357,7 +408,13 @@ impl Subgraph {
         for engine in Engine::ALL {
             let program = programs.remove(&engine).unwrap_or_default();
             let at = format!("subgraph {sg}: engine {engine}");
-            let mut json = EngineJson::for_engine(engine);
+            let stem = style.engine_stem(engine);
+            let (json_member, bin_member) = (format!("{stem}.json"), format!("{stem}.bin"));
+            let mut json = EngineJson::for_engine(engine).instr(&bin_member);
+            if compiler {
+                json.name = Some(json_member.clone());
+                def.set_instr(engine, Some(bin_member.clone()));
+            }
             json.dma = Some(program.dma);
             if let Some(label) = program.label {
                 json.name = Some(label);
@@ -367,13 +424,15 @@ impl Subgraph {
                 Some(data) => data.into_source(&format!("{at}: instructions"))?,
                 None => MemberSource::Bytes(Vec::new()),
             };
-            let json_member = format!("{engine}.json");
-            members.push((member_name(&sg, &format!("{engine}.bin"), &at)?, instr));
-            members.push((member_name(&sg, &json_member, &at)?, manifest_bytes(&json)?));
+            members.push((member_name(&sg, &bin_member, &at)?, instr));
+            members.push((
+                member_name(&sg, &json_member, &at)?,
+                style.engine_json(&json)?,
+            ));
             def.set_engine(engine, Some(json_member));
         }
 
-        members.push((format!("{sg}/def.json"), manifest_bytes(&def)?));
+        members.push((format!("{sg}/def.json"), style.def_json(&def)?));
         Ok(Generated {
             members,
             inputs: inputs.into_iter().map(|(_, t)| t).collect(),
@@ -403,10 +462,10 @@ fn member_name(sg: &str, file: &str, at: &str) -> Result<String, Error> {
 
 /// var_ids: pinned ones as given; the others fill the free ids in the order
 /// inputs, outputs, the rest (declaration order within each group).
-fn assign_var_ids(vars: &[VarDecl]) -> Vec<u64> {
+fn assign_var_ids(vars: &[VarDecl], style: ContentStyle) -> Vec<u64> {
     let pinned: BTreeSet<u64> = vars.iter().filter_map(|v| v.tensor.var_id).collect();
     let mut order: Vec<usize> = (0..vars.len()).collect();
-    order.sort_by_key(|&i| vars[i].group());
+    order.sort_by_key(|&i| vars[i].group(style));
     let mut ids = vec![0u64; vars.len()];
     let mut next = 0u64;
     for i in order {
