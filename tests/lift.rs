@@ -662,3 +662,27 @@ fn a_weight_edit_names_what_is_wrong() {
     };
     assert_eq!(def.var["w"].size, Some(16));
 }
+
+#[path = "../examples/edit_real_neff.rs"]
+#[allow(dead_code)]
+mod edit_real_neff;
+
+#[test]
+#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+fn the_documented_rust_edit_of_a_real_neff_changes_one_line() {
+    for file in real_neffs() {
+        let name = file.display().to_string();
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("edited.neff");
+        edit_real_neff::edit(&file, &out, "edited_by_example").unwrap();
+        let verify = neff(&["verify".as_ref(), out.as_os_str(), "-q".as_ref()]);
+        assert!(verify.status.success(), "{name}: {verify:?}");
+        let before = extract_member(&file, "sg00/def.json", tmp.path());
+        let after = extract_member(&out, "sg00/def.json", tmp.path());
+        assert_eq!(changed_lines(&before, &after), 1, "{name}");
+        assert!(
+            String::from_utf8_lossy(&after).contains("\"edited_by_example\""),
+            "{name}"
+        );
+    }
+}

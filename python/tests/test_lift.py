@@ -41,3 +41,40 @@ def test_an_edit_changes_that_member_and_the_uuid(path: Path, tmp_path: Path) ->
 def test_payload_names_a_missing_member() -> None:
     with pytest.raises(neff.NeffError, match="no member"):
         neff.Builder().payload("sg00/def.json")
+
+
+@pytest.mark.parametrize("path", [p for p in real_neffs() if "matmul_small" in p.name])
+def test_replace_weight_takes_an_array_and_the_size_follows(path: Path, tmp_path: Path) -> None:
+    numpy = pytest.importorskip("numpy")
+    builder = neff.lift(path, tmp_path / "tree")
+    var = "identity_82_sg0000"
+    builder.replace_weight(var, numpy.full((2, 128, 256), 3, "float16"))
+    assert builder.payload("sg00/def.json")["def_json"]["var"][var]["size"] == 2 * 128 * 256 * 2
+    out = tmp_path / "edited.neff"
+    assert builder.write(out, fsync=False).accepted
+    data = neff.open(out).read("sg00/value_sg0000_identity_82_CRSM.npy")
+    assert data is not None and b"(2, 128, 256)" in data[:128]
+    with pytest.raises(neff.NeffError, match="no file var"):
+        builder.replace_weight("x", numpy.zeros(4, "float16"))
+    with pytest.raises(neff.NeffError, match="promises"):
+        short = tmp_path / "short.npy"
+        numpy.save(short, numpy.zeros(8, "float16"))
+        short.write_bytes(short.read_bytes()[:-4])
+        builder.replace_weight(var, short)
+
+
+def test_feature_names_and_the_two_unchecked_flags_mean_the_same_everywhere(
+    tmp_path: Path,
+) -> None:
+    b = neff.Builder(features=["vnc", "NEFF_FEATURE_CUSTOM_OPS"])
+    with b.subgraph("sg00") as sg:
+        sg.input("x", "float32", (4,)).output("y", "float32", (4,))
+    out = tmp_path / "m.neff"
+    assert b.write(out, fsync=False).accepted
+    header = neff.open(out).header
+    assert header is not None and header.feature_bits & 0x404 == 0x404
+    b.raw_member("sg00/def.json", None)
+    with pytest.raises(neff.Rejected):
+        b.write(tmp_path / "refused.neff", unchecked=True)
+    assert not (tmp_path / "refused.neff").exists()
+    assert not b.write(tmp_path / "refused.neff", keep_refused=True).accepted

@@ -52,3 +52,24 @@ def test_readme_builder_example_writes_an_accepted_neff(
     report = neff.verify(tmp_path / "m.neff")
     assert report.accepted and report.targeted_arches == ("cayman",)
     assert out.getvalue().strip().endswith("True")
+
+
+def test_readme_edit_example_edits_a_real_neff(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code = readme_example("<!-- python-edit-example -->")
+    path = next((p for p in REAL_NEFFS if "matmul_small" in p.name), None)
+    if path is None:
+        pytest.skip("the real NEFF ncc2.23_nkipy_matmul_small is missing")
+    monkeypatch.chdir(tmp_path)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code.replace('"model.neff"', repr(str(path))), "README.md", "exec"), {})
+    assert out.getvalue().strip() == "True"
+    edited = neff.open(tmp_path / "edited.neff")
+    report = neff.diff(path, tmp_path / "edited.neff")
+    changed = sorted(m["name"] for m in report.members["changed"])
+    assert changed == ["sg00/def.json", "sg00/value_sg0000_identity_82_CRSM.npy"]
+    weights = edited.read("sg00/value_sg0000_identity_82_CRSM.npy")
+    assert weights is not None and b"(64, 256)" in weights[:128]
+    assert b'"size": 32768' in (edited.read("sg00/def.json") or b"")  # 64*256*2 bytes

@@ -147,7 +147,7 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
 fn run_lifted(spec: BuildSpec, args: &BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
     let spec_name = args.spec.display().to_string();
     let (mut model, mut settings) = spec
-        .into_model(&neff::writer::parent_dir(&args.spec))
+        .into_model(neff::writer::parent_dir(&args.spec))
         .map_err(|e| format!("{spec_name}: {e}"))?;
     if let Some(path) = &args.header {
         let file = neff::writer::HeaderFile::from_path(path)?;

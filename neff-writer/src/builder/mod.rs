@@ -425,18 +425,21 @@ impl NeffBuilder {
         self
     }
 
-    /// The unchecked door: skip the loader's check of the model before
-    /// writing (with [`NeffBuilder::raw_member`] / [`NeffBuilder::omit_member`],
-    /// for deliberately invalid inputs). The output check still runs; see
-    /// [`NeffBuilder::keep_refused`].
+    /// The unchecked door: skip the checks before writing, the builder's own
+    /// rules (a var with no data, sizes that disagree) and the loader's gates
+    /// on the members in memory (with [`NeffBuilder::raw_member`] /
+    /// [`NeffBuilder::omit_member`], for deliberately invalid inputs). The
+    /// output check still runs; see [`NeffBuilder::keep_refused`].
     pub fn unchecked(mut self, unchecked: bool) -> Self {
         self.unchecked = unchecked;
         self
     }
 
-    /// Keep the written NEFF even when the output check's gates refuse it (the
+    /// Keep the written NEFF even when the loader's gates refuse it (the
     /// verdict is in the outcome). A separate choice from
-    /// [`NeffBuilder::unchecked`]; negative fixtures need both.
+    /// [`NeffBuilder::unchecked`]: a model only the gates refuse needs only
+    /// this; one the builder's own rules refuse (a var with no data) also
+    /// needs `unchecked`.
     pub fn keep_refused(mut self, keep: bool) -> Self {
         self.options.keep_refused = keep;
         self
@@ -568,7 +571,9 @@ impl NeffBuilder {
         if patch.feature_bits.is_none() {
             patch.feature_bits = Some(bits);
         }
-        if checked {
+        // The gates run again on the bytes written; a caller keeping refused
+        // outputs gets their verdict there.
+        if checked && !options.keep_refused {
             loader_check(&mut members, &options)?;
         }
         Ok(Build { members, options })
