@@ -686,3 +686,72 @@ fn the_documented_rust_edit_of_a_real_neff_changes_one_line() {
         );
     }
 }
+
+#[test]
+#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+fn a_header_refused_neff_lifts_with_keep_refused_and_builds_back_as_it_is() {
+    let file = real_neffs()
+        .into_iter()
+        .find(|f| f.to_string_lossy().contains("matmul_small"))
+        .unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    // A feature bit no runtime knows: G5 refuses it (the payload is intact).
+    let mut bytes = std::fs::read(&file).unwrap();
+    bytes[0x220 + 5] |= 0x01;
+    let refused = tmp.path().join("refused.neff");
+    std::fs::write(&refused, &bytes).unwrap();
+    let (tree, spec) = (tmp.path().join("tree"), tmp.path().join("spec.json"));
+    let unpack = |extra: &[&str]| {
+        let mut args: Vec<&std::ffi::OsStr> = vec![
+            "unpack".as_ref(),
+            refused.as_os_str(),
+            "-o".as_ref(),
+            tree.as_os_str(),
+            "--spec".as_ref(),
+            spec.as_os_str(),
+            "--json".as_ref(),
+        ];
+        args.extend(extra.iter().map(std::ffi::OsStr::new));
+        neff(&args)
+    };
+    let plain = unpack(&[]);
+    assert_eq!(plain.status.code(), Some(1), "{plain:?}");
+    assert!(!tree.exists() && !spec.exists());
+
+    let kept = unpack(&["--keep-refused"]);
+    assert!(kept.status.success(), "{kept:?}");
+    let report: Value = serde_json::from_slice(&kept.stdout).unwrap();
+    assert_eq!(report["refused"]["gate"], "G5", "{report:#}");
+    assert_eq!(report["byte_identical_repack"], true);
+
+    let out = tmp.path().join("out.neff");
+    let built = build(&spec, &out, &[]);
+    assert_eq!(built.status.code(), Some(1), "the gates still refuse it: {built:?}");
+    assert!(!out.exists());
+    let built = build(&spec, &out, &["--keep-refused"]);
+    assert!(built.status.success(), "{built:?}");
+    assert_eq!(std::fs::read(&out).unwrap(), bytes, "rebuilt byte for byte");
+}
+
+#[test]
+fn a_neff_the_manifest_gates_refuse_lifts_and_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let spec = serde_json::json!({
+        "subgraphs": [{"name": "sg00",
+            "inputs": [{"name": "x", "dtype": "float32", "shape": [4]}],
+            "outputs": [{"name": "y", "dtype": "float32", "shape": [4]}]}],
+        "raw_members": {"sg00/def.json": {"text": r#"{"var": {"x": {"type": "input", "var_id": 0, "size": 16}}}"#}},
+        "keep_refused": true
+    });
+    let spec_path = tmp.path().join("bad.json");
+    std::fs::write(&spec_path, spec.to_string()).unwrap();
+    let bad = tmp.path().join("bad.neff");
+    let built = build(&spec_path, &bad, &[]);
+    assert!(built.status.success(), "{built:?}");
+    let (_, lifted, report) = lift(&bad, tmp.path());
+    assert_eq!(report["refused"]["gate"], "G20b", "{report:#}");
+    let out = tmp.path().join("again.neff");
+    let again = build(&lifted, &out, &["--keep-refused"]);
+    assert!(again.status.success(), "{again:?}");
+    assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&bad).unwrap());
+}

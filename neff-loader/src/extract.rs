@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use crate::container::{Container, EntrySink, Limits, Tier1};
 use crate::profile::RuntimeProfile;
 use crate::tar_reader::{Entry, EntryKind};
-use crate::{Error, ErrorKind, Report};
+use crate::{Error, ErrorKind, Gate, Report};
 
 use plan::Plan;
 pub use temp_dir::abandon_unpack_dirs;
@@ -107,6 +107,35 @@ pub fn extract(
     move_into_place(temp.path(), dest, &plan, empty)?;
     temp.keep_destination();
     Ok((plan.summary(), container))
+}
+
+/// [`extract`], also for a NEFF the container gates refuse for its header
+/// alone: unsupported feature bits (G5) or a payload hash that does not
+/// match (G9). Such a NEFF is unpacked as a runtime with those checks off
+/// would read it, and the refusal is returned beside the summary (negative
+/// fixtures are lifted this way). Any other refusal is an error, as in
+/// [`extract`]: the archive itself cannot be read as the runtime reads it.
+pub fn extract_refused(
+    neff: &Path,
+    dest: &Path,
+    profile: &RuntimeProfile,
+    force: bool,
+    limits: &ExtractLimits,
+) -> Result<(ExtractSummary, Container, Option<Report>), Error> {
+    let refusal = match extract(neff, dest, profile, force, limits) {
+        Ok((summary, container)) => return Ok((summary, container, None)),
+        Err(e) => match e.report() {
+            Some(r) if matches!(r.gate, Some(Gate::G5 | Gate::G9)) => r.clone(),
+            _ => return Err(e),
+        },
+    };
+    let relaxed = RuntimeProfile {
+        verify_hash: false,
+        supported_features: u64::MAX,
+        ..profile.clone()
+    };
+    let (summary, container) = extract(neff, dest, &relaxed, force, limits)?;
+    Ok((summary, container, Some(refusal)))
 }
 
 /// The container gates' verdict (only that tier matters: any readable

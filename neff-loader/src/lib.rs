@@ -72,7 +72,7 @@ pub use container::{
 };
 pub use device_memory::{CoreMemory, MemoryCategories, MemoryReport, DMA_DESCRIPTOR_BYTES};
 pub use error::{Error, ErrorKind, GzipErrorKind, TarErrorKind};
-pub use extract::{abandon_unpack_dirs, extract, ExtractLimits, ExtractSummary};
+pub use extract::{abandon_unpack_dirs, extract, extract_refused, ExtractLimits, ExtractSummary};
 pub use gate::{Gate, NrtStatus, Rejection};
 pub use inspect::{InspectReport, ModelReadPast};
 pub use members::{MemberRef, MemberTable, MEMBER_OVERHEAD};

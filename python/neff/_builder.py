@@ -403,6 +403,8 @@ class Builder:
                  neff_json_extra: Optional[Mapping[str, Any]] = None) -> None:
         self._spec = _Spec()
         self._tree: Optional[str] = None
+        #: A lifted model's refusal by the gates (their report), else ``None``.
+        self.refusal: Optional[Dict[str, Any]] = None
         self._spec.doc.update(_options(
             name=name, target=target, pkg_version=pkg_version, framing=framing, level=level,
             uuid=None if uuid is None else str(uuid), features=list(features) or None,
@@ -562,18 +564,26 @@ class Builder:
         return data if data is not None else b""
 
 
-def lift(source: Union[str, os.PathLike[str]], dir: Union[str, os.PathLike[str]]) -> Builder:
+def lift(source: Union[str, os.PathLike[str]], dir: Union[str, os.PathLike[str]], *,
+         keep_refused: bool = False) -> Builder:
     """Unpacks the NEFF at ``source`` into the new or empty folder ``dir`` and
     returns a :class:`Builder` holding it as the typed model (the build spec
     ``neff unpack --spec`` writes). Unedited, :meth:`Builder.write` writes the
-    same bytes; edit members with :meth:`Builder.payload`. A NEFF the gates
-    refuse raises :class:`neff.Rejected`.
+    same bytes; edit members with :meth:`Builder.payload`. A NEFF the
+    container gates refuse raises :class:`neff.Rejected`, unless
+    ``keep_refused=True`` and only its header is refused (unsupported feature
+    bits, a payload hash that does not match): then it is lifted as a runtime
+    without those checks reads it. :attr:`Builder.refusal` holds the gates'
+    report of a lifted NEFF they refuse (``None`` when accepted); write such a
+    model back with ``keep_refused=True``.
 
     >>> b = neff.lift("model.neff", "tree")  # doctest: +SKIP
     >>> b.write("same.neff").header["uuid"]  # doctest: +SKIP
     """
-    text = _native.lift(os.fspath(source), os.fspath(dir))
-    return Builder._lifted(json.loads(text), os.path.abspath(os.fspath(dir)))
+    text, refusal = _native.lift(os.fspath(source), os.fspath(dir), keep_refused)
+    builder = Builder._lifted(json.loads(text), os.path.abspath(os.fspath(dir)))
+    builder.refusal = None if refusal is None else json.loads(refusal)
+    return builder
 
 
 def _write_npy(path: str, data: Data, key: str) -> None:

@@ -111,18 +111,37 @@ fn build_lifted<'py>(
 }
 
 /// Unpacks the NEFF at `path` into the new or empty folder `dir` and
-/// returns its typed model as a build spec (JSON; blob paths absolute).
+/// returns its typed model as a build spec (JSON; blob paths absolute) and
+/// the gates' refusal of it, if any (a report as JSON). A container refusal
+/// raises, unless `keep_refused` and the refusal is the header's alone (G5,
+/// G9: [`neff_loader::extract_refused`]).
 #[pyfunction]
-fn lift(py: Python<'_>, path: PathBuf, dir: PathBuf) -> PyResult<String> {
+#[pyo3(signature = (path, dir, keep_refused=false))]
+fn lift(
+    py: Python<'_>,
+    path: PathBuf,
+    dir: PathBuf,
+    keep_refused: bool,
+) -> PyResult<(String, Option<String>)> {
     let lifted = py.detach(
-        move || -> Result<String, Result<neff_loader::Error, Error>> {
+        move || -> Result<(String, Option<String>), Result<neff_loader::Error, Error>> {
             let profile = neff_loader::RuntimeProfile::default();
             let limits = neff_loader::ExtractLimits::default();
-            neff_loader::extract(&path, &dir, &profile, false, &limits).map_err(Ok)?;
+            let (_, _, mut refused) = match keep_refused {
+                true => neff_loader::extract_refused(&path, &dir, &profile, false, &limits),
+                false => neff_loader::extract(&path, &dir, &profile, false, &limits)
+                    .map(|(s, c)| (s, c, None)),
+            }
+            .map_err(Ok)?;
+            if refused.is_none() {
+                let verdict = neff_loader::verify_file(&path, &profile).map_err(Ok)?;
+                refused = (!verdict.accepted).then(|| verdict.combined_report());
+            }
             let recovered = neff_writer::recover_framing(&path).map_err(Err)?;
             let (model, _notes) =
                 neff_writer::lift::Model::from_tree(&dir, recovered.file, None).map_err(Err)?;
-            model.to_spec_json().map_err(Err)
+            let refused = refused.map(|r| serde_json::to_string(&r).unwrap_or_default());
+            Ok((model.to_spec_json().map_err(Err)?, refused))
         },
     );
     lifted.map_err(|e| match e {

@@ -78,3 +78,21 @@ def test_feature_names_and_the_two_unchecked_flags_mean_the_same_everywhere(
         b.write(tmp_path / "refused.neff", unchecked=True)
     assert not (tmp_path / "refused.neff").exists()
     assert not b.write(tmp_path / "refused.neff", keep_refused=True).accepted
+
+
+@pytest.mark.parametrize("path", [p for p in real_neffs() if "matmul_small" in p.name])
+def test_a_header_refused_neff_lifts_with_keep_refused(path: Path, tmp_path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[0x220 + 5] |= 0x01  # a feature bit no runtime knows: G5
+    refused = tmp_path / "refused.neff"
+    refused.write_bytes(bytes(data))
+    with pytest.raises(neff.Rejected):
+        neff.lift(refused, tmp_path / "no")
+    builder = neff.lift(refused, tmp_path / "tree", keep_refused=True)
+    assert builder.refusal is not None and builder.refusal["gate"] == "G5"
+    out = tmp_path / "out.neff"
+    with pytest.raises(neff.Rejected):
+        builder.write(out, fsync=False)
+    assert not builder.write(out, keep_refused=True, fsync=False).accepted
+    assert out.read_bytes() == bytes(data)
+    assert neff.lift(path, tmp_path / "fine").refusal is None

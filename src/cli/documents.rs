@@ -105,6 +105,12 @@ pub struct UnpackReport {
     /// The container gates' refusal: nothing was unpacked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verdict: Option<Report>,
+    /// The gates refuse this NEFF, which was unpacked all the same: a header
+    /// refusal under `--keep-refused`, or, with `--spec`, a refusal by the
+    /// manifest or section gates (the lifted spec builds it with
+    /// `--keep-refused`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<Report>,
 }
 
 impl UnpackReport {

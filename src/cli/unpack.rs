@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use neff::loader::RuntimeProfile;
-use neff::loader::{extract, ExtractLimits};
+use neff::loader::{extract, extract_refused, verify_file, ExtractLimits, Report};
 use neff::writer::lift::{Content, Model};
 use neff::writer::recover_framing;
 
@@ -65,6 +65,13 @@ pub struct UnpackArgs {
     /// DIR, else refused.
     #[arg(long, value_name = "SPEC.json")]
     spec: Option<PathBuf>,
+    /// Also unpack a NEFF the container gates refuse for its header alone
+    /// (unsupported feature bits, G5; a payload hash that does not match, G9),
+    /// as a runtime without those checks reads it: for lifting negative
+    /// fixtures. The refusal is printed and reported ("refused" in --json); a
+    /// lifted spec of it builds with `neff build --keep-refused`.
+    #[arg(long)]
+    keep_refused: bool,
     #[command(flatten)]
     fsync: FsyncArgs,
     /// Print a JSON summary on stdout.
@@ -88,8 +95,12 @@ pub fn run(args: UnpackArgs) -> Result<u8, Box<dyn std::error::Error>> {
         max_bytes: args.max_bytes,
         max_depth: args.max_depth,
     };
-    let unpacked = extract(&args.file, &args.output, &profile, args.force, &limits);
-    let (summary, _container) = match unpacked {
+    let unpacked = match args.keep_refused {
+        true => extract_refused(&args.file, &args.output, &profile, args.force, &limits),
+        false => extract(&args.file, &args.output, &profile, args.force, &limits)
+            .map(|(summary, container)| (summary, container, None)),
+    };
+    let (summary, _container, mut refused) = match unpacked {
         Ok(done) => done,
         Err(e) => {
             let Some(report) = e.report() else {
@@ -118,6 +129,12 @@ pub fn run(args: UnpackArgs) -> Result<u8, Box<dyn std::error::Error>> {
     }
     let mut lifted = None;
     if let (Some(path), Some(recovered)) = (&args.spec, &recovered) {
+        if refused.is_none() {
+            // The container tier passed; a lift also says whether the
+            // manifest and section gates refuse it.
+            let verdict = verify_file(&args.file, &profile)?;
+            refused = (!verdict.accepted).then(|| verdict.combined_report());
+        }
         let base = neff::writer::parent_dir(path);
         let (model, notes) = Model::from_tree(&args.output, recovered.file.clone(), Some(base))?;
         let json = model.to_spec_json()?;
@@ -141,6 +158,7 @@ pub fn run(args: UnpackArgs) -> Result<u8, Box<dyn std::error::Error>> {
             report.typed_members = Some(*typed);
             report.lift_notes = Some(notes.0.clone());
         }
+        report.refused = refused;
         print_json(&report)?;
     } else if !args.quiet {
         eprintln!(
@@ -168,6 +186,9 @@ pub fn run(args: UnpackArgs) -> Result<u8, Box<dyn std::error::Error>> {
                 }
             }
         }
+        if let Some(report) = &refused {
+            print_refusal(report, lifted.is_some());
+        }
         if let (Some((path, members, typed, notes)), Some(r)) = (&lifted, &recovered) {
             for note in &notes.0 {
                 eprintln!("neff: note: {note}");
@@ -188,6 +209,17 @@ pub fn run(args: UnpackArgs) -> Result<u8, Box<dyn std::error::Error>> {
 
 /// Refuses a `--header-out` path that is, or (as a symlink) points to, a path
 /// inside `dir`: a member it would replace, or a file `neff pack DIR` would pack.
+/// Says that the gates refuse the NEFF just unpacked (or lifted).
+fn print_refusal(report: &Report, lifted: bool) {
+    eprintln!("neff: note: the gates refuse this NEFF: {}", report.summary());
+    if let Some(detail) = &report.detail {
+        eprintln!("  detail: {detail}");
+    }
+    if lifted {
+        eprintln!("  (`neff build SPEC --keep-refused` rebuilds it as it is)");
+    }
+}
+
 fn refuse_inside(path: &Path, dir: &Path) -> Result<(), Box<dyn std::error::Error>> {
     let dir = resolve(dir)?;
     let parent = neff::writer::parent_dir(path);
