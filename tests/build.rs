@@ -553,20 +553,20 @@ fn compiler_subgraph(name: &str) -> Value {
         "dma_queues": {
             "qPoolDynamic": {"owner": "pool", "type": "dynamic", "num_queues": 16,
                 "semaphore_set": (24..40).collect::<Vec<u64>>(),
-                "extra": {"fabric_path": "main", "dynamic_dma":
-                    {"SB_scratch_partition_offset": 0, "SB_scratch_partition_size": 16384}}},
+                "fabric_path": "main", "dynamic_dma":
+                    {"SB_scratch_partition_offset": 0, "SB_scratch_partition_size": 16384}},
             "qSPDynamicHW": {"owner": "sp", "type": "dynamic", "num_queues": 16,
                 "semaphore_set": (8..24).collect::<Vec<u64>>(),
-                "extra": {"fabric_path": "main"}}
+                "fabric_path": "main"}
         },
         "engines": {
-            "act": {"extra": {"act_info": "act_info.json", "act_semaphore": 12,
-                              "activation_function_sets": ["exp_and_others"]}},
-            "dve": {"extra": {"dve_tables": [{
+            "act": {"act_info": "act_info.json", "act_semaphore": 12,
+                    "activation_function_sets": ["exp_and_others"]},
+            "dve": {"dve_tables": [{
                 "control_fast_table": "default_control_fast_table.bin",
                 "control_slow_table": "default_control_slow_table.bin",
                 "datapath_table": "default_datapath_table.bin",
-                "opcode_table": "default_opcode_table.bin"}]}}
+                "opcode_table": "default_opcode_table.bin"}]}
         },
         "ucode_libs": [{"library": "libcustom.so", "data": {"base64": "f0VMRgEBAQ=="},
                         "ulib_to_ucode_version": "1.21.1.0", "functions": [{"name": "f"}]}],

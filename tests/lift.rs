@@ -726,7 +726,11 @@ fn a_header_refused_neff_lifts_with_keep_refused_and_builds_back_as_it_is() {
 
     let out = tmp.path().join("out.neff");
     let built = build(&spec, &out, &[]);
-    assert_eq!(built.status.code(), Some(1), "the gates still refuse it: {built:?}");
+    assert_eq!(
+        built.status.code(),
+        Some(1),
+        "the gates still refuse it: {built:?}"
+    );
     assert!(!out.exists());
     let built = build(&spec, &out, &["--keep-refused"]);
     assert!(built.status.success(), "{built:?}");

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use neff_schema::features;
 use neff_schema::header::Blob as HashBlob;
 use neff_schema::manifest::{
-    Carveout, DmaBlock, DmaQueue, Dtype, Engine, Extra, Fp8Config, QueueType, UcodeFunction,
+    Carveout, DmaBlock, DmaQueue, Dtype, Engine, EngineJson, Extra, Fp8Config, UcodeFunction,
     UcodeLib,
 };
 use neff_schema::{Framing, FramingPreset, PkgVersion, Target, Uuid};
@@ -191,7 +191,7 @@ pub struct SubgraphSpec {
     pub vars: Vec<VarSpec>,
     /// DMA queues by name.
     #[serde(default)]
-    pub dma_queues: BTreeMap<String, QueueSpec>,
+    pub dma_queues: BTreeMap<String, DmaQueue>,
     /// Top-level def.json DMA blocks (manifest objects, written as they are).
     #[serde(default)]
     pub dma: Vec<DmaBlock>,
@@ -311,48 +311,20 @@ pub struct WeightSpec {
     pub extra: Extra,
 }
 
-/// A DMA queue.
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct QueueSpec {
-    /// The owning engine.
-    pub owner: Engine,
-    /// The queue type.
-    #[serde(rename = "type")]
-    pub kind: QueueType,
-    /// Completion semaphore.
-    #[serde(default)]
-    pub semaphore: Option<u64>,
-    /// Completion semaphores of a queue set (at most 32).
-    #[serde(default)]
-    pub semaphore_set: Option<Vec<u64>>,
-    /// Queues in the set (not for in/out/embedding_update; 1 for act_load).
-    #[serde(default)]
-    pub num_queues: Option<u64>,
-    /// `data` queues: indirect memcpy.
-    #[serde(default)]
-    pub indirect_memcpy: Option<bool>,
-    /// Extra keys (`pinned`, `dge`, ...), written as they are.
-    #[serde(default)]
-    pub extra: Extra,
-}
-
-/// One engine's program.
+/// One engine's program: its instruction stream and its manifest, the
+/// typed model's engine manifest (`neff schema engine`: `dma`, `name`,
+/// `act_semaphore`, `act_info`, `activation_function_sets`, `dve_tables`, …;
+/// any other key is written as it is). What the manifest leaves out is
+/// filled in: `instr` (the instruction member), `dma` (`[]`) and `name`.
+/// An `extra` object (the older spelling) is merged in.
 #[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
 pub struct EngineSpec {
     /// The instruction stream (`<eng>.bin`); empty when absent.
     #[serde(default)]
     pub instructions: Option<Blob>,
-    /// DMA blocks in the engine manifest (manifest objects, written as they are).
-    #[serde(default)]
-    pub dma: Vec<DmaBlock>,
-    /// The manifest's `name` (default `<eng>_array_json`).
-    #[serde(default)]
-    pub name: Option<String>,
-    /// Extra engine-manifest keys (`act_semaphore`, `act_info`, ...).
-    #[serde(default)]
-    pub extra: Extra,
+    /// The engine manifest.
+    #[serde(flatten)]
+    pub manifest: EngineJson,
 }
 
 /// A GPSIMD ucode library.
@@ -686,6 +658,25 @@ impl Blobs<'_> {
     }
 }
 
+/// Merges an `extra` object (the spec's older spelling of a manifest's
+/// unknown keys) into the manifest's own keys; a key given both ways is an
+/// error naming it.
+fn merge_older_extra(extra: &mut Extra, key: &str) -> Result<(), Error> {
+    let Some(older) = extra.remove("extra") else {
+        return Ok(());
+    };
+    let serde_json::Value::Object(older) = older else {
+        return invalid(format!("{key}.extra"), "must be an object");
+    };
+    for (k, v) in older {
+        if extra.contains_key(&k) {
+            return invalid(format!("{key}.extra.{k}"), "is also given directly");
+        }
+        extra.insert(k, v);
+    }
+    Ok(())
+}
+
 /// A blob's data: a path relative to `base` (checked to be a regular file,
 /// streamed when written), decoded base64 or the text's bytes; `key` names
 /// the blob in errors.
@@ -775,26 +766,19 @@ impl SubgraphSpec {
             let t = tensor(v.dtype, v.shape, v.size, v.var_id, v.extra);
             sg.var(v.name, v.kind, t)
         });
-        for (name, q) in self.dma_queues {
-            let mut queue = DmaQueue::new(q.owner, q.kind);
-            queue.semaphore = q.semaphore;
-            queue.semaphore_set = q.semaphore_set;
-            queue.num_queues = q.num_queues;
-            queue.indirect_memcpy = q.indirect_memcpy;
-            queue.extra = q.extra;
+        for (name, mut queue) in self.dma_queues {
+            merge_older_extra(&mut queue.extra, &format!("{key}.dma_queues.{name}"))?;
             sg = sg.dma_queue(name, queue);
         }
         sg = sg.each(self.dma, Subgraph::dma);
         for (engine, e) in self.engines {
-            let mut program = EngineProgram::new();
+            let mut manifest = e.manifest;
+            merge_older_extra(&mut manifest.extra, &format!("{key}.engines.{engine}"))?;
+            let mut program = EngineProgram::new().manifest(manifest);
             if let Some(blob) = e.instructions {
                 let at = format!("{key}.engines.{engine}.instructions");
                 program = program.instructions(blobs.data(&at, blob)?);
             }
-            let program = program
-                .each(e.dma, EngineProgram::dma)
-                .maybe(e.name, EngineProgram::label)
-                .each(e.extra, |p, (k, v)| p.key(k, v));
             sg = sg.engine(engine, program);
         }
         for (i, l) in self.ucode_libs.into_iter().enumerate() {

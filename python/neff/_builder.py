@@ -285,15 +285,18 @@ class Subgraph:
     def dma_queue(self, name: str, owner: str, type: str, *, semaphore: Optional[int] = None,
                   semaphore_set: Optional[Sequence[int]] = None,
                   num_queues: Optional[int] = None, indirect_memcpy: Optional[bool] = None,
-                  extra: Optional[Mapping[str, Any]] = None) -> Subgraph:
+                  extra: Optional[Mapping[str, Any]] = None, **keys: Any) -> Subgraph:
         """A DMA queue owned by an engine; ``type`` is the queue type (``in``, ``out``, ``data``…).
+        Any other keyword is a key of the queue as def.json writes it (``neff
+        schema def-json``: ``dynamic_dma``, ``fabric_path``, ``pinned``…).
 
         >>> sg.dma_queue("q_in", "pool", "in", semaphore=10)  # doctest: +SKIP
+        >>> sg.dma_queue("qDyn", "pool", "dynamic", num_queues=16, fabric_path="main")  # doctest: +SKIP
         """
         self._engine_name(owner, f"{self._key}.dma_queues.{name}.owner")
         self._doc.setdefault("dma_queues", {})[name] = {"owner": owner, "type": type, **_options(
             semaphore=semaphore, semaphore_set=None if semaphore_set is None else list(semaphore_set), num_queues=num_queues,
-            indirect_memcpy=indirect_memcpy, extra=_mapping(extra))}
+            indirect_memcpy=indirect_memcpy, extra=_mapping(extra)), **keys}
         return self
 
     def dma(self, block: Mapping[str, Any]) -> Subgraph:
@@ -310,17 +313,22 @@ class Subgraph:
 
     def engine(self, engine: str, instr: Optional[Data] = None, *,
                dma: Sequence[Mapping[str, Any]] = (), name: Optional[str] = None,
-               extra: Optional[Mapping[str, Any]] = None) -> Subgraph:
+               extra: Optional[Mapping[str, Any]] = None, **keys: Any) -> Subgraph:
         """An engine's program (``pe``, ``act``, ``pool``, ``dve``, ``sp``): its
         instruction stream (``<eng>.bin``; bytes or a path), the engine
-        manifest's DMA blocks, ``name`` and extra keys. Replaces an earlier
-        call for the engine; an engine never given has an empty program.
+        manifest's DMA blocks, ``name`` and extra keys; any other keyword is a
+        key of the engine manifest (``neff schema engine``: ``act_info``,
+        ``act_semaphore``, ``activation_function_sets``, ``dve_tables``…).
+        Replaces an earlier call for the engine; an engine never given has an
+        empty program.
 
         >>> sg.engine("pe", instr=bytes(64))  # doctest: +SKIP
+        >>> sg.engine("act", act_info="act_info.json", activation_function_sets=["exp"])  # doctest: +SKIP
         """
         key = f"{self._key}.engines.{engine}"
         self._engine_name(engine, key)
-        program = _options(name=name, dma=[dict(b) for b in dma] or None, extra=_mapping(extra))
+        program = {**_options(name=name, dma=[dict(b) for b in dma] or None,
+                              extra=_mapping(extra)), **keys}
         if instr is not None:
             program["instructions"] = self._spec.blob(instr, f"{key}.instructions")
         self._doc.setdefault("engines", {})[engine] = program

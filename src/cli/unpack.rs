@@ -211,7 +211,10 @@ pub fn run(args: UnpackArgs) -> Result<u8, Box<dyn std::error::Error>> {
 /// inside `dir`: a member it would replace, or a file `neff pack DIR` would pack.
 /// Says that the gates refuse the NEFF just unpacked (or lifted).
 fn print_refusal(report: &Report, lifted: bool) {
-    eprintln!("neff: note: the gates refuse this NEFF: {}", report.summary());
+    eprintln!(
+        "neff: note: the gates refuse this NEFF: {}",
+        report.summary()
+    );
     if let Some(detail) = &report.detail {
         eprintln!("  detail: {detail}");
     }

@@ -170,7 +170,8 @@ impl Subgraph {
 
     /// Appends a DMA block to an engine's manifest.
     pub fn engine_dma(mut self, engine: Engine, block: DmaBlock) -> Self {
-        self.engines.entry(engine).or_default().dma.push(block);
+        let program = self.engines.remove(&engine).unwrap_or_default();
+        self.engines.insert(engine, program.dma(block));
         self
     }
 
@@ -181,11 +182,8 @@ impl Subgraph {
         key: impl Into<String>,
         value: impl Into<serde_json::Value>,
     ) -> Self {
-        self.engines
-            .entry(engine)
-            .or_default()
-            .extra
-            .insert(key.into(), value.into());
+        let program = self.engines.remove(&engine).unwrap_or_default();
+        self.engines.insert(engine, program.key(key, value));
         self
     }
 
@@ -409,17 +407,22 @@ impl Subgraph {
             let program = programs.remove(&engine).unwrap_or_default();
             let at = format!("subgraph {sg}: engine {engine}");
             let stem = style.engine_stem(engine);
-            let (json_member, bin_member) = (format!("{stem}.json"), format!("{stem}.bin"));
-            let mut json = EngineJson::for_engine(engine).instr(&bin_member);
+            let json_member = format!("{stem}.json");
+            let mut json = program.manifest;
+            let bin_member = json
+                .instr
+                .get_or_insert_with(|| format!("{stem}.bin"))
+                .clone();
+            json.dma.get_or_insert_with(Vec::new);
+            if json.name.is_none() {
+                json.name = EngineJson::for_engine(engine).name;
+                if compiler {
+                    json.name = Some(json_member.clone());
+                }
+            }
             if compiler {
-                json.name = Some(json_member.clone());
                 def.set_instr(engine, Some(bin_member.clone()));
             }
-            json.dma = Some(program.dma);
-            if let Some(label) = program.label {
-                json.name = Some(label);
-            }
-            json.extra = program.extra;
             let instr = match program.instructions {
                 Some(data) => data.into_source(&format!("{at}: instructions"))?,
                 None => MemberSource::Bytes(Vec::new()),

@@ -1,7 +1,7 @@
 //! The values a subgraph is described with: tensors, weights and engine
 //! programs.
 
-use neff_schema::manifest::{DmaBlock, Dtype, Extra};
+use neff_schema::manifest::{DmaBlock, Dtype, EngineJson, Extra};
 
 use super::{invalid, Data};
 use crate::error::Error;
@@ -182,13 +182,13 @@ impl Weight {
 }
 
 /// One engine's program: instruction bytes (`<eng>.bin`) and the engine
-/// manifest's DMA blocks and extra keys (`<eng>.json`).
+/// manifest (`<eng>.json`), the typed [`EngineJson`]. What the manifest
+/// leaves out the builder fills in: `instr` (the instruction member's name),
+/// `dma` (`[]`) and `name` (as the content style writes it).
 #[derive(Debug, Default)]
 pub struct EngineProgram {
     pub(super) instructions: Option<Data>,
-    pub(super) dma: Vec<DmaBlock>,
-    pub(super) label: Option<String>,
-    pub(super) extra: Extra,
+    pub(super) manifest: EngineJson,
 }
 
 impl EngineProgram {
@@ -203,21 +203,29 @@ impl EngineProgram {
         self
     }
 
-    /// Appends a DMA block to the engine manifest.
-    pub fn dma(mut self, block: DmaBlock) -> Self {
-        self.dma.push(block);
+    /// The whole engine manifest (typed keys: `act_info`,
+    /// `activation_function_sets`, `dve_tables`, …; unknown ones in `extra`).
+    pub fn manifest(mut self, manifest: EngineJson) -> Self {
+        self.manifest = manifest;
         self
     }
 
-    /// The manifest's `name` (default `<eng>_array_json`).
+    /// Appends a DMA block to the engine manifest.
+    pub fn dma(mut self, block: DmaBlock) -> Self {
+        self.manifest.dma.get_or_insert_with(Vec::new).push(block);
+        self
+    }
+
+    /// The manifest's `name` (default `<eng>_array_json`, or the manifest's
+    /// own member name in the compilers' style).
     pub fn label(mut self, label: impl Into<String>) -> Self {
-        self.label = Some(label.into());
+        self.manifest.name = Some(label.into());
         self
     }
 
     /// An extra key in the engine manifest (e.g. `act_semaphore`).
     pub fn key(mut self, key: impl Into<String>, value: impl Into<serde_json::Value>) -> Self {
-        self.extra.insert(key.into(), value.into());
+        self.manifest.extra.insert(key.into(), value.into());
         self
     }
 }
