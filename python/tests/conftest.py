@@ -28,6 +28,15 @@ def real_neffs() -> List[Any]:
     return [pytest.param(p, id=p.name) for p in REAL_NEFFS]
 
 
+def real_neff(part: str) -> List[Any]:
+    """The real NEFF whose name contains ``part``, as a pytest param (a
+    skipped param when it is missing)."""
+    found = [p for p in REAL_NEFFS if part in p.name]
+    if not found:
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no real NEFF *{part}* in {REAL_DIR}"))]
+    return [pytest.param(found[0], id=found[0].name)]
+
+
 def cli() -> Optional[Path]:
     """The `neff` binary: $NEFF_CLI, else $CARGO_TARGET_DIR or target/, debug or release."""
     if os.environ.get("NEFF_CLI"):

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import neff
-from conftest import real_neffs
+from conftest import real_neff, real_neffs
 
 
 @pytest.mark.parametrize("path", real_neffs())
@@ -43,7 +43,7 @@ def test_payload_names_a_missing_member() -> None:
         neff.Builder().payload("sg00/def.json")
 
 
-@pytest.mark.parametrize("path", [p for p in real_neffs() if "matmul_small" in p.name])
+@pytest.mark.parametrize("path", real_neff("matmul_small"))
 def test_replace_weight_takes_an_array_and_the_size_follows(path: Path, tmp_path: Path) -> None:
     numpy = pytest.importorskip("numpy")
     builder = neff.lift(path, tmp_path / "tree")
@@ -80,7 +80,7 @@ def test_feature_names_and_the_two_unchecked_flags_mean_the_same_everywhere(
     assert not b.write(tmp_path / "refused.neff", keep_refused=True).accepted
 
 
-@pytest.mark.parametrize("path", [p for p in real_neffs() if "matmul_small" in p.name])
+@pytest.mark.parametrize("path", real_neff("matmul_small"))
 def test_a_header_refused_neff_lifts_with_keep_refused(path: Path, tmp_path: Path) -> None:
     data = bytearray(path.read_bytes())
     data[0x220 + 5] |= 0x01  # a feature bit no runtime knows: G5
