@@ -17,6 +17,7 @@ is already loaded.
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 import os
@@ -449,17 +450,43 @@ class Builder:
         """A member no manifest generates (``hlo_stats.json``, ``.asm`` listings…).
 
         >>> b.member("sg00/pe.asm", b"nop\\n")  # doctest: +SKIP
+
+        On a lifted model (:func:`neff.lift`) it adds or replaces the payload
+        member ``name`` with these bytes (a path is read when written).
         """
+        if self._tree is not None:
+            return self._set_payload_member(name, data)
         self._spec.doc.setdefault("members", {})[name] = self._spec.blob(data, f"members.{name!r}")
+        return self
+
+    def _set_payload_member(self, name: str, data: Optional[Data]) -> Builder:
+        """A lifted model's member ``name`` set to ``data`` (``None`` removes it)."""
+        payload: List[Dict[str, Any]] = self._spec.doc["payload"]
+        kept = [m for m in payload if m.get("name") != name]
+        if data is not None:
+            if isinstance(data, (str, os.PathLike)):
+                blob: Dict[str, Any] = {"path": os.path.abspath(os.fspath(data))}
+            else:
+                try:
+                    raw = bytes(memoryview(data))  # type: ignore[arg-type]
+                except TypeError:
+                    raise _error(f"payload.{name!r}", f"expected a path or bytes, "
+                                                      f"not {type(data).__name__}") from None
+                blob = {"base64": base64.b64encode(raw).decode("ascii")}
+            kept.append({"name": name, "data": blob})
+        self._spec.doc["payload"] = kept
         return self
 
     def raw_member(self, name: str, data: Optional[Data]) -> Builder:
         """Replaces (or adds) member ``name`` after generation; ``None`` leaves
         it out. For deliberately invalid NEFFs, with ``unchecked=True,
-        keep_refused=True``.
+        keep_refused=True``. On a lifted model, sets or removes the payload
+        member ``name``.
 
         >>> b.raw_member("sg00/def.json", None)  # doctest: +SKIP
         """
+        if self._tree is not None:
+            return self._set_payload_member(name, data)
         key = f"raw_members.{name!r}"
         blob = None if data is None else self._spec.blob(data, key)
         self._spec.doc.setdefault("raw_members", {})[name] = blob

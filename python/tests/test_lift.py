@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, List
 
 import pytest
 
@@ -96,3 +96,36 @@ def test_a_header_refused_neff_lifts_with_keep_refused(path: Path, tmp_path: Pat
     assert not builder.write(out, keep_refused=True, fsync=False).accepted
     assert out.read_bytes() == bytes(data)
     assert neff.lift(path, tmp_path / "fine").refusal is None
+
+
+@pytest.mark.parametrize("path", real_neff("matmul_small"))
+def test_members_of_a_lifted_model_are_added_and_removed(path: Path, tmp_path: Path) -> None:
+    builder = neff.lift(path, tmp_path / "tree")
+    builder.member("notes/readme.txt", b"edited\n").raw_member("hlo_stats.json", None)
+    out = tmp_path / "edited.neff"
+    assert builder.write(out, fsync=False).accepted
+    report = neff.diff(path, out)
+    def names(entries: Any) -> List[str]:
+        return [m["name"] if isinstance(m, dict) else m for m in entries]
+
+    assert names(report.members["added"]) == ["notes/readme.txt"]
+    assert names(report.members["removed"]) == ["hlo_stats.json"]
+    edited = neff.open(out)
+    assert edited.read("notes/readme.txt") == b"edited\n"
+    with pytest.raises(KeyError):
+        edited.read("hlo_stats.json")
+
+
+def test_the_compiler_preset_writes_the_compilers_content(tmp_path: Path) -> None:
+    b = neff.Builder(framing="neuronx-cc", target="cayman")
+    with b.subgraph("sg00", evtaccel=True) as sg:
+        sg.input("x", "float16", (4,)).output("y", "float16", (4,))
+        sg.dma_queue("qDyn", "pool", "dynamic", num_queues=1, semaphore_set=[3],
+                     fabric_path="main")
+    out = tmp_path / "m.neff"
+    assert b.write(out, fsync=False).accepted
+    n = neff.open(out)
+    assert {"sg00/PE.json", "sg00/Activation.bin", "sg00/SP.json"} <= {m.key for m in n.members()}
+    definition = n.read("sg00/def.json")
+    assert b'"name": "definition"' in definition and b'"SB"' in definition
+    assert b'"fabric_path": "main"' in definition and b'"dtype"' not in definition
