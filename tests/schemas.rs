@@ -154,8 +154,7 @@ fn check(schema: &Value, value: &Value, defs: &Value, at: &str) {
 #[should_panic(expected = "key \"engiens\" is not in the schema")]
 fn the_key_check_catches_a_stray_key() {
     let schema: Value = serde_json::from_slice(&neff(&["schema", "build-spec"]).stdout).unwrap();
-    let spec =
-        serde_json::json!({"subgraphs": [{"name": "sg00", "engiens": {"pe": {}}}]});
+    let spec = serde_json::json!({"subgraphs": [{"name": "sg00", "engiens": {"pe": {}}}]});
     check(&schema, &spec, &schema["$defs"], "spec");
 }
 
