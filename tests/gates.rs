@@ -319,11 +319,12 @@ fn g12_bad_member_size_or_data() {
     let mut tar = tar_header(b"neg.bin", b'0', &size).to_vec();
     tar = finish_tar(tar);
     let r = verify(&neff_with_payload(2, &gzip(&tar)));
+    // libarchive 3.8 fails the header itself: G11, never G12's size check.
     assert_refused(
         &r,
-        "G12",
+        "G11",
         2,
-        "invalid files size(-2) for neg.bin - negative size",
+        "failure while reading NEFF metadata Tar entry has negative file size",
     );
     // Data shorter than the declared size.
     let mut tar = tar_header(b"short.bin", b'0', &size_field(4096)).to_vec();

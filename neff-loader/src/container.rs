@@ -923,7 +923,11 @@ fn header_error(e: Error, offset: u64) -> WalkError {
             e.kind(),
             ErrorKind::Read
                 | ErrorKind::Gzip(_)
-                | ErrorKind::Tar(TarErrorKind::TruncatedHeader | TarErrorKind::BadChecksum)
+                | ErrorKind::Tar(
+                    TarErrorKind::TruncatedHeader
+                        | TarErrorKind::BadChecksum
+                        | TarErrorKind::Unrecognized,
+                )
         );
     if opening {
         classify(e, Gate::G10, |t| format!("Failed to open NEFF {t}"))

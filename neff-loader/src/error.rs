@@ -32,6 +32,17 @@ pub enum TarErrorKind {
     TruncatedPadding,
     /// The stream ended inside a member's data.
     TruncatedData,
+    /// A second special header of a kind allowed once per entry.
+    Redundant,
+    /// A header says its entry has a negative size.
+    NegativeSize,
+    /// A construct this reader refuses rather than read differently from
+    /// libarchive (see the README's limits).
+    Unsupported,
+    /// An entry of 2^60 bytes or more.
+    EntryTooLarge,
+    /// The first header is not one libarchive's tar bidder takes.
+    Unrecognized,
 }
 
 impl TarErrorKind {
@@ -42,6 +53,10 @@ impl TarErrorKind {
                 "Damaged tar archive"
             }
             TarErrorKind::SpecialTooLarge => "Special header too large",
+            TarErrorKind::NegativeSize => "Tar entry has negative file size",
+            TarErrorKind::EntryTooLarge => "Tar entry size overflow",
+            TarErrorKind::Unrecognized => "Unrecognized archive format",
+            TarErrorKind::Redundant | TarErrorKind::Unsupported => "Damaged tar archive",
             _ => "Truncated tar archive",
         }
     }

@@ -1,13 +1,19 @@
-//! A gzip reader that behaves like libarchive's gzip filter (spec §3.2):
-//! it parses the RFC-1952 framing itself, inflates raw deflate, checks each
-//! member's CRC-32 and ISIZE, follows concatenated members, and ends quietly at
-//! bytes that do not start another member.
+//! A gzip reader that behaves like libarchive 3.8's gzip filter (the
+//! runtime's reader): it parses the RFC-1952 framing itself and inflates
+//! raw deflate into 64 KiB blocks, as libarchive does. A block is handed
+//! over whole or not at all: a failure while one is produced (damaged
+//! deflate data, input that ends inside a member or inside its 8-byte
+//! trailer) loses the whole block, as it does in libarchive, whose reader
+//! then fails wherever it needs a byte of it. The trailer's CRC-32 and ISIZE
+//! are not checked (libarchive does not check them). Concatenated members
+//! are followed; bytes that do not start a complete member header end the
+//! stream quietly.
 
 use std::cell::Cell;
 use std::io::{self, BufRead, Read};
 use std::rc::Rc;
 
-use flate2::{Crc, Decompress, FlushDecompress, Status};
+use flate2::{Decompress, FlushDecompress, Status};
 
 /// True when `prefix` starts like a gzip member libarchive would bid on:
 /// `1f 8b`, CM 8, and no reserved flag bits.
@@ -25,7 +31,7 @@ pub fn looks_like_gzip(prefix: &[u8]) -> bool {
 pub struct MemberTally(Rc<Cell<(u64, u64)>>);
 
 impl MemberTally {
-    /// How many complete members (trailer checked) have been read.
+    /// How many complete members (trailer read) have been read.
     pub fn members(&self) -> u64 {
         self.0.get().0
     }
@@ -37,31 +43,23 @@ impl MemberTally {
     }
 }
 
-/// Bytes inflated ahead of small reads (tar headers, padding, small
-/// members), so inflate runs in long calls on its fast path.
-const AHEAD: usize = 64 * 1024;
+/// libarchive's gzip output block: 64 KiB.
+pub const BLOCK: usize = 64 * 1024;
 
-/// Inflates a gzip stream (one or more members).
-///
-/// Reads shorter than [`AHEAD`] are served from bytes inflated ahead. The
-/// caller still sees exactly the bytes that inflate before any failure,
-/// then the failure: an error met while inflating ahead is kept until the
-/// bytes before it are read.
+/// Inflates a gzip stream (one or more members) in libarchive's blocks.
 pub struct GzipReader<R> {
     inner: R,
     inflate: Decompress,
-    crc: Crc,
     state: State,
     members: u64,
     compressed_offset: u64,
     tally: Option<MemberTally>,
-    /// Inflated bytes not read yet: `ahead[at..len]`.
-    ahead: Vec<u8>,
+    /// The current block: `block[at..len]` not read yet.
+    block: Vec<u8>,
     at: usize,
     len: usize,
-    /// The failure met right after the bytes of `ahead` (or of the last
-    /// direct read), reported on the next read.
-    failed: Option<io::Error>,
+    /// The failure that lost a block; every later read fails with it.
+    failed: Option<(GzipErrorKind, u64, String)>,
 }
 
 impl<R> std::fmt::Debug for GzipReader<R> {
@@ -83,11 +81,11 @@ enum State {
 /// What kind of gzip failure libarchive would report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum GzipErrorKind {
-    /// The input ends inside a member.
+    /// The input ends inside a member or its trailer.
     Truncated,
     /// The bytes do not start a gzip member.
     NotGzip,
-    /// The deflate data or the trailer is damaged.
+    /// The deflate data is damaged.
     Corrupt,
 }
 
@@ -131,12 +129,11 @@ impl<R: BufRead> GzipReader<R> {
         GzipReader {
             inner,
             inflate: Decompress::new(false),
-            crc: Crc::new(),
             state: State::Header,
             members: 0,
             compressed_offset: 0,
             tally: None,
-            ahead: Vec::new(),
+            block: Vec::new(),
             at: 0,
             len: 0,
             failed: None,
@@ -160,101 +157,104 @@ impl<R: BufRead> GzipReader<R> {
         }
     }
 
-    fn need_byte(&mut self, what: &str) -> io::Result<u8> {
-        self.read_byte()?.ok_or_else(|| {
-            invalid(
-                GzipErrorKind::Truncated,
-                self.compressed_offset,
-                format!(
-                    "truncated gzip input: stream ends in the {what} at compressed offset {}",
-                    self.compressed_offset
-                ),
-            )
-        })
-    }
-
-    /// Parses a member header. Returns false when the bytes do not start a
-    /// member (only allowed after the first one, where libarchive stops).
+    /// Parses a member header. `Ok(false)` where libarchive's look at the
+    /// next member fails (not gzip, or a header that does not end in the
+    /// data): after the first member that ends the stream quietly; for the
+    /// first it is an error.
     fn read_header(&mut self) -> io::Result<bool> {
         let start = self.compressed_offset;
         let first = self.members == 0;
+        let not_a_member = |why: String| {
+            if first {
+                Err(invalid(GzipErrorKind::NotGzip, start, why))
+            } else {
+                Ok(false)
+            }
+        };
         let mut fixed = [0u8; 10];
         for (i, slot) in fixed.iter_mut().enumerate() {
             match self.read_byte()? {
                 Some(b) => *slot = b,
-                None if !first && i == 0 => return Ok(false),
-                None if !first => return Ok(false),
-                None => {
-                    return Err(invalid(
-                        GzipErrorKind::Truncated,
-                        start,
-                        format!(
+                None if first => return Err(invalid(
+                    GzipErrorKind::Truncated,
+                    start,
+                    format!(
                         "truncated gzip input: {i} of 10 header bytes at compressed offset {start}"
                     ),
-                    ))
-                }
+                )),
+                None => return Ok(false),
             }
         }
         if !looks_like_gzip(&fixed[..4]) {
-            if !first {
-                return Ok(false);
-            }
-            return Err(invalid(GzipErrorKind::NotGzip, start, format!(
+            return not_a_member(format!(
                 "not a gzip member at compressed offset {start}: starts {:02x} {:02x} {:02x} {:02x}",
                 fixed[0], fixed[1], fixed[2], fixed[3]
-            )));
+            ));
         }
         let flags = fixed[3];
+        let skip = |this: &mut Self, n: usize| -> io::Result<bool> {
+            for _ in 0..n {
+                if this.read_byte()?.is_none() {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        };
+        let mut complete = true;
         if flags & 0x04 != 0 {
-            let lo = self.need_byte("FEXTRA length")?;
-            let hi = self.need_byte("FEXTRA length")?;
-            for _ in 0..u16::from_le_bytes([lo, hi]) {
-                self.need_byte("FEXTRA field")?;
+            let (lo, hi) = (self.read_byte()?, self.read_byte()?);
+            complete = match (lo, hi) {
+                (Some(lo), Some(hi)) => skip(self, usize::from(u16::from_le_bytes([lo, hi])))?,
+                _ => false,
+            };
+        }
+        for bit in [0x08, 0x10] {
+            if complete && flags & bit != 0 {
+                complete = loop {
+                    match self.read_byte()? {
+                        Some(0) => break true,
+                        Some(_) => {}
+                        None => break false,
+                    }
+                };
             }
         }
-        for (bit, what) in [(0x08, "file name"), (0x10, "comment")] {
-            if flags & bit != 0 {
-                while self.need_byte(what)? != 0 {}
-            }
+        if complete && flags & 0x02 != 0 {
+            complete = skip(self, 2)?;
         }
-        if flags & 0x02 != 0 {
-            self.need_byte("header CRC")?;
-            self.need_byte("header CRC")?;
+        if !complete {
+            return not_a_member(format!(
+                "truncated gzip input: the member header at compressed offset {start} does not end in the data"
+            ));
         }
         Ok(true)
     }
 
+    /// Reads the 8-byte trailer (not checked: libarchive does not check it).
     fn read_trailer(&mut self) -> io::Result<()> {
-        let mut t = [0u8; 8];
-        for slot in t.iter_mut() {
-            *slot = self.need_byte("gzip trailer")?;
-        }
-        let crc = u32::from_le_bytes([t[0], t[1], t[2], t[3]]);
-        let isize = u32::from_le_bytes([t[4], t[5], t[6], t[7]]);
-        if crc != self.crc.sum() || isize != self.crc.amount() {
-            return Err(invalid(GzipErrorKind::Corrupt, self.compressed_offset - 8, format!(
-                "gzip decompression failed: trailer at compressed offset {} says CRC32 {crc:08x} ISIZE {isize}, data has CRC32 {:08x} ISIZE {}",
-                self.compressed_offset - 8,
-                self.crc.sum(),
-                self.crc.amount()
-            )));
+        let start = self.compressed_offset;
+        for _ in 0..8 {
+            if self.read_byte()?.is_none() {
+                return Err(invalid(
+                    GzipErrorKind::Truncated,
+                    start,
+                    format!("Truncated gzip input: the 8-byte trailer at compressed offset {start} is cut short"),
+                ));
+            }
         }
         Ok(())
     }
-}
 
-impl<R: BufRead> GzipReader<R> {
-    /// Inflates the next bytes into `out` (not empty); `Ok(0)` at the end.
-    /// A failure after some bytes were inflated returns those bytes and
-    /// keeps the failure in `failed`.
-    fn inflate_into(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        loop {
+    /// Produces the next block into `out` (`BLOCK` bytes): all of it, or
+    /// fewer only at the end of the stream; an error loses the block.
+    fn produce(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let mut produced = 0;
+        while produced < out.len() {
             match self.state {
-                State::Done => return Ok(0),
+                State::Done => break,
                 State::Header => {
                     if self.read_header()? {
                         self.inflate.reset(false);
-                        self.crc.reset();
                         self.state = State::Body;
                     } else {
                         self.state = State::Done;
@@ -265,93 +265,69 @@ impl<R: BufRead> GzipReader<R> {
                     let at_eof = input.is_empty();
                     let (in_before, out_before) =
                         (self.inflate.total_in(), self.inflate.total_out());
-                    let result = self.inflate.decompress(input, out, FlushDecompress::None);
-                    // The totals count what inflate did, failure or not.
+                    let result =
+                        self.inflate
+                            .decompress(input, &mut out[produced..], FlushDecompress::None);
                     let consumed = (self.inflate.total_in() - in_before) as usize;
-                    let produced = (self.inflate.total_out() - out_before) as usize;
+                    let made = (self.inflate.total_out() - out_before) as usize;
                     self.inner.consume(consumed);
                     self.compressed_offset += consumed as u64;
-                    self.crc.update(&out[..produced]);
-                    let status = match result {
-                        Ok(status) => status,
+                    produced += made;
+                    match result {
                         Err(e) => {
-                            let failure = invalid(
+                            return Err(invalid(
                                 GzipErrorKind::Corrupt,
                                 self.compressed_offset,
                                 format!(
                                     "gzip decompression failed at compressed offset {}: {e}",
                                     self.compressed_offset
                                 ),
-                            );
-                            if produced == 0 {
-                                return Err(failure);
+                            ))
+                        }
+                        Ok(Status::StreamEnd) => {
+                            self.read_trailer()?;
+                            self.members += 1;
+                            if let Some(tally) = &self.tally {
+                                tally.0.set((self.members, self.compressed_offset));
                             }
-                            self.failed = Some(failure);
-                            return Ok(produced);
+                            self.state = State::Header;
                         }
-                    };
-                    if status == Status::StreamEnd {
-                        if let Err(failure) = self.read_trailer() {
-                            if produced == 0 {
-                                return Err(failure);
-                            }
-                            self.failed = Some(failure);
-                            return Ok(produced);
+                        Ok(_) if made == 0 && consumed == 0 => {
+                            let (kind, why) = if at_eof {
+                                (
+                                    GzipErrorKind::Truncated,
+                                    "truncated gzip input: the deflate stream ends early",
+                                )
+                            } else {
+                                (
+                                    GzipErrorKind::Corrupt,
+                                    "gzip decompression failed: inflate made no progress",
+                                )
+                            };
+                            return Err(invalid(
+                                kind,
+                                self.compressed_offset,
+                                format!("{why} at compressed offset {}", self.compressed_offset),
+                            ));
                         }
-                        self.members += 1;
-                        if let Some(tally) = &self.tally {
-                            tally.0.set((self.members, self.compressed_offset));
-                        }
-                        self.state = State::Header;
-                    } else if produced == 0 && consumed == 0 {
-                        let (kind, why) = if at_eof {
-                            (
-                                GzipErrorKind::Truncated,
-                                "truncated gzip input: deflate stream ends early",
-                            )
-                        } else {
-                            (
-                                GzipErrorKind::Corrupt,
-                                "gzip decompression failed: inflate made no progress",
-                            )
-                        };
-                        return Err(invalid(
-                            kind,
-                            self.compressed_offset,
-                            format!("{why} at compressed offset {}", self.compressed_offset),
-                        ));
-                    }
-                    if produced > 0 {
-                        return Ok(produced);
+                        Ok(_) => {}
                     }
                 }
             }
         }
+        Ok(produced)
     }
 
-    /// Refills `ahead` (empty) with up to [`AHEAD`] bytes, stopping early at
-    /// the end or at a failure (kept in `failed` when bytes came first).
-    fn fill_ahead(&mut self) -> io::Result<()> {
-        let mut ahead = std::mem::take(&mut self.ahead);
-        ahead.resize(AHEAD, 0);
-        let mut len = 0;
-        let result = loop {
-            if len == AHEAD || self.failed.is_some() {
-                break Ok(());
+    /// [`GzipReader::produce`], remembering a failure for every later read.
+    fn next_block(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if let Some((kind, offset, message)) = &self.failed {
+            return Err(invalid(*kind, *offset, message.clone()));
+        }
+        self.produce(out).inspect_err(|e| {
+            if let Some(g) = e.get_ref().and_then(|g| g.downcast_ref::<GzipError>()) {
+                self.failed = Some((g.kind, g.offset, g.message.clone()));
             }
-            match self.inflate_into(&mut ahead[len..]) {
-                Ok(0) => break Ok(()),
-                Ok(n) => len += n,
-                Err(failure) if len > 0 => {
-                    self.failed = Some(failure);
-                    break Ok(());
-                }
-                Err(failure) => break Err(failure),
-            }
-        };
-        self.ahead = ahead;
-        (self.at, self.len) = (0, len);
-        result
+        })
     }
 }
 
@@ -361,16 +337,19 @@ impl<R: BufRead> Read for GzipReader<R> {
             return Ok(0);
         }
         if self.at == self.len {
-            if let Some(failure) = self.failed.take() {
-                return Err(failure);
+            if out.len() >= BLOCK {
+                // A whole block straight into the caller's buffer.
+                return self.next_block(&mut out[..BLOCK]);
             }
-            if out.len() >= AHEAD {
-                return self.inflate_into(out);
-            }
-            self.fill_ahead()?;
+            let mut block = std::mem::take(&mut self.block);
+            block.resize(BLOCK, 0);
+            let made = self.next_block(&mut block);
+            self.block = block;
+            self.at = 0;
+            self.len = made?;
         }
         let n = out.len().min(self.len - self.at);
-        out[..n].copy_from_slice(&self.ahead[self.at..self.at + n]);
+        out[..n].copy_from_slice(&self.block[self.at..self.at + n]);
         self.at += n;
         Ok(n)
     }
@@ -436,14 +415,18 @@ mod tests {
     fn detects_corruption_and_truncation() {
         let data = gz(&vec![7u8; 10000]);
         let err = inflate(&data[..data.len() - 4]).unwrap_err().to_string();
-        assert!(err.contains("truncated gzip input"), "{err}");
+        assert!(
+            err.starts_with("Truncated gzip input: the 8-byte trailer"),
+            "{err}"
+        );
         let err = inflate(&data[..data.len() / 2]).unwrap_err().to_string();
         assert!(err.contains("truncated gzip input"), "{err}");
+        // libarchive does not check the trailer's CRC-32 or ISIZE.
         let mut bad_crc = data.clone();
         let n = bad_crc.len();
         bad_crc[n - 8] ^= 1;
-        let err = inflate(&bad_crc).unwrap_err().to_string();
-        assert!(err.contains("CRC32"), "{err}");
+        bad_crc[n - 1] ^= 1;
+        assert_eq!(inflate(&bad_crc).unwrap(), vec![7u8; 10000]);
         let err = inflate(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\xff\xff\xff")
             .unwrap_err()
             .to_string();
@@ -480,22 +463,31 @@ mod tests {
         bad_crc[n - 8] ^= 1;
         for data in [&good, &damaged, &bad_crc] {
             let whole = read_in(data, 1 << 20);
-            for size in [1, 511, 4096, AHEAD - 1, AHEAD] {
+            for size in [1, 511, 4096, BLOCK - 1, BLOCK] {
                 assert_eq!(read_in(data, size), whole, "reads of {size} bytes");
             }
         }
-        // Damaged deflate data may inflate to other bytes before it fails.
+        // A failure loses its whole 64 KiB block: what came before is whole
+        // blocks. (Damaged deflate data may also end early and cleanly: with
+        // no CRC check, libarchive then reads the shorter stream.)
         let (bytes, failure) = read_in(&damaged, 512);
-        let failure = failure.unwrap_or_default();
-        assert!(bytes.len() < text.len(), "{failure}");
-        // The failure names where inflate stopped: at or past the damage.
-        let offset: usize = failure
-            .split("compressed offset ")
-            .nth(1)
-            .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
-            .and_then(|digits| digits.parse().ok())
-            .unwrap_or(0);
-        assert!((mid..damaged.len()).contains(&offset), "{failure}");
+        assert!(bytes.len() < text.len());
+        if let Some(failure) = failure {
+            assert_eq!(bytes.len() % BLOCK, 0, "{failure}");
+            assert_eq!(bytes[..], text[..bytes.len()]);
+            // The failure names where inflate stopped: at or past the damage.
+            let offset: usize = failure
+                .split("compressed offset ")
+                .nth(1)
+                .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+                .and_then(|digits| digits.parse().ok())
+                .unwrap_or(0);
+            assert!((mid..damaged.len()).contains(&offset), "{failure}");
+        }
+        // A cut trailer loses the last block.
+        let (bytes, failure) = read_in(&good[..good.len() - 3], 512);
+        assert!(failure.is_some_and(|f| f.contains("trailer")));
+        assert_eq!(bytes.len(), text.len() / BLOCK * BLOCK);
         assert_eq!(read_in(&bad_crc, 512).0, text);
         assert_eq!(read_in(&good, 512), (text, None));
     }
