@@ -67,17 +67,20 @@ fn absurd_declared_sizes_are_refused_cleanly() {
     )
     .report;
     assert_eq!(r.gate_id(), Some("G12"), "{r:?}");
-    // A base-256 size of 2^62.
-    let mut size = [0u8; 12];
-    size[0] = 0x80;
-    size[4] = 0x40;
-    let tar = finish_tar(tar_header(b"huge.bin", b'0', &size).to_vec());
-    let r = load_buffer(
-        Some(&neff_with_payload(2, &gzip(&tar))),
-        &RuntimeProfile::default(),
-    )
-    .report;
-    assert_eq!(r.gate_id(), Some("G12"), "{r:?}");
+    // A base-256 size of 2^62: libarchive 3.8 fails the header ("Tar entry
+    // size overflow", at 2^60 and above); 2^59 is a short read (G12).
+    for (shift, gate) in [(0x40u8, "G11"), (0x08, "G12")] {
+        let mut size = [0u8; 12];
+        size[0] = 0x80;
+        size[4] = shift;
+        let tar = finish_tar(tar_header(b"huge.bin", b'0', &size).to_vec());
+        let r = load_buffer(
+            Some(&neff_with_payload(2, &gzip(&tar))),
+            &RuntimeProfile::default(),
+        )
+        .report;
+        assert_eq!(r.gate_id(), Some(gate), "{r:?}");
+    }
     // A GNU long-name record larger than 1 MiB.
     let tar = finish_tar(tar_header(b"././@LongLink", b'L', &size_field((1 << 20) + 1)).to_vec());
     let r = load_buffer(
@@ -237,11 +240,10 @@ fn messages_cut_very_long_names_short() {
     let long = "n".repeat(5000);
     let mut tar = tar_header(b"././@LongLink", b'L', &size_field(long.len() as u64 + 1)).to_vec();
     push_padded(&mut tar, format!("{long}\0").as_bytes());
-    let mut size = [0xFFu8; 12];
-    size[11] = 0xFE;
-    tar.extend_from_slice(&tar_header(b"x", b'0', &size));
+    // 4096 bytes declared, none present: G12 names the member.
+    tar.extend_from_slice(&tar_header(b"x", b'0', &size_field(4096)));
     let r = load_buffer(
-        Some(&neff_with_payload(2, &gzip(&finish_tar(tar)))),
+        Some(&neff_with_payload(2, &gzip(&tar))),
         &RuntimeProfile::default(),
     )
     .report;

@@ -487,15 +487,9 @@ print(len(tar))
 "#;
 
 /// The members the Python writer puts in its archives, in archive order
-/// (folders end in `/`): the sample tree, plus a non-ASCII name for pax.
-fn python_entries(format: &str) -> Vec<(String, Option<Vec<u8>>)> {
-    let mut entries: Vec<_> = sample_tree().into_iter().collect();
-    if format == "pax" {
-        let dir = NON_ASCII_PATH.rsplit_once('/').unwrap().0;
-        entries.push((format!("{dir}/"), None));
-        entries.push((NON_ASCII_PATH.to_string(), Some(b"non-ascii".to_vec())));
-    }
-    entries
+/// (folders end in `/`): the sample tree.
+fn python_entries() -> Vec<(String, Option<Vec<u8>>)> {
+    sample_tree().into_iter().collect()
 }
 
 /// Builds a NEFF with the Python writer in `tmp` and returns its path.
@@ -542,7 +536,7 @@ fn build_with_python(
 /// reproduces the tree byte for byte.
 fn check_python_built(format: &str, pkg: u32) {
     let tmp = TempDir::new().unwrap();
-    let entries = python_entries(format);
+    let entries = python_entries();
     let path = build_with_python(&tmp, &entries, format, pkg, false);
     let what = format!("python {format} pkg {pkg}");
 
@@ -606,6 +600,24 @@ fn reads_python_pax_format_pkg2() {
     check_python_built("pax", 2);
 }
 
+/// A pax `path` that is not ASCII: libarchive converts it from UTF-8 to the
+/// runtime process's locale (and fails in the C locale), so it is refused
+/// by name rather than read one way.
+#[test]
+fn a_non_ascii_pax_path_is_refused_by_name() {
+    let tmp = TempDir::new().unwrap();
+    let mut entries = python_entries();
+    let dir = NON_ASCII_PATH.rsplit_once('/').unwrap().0;
+    entries.push((format!("{dir}/"), None));
+    entries.push((NON_ASCII_PATH.to_string(), Some(b"non-ascii".to_vec())));
+    let path = build_with_python(&tmp, &entries, "pax", 2, false);
+    let (code, verdict) = neff_json(&["verify".as_ref(), path.as_os_str()]);
+    assert_eq!(code, 1, "{verdict:#}");
+    assert_eq!(verdict["gate"], "G11", "{verdict:#}");
+    let detail = verdict["detail"].as_str().unwrap();
+    assert!(detail.contains("pax path is not ASCII"), "{detail}");
+}
+
 #[test]
 fn reads_python_ustar_format_pkg2() {
     check_python_built("ustar", 2);
@@ -619,7 +631,7 @@ fn reads_python_gnu_format_pkg1_sha256() {
 #[test]
 fn refuses_python_neff_with_wrong_md5() {
     let tmp = TempDir::new().unwrap();
-    let path = build_with_python(&tmp, &python_entries("gnu"), "gnu", 2, true);
+    let path = build_with_python(&tmp, &python_entries(), "gnu", 2, true);
 
     let (code, verdict) = neff_json(&["verify".as_ref(), path.as_os_str()]);
     assert_eq!(verdict["accepted"], false, "{verdict:#}");

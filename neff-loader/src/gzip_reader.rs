@@ -175,13 +175,15 @@ impl<R: BufRead> GzipReader<R> {
         for (i, slot) in fixed.iter_mut().enumerate() {
             match self.read_byte()? {
                 Some(b) => *slot = b,
-                None if first => return Err(invalid(
-                    GzipErrorKind::Truncated,
-                    start,
-                    format!(
+                None if first => {
+                    return Err(invalid(
+                        GzipErrorKind::Truncated,
+                        start,
+                        format!(
                         "truncated gzip input: {i} of 10 header bytes at compressed offset {start}"
                     ),
-                )),
+                    ))
+                }
                 None => return Ok(false),
             }
         }

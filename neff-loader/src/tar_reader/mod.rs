@@ -756,7 +756,8 @@ mod tests {
         let sum: u32 = ustar.iter().map(|&b| u32::from(b)).sum();
         ustar[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
         let data = archive(&[
-            &header("g", b'g', b"00000000000\0", b"ustar\x0000"),
+            &header("g", b'g', b"00000000020\0", b"ustar\x0000"),
+            b"16 comment=abcd\n",
             &header("x", b'x', b"00000000074\0", b"ustar\x0000"),
             rec.as_bytes(),
             &header("short", b'0', b"00000000005\0", b"ustar\x0000"),
