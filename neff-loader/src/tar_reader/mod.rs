@@ -33,21 +33,46 @@ pub const MAX_SPECIAL_HEADER: u64 = 1 << 20;
 const MAX_ENTRY: i64 = 1 << 60;
 
 /// libarchive's bid on the first header (the format is chosen by it): the
-/// type flag a NUL, digit or letter, the mode's first byte a NUL, 0x80 or
-/// 0xFF (base-256), a space or an octal digit; otherwise "Unrecognized archive format".
+/// type flag a NUL, digit or letter, and the mode, uid, gid, size, mtime and
+/// device fields each a base-256 value (first byte NUL, 0x80 or 0xFF) or
+/// octal (leading spaces, octal digits, then only spaces and NULs);
+/// otherwise "Unrecognized archive format".
 fn bid(block: &[u8; BLOCK]) -> Result<(), Error> {
+    const FIELDS: [(&str, usize, usize); 7] = [
+        ("mode", 100, 8),
+        ("uid", 108, 8),
+        ("gid", 116, 8),
+        ("size", 124, 12),
+        ("mtime", 136, 12),
+        ("devmajor", 329, 8),
+        ("devminor", 337, 8),
+    ];
+    let number_ok = |field: &[u8]| {
+        if matches!(field[0], 0 | 0x80 | 0xFF) {
+            return true;
+        }
+        let rest = field.iter().skip_while(|&&b| b == b' ');
+        let mut rest = rest.skip_while(|b| (b'0'..=b'7').contains(*b));
+        rest.all(|&b| b == b' ' || b == 0)
+    };
+    let bad_field = FIELDS
+        .iter()
+        .find(|(_, at, len)| !number_ok(&block[*at..*at + *len]));
     let type_ok = block[156] == 0 || block[156].is_ascii_alphanumeric();
-    let mode_ok = matches!(block[100], 0 | 0x80 | 0xFF | b' ' | b'0'..=b'7');
-    if type_ok && mode_ok {
+    if type_ok && bad_field.is_none() {
         return Ok(());
     }
+    let why = match bad_field {
+        Some((name, at, len)) => format!(
+            "its {name} field {:?} is neither octal nor base-256",
+            escape_name(&block[*at..*at + *len])
+        ),
+        None => format!("its type flag {:#04x} is not a digit or letter", block[156]),
+    };
     Err(Error::tar(
         TarErrorKind::Unrecognized,
         0,
-        format!(
-            "Unrecognized archive format: the first header's type flag {:#04x} or mode byte {:#04x} is not one libarchive bids on",
-            block[156], block[100]
-        ),
+        format!("Unrecognized archive format: libarchive does not bid on the first header: {why}"),
     ))
 }
 
@@ -160,11 +185,9 @@ pub struct TarReader<R> {
     done: bool,
     /// Offset of the zero block that ended the archive, once read.
     end_marker: Option<u64>,
-    /// Whether a pax (`x`, `X`, `g`) header was seen: libarchive then reads
-    /// the archive as pax, where a hard link's size is its data's.
-    pax_format: bool,
-    /// Bytes read ahead while parsing a pax header, to read again.
-    pushed: Vec<u8>,
+    /// The archive format libarchive has settled on so far (it decides how
+    /// a hard link's size is read).
+    format: ArchiveFormat,
     /// Copy buffer, reused across entries.
     buf: Vec<u8>,
 }
@@ -183,8 +206,10 @@ impl<R> std::fmt::Debug for TarReader<R> {
 /// What the special headers before an entry set.
 #[derive(Default)]
 struct Specials {
-    /// The name an `L` body or a pax `path` gives (the last one wins).
-    name: Option<Vec<u8>>,
+    /// The name an `L` body gives.
+    long_name: Option<Vec<u8>>,
+    /// The name a pax `path` gives.
+    pax_path: Option<Vec<u8>>,
     /// The link target a `K` body gives.
     link: Option<Vec<u8>>,
     /// pax `size`.
@@ -198,6 +223,29 @@ struct Specials {
     /// Whether a true end of stream now fails (after any special header but
     /// `V` and `g`).
     eof_fatal: bool,
+    /// A warning libarchive gives with the entry (the runtime then fails);
+    /// dropped when the end-of-archive marker comes instead.
+    warning: Option<Error>,
+}
+
+impl Specials {
+    fn warn(&mut self, warning: Option<Error>) {
+        if let Some(w) = warning {
+            self.warning.get_or_insert(w);
+        }
+    }
+}
+
+/// libarchive's `archive_format` while it reads headers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ArchiveFormat {
+    Unknown,
+    /// v7 (no magic).
+    Tar,
+    Ustar,
+    Gnu,
+    /// Set by pax headers; kept by ustar headers, reset by GNU and v7 ones.
+    Pax,
 }
 
 impl<R: Read> TarReader<R> {
@@ -211,8 +259,7 @@ impl<R: Read> TarReader<R> {
             current: None,
             done: false,
             end_marker: None,
-            pax_format: false,
-            pushed: Vec::new(),
+            format: ArchiveFormat::Unknown,
             buf: Vec::new(),
         }
     }
@@ -271,10 +318,14 @@ impl<R: Read> TarReader<R> {
                 let entry = self.make_entry(&block, header_offset, size, specials)?;
                 return Ok(Some(entry));
             }
-            // 'x' and 'X' share one slot.
+            // 'x' and 'X' share one slot. A repeated x or g fails; a repeated
+            // L, K or V is a warning and the later one applies.
             let slot = if type_flag == b'X' { b'x' } else { type_flag };
             if specials.seen.contains(&slot) {
-                return Err(redundant(kind, header_offset));
+                if matches!(slot, b'x' | b'g' | b'A') {
+                    return Err(redundant(kind, header_offset));
+                }
+                specials.warn(Some(redundant(kind, header_offset)));
             }
             specials.seen.push(slot);
             specials.first.get_or_insert((kind, header_offset));
@@ -286,31 +337,49 @@ impl<R: Read> TarReader<R> {
                     ))
                 }
                 b'g' => {
-                    self.pax_format = true;
-                    self.read_pax(size, header_offset, true)?;
+                    self.format = ArchiveFormat::Pax;
+                    let values = self.read_pax(size, header_offset, true)?;
+                    specials.warn(values.warning);
                 }
                 b'x' | b'X' => {
-                    self.pax_format = true;
+                    self.format = ArchiveFormat::Pax;
                     let values = self.read_pax(size, header_offset, false)?;
-                    if values.path.is_some() {
-                        specials.name = values.path;
+                    specials.warn(values.warning);
+                    if let Some(path) = values.path {
+                        specials.pax_path = Some(path);
                     }
                     specials.size = values.size.or(specials.size);
                     specials.mtime = values.mtime.or(specials.mtime);
                 }
                 b'L' | b'K' => {
-                    let body = self.read_special(size, kind, header_offset)?;
+                    // A GNU long name or link makes libarchive read the
+                    // archive as GNU tar from here on.
+                    self.format = ArchiveFormat::Gnu;
+                    let Some(body) = self.read_special(size, kind, header_offset)? else {
+                        let message = format!("Special header too large: {kind:?} header of {size} bytes at tar offset {header_offset} (limit {MAX_SPECIAL_HEADER})");
+                        specials.warn(Some(Error::tar(TarErrorKind::SpecialTooLarge, header_offset, message)));
+                        continue;
+                    };
                     let text = trim_nul(&body).to_vec();
                     if type_flag == b'L' {
                         if !text.is_empty() {
-                            specials.name = Some(text);
+                            specials.long_name = Some(text);
                         }
                     } else {
                         specials.link = Some(text);
                     }
                 }
                 _ => {
-                    // 'V': a GNU volume label; its data is skipped.
+                    // 'V': a GNU volume label; its data (up to 1 MiB) is
+                    // skipped, and libarchive reads on as GNU tar.
+                    self.format = ArchiveFormat::Gnu;
+                    if size > MAX_SPECIAL_HEADER as i64 {
+                        return Err(Error::tar(
+                            TarErrorKind::SpecialTooLarge,
+                            header_offset,
+                            format!("Special header too large: volume header of {size} bytes at tar offset {header_offset} (limit {MAX_SPECIAL_HEADER})"),
+                        ));
+                    }
                     if size < 0 {
                         return Err(Error::tar(
                             TarErrorKind::NegativeSize,
@@ -338,12 +407,26 @@ impl<R: Read> TarReader<R> {
     ) -> Result<Entry, Error> {
         let dialect = Dialect::of(block);
         let type_flag = block[156];
-        if header_size < 0 {
+        self.format = match (dialect, self.format) {
+            (Dialect::Gnu, _) => ArchiveFormat::Gnu,
+            (Dialect::Ustar, ArchiveFormat::Pax) => ArchiveFormat::Pax,
+            (Dialect::Ustar, _) => ArchiveFormat::Ustar,
+            (Dialect::V7, _) => ArchiveFormat::Tar,
+        };
+        if let Some(warning) = specials.warning {
+            return Err(warning);
+        }
+        // pax `size` replaces the header's before libarchive checks it.
+        let mut size = specials.size.unwrap_or(header_size);
+        if size < 0 {
             return Err(Error::tar(
                 TarErrorKind::NegativeSize,
                 header_offset,
-                format!("Tar entry has negative file size: header at tar offset {header_offset} says {header_size}"),
+                format!("Tar entry has negative file size: header at tar offset {header_offset} says {size}"),
             ));
+        }
+        if type_flag == b'M' {
+            return Err(unsupported(header_offset, "a GNU multi-volume continuation ('M'): libarchive reads its data from the field's offset"));
         }
         if dialect == Dialect::Gnu {
             if type_flag == b'S' {
@@ -368,14 +451,17 @@ impl<R: Read> TarReader<R> {
                 name = joined;
             }
         }
-        if let Some(long) = specials.name {
-            name = long;
+        match (specials.long_name, specials.pax_path) {
+            (Some(_), Some(_)) => {
+                return Err(unsupported(header_offset, "an entry named by both a GNU long name ('L') and a pax path: which one libarchive takes depends on the headers around them"));
+            }
+            (Some(long), None) | (None, Some(long)) => name = long,
+            (None, None) => {}
         }
         let mut link_name = trim_nul(&block[157..257]).to_vec();
         if let Some(long) = specials.link {
             link_name = long;
         }
-        let mut size = specials.size.unwrap_or(header_size);
         if size >= MAX_ENTRY {
             return Err(Error::tar(
                 TarErrorKind::EntryTooLarge,
@@ -383,15 +469,18 @@ impl<R: Read> TarReader<R> {
                 format!("Tar entry size overflow: the entry at tar offset {header_offset} says {size} bytes (libarchive's limit is 2^60)"),
             ));
         }
-        let kind = match type_flag {
+        let mut kind = match type_flag {
             b'5' | b'D' => EntryKind::Directory,
             b'2' => EntryKind::Symlink,
-            b'1' if size > 0 && self.pax_format => EntryKind::File,
+            b'1' if size > 0 && self.hardlink_keeps_size(block) => EntryKind::File,
             b'1' => EntryKind::Hardlink,
             b'3' | b'4' | b'6' => EntryKind::Special,
-            _ if name.last() == Some(&b'/') => EntryKind::Directory,
             _ => EntryKind::File,
         };
+        // A file or hard link whose name ends in `/` is a directory.
+        if matches!(kind, EntryKind::File | EntryKind::Hardlink) && name.last() == Some(&b'/') {
+            kind = EntryKind::Directory;
+        }
         // libarchive reads no data for links (outside pax), devices, FIFOs
         // and directories, except GNU dumpdirs ('D'), whose data it skips.
         if matches!(
@@ -423,42 +512,56 @@ impl<R: Read> TarReader<R> {
         Ok(entry)
     }
 
-    /// Reads an `L`/`K` body of `size` bytes (libarchive's limit: 1 MiB).
+    /// Whether libarchive reads a hard link's size as data: always in a pax
+    /// archive, never in v7 or GNU ones; in a ustar one only when its bid on
+    /// the header (the link's own, still unconsumed) is 50 or less, that is
+    /// when the magic is not exactly POSIX's or GNU's.
+    fn hardlink_keeps_size(&self, block: &[u8; BLOCK]) -> bool {
+        match self.format {
+            ArchiveFormat::Pax => true,
+            ArchiveFormat::Ustar => {
+                let exact = (&block[257..263] == b"ustar\0" && &block[263..265] == b"00")
+                    || &block[257..265] == b"ustar  \0";
+                !(exact && bid(block).is_ok())
+            }
+            _ => false,
+        }
+    }
+
+    /// Reads an `L`/`K` body of `size` bytes; `None` (the body skipped) past
+    /// libarchive's 1 MiB limit, which it only warns about.
     fn read_special(
         &mut self,
         size: i64,
         kind: char,
         header_offset: u64,
-    ) -> Result<Vec<u8>, Error> {
-        if !(0..=MAX_SPECIAL_HEADER as i64).contains(&size) {
+    ) -> Result<Option<Vec<u8>>, Error> {
+        if size < 0 {
             return Err(Error::tar(
-                TarErrorKind::SpecialTooLarge,
+                TarErrorKind::NegativeSize,
                 header_offset,
-                format!("Special header too large: {kind:?} header of {size} bytes at tar offset {header_offset} (limit {MAX_SPECIAL_HEADER})"),
+                format!("Special header has invalid size: {kind:?} header at tar offset {header_offset} says {size}"),
             ));
         }
-        self.read_body(size as u64, header_offset)
+        if size > MAX_SPECIAL_HEADER as i64 {
+            self.pending_data = size as u64;
+            self.pending_pad = padding(size as u64);
+            self.skip_data()?;
+            return Ok(None);
+        }
+        self.read_body(size as u64, header_offset).map(Some)
     }
 
-    /// Reads into `buf` from the pushed-back bytes, then the stream; the
-    /// count (short only at the end of the stream).
+    /// Reads into `buf` from the stream; the count (short only at the end
+    /// of the stream).
     fn read_raw(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
-        let from_pushed = buf.len().min(self.pushed.len());
-        buf[..from_pushed].copy_from_slice(&self.pushed[..from_pushed]);
-        self.pushed.drain(..from_pushed);
-        let got = read_full(&mut self.inner, &mut buf[from_pushed..])?;
-        self.offset += (from_pushed + got) as u64;
-        Ok(from_pushed + got)
+        let got = read_full(&mut self.inner, buf)?;
+        self.offset += got as u64;
+        Ok(got)
     }
 
-    /// Puts `bytes` back in front of the stream.
-    fn pushback(&mut self, mut bytes: Vec<u8>) {
-        self.offset -= bytes.len() as u64;
-        bytes.append(&mut self.pushed);
-        self.pushed = bytes;
-    }
-
-    /// Copies the current entry's data to `sink`, then consumes its padding.
+    /// Copies the current entry's data to `sink` (its padding is consumed on the
+    /// way to the next header, as libarchive consumes it).
     /// Returns the number of bytes copied.
     pub fn copy_data<W: Write + ?Sized>(&mut self, sink: &mut W) -> Result<u64, Error> {
         let size = self.pending_data;
@@ -485,7 +588,8 @@ impl<R: Read> TarReader<R> {
                 return Err(truncated_data(size, got, data_offset).in_member(name));
             }
         }
-        self.skip_padding()?;
+        // The padding is consumed on the way to the next header, where
+        // libarchive too reads it ("Truncated input file" at the header).
         Ok(size)
     }
 
@@ -498,7 +602,9 @@ impl<R: Read> TarReader<R> {
 
     /// Skips the rest of the current entry's data and padding.
     pub fn skip_data(&mut self) -> Result<u64, Error> {
-        self.copy_data(&mut io::sink())
+        let copied = self.copy_data(&mut io::sink())?;
+        self.skip_padding()?;
+        Ok(copied)
     }
 
     fn skip_padding(&mut self) -> Result<(), Error> {

@@ -3,10 +3,13 @@
 //! is never held whole), with libarchive's checks on each record and on the
 //! values the runtime's reading depends on.
 //!
-//! Any record libarchive only warns about fails here: the runtime treats a
-//! warning from `archive_read_next_header` as a failed load. Constructs
-//! whose reading depends on more than the bytes (the process locale) or
-//! that this reader does not model (sparse files, ACLs) are refused by name.
+//! libarchive tells two kinds of failure apart, and so does this reader: a
+//! *fatal* one fails at once; a *warning* ("Ignoring malformed …") skips
+//! the rest of the body and is reported with the entry the header belongs
+//! to (the runtime treats a warning as a failed load), or dropped when the
+//! end-of-archive marker comes first. Constructs whose reading depends on
+//! more than the bytes (the process locale) or that this reader does not
+//! model (sparse files, ACLs) are refused by name.
 
 use std::io::Read;
 
@@ -25,8 +28,10 @@ const MAX_NAME: usize = 64 << 10;
 const MAX_PROLOG: usize = 512;
 /// Longest record length libarchive parses.
 const MAX_LINE: usize = 99_999_999;
+/// Longest number value libarchive reads.
+const MAX_NUMBER: usize = 64;
 
-/// What an `x` header sets for the entry after it.
+/// What an `x` header sets for the entry after it, and its warning.
 #[derive(Debug, Default)]
 pub(super) struct PaxValues {
     /// `path`, up to its first NUL, when not empty.
@@ -35,15 +40,18 @@ pub(super) struct PaxValues {
     pub size: Option<i64>,
     /// `mtime`, whole seconds.
     pub mtime: Option<i64>,
+    /// The warning libarchive gives for this header, if any.
+    pub warning: Option<Error>,
 }
 
 /// How one attribute's value is read.
+#[derive(Clone, Copy)]
 enum Value {
-    /// Kept (at most this many bytes; longer fails with the message).
-    Keep(usize, &'static str),
-    /// Checked byte by byte to be ASCII (at most this many).
-    Ascii(usize),
-    /// A pax time.
+    /// Kept whole.
+    Keep,
+    /// Checked byte by byte to be ASCII.
+    Ascii,
+    /// A pax time, checked as it streams.
     Time,
     /// Skipped.
     Skip,
@@ -59,6 +67,30 @@ fn bad(offset: u64, why: impl std::fmt::Display) -> Error {
 pub(super) fn unsupported(offset: u64, what: impl std::fmt::Display) -> Error {
     let message = format!("Unsupported tar construct at tar offset {offset}: {what}");
     Error::tar(TarErrorKind::Unsupported, offset, message)
+}
+
+/// Why a body stopped being read: a warning (the rest is skipped) or a
+/// fatal failure.
+enum Stop {
+    Warning(Error),
+    Fatal(Error),
+}
+
+/// The unread part of a pax body: bytes read ahead, then the stream.
+struct Body {
+    /// Body bytes not yet read from the stream.
+    unread: u64,
+    /// Bytes read from the stream but not parsed yet.
+    ahead: Vec<u8>,
+    /// The header's offset, for messages.
+    offset: u64,
+}
+
+impl Body {
+    /// Body bytes left to parse.
+    fn left(&self) -> u64 {
+        self.unread + self.ahead.len() as u64
+    }
 }
 
 impl<R: Read> TarReader<R> {
@@ -85,46 +117,22 @@ impl<R: Read> TarReader<R> {
                 format!("{size} bytes is over libarchive's 1 GiB limit"),
             ));
         }
-        let mut left = size as u64;
+        let mut body = Body {
+            unread: size as u64,
+            ahead: Vec::new(),
+            offset,
+        };
         let mut values = PaxValues::default();
-        while left > 0 {
-            let window = self.read_pax_bytes(left.min(MAX_PROLOG as u64) as usize, offset)?;
-            let (prolog, key, line) = parse_prolog(&window, left, offset)?;
-            // The rest of the window is the start of the value.
-            let mut pending = window[prolog..].to_vec();
-            left -= prolog as u64;
-            let value_len = line - prolog;
-            if value_len == 0 {
-                return Err(bad(
-                    offset,
-                    "Malformed pax attributes: a record without a value or newline",
-                ));
-            }
-            let value_len = value_len - 1;
-            let kind = classify(&key, global, offset)?;
-            let kept = self.read_value(&mut pending, value_len, kind, &key, offset)?;
-            left -= value_len as u64;
-            // The newline after the value.
-            let newline = match pending.first() {
-                Some(&b) => {
-                    pending.remove(0);
-                    b
+        while body.left() > 0 {
+            match self.read_record(&mut body, global, &mut values) {
+                Ok(()) => {}
+                Err(Stop::Fatal(e)) => return Err(e),
+                Err(Stop::Warning(e)) => {
+                    // A malformed record: libarchive skips the rest of the body.
+                    self.skip_body(&mut body)?;
+                    values.warning.get_or_insert(e);
+                    break;
                 }
-                None => self.read_pax_bytes(1, offset)?[0],
-            };
-            if newline != b'\n' {
-                return Err(bad(
-                    offset,
-                    "Malformed pax attributes: a record does not end in a newline",
-                ));
-            }
-            left -= 1;
-            // Put back what was read past this record.
-            if !pending.is_empty() {
-                self.pushback(pending);
-            }
-            if let Some(kept) = kept {
-                apply(&mut values, &key, kept, offset)?;
             }
         }
         self.pending_pad = super::padding(size as u64);
@@ -132,106 +140,163 @@ impl<R: Read> TarReader<R> {
         Ok(values)
     }
 
-    /// Reads `n` body bytes (fewer only when the body has fewer: never).
-    fn read_pax_bytes(&mut self, n: usize, offset: u64) -> Result<Vec<u8>, Error> {
-        let mut buf = vec![0u8; n];
-        let got = self.read_raw(&mut buf)?;
-        if got < n {
-            return Err(Error::tar(
-                TarErrorKind::TruncatedData,
+    /// Parses one record and applies it.
+    fn read_record(
+        &mut self,
+        body: &mut Body,
+        global: bool,
+        values: &mut PaxValues,
+    ) -> Result<(), Stop> {
+        let offset = body.offset;
+        let want = body.left().min(MAX_PROLOG as u64) as usize;
+        self.fill(body, want).map_err(Stop::Fatal)?;
+        let (prolog, key, line) = parse_prolog(&body.ahead, body.left(), offset)?;
+        body.ahead.drain(..prolog);
+        let value_len = line - prolog;
+        if value_len == 0 {
+            return Err(Stop::Warning(bad(
                 offset,
-                format!("Truncated tar archive detected while reading pax attribute (header at tar offset {offset})"),
-            ));
+                "Malformed pax attributes: a record without a value or newline",
+            )));
         }
-        Ok(buf)
+        let kind = classify(&key, global, offset)?;
+        let kept = self.read_value(body, value_len - 1, kind, &key, &mut values.warning)?;
+        self.fill(body, 1).map_err(Stop::Fatal)?;
+        if body.ahead.remove(0) != b'\n' {
+            return Err(Stop::Warning(bad(
+                offset,
+                "Malformed pax attributes: a record does not end in a newline",
+            )));
+        }
+        if let Some(kept) = kept {
+            apply(values, &key, kept, offset)?;
+        }
+        Ok(())
     }
 
-    /// Reads one value of `len` bytes (starting with `pending`), as `kind`
-    /// says; returns it when kept. Bytes of `pending` past the value stay
-    /// in it.
+    /// Makes at least `n` body bytes (no more than are left) read ahead.
+    fn fill(&mut self, body: &mut Body, n: usize) -> Result<(), Error> {
+        if body.ahead.len() >= n {
+            return Ok(());
+        }
+        let more = ((n - body.ahead.len()) as u64).min(body.unread) as usize;
+        let start = body.ahead.len();
+        body.ahead.resize(start + more, 0);
+        let got = self.read_raw(&mut body.ahead[start..])?;
+        body.unread -= got as u64;
+        if got < more {
+            return Err(Error::tar(
+                TarErrorKind::TruncatedData,
+                body.offset,
+                format!("Truncated tar archive detected while reading pax attribute (header at tar offset {})", body.offset),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Skips the rest of a body.
+    fn skip_body(&mut self, body: &mut Body) -> Result<(), Error> {
+        body.ahead.clear();
+        self.pending_data = body.unread;
+        self.pending_pad = 0;
+        self.copy_data(&mut std::io::sink())?;
+        body.unread = 0;
+        Ok(())
+    }
+
+    /// Reads one value of `len` bytes as `kind` says; returns it when kept.
+    /// A value libarchive only warns about sets `warning` (the record is
+    /// read whole and the next one follows, as in libarchive).
     fn read_value(
         &mut self,
-        pending: &mut Vec<u8>,
+        body: &mut Body,
         len: usize,
         kind: Value,
         key: &[u8],
-        offset: u64,
-    ) -> Result<Option<Vec<u8>>, Error> {
+        warning: &mut Option<Error>,
+    ) -> Result<Option<Vec<u8>>, Stop> {
+        let offset = body.offset;
         let key_text = escape_name(key);
-        let limit = match kind {
-            Value::Keep(limit, why) if len > limit => return Err(bad(offset, format!("{key_text}: {why}"))),
-            Value::Ascii(limit) if len > limit => {
-                return Err(unsupported(offset, format!("pax {key_text} of {len} bytes (libarchive warns past a limit between 64 KiB and 1 MiB)")))
+        if len as u64 > body.left() {
+            return Err(Stop::Warning(bad(
+                offset,
+                format!("Ignoring malformed pax attribute: {key_text} runs past the body"),
+            )));
+        }
+        match (kind, key) {
+            (Value::Keep, b"path" | b"linkpath") if len > MAX_PATH => {
+                self.skip_value(body, len).map_err(Stop::Fatal)?;
+                warning.get_or_insert(bad(
+                    offset,
+                    format!("{key_text} of {len} bytes is longer than libarchive's 1 MiB limit"),
+                ));
+                return Ok(None);
             }
-            Value::Keep(limit, _) | Value::Ascii(limit) => limit,
-            Value::Time => usize::MAX,
-            Value::Skip => 0,
-        };
-        let mut kept = Vec::with_capacity(len.min(limit).min(1 << 16));
+            (Value::Keep, _) if len > MAX_NUMBER && !matches!(key, b"path" | b"linkpath") => {
+                return Err(Stop::Fatal(bad(
+                    offset,
+                    format!(
+                        "{key_text}: a value of {len} bytes (libarchive reads numbers of up to 64)"
+                    ),
+                )));
+            }
+            (Value::Ascii, _) if len > MAX_NAME => {
+                return Err(Stop::Fatal(unsupported(offset, format!("pax {key_text} of {len} bytes (libarchive warns past a limit between 64 KiB and 1 MiB)"))));
+            }
+            _ => {}
+        }
+        let mut kept = Vec::new();
         let mut time = TimeCheck::default();
         let mut remaining = len;
-        let mut chunk = Vec::new();
         while remaining > 0 {
-            let piece: Vec<u8> = if !pending.is_empty() {
-                let n = remaining.min(pending.len());
-                pending.drain(..n).collect()
-            } else {
-                let n = remaining.min(64 << 10);
-                chunk.resize(n, 0);
-                let got = self.read_raw(&mut chunk)?;
-                if got < n {
-                    return Err(Error::tar(
-                        TarErrorKind::TruncatedData,
-                        offset,
-                        format!("Truncated tar archive detected while reading pax attribute {key_text} (header at tar offset {offset})"),
-                    ));
-                }
-                chunk.clone()
-            };
-            remaining -= piece.len();
+            if body.ahead.is_empty() {
+                self.fill(body, remaining.min(64 << 10))
+                    .map_err(Stop::Fatal)?;
+            }
+            let n = remaining.min(body.ahead.len());
+            let piece: Vec<u8> = body.ahead.drain(..n).collect();
+            remaining -= n;
             match kind {
-                Value::Keep(..) => kept.extend_from_slice(&piece),
-                Value::Ascii(_) => {
+                Value::Keep => kept.extend_from_slice(&piece),
+                Value::Ascii => {
                     if !piece.is_ascii() {
-                        return Err(unsupported(offset, format!("pax {key_text} is not ASCII: libarchive converts it from UTF-8 to the runtime's locale, which may fail")));
+                        return Err(Stop::Fatal(unsupported(offset, format!("pax {key_text} is not ASCII: libarchive converts it from UTF-8 to the runtime's locale, which may fail"))));
                     }
                 }
-                Value::Time => {
-                    for &b in &piece {
-                        if time.whole.len() < 64 && !time.dot && b != b'.' {
-                            time.whole.push(b);
-                        } else if b == b'.' && !time.dot {
-                            time.dot = true;
-                        } else if !b.is_ascii_digit() {
-                            time.bad = true;
-                        }
-                    }
-                    if time.whole.len() >= 64 {
-                        time.bad = true;
-                    }
-                }
+                Value::Time => time.feed(&piece),
                 Value::Skip => {}
             }
         }
         Ok(match kind {
-            Value::Keep(..) => Some(kept),
-            Value::Time => {
-                let ok = !time.bad && pax_time(&time.whole).is_some();
-                if !ok {
-                    return Err(bad(offset, format!("Ignoring malformed pax {key_text}")));
-                }
-                if key == b"mtime" {
-                    Some(time.whole)
-                } else {
+            Value::Keep => Some(kept),
+            Value::Time => match time.seconds() {
+                Some(seconds) if key == b"mtime" => Some(seconds.to_string().into_bytes()),
+                Some(_) => None,
+                None => {
+                    warning
+                        .get_or_insert(bad(offset, format!("Ignoring malformed pax {key_text}")));
                     None
                 }
-            }
-            Value::Ascii(_) | Value::Skip => None,
+            },
+            Value::Ascii | Value::Skip => None,
         })
+    }
+
+    /// Skips `len` value bytes.
+    fn skip_value(&mut self, body: &mut Body, len: usize) -> Result<(), Error> {
+        let from_ahead = len.min(body.ahead.len());
+        body.ahead.drain(..from_ahead);
+        let rest = (len - from_ahead) as u64;
+        self.pending_data = rest;
+        self.pending_pad = 0;
+        self.copy_data(&mut std::io::sink())?;
+        body.unread -= rest;
+        Ok(())
     }
 }
 
-/// The whole part of a pax time, checked as it streams.
+/// A pax time checked as it streams: `-?[0-9]*(\.[0-9]*)?`, the whole part
+/// within an `i64`.
 #[derive(Default)]
 struct TimeCheck {
     whole: Vec<u8>,
@@ -239,17 +304,37 @@ struct TimeCheck {
     bad: bool,
 }
 
+impl TimeCheck {
+    fn feed(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            match b {
+                b'.' if !self.dot => self.dot = true,
+                _ if self.dot => self.bad |= !b.is_ascii_digit(),
+                _ if self.whole.len() < 24 => self.whole.push(b),
+                _ => self.bad = true,
+            }
+        }
+    }
+
+    fn seconds(&self) -> Option<i64> {
+        if self.bad {
+            return None;
+        }
+        pax_time(&self.whole)
+    }
+}
+
 /// Parses a record's prolog in `window` (its first bytes; `left` bytes of
 /// the body remain): returns the prolog's length (through `=`), the key
 /// and the record's length.
-fn parse_prolog(window: &[u8], left: u64, offset: u64) -> Result<(usize, Vec<u8>, usize), Error> {
+fn parse_prolog(window: &[u8], left: u64, offset: u64) -> Result<(usize, Vec<u8>, usize), Stop> {
+    let warn = |why: String| Stop::Warning(bad(offset, why));
     let mut line: usize = 0;
     let mut at = 0;
     loop {
         let Some(&b) = window.get(at) else {
-            return Err(bad(
-                offset,
-                "Ignoring malformed pax attributes: overlarge attribute size field",
+            return Err(warn(
+                "Ignoring malformed pax attributes: overlarge attribute size field".into(),
             ));
         };
         at += 1;
@@ -257,38 +342,36 @@ fn parse_prolog(window: &[u8], left: u64, offset: u64) -> Result<(usize, Vec<u8>
             break;
         }
         if !b.is_ascii_digit() {
-            return Err(bad(offset, format!("Ignoring malformed pax attributes: malformed attribute size field (byte {b:#04x})")));
+            return Err(warn(format!(
+                "Ignoring malformed pax attributes: malformed attribute size field (byte {b:#04x})"
+            )));
         }
         line = line * 10 + usize::from(b - b'0');
         if line > MAX_LINE {
-            return Err(bad(
-                offset,
-                format!("Ignoring malformed pax attribute: size > {MAX_LINE}"),
-            ));
+            return Err(warn(format!(
+                "Ignoring malformed pax attribute: size > {MAX_LINE}"
+            )));
         }
     }
     if line as u64 > left {
-        return Err(bad(
-            offset,
-            format!("Ignoring malformed pax attribute: {line} > {left}"),
-        ));
+        return Err(warn(format!(
+            "Ignoring malformed pax attribute: {line} > {left}"
+        )));
     }
     let bound = window.len().min(line);
     if at >= bound || window[at] == b'=' {
-        return Err(bad(
-            offset,
-            "Ignoring malformed pax attributes: empty name found",
+        return Err(warn(
+            "Ignoring malformed pax attributes: empty name found".into(),
         ));
     }
     let start = at;
     loop {
         if at >= bound {
             if bound < line && window.len() == MAX_PROLOG {
-                return Err(unsupported(offset, "a pax record whose length and key are longer than 512 bytes (whether libarchive reads it depends on its buffering)"));
+                return Err(Stop::Fatal(unsupported(offset, "a pax record whose length and key are longer than 512 bytes (whether libarchive reads it depends on its buffering)")));
             }
-            return Err(bad(
-                offset,
-                "Ignoring malformed pax attributes: overlarge attribute name",
+            return Err(warn(
+                "Ignoring malformed pax attributes: overlarge attribute name".into(),
             ));
         }
         if window[at] == b'=' {
@@ -301,45 +384,40 @@ fn parse_prolog(window: &[u8], left: u64, offset: u64) -> Result<(usize, Vec<u8>
 }
 
 /// How the value of `key` is read, or the refusal of the key.
-fn classify(key: &[u8], global: bool, offset: u64) -> Result<Value, Error> {
+fn classify(key: &[u8], global: bool, offset: u64) -> Result<Value, Stop> {
     let key_text = escape_name(key);
     let starts = |p: &[u8]| key.starts_with(p);
+    let refuse = |what: String| Err(Stop::Fatal(unsupported(offset, what)));
     if global {
         // libarchive fails a `g` header with any per-file attribute; of
         // the others only these are known to be ignored.
         if key == b"comment" || key == b"charset" || starts(b"realtime.") || starts(b"security.") {
             return Ok(Value::Skip);
         }
-        return Err(unsupported(offset, format!("pax global attribute {key_text:?} (libarchive refuses the per-file ones: \"Unsupported pax global extended header attribute\")")));
+        return refuse(format!("pax global attribute {key_text:?} (libarchive refuses the per-file ones: \"Unsupported pax global extended header attribute\")"));
     }
     Ok(match key {
-        b"path" | b"linkpath" => Value::Keep(MAX_PATH, "longer than libarchive's 1 MiB limit"),
-        b"size" | b"uid" | b"gid" | b"SCHILY.dev" | b"SCHILY.ino" | b"SCHILY.nlink"
-        | b"SCHILY.devmajor" | b"SCHILY.devminor" => {
-            Value::Keep(64, "a number of more than 64 bytes")
-        }
-        b"hdrcharset" => Value::Keep(64, "not BINARY or ISO-IR 10646 2000 UTF-8"),
+        b"path" | b"linkpath" | b"size" | b"uid" | b"gid" | b"SCHILY.dev" | b"SCHILY.ino"
+        | b"SCHILY.nlink" | b"SCHILY.devmajor" | b"SCHILY.devminor" | b"hdrcharset" => Value::Keep,
         b"mtime" | b"atime" | b"ctime" | b"LIBARCHIVE.creationtime" => Value::Time,
-        b"uname" | b"gname" => Value::Ascii(MAX_NAME),
+        b"uname" | b"gname" => Value::Ascii,
         _ if starts(b"GNU.sparse.") || key == b"SCHILY.realsize" || key == b"SUN.holesdata" => {
-            return Err(unsupported(
-                offset,
-                format!("pax {key_text} (sparse files are not read as libarchive reads them)"),
+            return refuse(format!(
+                "pax {key_text} (sparse files are not read as libarchive reads them)"
             ))
         }
         _ if starts(b"SCHILY.acl.") => {
-            return Err(unsupported(
-                offset,
-                format!("pax {key_text} (ACLs are not parsed as libarchive parses them)"),
+            return refuse(format!(
+                "pax {key_text} (ACLs are not parsed as libarchive parses them)"
             ))
         }
-        b"LIBARCHIVE.symlinktype" => return Err(unsupported(offset, format!("pax {key_text}"))),
+        b"LIBARCHIVE.symlinktype" => return refuse(format!("pax {key_text}")),
         _ => Value::Skip,
     })
 }
 
 /// Applies a kept value.
-fn apply(values: &mut PaxValues, key: &[u8], value: Vec<u8>, offset: u64) -> Result<(), Error> {
+fn apply(values: &mut PaxValues, key: &[u8], value: Vec<u8>, offset: u64) -> Result<(), Stop> {
     let key_text = escape_name(key);
     match key {
         b"path" | b"linkpath" => {
@@ -347,7 +425,7 @@ fn apply(values: &mut PaxValues, key: &[u8], value: Vec<u8>, offset: u64) -> Res
             let end = value.iter().position(|&b| b == 0).unwrap_or(value.len());
             let text = &value[..end];
             if !text.is_ascii() {
-                return Err(unsupported(offset, format!("pax {key_text} is not ASCII: libarchive converts it from UTF-8 to the runtime's locale, which may fail")));
+                return Err(Stop::Fatal(unsupported(offset, format!("pax {key_text} is not ASCII: libarchive converts it from UTF-8 to the runtime's locale, which may fail"))));
             }
             if key == b"path" && !text.is_empty() {
                 values.path = Some(text.to_vec());
@@ -356,36 +434,36 @@ fn apply(values: &mut PaxValues, key: &[u8], value: Vec<u8>, offset: u64) -> Res
         b"size" => match pax_number(&value) {
             Some(n) => values.size = Some(n),
             None => {
-                return Err(bad(
+                return Err(Stop::Fatal(bad(
                     offset,
                     format!(
                         "Tar size attribute overflow: size={:?}",
                         escape_name(&value)
                     ),
-                ))
+                )))
             }
         },
         b"hdrcharset" => {
             if value != b"BINARY" && value != b"ISO-IR 10646 2000 UTF-8" {
-                return Err(bad(
-                    offset,
-                    format!(
-                        "hdrcharset {:?} is not one libarchive knows",
-                        escape_name(&value)
-                    ),
-                ));
+                let why = format!(
+                    "hdrcharset {:?} is not one libarchive knows",
+                    escape_name(&value)
+                );
+                values.warning.get_or_insert(bad(offset, why));
             }
         }
-        b"mtime" => values.mtime = pax_time(&value),
+        b"mtime" => {
+            values.mtime = std::str::from_utf8(&value)
+                .ok()
+                .and_then(|s| s.parse().ok());
+        }
         _ => {
             if pax_number(&value).is_none() {
-                return Err(bad(
-                    offset,
-                    format!(
-                        "{key_text}={:?} is negative or too large",
-                        escape_name(&value)
-                    ),
-                ));
+                let why = format!(
+                    "{key_text}={:?} is negative or too large",
+                    escape_name(&value)
+                );
+                values.warning.get_or_insert(bad(offset, why));
             }
         }
     }
