@@ -387,3 +387,100 @@ fn verify_of_a_4_gib_inflate_stays_under_256_mib() {
     assert!(kib < 256 * 1024, "peak RSS {kib} KiB");
     eprintln!("neff verify of a 4 GiB inflate: peak RSS {kib} KiB");
 }
+
+/// Runs neff with `args`, killing it after `secs`: its output, or `None`
+/// when it had to be killed (it blocked).
+fn neff_within(args: &[&str], secs: u64) -> Option<std::process::Output> {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_neff"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while start.elapsed().as_secs() < secs {
+        if child.try_wait().unwrap().is_some() {
+            return Some(child.wait_with_output().unwrap());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    None
+}
+
+#[cfg(unix)]
+fn mkfifo(path: &std::path::Path) {
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo with a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+#[test]
+#[cfg(unix)]
+fn inputs_read_whole_are_regular_files_and_never_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("in.json");
+    mkfifo(&fifo);
+    let out = dir.path().join("o.neff");
+    let model = dir.path().join("model.bin");
+    std::fs::write(&model, model_neff(&[])).unwrap();
+    let (fifo_s, out_s) = (fifo.to_str().unwrap(), out.to_str().unwrap());
+    let cases: [(&[&str], &str); 6] = [
+        (
+            &["build", "/dev/zero", "-o", out_s],
+            "build spec /dev/zero is a FIFO, socket or device",
+        ),
+        (
+            &["build", fifo_s, "-o", out_s],
+            "is a FIFO, socket or device",
+        ),
+        (
+            &[
+                "pack",
+                dir.path().to_str().unwrap(),
+                "-o",
+                out_s,
+                "--header",
+                fifo_s,
+            ],
+            "header file",
+        ),
+        (
+            &["barrier", "encode", "/dev/zero", "-o", out_s],
+            "barrier input",
+        ),
+        (&["barrier", "decode", fifo_s], "barrier input"),
+        (
+            &["inspect", model.to_str().unwrap(), "--ntff", "/dev/zero"],
+            "NTFF profile /dev/zero is a FIFO, socket or device",
+        ),
+    ];
+    for (args, expected) in cases {
+        let r = neff_within(args, 20).unwrap_or_else(|| panic!("{args:?} blocked"));
+        assert_ne!(r.status.code(), Some(0), "{args:?}");
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert!(err.contains(expected), "{args:?}: {err}");
+    }
+    assert!(!out.exists());
+}
+
+#[test]
+#[cfg(unix)]
+fn verify_of_a_folder_reports_a_fifo_and_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    mkfifo(&dir.path().join("blocked.neff"));
+    std::fs::write(dir.path().join("model.neff"), model_neff(&[])).unwrap();
+    let r = neff_within(&["verify", dir.path().to_str().unwrap()], 20)
+        .expect("verify DIR blocked on a FIFO");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&r.stdout),
+        String::from_utf8_lossy(&r.stderr)
+    );
+    assert!(
+        text.contains("blocked.neff") && text.contains("not a regular file"),
+        "{text}"
+    );
+    assert!(text.contains("model.neff"), "{text}");
+}

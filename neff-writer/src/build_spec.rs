@@ -467,7 +467,8 @@ fn invalid<T>(key: impl Into<String>, message: impl Into<String>) -> Result<T, E
 impl BuildSpec {
     /// Reads and parses a spec file.
     pub fn from_path(path: &Path) -> Result<BuildSpec, Error> {
-        let bytes = std::fs::read(path).map_err(|e| Error::io("cannot read", path, e))?;
+        let bytes =
+            crate::small_file::read_small_file(path, crate::small_file::SPEC_MAX, "build spec")?;
         BuildSpec::from_slice(path, &bytes)
     }
 

@@ -192,8 +192,11 @@ impl HeaderFile {
     /// Reads and parses the header file at `path` (`--header HEADER.json`);
     /// the error names the file.
     pub fn from_path(path: &std::path::Path) -> Result<HeaderFile, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let bytes =
+            crate::small_file::read_small_file(path, crate::small_file::SMALL_MAX, "header file")
+                .map_err(|e| e.to_string())?;
+        let text =
+            String::from_utf8(bytes).map_err(|e| format!("{}: not UTF-8: {e}", path.display()))?;
         HeaderFile::parse(&text)
             .map_err(|e| format!("{}: invalid header JSON: {e}", path.display()))
     }

@@ -54,6 +54,7 @@ mod parallel_gzip;
 mod progress;
 mod recover;
 mod repeated_keys;
+pub mod small_file;
 mod stale;
 mod sync_tree;
 pub mod tar_writer;

@@ -8,6 +8,7 @@ use neff::schema::barrier::tables::{self, BarrierType, Fabric};
 use neff::schema::barrier::{BarrierConfigs, BARRIER_CONFIGS_LEN};
 use neff::schema::hex;
 use neff::writer::barrier::{compose, ComposeInputs};
+use neff::writer::small_file::SMALL_MAX;
 
 use super::{parse_mask, print_json, write_binary, FsyncArgs, EXIT_OK};
 
@@ -137,7 +138,7 @@ pub fn run(args: BarrierArgs) -> Result<u8, Box<dyn std::error::Error>> {
             fsync,
         } => {
             let text =
-                std::fs::read(&file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+                neff::writer::small_file::read_small_file(&file, SMALL_MAX, "barrier input")?;
             let configs = from_json(&text).map_err(|e| format!("{}: {e}", file.display()))?;
             write_binary(&output, configs.as_bytes(), fsync)?;
             if !quiet {
@@ -152,7 +153,7 @@ pub fn run(args: BarrierArgs) -> Result<u8, Box<dyn std::error::Error>> {
 }
 
 fn read_bin(file: &Path) -> Result<BarrierConfigs, Box<dyn std::error::Error>> {
-    let bytes = std::fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    let bytes = neff::writer::small_file::read_small_file(file, SMALL_MAX, "barrier input")?;
     Ok(BarrierConfigs::from_slice(&bytes).map_err(|e| format!("{}: {e}", file.display()))?)
 }
 
@@ -160,7 +161,7 @@ fn compose_cmd(c: ComposeArgs, quiet: bool) -> Result<(), Box<dyn std::error::Er
     let mut inputs = match &c.spec {
         Some(path) => {
             let text =
-                std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+                neff::writer::small_file::read_small_file(path, SMALL_MAX, "barrier inputs")?;
             serde_json::from_slice::<ComposeInputs>(&text)
                 .map_err(|e| format!("{}: {e}", path.display()))?
         }

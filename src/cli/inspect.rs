@@ -125,8 +125,9 @@ fn check_ntff(ntff: &Path, r: &InspectReport) -> Result<u8, Box<dyn std::error::
         return Err(format!("{}: no NEFF header to compare the profile with", r.file).into());
     };
     let mut start = Vec::new();
-    std::fs::File::open(ntff)
-        .and_then(|f| f.take(4096).read_to_end(&mut start))
+    neff::writer::small_file::open_regular(ntff, "NTFF profile")?
+        .take(4096)
+        .read_to_end(&mut start)
         .map_err(|e| format!("{}: {e}", ntff.display()))?;
     let (uuid, _) = ntff_neff_uuid(&start).map_err(|e| format!("{}: {e}", ntff.display()))?;
     if uuid == header.uuid {

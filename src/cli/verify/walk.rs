@@ -68,7 +68,14 @@ fn walk(root: &Path, out: &mut Vec<Input>) {
                     // A symlink is taken when it leads to a file.
                     match fs::metadata(&path) {
                         Ok(m) if m.is_dir() => {}
-                        Ok(_) => out.push(Input::Path(path)),
+                        Ok(m) if m.is_file() => out.push(Input::Path(path)),
+                        // Never opened: reading a FIFO would block.
+                        Ok(_) => out.push(Input::Unreadable(
+                            path,
+                            io::Error::other(
+                                "not a regular file (a FIFO, socket or device): not opened",
+                            ),
+                        )),
                         Err(e) => out.push(Input::Unreadable(path, e)),
                     }
                 }
