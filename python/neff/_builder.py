@@ -109,6 +109,24 @@ def _numpy_array(data: object) -> bool:
     return numpy is not None and isinstance(data, numpy.ndarray)
 
 
+def _check_weight_dtype(array: Any, key: str) -> None:
+    """Refuses an array whose dtype the runtime does not know: object arrays
+    (their bytes are the process's pointers), structured, string, datetime
+    and complex arrays, naming the dtype."""
+    dtype = array.dtype
+    kinds = {"O": "an object array (its bytes are Python object pointers)",
+             "V": "a structured or void array", "U": "a unicode string array",
+             "S": "a byte string array", "M": "a datetime array", "m": "a timedelta array",
+             "c": "a complex array"}
+    if dtype.kind in kinds or dtype.fields is not None:
+        why = kinds.get(dtype.kind, "a structured array")
+        raise _error(f"{key}.dtype", f"{dtype.str!r} ({dtype.name}) is {why}: the runtime "
+                                      f"reads weights of numeric dtypes only")
+    if not _native.dtype_known(dtype.name):
+        raise _error(f"{key}.dtype", f"{dtype.str!r} ({dtype.name}) is not a dtype the runtime "
+                                      f"knows (see `neff schema build-spec`)")
+
+
 class _Spec:
     """The build spec and data shared by a builder and its subgraphs."""
 
@@ -156,6 +174,7 @@ class _Spec:
             if not array.flags.c_contiguous:
                 raise _error(key, "the array is not C-contiguous (numpy.ascontiguousarray "
                                   "gives a copy that is)")
+            _check_weight_dtype(array, key)
             fmt = format or "npy"
             header = (str(array.dtype.str), [int(d) for d in array.shape]) if fmt == "npy" else None
             return fmt, self.blob(array, f"{key}.{fmt}", header)

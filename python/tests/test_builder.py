@@ -370,3 +370,20 @@ def test_numpy_is_not_imported_without_arrays(tmp_path: Path) -> None:
     child = subprocess.run([sys.executable, "-c", script, str(tmp_path / "m.neff")],
                            capture_output=True, text=True, check=True)
     assert child.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("make, words", [
+    (lambda np: np.array([object(), object()], dtype=object), "object array"),
+    (lambda np: np.zeros(3, dtype=[("a", "<f4"), ("b", "<i8")]), "structured"),
+    (lambda np: np.array(["ab", "cd"]), "unicode"),
+    (lambda np: np.array([b"ab"]), "byte string"),
+    (lambda np: np.array(["2020-01-01"], dtype="datetime64[D]"), "datetime"),
+    (lambda np: np.zeros(2, dtype=np.complex64), "complex"),
+])
+def test_weights_of_dtypes_the_runtime_does_not_know_are_refused(make: Any, words: str) -> None:
+    b = neff.Builder()
+    sg = small_model(b)
+    with pytest.raises(neff.NeffError) as caught:
+        sg.weight("w", make(np))
+    assert words in str(caught.value) and caught.value.key is not None
+    assert "dtype" in caught.value.key
