@@ -363,7 +363,9 @@ class Neff:
 
     def __init__(self, source: Source) -> None:
         self._source = _source(source)
+        self._identity = _identity(self._source)
         inspect, memory = _native.inspect(self._source)
+        self._check_identity("while it was opened")
         self._inspect: Dict[str, Any] = json.loads(inspect)
         self._memory: Optional[Dict[str, Any]] = json.loads(memory) if memory is not None else None
         verdict = self._inspect["verdict"]
@@ -384,6 +386,16 @@ class Neff:
     def __repr__(self) -> str:
         return f"Neff({self._inspect['file']!r}, graphs={[g.name for g in self.graphs]!r})"
 
+    def _check_identity(self, when: str) -> None:
+        """Refuses to go on when the file at the path is no longer the one
+        opened (replaced by a rename, as compile caches and ``neff pack`` do,
+        or rewritten): its members would not match this header and graphs."""
+        if self._identity is None or _identity(self._source) == self._identity:
+            return
+        assert isinstance(self._source, str)
+        raise NeffError(f"{self._source} was replaced or changed {when}: its members may not "
+                        f"match this header; open it again", "Replaced", path=self._source)
+
     def members(self) -> List[Member]:
         """Every tar entry: name, size, kind.
 
@@ -399,7 +411,9 @@ class Neff:
         >>> neff.open("m.neff").read("neff.json")[:1]
         b'{'
         """
+        self._check_identity("since it was opened")
         data = _native.read_member(self._source, name)
+        self._check_identity("while it was read")
         if data is None:
             names = ", ".join(m.key for m in self.members() if m.kind == "file")
             raise MemberNotFound(f"no member {name!r}; the members are: {names}", "NotFound", member=name)
@@ -434,6 +448,18 @@ class Neff:
         True
         """
         return Report._from(json.loads(_native.verify(self._source, _profile_args(instance_arch, **profile))))
+
+
+def _identity(source: Union[str, bytes]) -> Optional[Tuple[int, int, int, int]]:
+    """What identifies the file at a path: device, inode, size and
+    modification time (``None`` for bytes, or a path that cannot be read)."""
+    if not isinstance(source, str):
+        return None
+    try:
+        st = os.stat(source)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _unreadable(file: str, verdict: Dict[str, Any]) -> NeffError:

@@ -141,3 +141,62 @@ def test_diff_finds_equal_and_different() -> None:
     assert not d.equal and d.header
     assert "uuid" in {f["field"] for f in d.header}
     assert "uuid" not in {f["field"] for f in neff.diff(a, b, ignore=("uuid",)).header}
+
+
+READ_PEAK = r"""
+import resource, sys
+import neff
+n = neff.open(sys.argv[1])
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+data = n.read("sg00/big.bin")
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+assert len(data) == int(sys.argv[2]) and data[:4] == b"\0\0\0\0"
+print((after - before) * 1024)
+"""
+
+
+def test_read_holds_a_member_once(tmp_path: Path) -> None:
+    """``Neff.read`` inflates the member straight into the bytes it returns:
+    the peak grows by about the member's size, not twice it."""
+    import subprocess
+    import sys
+
+    size = 96 << 20
+    tree = tmp_path / "tree"
+    (tree / "sg00").mkdir(parents=True)
+    b = neff.Builder()
+    with b.subgraph("sg00") as sg:
+        sg.input("x", "float32", (4,)).output("y", "float32", (4,))
+    b.member("sg00/big.bin", bytes(size))
+    out = tmp_path / "big.neff"
+    assert b.write(out, fsync=False).accepted
+    run = subprocess.run([sys.executable, "-c", READ_PEAK, str(out), str(size)],
+                         capture_output=True, text=True, check=True)
+    grown = int(run.stdout.strip())
+    assert grown < size * 1.4, f"reading {size} bytes grew the peak by {grown}"
+
+
+def test_a_replaced_file_is_never_read_under_the_old_header(tmp_path: Path) -> None:
+    """A ``Neff`` reads members from its path again; once the path names
+    another file (replaced by a rename, as compile caches and ``neff pack``
+    do), ``read`` says so instead of mixing the two files."""
+    paths = []
+    for name in ("a", "b"):
+        b = neff.Builder(name=name)
+        with b.subgraph("sg00") as sg:
+            sg.input("x", "float32", (4,)).output("y", "float32", (4,))
+        b.member("note.txt", name.encode())
+        out = tmp_path / f"{name}.neff"
+        assert b.write(out, fsync=False).accepted
+        paths.append(out)
+    target = tmp_path / "model.neff"
+    target.write_bytes(paths[0].read_bytes())
+    n = neff.open(target)
+    assert n.read("note.txt") == b"a"
+    tmp = tmp_path / "model.neff.tmp"
+    tmp.write_bytes(paths[1].read_bytes())
+    tmp.replace(target)
+    with pytest.raises(neff.NeffError) as caught:
+        n.read("note.txt")
+    assert caught.value.kind == "Replaced" and "open it again" in str(caught.value)
+    assert neff.open(target).read("note.txt") == b"b"
