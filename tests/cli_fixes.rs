@@ -312,3 +312,56 @@ fn rules_the_builder_no_longer_copies_are_refused_by_the_loader_s_gates() {
         assert!(stderr(&out).contains(&want), "{want}: {}", stderr(&out));
     }
 }
+
+/// A pid no process has (highest first, checked in /proc).
+fn dead_pid() -> u32 {
+    (400_000..4_000_000)
+        .rev()
+        .find(|p| !Path::new(&format!("/proc/{p}")).exists())
+        .unwrap()
+}
+
+#[test]
+fn an_unpack_killed_midway_leaves_nothing_the_next_unpack_or_pack_trips_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("m.neff");
+    fs::write(&model, model_neff(&[])).unwrap();
+    let tree = dir.path().join("tree");
+    // What a SIGKILLed unpack leaves: its temp folder with a partial member.
+    let stale = tree.join(format!(".neff-unpack.{}.AbCdEf", dead_pid()));
+    fs::create_dir_all(stale.join("sg00")).unwrap();
+    fs::write(stale.join("sg00/partial.bin"), b"half").unwrap();
+    // A live process's temp folder is never touched.
+    let live = tree.join(format!(".neff-unpack.{}.XyZ", std::process::id()));
+    fs::create_dir_all(&live).unwrap();
+
+    // pack refuses to pack one.
+    let out = dir.path().join("packed.neff");
+    let r = neff(&["pack", tree.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    assert_eq!(code(&r), 2, "{}", stderr(&r));
+    assert!(
+        stderr(&r).contains("temp folder of an unpack that did not finish"),
+        "{}",
+        stderr(&r)
+    );
+    assert!(!out.exists());
+
+    // The next unpack into the folder removes the dead one, says so, and
+    // unpacks; the live one stays.
+    let r = neff(&[
+        "unpack",
+        model.to_str().unwrap(),
+        "-o",
+        tree.to_str().unwrap(),
+        "--force",
+    ]);
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    assert!(
+        stderr(&r).contains("removed") && stderr(&r).contains(".neff-unpack."),
+        "{}",
+        stderr(&r)
+    );
+    assert!(!stale.exists());
+    assert!(live.exists());
+    assert!(tree.join("neff.json").is_file());
+}

@@ -65,6 +65,9 @@ pub struct ExtractSummary {
     /// File entries not kept because a later entry has the same path
     /// (the runtime keeps the last one too).
     pub replaced: usize,
+    /// Temp folders of earlier unpacks into `dest` that did not finish
+    /// (their process is gone), removed first.
+    pub stale_removed: Vec<PathBuf>,
 }
 
 /// Unpacks every entry of the NEFF at `neff` into `dest`, in the same pass
@@ -90,6 +93,7 @@ pub fn extract(
     limits: &ExtractLimits,
 ) -> Result<(ExtractSummary, Container), Error> {
     let file = File::open(neff).map_err(|e| Error::io(ErrorKind::Read, "cannot open", neff, e))?;
+    let stale_removed = temp_dir::sweep_stale(dest);
     let (empty, created) = prepare_dest(dest, force)?;
     let mut temp = TempDir::new_in(dest, created)?;
     let mut unpacker = Unpacker::new(temp.path(), limits);
@@ -106,7 +110,9 @@ pub fn extract(
     }
     move_into_place(temp.path(), dest, &plan, empty)?;
     temp.keep_destination();
-    Ok((plan.summary(), container))
+    let mut summary = plan.summary();
+    summary.stale_removed = stale_removed;
+    Ok((summary, container))
 }
 
 /// [`extract`], also for a NEFF the container gates refuse for its header

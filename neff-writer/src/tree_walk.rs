@@ -10,6 +10,9 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+/// The name prefix of `neff unpack`'s temp folders.
+const UNPACK_TEMP: &str = ".neff-unpack.";
+
 use crate::error::{Error, ErrorKind};
 use crate::member::MemberName;
 
@@ -80,6 +83,11 @@ impl TreeWalk {
                 return Err(bad("file name is not UTF-8"));
             };
             MemberName::new(&name)?;
+            if file_type.is_dir() && item.file_name().to_string_lossy().starts_with(UNPACK_TEMP) {
+                return Err(bad(
+                    "a temp folder of an unpack that did not finish (killed?): not packed; remove it (the next `neff unpack` into this folder does)",
+                ));
+            }
             let child = if file_type.is_dir() {
                 (name + "/", 0)
             } else if file_type.is_file() {

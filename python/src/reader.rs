@@ -181,7 +181,10 @@ fn read_member<'py>(
             }
             let size = usize::try_from(entry.size.max(0)).unwrap_or(usize::MAX);
             let (bytes, at) = Python::attach(|py| uninit_bytes(py, size)).map_err(|e| {
-                Error::from(std::io::Error::new(std::io::ErrorKind::OutOfMemory, e.to_string()))
+                Error::from(std::io::Error::new(
+                    std::io::ErrorKind::OutOfMemory,
+                    e.to_string(),
+                ))
             })?;
             // SAFETY: `at` is the data buffer of `bytes`, `size` bytes long,
             // a new object no other code holds yet; it outlives this write.

@@ -116,6 +116,14 @@ pub fn run(args: UnpackArgs) -> Result<u8, Box<dyn std::error::Error>> {
             return Ok(EXIT_REJECTED);
         }
     };
+    if !args.quiet {
+        for stale in &summary.stale_removed {
+            eprintln!(
+                "neff: note: removed {}, the temp folder of an unpack that did not finish",
+                stale.display()
+            );
+        }
+    }
     args.fsync.sync_folder(&args.output)?;
     let mut repack = None;
     let recovered = match args.header_out.is_some() || args.spec.is_some() {

@@ -155,6 +155,7 @@ impl Plan {
             .values()
             .filter(|t| t.kind != EntryKind::Directory);
         ExtractSummary {
+            stale_removed: Vec::new(),
             files: files.clone().count(),
             directories: self.targets.len() - files.clone().count(),
             bytes: files.map(|t| t.size).sum(),

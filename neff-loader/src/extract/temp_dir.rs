@@ -29,6 +29,49 @@ pub fn abandon_unpack_dirs() {
     std::mem::forget(live);
 }
 
+/// The name prefix of the temp dirs: `.neff-unpack.<pid>.`.
+const PREFIX: &str = ".neff-unpack.";
+
+/// Removes the temp dirs in `dest` left by unpacks that did not finish: a
+/// SIGKILL cannot be caught, so the process could not remove its own. One is
+/// removed only when it is a folder named `.neff-unpack.<pid>.<random>` whose
+/// pid is not a running process (Linux: no `/proc/<pid>`), and never this
+/// process's own. Returns the folders removed.
+pub(super) fn sweep_stale(dest: &Path) -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    let Ok(entries) = fs::read_dir(dest) else {
+        return removed;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(PREFIX))
+            .and_then(|rest| rest.split_once('.'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        if is_dir && pid != std::process::id() && !pid_alive(pid) {
+            let path = entry.path();
+            if fs::remove_dir_all(&path).is_ok() {
+                removed.push(path);
+            }
+        }
+    }
+    removed
+}
+
+/// Whether `pid` may be a running process (true where it cannot be told).
+fn pid_alive(pid: u32) -> bool {
+    if cfg!(target_os = "linux") {
+        Path::new("/proc").join(pid.to_string()).exists()
+    } else {
+        true
+    }
+}
+
 /// A temp dir inside the destination, removed when dropped.
 #[derive(Debug)]
 pub(super) struct TempDir {
@@ -42,7 +85,7 @@ impl TempDir {
     /// A new temp dir in `dest`; `created` says the unpack made `dest`.
     pub(super) fn new_in(dest: &Path, created: bool) -> Result<TempDir, Error> {
         let mut live = live();
-        let prefix = format!(".neff-unpack.{}.", std::process::id());
+        let prefix = format!("{PREFIX}{}.", std::process::id());
         let path = tempfile::Builder::new()
             .prefix(&prefix)
             .tempdir_in(dest)
