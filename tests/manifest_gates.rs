@@ -1276,3 +1276,25 @@ fn random_manifest_mutations_never_panic() {
         "mutations should often be refused: {refused}"
     );
 }
+
+#[test]
+fn a_number_typed_neff_json_field_of_another_type_is_named_with_its_value() {
+    let neff = model_neff(&[(
+        "neff.json",
+        &edit(NEFF_JSON, |v| v["arg_nodes"] = json!([0.0])),
+    )]);
+    let r = on(Arch::Cayman, &neff);
+    assert_eq!(r.gate_id(), Some("G14"), "{r:?}");
+    let detail = r.detail.unwrap_or_default();
+    assert!(
+        detail.contains("arg_nodes[0] is 0.0, not an unsigned integer"),
+        "{detail}"
+    );
+    let neff = model_neff(&[(
+        "neff.json",
+        &edit(NEFF_JSON, |v| v["heads"] = json!([["x", 0, 0]])),
+    )]);
+    let r = on(Arch::Cayman, &neff);
+    let detail = r.detail.unwrap_or_default();
+    assert!(detail.contains(r#"heads[0][0] is "x""#), "{detail}");
+}

@@ -220,21 +220,34 @@ fn neff_json(ctx: &mut Ctx<'_>) -> Result<String, Rejection> {
             .and_then(Json::as_str)
             .unwrap_or_default()
     };
-    for idx in list("arg_nodes").iter() {
-        let idx = idx.as_u64().unwrap_or(u64::MAX);
+    for (i, raw) in list("arg_nodes").iter().enumerate() {
+        let idx = raw.as_u64().unwrap_or(u64::MAX);
         let eid = row_ptr
             .get(idx as usize)
             .and_then(Json::as_u64)
             .unwrap_or(idx);
+        if raw.as_u64().is_none() {
+            return Err(g14(
+                &format!("EID {eid} out of bounds for dtypes/shapes"),
+                format!(
+                    "neff.json arg_nodes[{i}] is {}, not an unsigned integer (the runtime reads it as {idx})",
+                    short_json(raw)
+                ),
+            ));
+        }
         let name = node_name(idx as usize);
         tensor(ctx, name, name, eid, false)?;
     }
-    for head in list("heads").iter() {
+    for (i, head) in list("heads").iter().enumerate() {
         let node_id = head.at(0).and_then(Json::as_u64).unwrap_or(u64::MAX);
         if node_id as usize >= nodes.len() {
+            let value = head.at(0).map_or("missing".into(), short_json);
             return Err(g14(
                 &format!("Output node ID {node_id} out of bounds"),
-                format!("neff.json has {} nodes", nodes.len()),
+                format!(
+                    "neff.json heads[{i}][0] is {value}; neff.json has {} nodes",
+                    nodes.len()
+                ),
             ));
         }
         let out_idx = head.at(1).and_then(Json::as_u64).unwrap_or(0);
@@ -413,4 +426,13 @@ fn kelf(ctx: &mut Ctx<'_>, member: &str) -> Result<Descriptor, Rejection> {
         graphs,
         repeated_graph,
     })
+}
+
+/// A JSON value for a message, cut short past 60 characters.
+fn short_json(value: Json<'_>) -> String {
+    let text = value.to_string();
+    match text.char_indices().nth(60) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
+    }
 }
