@@ -365,3 +365,30 @@ fn an_unpack_killed_midway_leaves_nothing_the_next_unpack_or_pack_trips_on() {
     assert!(live.exists());
     assert!(tree.join("neff.json").is_file());
 }
+
+#[test]
+fn reading_a_folder_as_a_neff_names_the_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("somedir");
+    fs::create_dir(&folder).unwrap();
+    let out = dir.path().join("out");
+    for args in [
+        vec![
+            "unpack",
+            folder.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        vec!["inspect", folder.to_str().unwrap()],
+        vec!["cat", folder.to_str().unwrap(), "neff.json"],
+    ] {
+        let r = neff(&args);
+        assert_eq!(code(&r), 2, "{args:?}");
+        assert!(
+            stderr(&r).contains(folder.to_str().unwrap()),
+            "{args:?}: {}",
+            stderr(&r)
+        );
+    }
+    assert!(!out.exists());
+}

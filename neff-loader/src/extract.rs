@@ -93,6 +93,15 @@ pub fn extract(
     limits: &ExtractLimits,
 ) -> Result<(ExtractSummary, Container), Error> {
     let file = File::open(neff).map_err(|e| Error::io(ErrorKind::Read, "cannot open", neff, e))?;
+    if file.metadata().is_ok_and(|m| m.is_dir()) {
+        let e = io::Error::from(io::ErrorKind::IsADirectory);
+        return Err(Error::io(
+            ErrorKind::Read,
+            "cannot read a folder as a NEFF",
+            neff,
+            e,
+        ));
+    }
     let stale_removed = temp_dir::sweep_stale(dest);
     let (empty, created) = prepare_dest(dest, force)?;
     let mut temp = TempDir::new_in(dest, created)?;
