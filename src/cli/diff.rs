@@ -73,6 +73,14 @@ fn snapshot(path: &Path) -> Result<Snapshot, String> {
     Snapshot::read(BufReader::new(file), size).map_err(|e| fail(&e))
 }
 
+/// A member name for a line of text: cut short past 256 characters.
+fn shown(name: &str) -> String {
+    match name.char_indices().nth(256) {
+        Some((cut, _)) => format!("{}…({} bytes)", &name[..cut], name.len()),
+        None => name.to_string(),
+    }
+}
+
 /// The report as text, one difference a line, sorted by name.
 fn text(report: &DiffReport, a: &Path, b: &Path) -> String {
     let mut out = String::new();
@@ -84,12 +92,13 @@ fn text(report: &DiffReport, a: &Path, b: &Path) -> String {
     };
     section("header", report.header.iter().map(field).collect());
     let m = &report.members;
-    let facts = |m: &neff::loader::diff::MemberFacts| format!("{} ({} bytes)", m.name, m.size);
+    let facts =
+        |m: &neff::loader::diff::MemberFacts| format!("{} ({} bytes)", shown(&m.name), m.size);
     let members = (m.added.iter().map(|f| format!("added {}", facts(f))))
         .chain(m.removed.iter().map(|f| format!("removed {}", facts(f))))
         .chain(m.changed.iter().map(|c| {
             let fields: Vec<String> = c.fields.iter().map(field).collect();
-            format!("changed {}: {}", c.name, fields.join(", "))
+            format!("changed {}: {}", shown(&c.name), fields.join(", "))
         }));
     section("members", members.collect());
     let mut manifests = Vec::new();
@@ -101,7 +110,7 @@ fn text(report: &DiffReport, a: &Path, b: &Path) -> String {
                 (Some(a), None) => format!("removed {a}"),
                 (None, None) => String::new(),
             };
-            manifests.push(format!("{}: {}: {change}", d.member, k.path));
+            manifests.push(format!("{}: {}: {change}", shown(&d.member), k.path));
         }
         if d.more > 0 {
             manifests.push(format!("{}: … {} more", d.member, d.more));

@@ -122,19 +122,26 @@ impl Snapshot {
             docs: BTreeMap::new(),
         };
         let mut budget = Budget::for_stored(stored);
+        let mut names = NameBudget::for_stored(stored);
         let mut tar = opened.tar;
-        if let Err(e) = snapshot.walk(&mut tar, &mut budget) {
+        if let Err(e) = snapshot.walk(&mut tar, &mut budget, &mut names) {
             snapshot.walk_error = Some(format!("{e} (tar offset {})", tar.offset()));
         }
         Ok(snapshot)
     }
 
-    fn walk<R: Read>(&mut self, tar: &mut TarReader<R>, budget: &mut Budget) -> Result<(), Error> {
+    fn walk<R: Read>(
+        &mut self,
+        tar: &mut TarReader<R>,
+        budget: &mut Budget,
+        names: &mut NameBudget,
+    ) -> Result<(), Error> {
         while let Some(entry) = tar.next_entry()? {
             if entry.kind == EntryKind::Directory {
                 continue;
             }
             let name = member_key(&entry);
+            names.charge(&name, tar.offset())?;
             let mut hashing = Hashing {
                 inner: tar.data(),
                 hash: Sha256::new(),
@@ -163,6 +170,39 @@ impl Snapshot {
     /// A JSON member's tree, when it parsed.
     pub(super) fn doc(&self, name: &str) -> Option<&Doc> {
         self.docs.get(name)
+    }
+}
+
+/// The member list's share of memory: half the loader's member-map budget
+/// for a file of this size (the larger of 32 MiB and half of
+/// [`crate::INDEX_PER_STORED_BYTE`] bytes per stored byte; a diff holds two
+/// files), charged per member name kept (its key, its facts and the walk's
+/// copy). Past it the walk stops, as `verify` refuses past the whole (G12).
+struct NameBudget {
+    left: u64,
+}
+
+impl NameBudget {
+    fn for_stored(stored: u64) -> NameBudget {
+        let floor = 32 << 20;
+        NameBudget {
+            left: floor.max(stored.saturating_mul(crate::INDEX_PER_STORED_BYTE) / 2),
+        }
+    }
+
+    /// Charges one kept member named `name` (its key and its facts).
+    fn charge(&mut self, name: &str, offset: u64) -> Result<(), Error> {
+        let cost = 3 * name.len() as u64 + 128;
+        match self.left.checked_sub(cost) {
+            Some(left) => {
+                self.left = left;
+                Ok(())
+            }
+            None => Err(Error::new(
+                ErrorKind::Limit,
+                format!("the member names pass the member-map budget for a file of this size (as `neff verify` refuses, G12) at tar offset {offset}"),
+            )),
+        }
     }
 }
 
