@@ -536,7 +536,7 @@ fn diff_keeps_the_member_map_budget_and_cuts_names_short() {
     let text = String::from_utf8_lossy(&r.stdout);
     assert!(text.lines().all(|l| l.len() < 1000), "names are cut short");
     assert!(
-        text.contains("changed d/d/d/") && text.contains("…(1048575 bytes)"),
+        text.contains("changed d/d/d/") && text.contains("…(1048574 bytes)"),
         "{}",
         &text[..text.len().min(2000)]
     );
