@@ -18,7 +18,9 @@ fn main() -> ExitCode {
         Ok(parsed) => parsed,
         Err(e) => return usage_error(e),
     };
-    match cli::run(args) {
+    let result = cli::run(args);
+    cli::signals::settle();
+    match result {
         Ok(code) => code,
         Err(e) => {
             eprintln!("neff: error: {e}");

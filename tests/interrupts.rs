@@ -207,3 +207,55 @@ fn build_refuses_an_output_that_is_its_spec_or_a_weight() {
     let ok = neff(&["build", s(&spec), "-o", s(&dir.path().join("w.neff"))]);
     assert!(ok.status.success(), "{}", stderr(&ok));
 }
+
+/// A signal that arrives before the rename always keeps the old output and
+/// ends the process by that signal: the process is held just before the
+/// rename (`NEFF_TEST_HOLD_BEFORE_RENAME`), signalled, then released, 200
+/// times over the three signals.
+#[test]
+fn a_signal_before_the_rename_is_never_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    copy_tree(&examples().join("allreduce"), &tree);
+    let outdir = dir.path().join("out");
+    fs::create_dir(&outdir).unwrap();
+    let target = outdir.join("model.neff");
+    fs::write(&target, b"the previous output").unwrap();
+    let hold = dir.path().join("held");
+    let signals = [("INT", 2), ("TERM", 15), ("HUP", 1)];
+    for round in 0..200 {
+        let (name, number) = signals[round % 3];
+        let mut child = Command::new(env!("CARGO_BIN_EXE_neff"))
+            .args(["pack", s(&tree), "-o", s(&target), "--quiet", "--no-fsync"])
+            .env("NEFF_TEST_HOLD_BEFORE_RENAME", &hold)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        while !hold.exists() {
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "round {round}: ended early"
+            );
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "round {round}: never held"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        kill(&child, name);
+        fs::remove_file(&hold).unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(
+            status.signal(),
+            Some(number),
+            "round {round} (SIG{name}): {status:?}"
+        );
+        assert_eq!(names(&outdir), ["model.neff"], "round {round}");
+        assert_eq!(
+            fs::read(&target).unwrap(),
+            b"the previous output",
+            "round {round}"
+        );
+    }
+}

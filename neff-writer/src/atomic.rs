@@ -44,6 +44,76 @@ fn registry() -> MutexGuard<'static, Registry> {
     REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The signal the `neff` binary's signal thread took (0: none), set before
+/// it removes the temp files: an output not renamed yet is then never
+/// renamed.
+static SIGNALLED: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// Whether a signal thread watches for `signals` (only then does a rename
+/// look for pending signals).
+static WATCHED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// For a program that blocks its termination signals and takes them on a
+/// thread of its own: from now on an output is renamed into place only when
+/// none is pending or taken ([`note_signal`]).
+pub fn watch_signals() {
+    WATCHED.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Records that the termination signal `sig` was taken (call it first
+/// thing after `sigwait` returns, before [`abandon_temp_files`]).
+pub fn note_signal(sig: i32) {
+    SIGNALLED.store(sig, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// The termination signal taken, if any.
+pub fn signal_taken() -> Option<i32> {
+    match SIGNALLED.load(std::sync::atomic::Ordering::SeqCst) {
+        0 => None,
+        sig => Some(sig),
+    }
+}
+
+/// Whether a termination signal was taken or is pending (blocked, not yet
+/// taken by the signal thread), once [`watch_signals`] was called: then an
+/// output's rename must not happen.
+pub fn termination_signalled() -> bool {
+    if !WATCHED.load(std::sync::atomic::Ordering::SeqCst) {
+        return false;
+    }
+    if signal_taken().is_some() {
+        return true;
+    }
+    #[cfg(unix)]
+    // SAFETY: sigpending fills a zeroed set this function owns.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        if libc::sigpending(&mut set) == 0 {
+            return [libc::SIGINT, libc::SIGTERM, libc::SIGHUP]
+                .into_iter()
+                .any(|sig| libc::sigismember(&set, sig) == 1);
+        }
+    }
+    false
+}
+
+/// Test hook: with `NEFF_TEST_HOLD_BEFORE_RENAME=<path>` set, an output
+/// about to be renamed waits, after creating `<path>`, until `<path>` is
+/// removed (a test holds the process there, signals it, then releases it).
+fn hold_before_rename() {
+    let Some(path) = std::env::var_os("NEFF_TEST_HOLD_BEFORE_RENAME") else {
+        return;
+    };
+    let path = PathBuf::from(path);
+    if std::fs::write(&path, b"held").is_err() {
+        return;
+    }
+    while path.exists() {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
 /// Removes every temp file of this process not yet renamed into place, and
 /// keeps any more from being created or renamed (threads that try wait
 /// forever): for a signal handler about to end the process.
@@ -162,6 +232,18 @@ impl TempFile {
     pub fn persist_synced(mut self, sync_dir: bool) -> io::Result<()> {
         {
             let mut registry = registry();
+            hold_before_rename();
+            if termination_signalled() {
+                // A signal came first: the old output stays. The signal
+                // thread ends the process once the lock is free.
+                let _ = std::fs::remove_file(&self.path);
+                registry.live.retain(|p| p != &self.path);
+                self.live = false;
+                return Err(self.context(io::Error::new(
+                    io::ErrorKind::Interrupted,
+                    "interrupted by a signal before the output was renamed into place",
+                )));
+            }
             std::fs::rename(&self.path, &self.target).map_err(|e| self.context(e))?;
             registry.live.retain(|p| p != &self.path);
             self.live = false;

@@ -9,7 +9,9 @@
 //! SIGXFSZ is ignored, so a write past `ulimit -f` fails with "File too
 //! large" and the normal error path removes the temp file and names it.
 //! SIGPIPE gets its default action back, so `neff … | head` ends quietly
-//! (Rust ignores it). SIGKILL cannot be caught: the next write beside the
+//! (Rust ignores it). A signal taken or pending before an output's rename
+//! keeps the old output (the rename does not happen) and still ends the
+//! process by the signal ([`settle`]). SIGKILL cannot be caught: the next write beside the
 //! output removes the temp file it leaves.
 
 /// Installs the dispositions; call it first, before any thread starts.
@@ -31,14 +33,28 @@ pub fn install() {
         let waiter = std::thread::Builder::new()
             .name("signals".into())
             .spawn(move || wait_then_exit(set));
-        if waiter.is_err() {
-            libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+        match waiter {
+            Ok(_) => neff::writer::watch_signals(),
+            Err(_) => {
+                libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+            }
         }
     }
 }
 
 #[cfg(not(unix))]
 pub fn install() {}
+
+/// When a termination signal was taken, waits for the signal thread to end
+/// the process by it (the run's own exit status must not win the race):
+/// call it before printing a result or an error and exiting.
+pub fn settle() {
+    if neff::writer::termination_signalled() {
+        loop {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+}
 
 /// True when `sig` is ignored (as `nohup` and background jobs set up).
 #[cfg(unix)]
@@ -53,6 +69,8 @@ fn wait_then_exit(set: libc::sigset_t) {
     let mut sig: libc::c_int = 0;
     // SAFETY: `set` is initialised and `sig` is a valid out-pointer.
     while unsafe { libc::sigwait(&set, &mut sig) } != 0 {}
+    // First: no output is renamed into place from now on.
+    neff::writer::note_signal(sig);
     neff::writer::abandon_temp_files();
     neff::loader::abandon_unpack_dirs();
     // SAFETY: restores the default action and unblocks `sig` in this thread
