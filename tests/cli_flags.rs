@@ -451,7 +451,7 @@ fn json_prints_one_document_on_failure() {
     assert_eq!(code(&r), 2);
     assert!(one_json(&r)["error"]["message"].is_string());
     let r = neff(&["barrier", "decode", "--json", s(&missing)]);
-    assert_error_document(&r, "other", "barrier decode");
+    assert_error_document(&r, "io", "barrier decode");
     let r = neff(&["verify", "--json", "--no-such-flag", "x"]);
     assert_error_document(&r, "usage", "a bad flag");
 

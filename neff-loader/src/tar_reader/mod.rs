@@ -579,13 +579,12 @@ impl<R: Read> TarReader<R> {
             self.pending_data -= got as u64;
             sink.write_all(&buf[..got]).map_err(Error::sink)?;
             if got < want {
-                let name = self
-                    .current
-                    .as_ref()
-                    .map(|e| display_name(&e.name))
-                    .unwrap_or_default();
                 let got = size - self.pending_data;
-                return Err(truncated_data(size, got, data_offset).in_member(name));
+                let e = truncated_data(size, got, data_offset);
+                return Err(match self.current.as_ref() {
+                    Some(entry) => e.in_member(display_name(&entry.name)),
+                    None => e,
+                });
             }
         }
         // The padding is consumed on the way to the next header, where
@@ -937,10 +936,12 @@ mod tests {
             err.to_string(),
             "f: truncated data: 3 of 8 bytes present (data at tar offset 512)"
         );
+        // An `L` past 1 MiB is skipped (libarchive warns); here its body is
+        // missing, so the stream ends inside it.
         let err = entries(&archive(&[&header("x", b'L', b"77777777777\0", GNU)]))
             .unwrap_err()
             .to_string();
-        assert!(err.contains("Special header too large"), "{err}");
+        assert!(err.starts_with("truncated data: 0 of 8589934591"), "{err}");
     }
 
     #[test]
