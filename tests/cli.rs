@@ -804,3 +804,73 @@ fn the_thread_count_does_not_change_the_bytes() {
     let r = neff(&["verify", s(&dir.path().join("t2.neff"))]);
     assert_eq!(code(&r), 0, "{}", stdout(&r));
 }
+
+/// Every step of an unpack into a non-empty folder (each entry written into
+/// the temp dir, each path checked, each moved into place) is held in turn
+/// (`NEFF_TEST_HOLD_UNPACK`) while the folders it writes into, in DIR and in
+/// its temp dir, are swapped for symlinks to a folder outside: nothing is
+/// ever written outside.
+#[cfg(unix)]
+#[test]
+fn swapping_a_folder_for_a_symlink_at_any_step_writes_nothing_outside() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("m.neff");
+    fs::write(&file, valid_neff()).unwrap();
+    let mut held_steps = 0;
+    for step in 0..200 {
+        let run = dir.path().join(format!("run{step}"));
+        let (dest, outside) = (run.join("dest"), run.join("outside"));
+        fs::create_dir_all(dest.join("sg00")).unwrap();
+        fs::create_dir_all(&outside).unwrap();
+        fs::write(dest.join("keep.txt"), b"mine").unwrap();
+        let marker = run.join("held");
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_neff"))
+            .args(["unpack", s(&file), "-o", s(&dest), "--force", "-q"])
+            .env(
+                "NEFF_TEST_HOLD_UNPACK",
+                format!("{step}:{}", marker.display()),
+            )
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let start = std::time::Instant::now();
+        let held = loop {
+            if marker.exists() {
+                break true;
+            }
+            if child.try_wait().unwrap().is_some() {
+                break false;
+            }
+            assert!(start.elapsed().as_secs() < 60, "step {step}: stuck");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        };
+        if !held {
+            // Past the last step: every step was held once.
+            assert!(held_steps > 3, "only {held_steps} steps");
+            return;
+        }
+        held_steps += 1;
+        // Swap every `sg00` folder (in DIR and in the temp dir) for a symlink.
+        let mut folders = vec![dest.join("sg00")];
+        for e in fs::read_dir(&dest).unwrap().flatten() {
+            if e.file_name().to_string_lossy().starts_with(".neff-unpack.") {
+                folders.push(e.path().join("sg00"));
+            }
+        }
+        for folder in folders {
+            if folder.is_dir() && !folder.is_symlink() {
+                fs::rename(&folder, folder.with_extension("real")).unwrap();
+                std::os::unix::fs::symlink(&outside, &folder).unwrap();
+            }
+        }
+        fs::remove_file(&marker).unwrap();
+        child.wait().unwrap();
+        assert_eq!(
+            fs::read_dir(&outside).unwrap().count(),
+            0,
+            "step {step}: something was written outside DIR"
+        );
+        assert_eq!(fs::read(dest.join("keep.txt")).unwrap(), b"mine");
+    }
+    panic!("more than 200 steps");
+}

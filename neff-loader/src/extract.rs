@@ -1,6 +1,8 @@
 //! Unpacking a NEFF's members into a directory, contained and byte-exact.
 
 mod dest;
+#[cfg(unix)]
+mod dirfd;
 mod plan;
 mod temp_dir;
 
@@ -105,7 +107,7 @@ pub fn extract(
     let stale_removed = temp_dir::sweep_stale(dest);
     let (empty, created) = prepare_dest(dest, force)?;
     let mut temp = TempDir::new_in(dest, created)?;
-    let mut unpacker = Unpacker::new(temp.path(), limits);
+    let mut unpacker = Unpacker::new(temp.path(), limits)?;
     let tier1 = crate::container::run_into(
         &mut BufReader::with_capacity(1 << 20, file),
         profile,
@@ -183,8 +185,187 @@ fn prepare_dest(dest: &Path, force: bool) -> Result<(bool, bool), Error> {
     }
 }
 
+/// The folders and name of a relative path (`a/b/c` → `[a, b]`, `c`).
+#[cfg(unix)]
+fn split_rel(rel: &[u8]) -> (Vec<&std::ffi::OsStr>, &std::ffi::OsStr) {
+    use std::os::unix::ffi::OsStrExt;
+    let mut parts: Vec<&std::ffi::OsStr> = rel
+        .split(|&b| b == b'/')
+        .filter(|c| !c.is_empty() && *c != b".")
+        .map(std::ffi::OsStr::from_bytes)
+        .collect();
+    let name = parts.pop().unwrap_or_default();
+    (parts, name)
+}
+
+/// Test hook: with `NEFF_TEST_HOLD_UNPACK=<n>:<file>`, the `n`-th step of an
+/// unpack (each entry written into the temp dir, each path checked and
+/// moved into place) waits, after creating `<file>`, until `<file>` is
+/// removed: a test swaps folders for symlinks there.
+fn hold_step() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static STEP: AtomicUsize = AtomicUsize::new(0);
+    let Some(spec) = std::env::var_os("NEFF_TEST_HOLD_UNPACK") else {
+        return;
+    };
+    let step = STEP.fetch_add(1, Ordering::SeqCst);
+    let spec = spec.to_string_lossy().into_owned();
+    let Some((n, file)) = spec.split_once(':') else {
+        return;
+    };
+    if n.parse::<usize>().ok() != Some(step) || fs::write(file, b"held").is_err() {
+        return;
+    }
+    while Path::new(file).exists() {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+/// Refuses, before anything is moved, whatever in a non-empty `dest` is in
+/// the way of a path the unpack writes (or of one of its folders), looking
+/// through descriptors of its folders (never following a symlink).
+#[cfg(unix)]
+fn check_destination(dest: &Path, plan: &Plan) -> Result<(), Error> {
+    use dirfd::{DirHandle, Kind};
+    let root = DirHandle::open(dest)?;
+    for (rel, dir) in plan.paths() {
+        hold_step();
+        let (folders, name) = split_rel(rel);
+        let Some(parent) = root.descend(folders, false)? else {
+            continue;
+        };
+        let at = parent.path().join(name);
+        match (parent.kind(name)?, dir) {
+            (None, _) | (Some(Kind::Dir), true) | (Some(Kind::File), false) => {}
+            (Some(Kind::Symlink), _) => {
+                return Err(refuse(format!(
+                    "{} is a symlink; refusing to write through it",
+                    at.display()
+                )))
+            }
+            (Some(kind), _) => {
+                let wanted = if dir { "folder" } else { "file" };
+                return Err(refuse(format!(
+                    "{} is a {} where a {wanted} goes (it is never opened or replaced)",
+                    at.display(),
+                    if kind == Kind::Dir {
+                        "folder"
+                    } else if kind == Kind::File {
+                        "file"
+                    } else {
+                        "FIFO, socket or device"
+                    }
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Moves what was unpacked into `temp` to `dest`: each top-level entry when
+/// `dest` was empty, else path by path (folders made, files renamed over
+/// their targets), every step through folder descriptors.
+#[cfg(unix)]
+fn move_into_place(temp: &Path, dest: &Path, plan: &Plan, empty: bool) -> Result<(), Error> {
+    use dirfd::{DirHandle, Kind};
+    let root = DirHandle::open(dest)?;
+    let temp_dir = DirHandle::open(temp)?;
+    if empty {
+        let mut tops: Vec<&std::ffi::OsStr> = plan
+            .paths()
+            .filter_map(|(rel, _)| split_rel(rel).0.first().copied().or(Some(split_rel(rel).1)))
+            .collect();
+        tops.sort();
+        tops.dedup();
+        for name in tops {
+            hold_step();
+            if temp_dir.kind(name)?.is_some() {
+                temp_dir.rename(name, &root, name)?;
+            }
+        }
+        return Ok(());
+    }
+    for (rel, dir) in plan.paths() {
+        hold_step();
+        let (folders, name) = split_rel(rel);
+        if dir {
+            root.descend(folders.iter().copied().chain([name]), true)?;
+            continue;
+        }
+        let Some(parent) = root.descend(folders.iter().copied(), true)? else {
+            continue;
+        };
+        if !matches!(parent.kind(name)?, None | Some(Kind::File)) {
+            return Err(refuse(format!(
+                "{} is in the way and is not a regular file",
+                parent.path().join(name).display()
+            )));
+        }
+        let source = temp_dir
+            .descend(folders.iter().copied(), false)?
+            .ok_or_else(|| refuse(format!("{} vanished from the temp dir", temp.display())))?;
+        source.rename(name, &parent, name)?;
+    }
+    Ok(())
+}
+
+/// Writes each entry into the temp dir as the walk streams it, after the
+/// plan's checks; keeps the first error (the walk goes on to its verdict,
+/// which wins over it). Folders are made and files created through
+/// descriptors.
+#[cfg(unix)]
+struct Unpacker {
+    root: dirfd::DirHandle,
+    plan: Plan,
+    /// The file being written.
+    current: Option<(File, PathBuf)>,
+    error: Option<Error>,
+}
+
+#[cfg(unix)]
+impl Unpacker {
+    fn new(root: &Path, limits: &ExtractLimits) -> Result<Unpacker, Error> {
+        Ok(Unpacker {
+            root: dirfd::DirHandle::open(root)?,
+            plan: Plan::new(limits),
+            current: None,
+            error: None,
+        })
+    }
+
+    /// Checks `entry` and starts writing it.
+    fn start(&mut self, entry: &Entry) -> Result<(), Error> {
+        let size = entry.size.max(0) as u64;
+        let Some(rel) = self.plan.add(&entry.name, entry.kind, size)? else {
+            return Ok(());
+        };
+        hold_step();
+        let (folders, name) = split_rel(&rel);
+        if entry.kind == EntryKind::Directory {
+            self.root.descend(folders.into_iter().chain([name]), true)?;
+            return Ok(());
+        }
+        let Some(parent) = self.root.descend(folders, true)? else {
+            return Ok(());
+        };
+        let path = parent.path().join(name);
+        self.current = Some((parent.create_file(name)?, path));
+        Ok(())
+    }
+
+    /// The plan, once the walk is done; the first error if any.
+    fn finish(mut self) -> Result<Plan, Error> {
+        self.current = None;
+        match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.plan),
+        }
+    }
+}
+
 /// Refuses, before anything is moved, whatever in a non-empty `dest` is in
 /// the way of a path the unpack writes (or of one of its folders).
+#[cfg(not(unix))]
 fn check_destination(dest: &Path, plan: &Plan) -> Result<(), Error> {
     for (rel, dir) in plan.paths() {
         let target = plan::join(dest, rel);
@@ -198,6 +379,7 @@ fn check_destination(dest: &Path, plan: &Plan) -> Result<(), Error> {
 /// Moves what was unpacked into `temp` to `dest`: each top-level entry when
 /// `dest` was empty, else path by path (folders made, files renamed over
 /// their targets).
+#[cfg(not(unix))]
 fn move_into_place(temp: &Path, dest: &Path, plan: &Plan, empty: bool) -> Result<(), Error> {
     let rename = |from: &Path, to: &Path| {
         fs::rename(from, to).map_err(|e| dest::with_path(e, "cannot move into place", to))
@@ -225,6 +407,7 @@ fn move_into_place(temp: &Path, dest: &Path, plan: &Plan, empty: bool) -> Result
 /// Writes each entry into the temp dir as the walk streams it, after the
 /// plan's checks; keeps the first error (the walk goes on to its verdict,
 /// which wins over it).
+#[cfg(not(unix))]
 struct Unpacker {
     root: PathBuf,
     plan: Plan,
@@ -235,15 +418,16 @@ struct Unpacker {
     error: Option<Error>,
 }
 
+#[cfg(not(unix))]
 impl Unpacker {
-    fn new(root: &Path, limits: &ExtractLimits) -> Unpacker {
-        Unpacker {
+    fn new(root: &Path, limits: &ExtractLimits) -> Result<Unpacker, Error> {
+        Ok(Unpacker {
             root: root.to_path_buf(),
             plan: Plan::new(limits),
             made: root.to_path_buf(),
             current: None,
             error: None,
-        }
+        })
     }
 
     /// Checks `entry` and starts writing it.
@@ -298,6 +482,7 @@ impl EntrySink for Unpacker {
 }
 
 /// A target's folder (targets are always below the destination).
+#[cfg(not(unix))]
 fn parent_of(target: &Path) -> &Path {
     target.parent().unwrap_or(target)
 }

@@ -1,20 +1,24 @@
-//! Writing into the destination: folders are created, never passed through
+//! Writing into the destination by path (systems without `openat`; on Unix
+//! [`super::dirfd`] holds every folder by descriptor): folders are created, never passed through
 //! symlinks; files are written as new files in the unpack's temp dir, then
 //! renamed over their targets. Nothing that exists is ever opened for
 //! writing, so symlinks, hardlinks, FIFOs and devices planted in the
 //! destination are never written through (a hardlink's other names keep
 //! their content).
 
+#[cfg(not(unix))]
 use std::fs::{self, File, FileType};
 use std::io;
 use std::path::Path;
 
+#[cfg(not(unix))]
 use super::refuse;
 use crate::{Error, ErrorKind};
 
 /// Checks that `path` can become a folder (`dir`) or a file: absent, or
 /// already a folder (resp. a regular file, which a rename replaces). Returns
 /// whether it exists.
+#[cfg(not(unix))]
 pub(super) fn check_in_the_way(path: &Path, dir: bool) -> Result<bool, Error> {
     let kind = match fs::symlink_metadata(path) {
         Ok(meta) => meta.file_type(),
@@ -42,6 +46,7 @@ pub(super) fn check_in_the_way(path: &Path, dir: bool) -> Result<bool, Error> {
 /// Checks (and when `create`, creates) `dir` and its parents below `dest`,
 /// refusing symlinks and non-folders on the way. Without `create`, stops at
 /// the first component that does not exist.
+#[cfg(not(unix))]
 pub(super) fn folders(dest: &Path, dir: &Path, create: bool) -> Result<(), Error> {
     let rel = dir
         .strip_prefix(dest)
@@ -69,6 +74,7 @@ pub(super) fn folders(dest: &Path, dir: &Path, create: bool) -> Result<(), Error
 
 /// Creates `path` as a new file (never opening what exists; a file there,
 /// written by an earlier entry of the same path, is replaced).
+#[cfg(not(unix))]
 pub(super) fn create_new(path: &Path) -> Result<File, Error> {
     let create = || File::options().write(true).create_new(true).open(path);
     match create() {
@@ -84,19 +90,6 @@ pub(super) fn create_new(path: &Path) -> Result<File, Error> {
 
 pub(super) fn with_path(e: io::Error, what: &str, path: &Path) -> Error {
     Error::new(ErrorKind::Write, format!("{what} {}: {e}", path.display())).with_source(e)
-}
-
-#[cfg(unix)]
-fn type_name(kind: FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    match kind {
-        k if k.is_dir() => "folder",
-        k if k.is_fifo() => "FIFO",
-        k if k.is_socket() => "socket",
-        k if k.is_block_device() || k.is_char_device() => "device",
-        k if k.is_file() => "file",
-        _ => "special file",
-    }
 }
 
 #[cfg(not(unix))]

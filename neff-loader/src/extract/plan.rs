@@ -3,7 +3,9 @@
 //! before the entry is written.
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
+#[cfg(not(unix))]
+use std::path::PathBuf;
 
 use crate::tar_reader::{escape_name, EntryKind};
 
@@ -165,6 +167,7 @@ impl Plan {
 }
 
 /// `dest` joined with a normalized path's components.
+#[cfg(not(unix))]
 pub(super) fn join(dest: &Path, rel: &[u8]) -> PathBuf {
     let mut path = dest.to_path_buf();
     path.extend(rel.split(|&b| b == b'/').filter_map(component_os));
