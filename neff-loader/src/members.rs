@@ -93,8 +93,8 @@ pub(crate) struct Usage {
     pub kept: u64,
 }
 
-/// Stored members by key: filled in archive order with [`MemberTable::start`]
-/// and [`MemberTable::commit`], then [`MemberTable::compact`]ed (sorted, the
+/// Stored members by key: filled in archive order with `MemberTable::start`
+/// and `MemberTable::commit`, then `MemberTable::compact`ed (sorted, the
 /// last entry of each key kept) before it is read.
 #[derive(Clone, Default)]
 pub struct MemberTable {

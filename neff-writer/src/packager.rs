@@ -532,7 +532,7 @@ impl Packager {
     /// starts while the payload is written) and renamed into place. On any failure the
     /// destination is untouched and the temp file is removed. A `path` that is
     /// one of the member files, or lies inside a folder given to
-    /// [`Packager::from_dir`], is refused ([`PackError::OutputIsInput`]).
+    /// [`Packager::from_dir`], is refused (an error of kind [`crate::ErrorKind::Conflict`]).
     pub fn write_to_path(
         self,
         path: impl AsRef<Path>,

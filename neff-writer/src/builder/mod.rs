@@ -27,7 +27,7 @@
 //! * **checked** (the default): [`NeffBuilder::build`] runs the loader's gates
 //!   over the generated members in memory ([`neff_loader::check_members`]) on
 //!   every arch the NEFF targets, and refuses with the loader's report
-//!   ([`Error::Refused`]: gate and runtime message) before any byte is
+//!   (an [`Error`] of kind [`crate::ErrorKind::Refused`]: gate and runtime message) before any byte is
 //!   written; the builder itself only refuses what the loader cannot know
 //!   (names that clash, a shape whose element count or byte size overflows
 //!   64 bits, weight data whose length is not its dtype × shape, an
