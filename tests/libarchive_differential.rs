@@ -414,80 +414,114 @@ mod dialects {
         let mut c: Vec<(String, Vec<u8>)> = Vec::new();
         let mut add = |name: &str, tail: Vec<u8>| c.push((name.to_string(), archive(&tail)));
         add("plain", Vec::new());
-        // pax records.
-        add(
-            "pax size=+N",
-            cat(&[
-                &special(b'x', &pax(&[("size", b"+13")])),
-                &file(b"neff.json"),
-            ]),
-        );
-        add(
-            "pax size=-1",
-            cat(&[
-                &special(b'x', &pax(&[("size", b"-1")])),
-                &file(b"neff.json"),
-            ]),
-        );
-        add(
-            "pax size with junk",
-            cat(&[
-                &special(b'x', &pax(&[("size", b"13x")])),
-                &file(b"neff.json"),
-            ]),
-        );
-        add(
-            "pax size empty",
-            cat(&[&special(b'x', &pax(&[("size", b"")])), &file(b"neff.json")]),
-        );
-        add(
-            "pax size huge",
-            cat(&[
-                &special(b'x', &pax(&[("size", b"99999999999999999999999")])),
-                &file(b"neff.json"),
-            ]),
-        );
-        add(
-            "pax size leading space",
-            cat(&[
-                &special(b'x', &pax(&[("size", b" 13")])),
-                &file(b"neff.json"),
-            ]),
-        );
-        add(
-            "pax size=0 over a real size",
-            cat(&[&special(b'x', &pax(&[("size", b"0")])), &file(b"neff.json")]),
-        );
-        add(
-            "pax signed record length",
-            cat(&[&special(b'x', b"+17 path=neff.json\n"), &file(b"x.json")]),
-        );
-        add(
-            "pax record length with leading zero",
-            cat(&[&special(b'x', b"018 path=neff.json\n"), &file(b"x.json")]),
-        );
-        add(
-            "pax empty key",
-            cat(&[&special(b'x', b"6 =abc\n"), &file(b"neff.json")]),
-        );
-        add(
-            "pax trailing NULs",
-            cat(&[
-                &special(b'x', &cat(&[&pax(&[("path", b"neff.json")]), &[0u8; 7]])),
-                &file(b"x.json"),
-            ]),
-        );
-        add(
-            "pax path with NUL",
-            cat(&[
-                &special(b'x', &pax(&[("path", b"neff.json\0tail")])),
-                &file(b"x.json"),
-            ]),
-        );
-        add(
-            "pax empty path",
-            cat(&[&special(b'x', &pax(&[("path", b"")])), &file(b"neff.json")]),
-        );
+        // pax records: (label, special header kind, its body, what follows).
+        let specials: Vec<(&str, u8, Vec<u8>, Vec<u8>)> = vec![
+            (
+                "pax size=+N",
+                b'x',
+                pax(&[("size", b"+13")]),
+                file(b"neff.json"),
+            ),
+            (
+                "pax size=-1",
+                b'x',
+                pax(&[("size", b"-1")]),
+                file(b"neff.json"),
+            ),
+            (
+                "pax size with junk",
+                b'x',
+                pax(&[("size", b"13x")]),
+                file(b"neff.json"),
+            ),
+            (
+                "pax size empty",
+                b'x',
+                pax(&[("size", b"")]),
+                file(b"neff.json"),
+            ),
+            (
+                "pax size huge",
+                b'x',
+                pax(&[("size", b"99999999999999999999999")]),
+                file(b"neff.json"),
+            ),
+            (
+                "pax size leading space",
+                b'x',
+                pax(&[("size", b" 13")]),
+                file(b"neff.json"),
+            ),
+            (
+                "pax size=0 over a real size",
+                b'x',
+                pax(&[("size", b"0")]),
+                file(b"neff.json"),
+            ),
+            (
+                "pax signed record length",
+                b'x',
+                b"+17 path=neff.json\n".to_vec(),
+                file(b"x.json"),
+            ),
+            (
+                "pax record length with leading zero",
+                b'x',
+                b"018 path=neff.json\n".to_vec(),
+                file(b"x.json"),
+            ),
+            (
+                "pax empty key",
+                b'x',
+                b"6 =abc\n".to_vec(),
+                file(b"neff.json"),
+            ),
+            (
+                "pax trailing NULs",
+                b'x',
+                cat(&[&pax(&[("path", b"neff.json")]), &[0u8; 7]]),
+                file(b"x.json"),
+            ),
+            (
+                "pax path with NUL",
+                b'x',
+                pax(&[("path", b"neff.json\0tail")]),
+                file(b"x.json"),
+            ),
+            (
+                "pax empty path",
+                b'x',
+                pax(&[("path", b"")]),
+                file(b"neff.json"),
+            ),
+            (
+                "pax record without newline",
+                b'x',
+                b"18 path=neff.jsonX".to_vec(),
+                file(b"x.json"),
+            ),
+            (
+                "pax record length too long",
+                b'x',
+                b"99 path=neff.json\n".to_vec(),
+                file(b"x.json"),
+            ),
+            (
+                "pax record without =",
+                b'x',
+                b"14 pathneff.js\n".to_vec(),
+                file(b"x.json"),
+            ),
+            (
+                "pax linkpath",
+                b'x',
+                pax(&[("linkpath", b"neff.json")]),
+                member(b"l", b'2', b"", USTAR),
+            ),
+        ];
+        for (label, kind, body, tail) in specials {
+            add(label, cat(&[&special(kind, &body), &tail]));
+        }
         add(
             "pax GNU.sparse.name",
             cat(&[
@@ -506,25 +540,6 @@ mod dialects {
                     &pax(&[("path", b"x.json"), ("GNU.sparse.name", b"neff.json")]),
                 ),
                 &file(b"y.json"),
-            ]),
-        );
-        add(
-            "pax record without newline",
-            cat(&[&special(b'x', b"18 path=neff.jsonX"), &file(b"x.json")]),
-        );
-        add(
-            "pax record length too long",
-            cat(&[&special(b'x', b"99 path=neff.json\n"), &file(b"x.json")]),
-        );
-        add(
-            "pax record without =",
-            cat(&[&special(b'x', b"14 pathneff.js\n"), &file(b"x.json")]),
-        );
-        add(
-            "pax linkpath",
-            cat(&[
-                &special(b'x', &pax(&[("linkpath", b"neff.json")])),
-                &member(b"l", b'2', b"", USTAR),
             ]),
         );
         add(

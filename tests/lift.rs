@@ -431,20 +431,12 @@ fn a_typed_edit_loads_and_differs_by_that_edit_only() {
         assert!(verify.status.success(), "{name}: {verify:?}");
 
         // The diff is that edit: one member, one key (and the payload fields).
-        let diff = neff(&[
-            "diff".as_ref(),
-            file.as_os_str(),
-            out.as_os_str(),
-            "--json".as_ref(),
-        ]);
-        let diff: Value = serde_json::from_slice(&diff.stdout).unwrap();
-        let changed: Vec<&str> = diff["members"]["changed"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| c["name"].as_str().unwrap())
-            .collect();
-        assert_eq!(changed, [pe_member.as_str()], "{name}: {diff:#}");
+        let (diff, changed) = diff_of(&file, &out);
+        assert_eq!(
+            changed,
+            BTreeSet::from([pe_member.clone()]),
+            "{name}: {diff:#}"
+        );
         assert!(
             diff["members"]["added"].as_array().unwrap().is_empty(),
             "{name}"
@@ -477,6 +469,24 @@ fn a_typed_edit_loads_and_differs_by_that_edit_only() {
         assert!(built.status.success(), "{name}: {built:?}");
         assert_eq!(uuid_of(&built), original_uuid(&file), "{name}");
     }
+}
+
+/// `neff diff A B --json` and the names of the members it says changed.
+fn diff_of(a: &Path, b: &Path) -> (Value, BTreeSet<String>) {
+    let out = neff(&[
+        "diff".as_ref(),
+        a.as_os_str(),
+        b.as_os_str(),
+        "--json".as_ref(),
+    ]);
+    let diff: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let changed = diff["members"]["changed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap().to_string())
+        .collect();
+    (diff, changed)
 }
 
 fn extract_member(neff_file: &Path, member: &str, _tmp: &Path) -> Vec<u8> {
@@ -587,22 +597,10 @@ fn a_weight_replaced_through_the_spec_takes_its_new_shape_and_size() {
             }
             None => assert_eq!(old_def, new_def, "{name}: no size to follow"),
         }
-        let diff = neff(&[
-            "diff".as_ref(),
-            file.as_os_str(),
-            out.as_os_str(),
-            "--json".as_ref(),
-        ]);
-        let diff: Value = serde_json::from_slice(&diff.stdout).unwrap();
-        let changed: BTreeSet<&str> = diff["members"]["changed"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| c["name"].as_str().unwrap())
-            .collect();
-        let mut expected = BTreeSet::from([member.as_str()]);
+        let (diff, changed) = diff_of(&file, &out);
+        let mut expected = BTreeSet::from([member.clone()]);
         if old_var.get("size").is_some() {
-            expected.insert(def_json.as_str());
+            expected.insert(def_json.clone());
         }
         assert_eq!(changed, expected, "{name}: {diff:#}");
         edited += 1;
