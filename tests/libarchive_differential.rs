@@ -1069,6 +1069,13 @@ mod dialects {
                 cat(&[&negative(kind), &file(b"neff.json")]),
             );
         }
+        add(
+            "pax g of a 1 MiB comment",
+            cat(&[
+                &special(b'g', &pax(&[("comment", &vec![b'c'; (1 << 20) + 100])])),
+                &file(b"neff.json"),
+            ]),
+        );
         add("symlink of 2^60 bytes", {
             let mut h = header(b"s", b'2', 0, USTAR);
             h[124..136].copy_from_slice(&[0x80, 0, 0, 0, 0x10, 0, 0, 0, 0, 0, 0, 0]);

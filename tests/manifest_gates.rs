@@ -1298,3 +1298,34 @@ fn a_number_typed_neff_json_field_of_another_type_is_named_with_its_value() {
     let detail = r.detail.unwrap_or_default();
     assert!(detail.contains(r#"heads[0][0] is "x""#), "{detail}");
 }
+
+/// simdjson, the runtime's JSON parser, reads nesting up to 1024 deep: a
+/// manifest nested 1000 deep loads (it was refused past serde_json's 128),
+/// in one file and across the threads of a many-file verify.
+#[test]
+fn manifests_nested_up_to_1024_deep_load() {
+    let deep = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+    // neff.json with one more key, nested `depth` deep (serde_json cannot
+    // build that many levels: the text is spliced in).
+    let nested =
+        |depth: usize| NEFF_JSON.replacen('{', &format!("{{\"deep\": {}, ", deep(depth)), 1);
+    assert!(nested(3).contains("[[[]]]"));
+    let neff = model_neff(&[("neff.json", nested(1000).as_bytes())]);
+    accepted(&on(Arch::Cayman, &neff));
+    let r = on(
+        Arch::Cayman,
+        &model_neff(&[("neff.json", nested(1100).as_bytes())]),
+    );
+    assert!(!r.accepted, "{r:?}");
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["a.neff", "b.neff", "c.neff"] {
+        std::fs::write(dir.path().join(name), &neff).unwrap();
+    }
+    let out = common::neff(&["verify", dir.path().to_str().unwrap(), "-q"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -66,6 +66,12 @@ use std::path::Path;
 use neff_schema::{Arch, Target};
 
 pub use access::MANIFEST_MAX;
+
+/// The stack a thread that loads a NEFF should have: manifests are read
+/// nested up to 1024 deep, as the runtime's simdjson reads them (the main
+/// thread's 8 MiB is plenty; a spawned thread's default 2 MiB is not, in
+/// every build).
+pub const LOAD_STACK: usize = 16 << 20;
 pub use container::{
     payload_stream, Compression, Container, EntryFate, EntryRecord, Limits, PayloadPadding,
     INDEX_PER_STORED_BYTE, NPY_PREFIX_LEN, WAVEGRAPH_SUFFIX,

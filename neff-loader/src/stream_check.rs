@@ -54,17 +54,20 @@ impl StreamCheck {
     pub fn new(profile: &RuntimeProfile, limits: &Limits) -> StreamCheck {
         let (sender, receiver) = sync_channel(IN_FLIGHT);
         let walk_limits = limits.clone();
-        let walk = std::thread::spawn(move || {
-            let mut payload = ChannelReader {
-                receiver,
-                chunk: Vec::new(),
-                at: 0,
-            };
-            let walked = Walked::run(&mut payload, &walk_limits);
-            // Never leave the writer blocked on a walk that stopped early.
-            for _ in payload.receiver.iter() {}
-            walked
-        });
+        let walk = std::thread::Builder::new()
+            .stack_size(crate::LOAD_STACK)
+            .spawn(move || {
+                let mut payload = ChannelReader {
+                    receiver,
+                    chunk: Vec::new(),
+                    at: 0,
+                };
+                let walked = Walked::run(&mut payload, &walk_limits);
+                // Never leave the writer blocked on a walk that stopped early.
+                for _ in payload.receiver.iter() {}
+                walked
+            })
+            .expect("spawning the stream check's walk thread");
         StreamCheck {
             profile: profile.clone(),
             buffer: Vec::with_capacity(CHUNK),

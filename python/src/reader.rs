@@ -146,14 +146,18 @@ fn parallel<T: Sync, R: Send>(
     let done: Mutex<Vec<(usize, R)>> = Mutex::new(Vec::with_capacity(items.len()));
     std::thread::scope(|scope| {
         for _ in 0..workers {
-            scope.spawn(|| loop {
+            let worker = || loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(item) = items.get(i) else { break };
                 let result = work(item);
                 done.lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .push((i, result));
-            });
+            };
+            std::thread::Builder::new()
+                .stack_size(neff_loader::LOAD_STACK)
+                .spawn_scoped(scope, worker)
+                .expect("spawning a verify thread");
         }
     });
     let mut done = done.into_inner().unwrap_or_else(|p| p.into_inner());

@@ -16,8 +16,11 @@ use serde::de::DeserializeSeed;
 
 use super::{Builder, Node, Seed};
 
-/// Deeper than this the scanner gives up (serde_json's limit is 128).
-const MAX_DEPTH: usize = 100;
+/// Deeper than this the scanner gives up: simdjson's default maximum depth
+/// (1024), which the runtime parses with. serde_json, the fallback, stops
+/// at 128, so deeper text is taken only through this scanner; each level
+/// costs two small stack frames.
+const MAX_DEPTH: usize = 1024;
 
 /// Longest integer taken without serde_json: 19 digits always fit a `u64`.
 const FAST_DIGITS: usize = 19;

@@ -210,13 +210,17 @@ fn in_order<T: Sync, R: Send>(
     std::thread::scope(|scope| {
         for _ in 0..threads.clamp(1, items.len().max(1)) {
             let (tx, next, work) = (tx.clone(), &next, &work);
-            scope.spawn(move || loop {
+            let worker = move || loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(item) = items.get(i) else { break };
                 if tx.send((i, work(item))).is_err() {
                     break;
                 }
-            });
+            };
+            std::thread::Builder::new()
+                .stack_size(neff::loader::LOAD_STACK)
+                .spawn_scoped(scope, worker)
+                .expect("spawning a verify thread");
         }
         drop(tx);
         let mut pending = BTreeMap::new();
