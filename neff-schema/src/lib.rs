@@ -26,6 +26,7 @@ pub mod header;
 pub mod hex;
 pub mod manifest;
 pub mod npy;
+pub mod tar;
 mod target;
 mod uuid;
 

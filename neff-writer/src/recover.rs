@@ -8,6 +8,7 @@
 //! deflate stream. Whatever cannot be reproduced is listed, never dropped
 //! silently.
 
+use neff_schema::tar as fields;
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
@@ -346,15 +347,15 @@ fn text_field(field: &[u8]) -> String {
 }
 
 fn fields_of(block: &[u8; BLOCK], offset: u64) -> io::Result<(u32, EntryFields)> {
-    let mode = octal_field(&block[100..108], "mode", offset)?;
+    let mode = octal_field(&block[fields::MODE.range()], "mode", offset)?;
     let fields = EntryFields {
         mode: mode as u32,
         dir_mode: mode as u32,
-        uid: octal_field(&block[108..116], "uid", offset)?,
-        gid: octal_field(&block[116..124], "gid", offset)?,
-        uname: text_field(&block[265..297]),
-        gname: text_field(&block[297..329]),
-        mtime: octal_field(&block[136..148], "mtime", offset)?,
+        uid: octal_field(&block[fields::UID.range()], "uid", offset)?,
+        gid: octal_field(&block[fields::GID.range()], "gid", offset)?,
+        uname: text_field(&block[fields::UNAME.range()]),
+        gname: text_field(&block[fields::GNAME.range()]),
+        mtime: octal_field(&block[fields::MTIME.range()], "mtime", offset)?,
     };
     Ok((mode as u32, fields))
 }
@@ -463,21 +464,26 @@ fn read_tar<R: Read>(r: &mut R, notes: &mut Vec<String>) -> io::Result<(TarFrami
         offset += BLOCK as u64;
         if !style_known {
             style_known = true;
-            tar.format = if &block[257..263] == b"ustar\0" {
+            tar.format = if &block[fields::MAGIC.range()] == b"ustar\0" {
                 TarFormat::Ustar
             } else {
                 TarFormat::Gnu
             };
-            tar.numbers = if block[106] == b' ' && block[107] == 0 {
+            // libarchive writes octal fields as digits, a space, a NUL.
+            let mode_end = fields::MODE.range().end;
+            tar.numbers = if block[mode_end - 2] == b' ' && block[mode_end - 1] == 0 {
                 TarNumbers::Libarchive
-            } else if block[329..345].iter().all(|&b| b == 0) {
+            } else if block[fields::DEV_MAJOR.at..fields::DEV_MINOR.range().end]
+                .iter()
+                .all(|&b| b == 0)
+            {
                 TarNumbers::Gnu
             } else {
                 TarNumbers::Python
             };
         }
-        let size = octal_field(&block[124..136], "size", at)?;
-        let type_flag = block[156];
+        let size = octal_field(&block[fields::SIZE.range()], "size", at)?;
+        let type_flag = block[fields::TYPE_FLAG.at];
         let (mode, fields) = fields_of(&block, at)?;
         let stored_name: Vec<u8> = {
             let name = &block[..100];
@@ -626,7 +632,7 @@ fn read_tar<R: Read>(r: &mut R, notes: &mut Vec<String>) -> io::Result<(TarFrami
 /// Full member name from a ustar header: prefix/name.
 fn full_name(block: &[u8; BLOCK], name: &[u8], format: TarFormat) -> Vec<u8> {
     if format == TarFormat::Ustar && block[345] != 0 {
-        let prefix = &block[345..500];
+        let prefix = &block[fields::PREFIX.range()];
         let end = prefix.iter().position(|&b| b == 0).unwrap_or(prefix.len());
         let mut full = prefix[..end].to_vec();
         full.push(b'/');

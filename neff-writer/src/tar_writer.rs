@@ -7,6 +7,7 @@
 //! (POSIX ustar in libarchive's or Python's encodings, pax records, other
 //! owners and times) are what the compilers write; see [`TarFraming`].
 
+use neff_schema::tar as fields;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -299,13 +300,11 @@ pub fn pax_body(records: &[(String, String)]) -> Vec<u8> {
 }
 
 /// Writes a header block's checksum (`"%06o\0 "`, the unsigned byte sum with
-/// the field counted as spaces).
+/// the field counted as spaces): [`neff_schema::tar::set_checksum`].
 pub fn set_checksum(block: &mut [u8]) {
-    block[148..156].copy_from_slice(b"        ");
-    let sum: u32 = block.iter().map(|&b| u32::from(b)).sum();
-    // At most 512 * 255: six octal digits always hold it.
-    write_octal(&mut block[148..154], u64::from(sum));
-    block[154..156].copy_from_slice(b"\0 ");
+    if let Ok(block) = <&mut [u8; BLOCK]>::try_from(block) {
+        fields::set_checksum(block);
+    }
 }
 
 /// Encodes one GNU-framing header block (mode as given, owner `nobody`).
@@ -335,21 +334,45 @@ pub fn encode_header(spec: &HeaderSpec<'_>, framing: &TarFraming) -> io::Result<
     h[345..345 + prefix.len()].copy_from_slice(prefix);
     let style = framing.numbers;
     let f = spec.fields;
-    put_number(&mut h[100..108], u64::from(spec.mode), style, "mode", &name)?;
-    put_number(&mut h[108..116], f.uid, style, "uid", &name)?;
-    put_number(&mut h[116..124], f.gid, style, "gid", &name)?;
-    put_size(&mut h[124..136], spec.size, style);
-    put_number(&mut h[136..148], f.mtime, style, "mtime", &name)?;
-    h[156] = spec.type_flag;
+    put_number(
+        &mut h[fields::MODE.range()],
+        u64::from(spec.mode),
+        style,
+        "mode",
+        &name,
+    )?;
+    put_number(&mut h[fields::UID.range()], f.uid, style, "uid", &name)?;
+    put_number(&mut h[fields::GID.range()], f.gid, style, "gid", &name)?;
+    put_size(&mut h[fields::SIZE.range()], spec.size, style);
+    put_number(
+        &mut h[fields::MTIME.range()],
+        f.mtime,
+        style,
+        "mtime",
+        &name,
+    )?;
+    h[fields::TYPE_FLAG.at] = spec.type_flag;
     match framing.format {
-        TarFormat::Gnu => h[257..265].copy_from_slice(b"ustar  \0"),
-        TarFormat::Ustar => h[257..265].copy_from_slice(b"ustar\x0000"),
+        TarFormat::Gnu => h[fields::MAGIC_VERSION.range()].copy_from_slice(fields::GNU_MAGIC),
+        TarFormat::Ustar => h[fields::MAGIC_VERSION.range()].copy_from_slice(fields::USTAR_MAGIC),
     }
-    put_text(&mut h[265..297], &f.uname, "uname", &name)?;
-    put_text(&mut h[297..329], &f.gname, "gname", &name)?;
+    put_text(&mut h[fields::UNAME.range()], &f.uname, "uname", &name)?;
+    put_text(&mut h[fields::GNAME.range()], &f.gname, "gname", &name)?;
     if style != TarNumbers::Gnu {
-        put_number(&mut h[329..337], 0, style, "devmajor", &name)?;
-        put_number(&mut h[337..345], 0, style, "devminor", &name)?;
+        put_number(
+            &mut h[fields::DEV_MAJOR.range()],
+            0,
+            style,
+            "devmajor",
+            &name,
+        )?;
+        put_number(
+            &mut h[fields::DEV_MINOR.range()],
+            0,
+            style,
+            "devminor",
+            &name,
+        )?;
     }
     set_checksum(&mut h);
     Ok(h)

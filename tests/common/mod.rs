@@ -11,21 +11,20 @@ use sha2::Sha256;
 
 /// One GNU-style tar header with a correct checksum.
 pub fn tar_header(name: &[u8], type_flag: u8, size_field: &[u8]) -> [u8; 512] {
+    use neff::schema::tar;
     let mut h = [0u8; 512];
     h[..name.len()].copy_from_slice(name);
-    h[100..108].copy_from_slice(b"0000644\0");
-    h[124..124 + size_field.len()].copy_from_slice(size_field);
-    h[156] = type_flag;
-    h[257..265].copy_from_slice(b"ustar  \0");
+    h[tar::MODE.range()].copy_from_slice(b"0000644\0");
+    h[tar::SIZE.at..tar::SIZE.at + size_field.len()].copy_from_slice(size_field);
+    h[tar::TYPE_FLAG.at] = type_flag;
+    h[tar::MAGIC_VERSION.range()].copy_from_slice(tar::GNU_MAGIC);
     fix_checksum(&mut h);
     h
 }
 
 /// Recomputes a header block's checksum.
 pub fn fix_checksum(h: &mut [u8; 512]) {
-    h[148..156].copy_from_slice(b"        ");
-    let sum: u32 = h.iter().map(|&b| u32::from(b)).sum();
-    h[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+    neff::schema::tar::set_checksum(h);
 }
 
 /// An octal size field.

@@ -17,13 +17,14 @@
 mod number;
 mod pax;
 
+use neff_schema::tar as fields;
 use std::io::{self, Read, Write};
 
 use crate::error::{Error, TarErrorKind};
 use pax::unsupported;
 
 /// Size of a tar block.
-pub const BLOCK: usize = 512;
+pub const BLOCK: usize = fields::BLOCK;
 
 /// Largest `L`/`K` special header libarchive reads ("Special header too
 /// large" past 1 MiB).
@@ -58,7 +59,8 @@ fn bid(block: &[u8; BLOCK]) -> Result<(), Error> {
     let bad_field = FIELDS
         .iter()
         .find(|(_, at, len)| !number_ok(&block[*at..*at + *len]));
-    let type_ok = block[156] == 0 || block[156].is_ascii_alphanumeric();
+    let type_ok =
+        block[fields::TYPE_FLAG.at] == 0 || block[fields::TYPE_FLAG.at].is_ascii_alphanumeric();
     if type_ok && bad_field.is_none() {
         return Ok(());
     }
@@ -67,7 +69,10 @@ fn bid(block: &[u8; BLOCK]) -> Result<(), Error> {
             "its {name} field {:?} is neither octal nor base-256",
             escape_name(&block[*at..*at + *len])
         ),
-        None => format!("its type flag {:#04x} is not a digit or letter", block[156]),
+        None => format!(
+            "its type flag {:#04x} is not a digit or letter",
+            block[fields::TYPE_FLAG.at]
+        ),
     };
     Err(Error::tar(
         TarErrorKind::Unrecognized,
@@ -119,9 +124,9 @@ pub enum Dialect {
 impl Dialect {
     /// The dialect of a header block.
     pub fn of(block: &[u8; BLOCK]) -> Dialect {
-        if &block[257..265] == b"ustar  \0" {
+        if &block[fields::MAGIC_VERSION.range()] == fields::GNU_MAGIC {
             Dialect::Gnu
-        } else if &block[257..262] == b"ustar" {
+        } else if block[fields::MAGIC.range()].starts_with(b"ustar") {
             Dialect::Ustar
         } else {
             Dialect::V7
@@ -311,9 +316,9 @@ impl<R: Read> TarReader<R> {
             if header_offset == 0 {
                 bid(&block)?;
             }
-            let type_flag = block[156];
+            let type_flag = block[fields::TYPE_FLAG.at];
             let kind = type_flag as char;
-            let size = number::header_field(&block[124..136]);
+            let size = number::header_field(&block[fields::SIZE.range()]);
             if !matches!(type_flag, b'A' | b'g' | b'K' | b'L' | b'V' | b'X' | b'x') {
                 let entry = self.make_entry(&block, header_offset, size, specials)?;
                 return Ok(Some(entry));
@@ -406,7 +411,7 @@ impl<R: Read> TarReader<R> {
         specials: Specials,
     ) -> Result<Entry, Error> {
         let dialect = Dialect::of(block);
-        let type_flag = block[156];
+        let type_flag = block[fields::TYPE_FLAG.at];
         self.format = match (dialect, self.format) {
             (Dialect::Gnu, _) => ArchiveFormat::Gnu,
             (Dialect::Ustar, ArchiveFormat::Pax) => ArchiveFormat::Pax,
@@ -435,13 +440,13 @@ impl<R: Read> TarReader<R> {
                     "a GNU sparse file ('S'): libarchive fills its holes, this reader does not",
                 ));
             }
-            if block[483] != 0 {
+            if block[fields::GNU_REAL_SIZE.at] != 0 {
                 return Err(unsupported(header_offset, "a GNU header with a realsize field: libarchive then reports that size, filling past the data with zeros"));
             }
         }
-        let mut name = trim_nul(&block[0..100]).to_vec();
+        let mut name = trim_nul(&block[fields::NAME.range()]).to_vec();
         if dialect == Dialect::Ustar {
-            let prefix = trim_nul(&block[345..500]);
+            let prefix = trim_nul(&block[fields::PREFIX.range()]);
             if !prefix.is_empty() {
                 let mut joined = prefix.to_vec();
                 if joined.last() != Some(&b'/') {
@@ -458,7 +463,7 @@ impl<R: Read> TarReader<R> {
             (Some(long), None) | (None, Some(long)) => name = long,
             (None, None) => {}
         }
-        let mut link_name = trim_nul(&block[157..257]).to_vec();
+        let mut link_name = trim_nul(&block[fields::LINK_NAME.range()]).to_vec();
         if let Some(long) = specials.link {
             link_name = long;
         }
@@ -497,7 +502,7 @@ impl<R: Read> TarReader<R> {
         }
         let mtime = specials
             .mtime
-            .or_else(|| Some(number::header_field(&block[136..148])));
+            .or_else(|| Some(number::header_field(&block[fields::MTIME.range()])));
         let entry = Entry {
             name,
             link_name,
@@ -520,8 +525,8 @@ impl<R: Read> TarReader<R> {
         match self.format {
             ArchiveFormat::Pax => true,
             ArchiveFormat::Ustar => {
-                let exact = (&block[257..263] == b"ustar\0" && &block[263..265] == b"00")
-                    || &block[257..265] == b"ustar  \0";
+                let magic = &block[fields::MAGIC_VERSION.range()];
+                let exact = magic == fields::USTAR_MAGIC || magic == fields::GNU_MAGIC;
                 !(exact && bid(block).is_ok())
             }
             _ => false,
@@ -711,7 +716,7 @@ fn read_full<R: Read + ?Sized>(r: &mut R, buf: &mut [u8]) -> io::Result<usize> {
 /// a space, NUL or octal digit, its number (leading blanks skipped, up to
 /// the first other byte) equal to the unsigned or the signed byte sum.
 fn verify_checksum(block: &[u8; BLOCK], offset: u64) -> Result<(), Error> {
-    let field = &block[148..156];
+    let field = &block[fields::CHECKSUM.range()];
     let well_formed = field
         .iter()
         .all(|&c| c == b' ' || c == 0 || (b'0'..=b'7').contains(&c));
