@@ -60,6 +60,42 @@ pub struct GzipReader<R> {
     len: usize,
     /// The failure that lost a block; every later read fails with it.
     failed: Option<(GzipErrorKind, u64, String)>,
+    /// The first member as stored, when asked for ([`GzipReader::recording_first_member`]).
+    first: Option<FirstMember>,
+    record_first: bool,
+}
+
+/// The longest gzip FNAME or FCOMMENT [`GzipReader::first_member`] keeps.
+pub const MAX_RECORDED_TEXT: usize = 1 << 20;
+
+/// A gzip member header's fields as stored (RFC 1952).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GzipMemberHeader {
+    /// FLG.
+    pub flags: u8,
+    /// MTIME.
+    pub mtime: u32,
+    /// XFL.
+    pub xfl: u8,
+    /// OS.
+    pub os: u8,
+    /// The FEXTRA bytes (without their length).
+    pub extra: Option<Vec<u8>>,
+    /// FNAME without its NUL (`None` also when longer than [`MAX_RECORDED_TEXT`]).
+    pub name: Option<Vec<u8>>,
+    /// FCOMMENT without its NUL (`None` also when longer than [`MAX_RECORDED_TEXT`]).
+    pub comment: Option<Vec<u8>>,
+    /// The header's length in bytes.
+    pub len: u64,
+}
+
+/// The first gzip member of a stream, as [`GzipReader::first_member`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FirstMember {
+    /// Its header.
+    pub header: GzipMemberHeader,
+    /// The deflate data's length, once its end has been read.
+    pub deflate_len: Option<u64>,
 }
 
 impl<R> std::fmt::Debug for GzipReader<R> {
@@ -137,7 +173,31 @@ impl<R: BufRead> GzipReader<R> {
             at: 0,
             len: 0,
             failed: None,
+            first: None,
+            record_first: false,
         }
+    }
+
+    /// Keeps the first member's header fields and deflate length, for
+    /// [`GzipReader::first_member`] (the framing recovery reads them so).
+    pub fn recording_first_member(mut self) -> Self {
+        self.record_first = true;
+        self
+    }
+
+    /// The first member, when recorded and its header has been read.
+    pub fn first_member(&self) -> Option<&FirstMember> {
+        self.first.as_ref()
+    }
+
+    /// How many complete members (trailer read) have been read.
+    pub fn members(&self) -> u64 {
+        self.members
+    }
+
+    /// Compressed bytes consumed so far.
+    pub fn compressed_offset(&self) -> u64 {
+        self.compressed_offset
     }
 
     /// Records every completed member in `tally` as the reader goes.
@@ -194,40 +254,79 @@ impl<R: BufRead> GzipReader<R> {
             ));
         }
         let flags = fixed[3];
-        let skip = |this: &mut Self, n: usize| -> io::Result<bool> {
+        // The optional fields' bytes, kept only for a recorded first member.
+        let record = first && self.record_first;
+        let take = |this: &mut Self, n: usize, kept: &mut Option<Vec<u8>>| -> io::Result<bool> {
             for _ in 0..n {
-                if this.read_byte()?.is_none() {
-                    return Ok(false);
+                match this.read_byte()? {
+                    Some(b) => {
+                        if let Some(kept) = kept {
+                            kept.push(b);
+                        }
+                    }
+                    None => return Ok(false),
                 }
             }
             Ok(true)
+        };
+        let mut header = GzipMemberHeader {
+            flags,
+            mtime: u32::from_le_bytes([fixed[4], fixed[5], fixed[6], fixed[7]]),
+            xfl: fixed[8],
+            os: fixed[9],
+            ..GzipMemberHeader::default()
         };
         let mut complete = true;
         if flags & 0x04 != 0 {
             let (lo, hi) = (self.read_byte()?, self.read_byte()?);
             complete = match (lo, hi) {
-                (Some(lo), Some(hi)) => skip(self, usize::from(u16::from_le_bytes([lo, hi])))?,
+                (Some(lo), Some(hi)) => {
+                    let mut extra = record.then(Vec::new);
+                    let done = take(self, usize::from(u16::from_le_bytes([lo, hi])), &mut extra)?;
+                    header.extra = extra;
+                    done
+                }
                 _ => false,
             };
         }
         for bit in [0x08, 0x10] {
             if complete && flags & bit != 0 {
+                let mut text = record.then(Vec::new);
                 complete = loop {
                     match self.read_byte()? {
                         Some(0) => break true,
-                        Some(_) => {}
+                        Some(b) => {
+                            if let Some(t) = &mut text {
+                                t.push(b);
+                                if t.len() > MAX_RECORDED_TEXT {
+                                    text = None;
+                                }
+                            }
+                        }
                         None => break false,
                     }
                 };
+                if bit == 0x08 {
+                    header.name = text;
+                } else {
+                    header.comment = text;
+                }
             }
         }
         if complete && flags & 0x02 != 0 {
-            complete = skip(self, 2)?;
+            complete = take(self, 2, &mut None)?;
         }
         if !complete {
             return not_a_member(format!(
                 "truncated gzip input: the member header at compressed offset {start} does not end in the data"
             ));
+        }
+        if record {
+            header.len = self.compressed_offset - start;
+            self.first = Some(FirstMember {
+                header,
+                deflate_len: None,
+            });
         }
         Ok(true)
     }
@@ -287,6 +386,9 @@ impl<R: BufRead> GzipReader<R> {
                             ))
                         }
                         Ok(Status::StreamEnd) => {
+                            if let (0, Some(first)) = (self.members, &mut self.first) {
+                                first.deflate_len = Some(self.inflate.total_in());
+                            }
                             self.read_trailer()?;
                             self.members += 1;
                             if let Some(tally) = &self.tally {

@@ -93,6 +93,19 @@ pub use report::{ArchScope, Report, TIERS};
 pub use stream_check::{StreamCheck, StreamedDigests};
 pub use tar_reader::{Dialect, Entry, EntryKind, TarReader};
 
+/// The payload walk as the runtime's libarchive reads it, with what tools
+/// that reproduce the stored bytes need besides (the writer's framing
+/// recovery drives these, so it can never read a payload another way).
+pub mod walk {
+    pub use crate::digest::{matching_layout, Digester};
+    pub use crate::gzip_reader::{
+        looks_like_gzip, FirstMember, GzipMemberHeader, GzipReader, MAX_RECORDED_TEXT,
+    };
+    pub use crate::tar_reader::{
+        header_field, padding, pax_records, StoredHeader, TarReader, BLOCK, MAX_SPECIAL_HEADER,
+    };
+}
+
 use access::{Ctx, Effects, Load, Source};
 use sections::GraphStaging;
 

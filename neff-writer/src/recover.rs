@@ -1,9 +1,12 @@
 //! Recovers how an existing NEFF is framed, so that `neff pack --header`
 //! rebuilds it byte for byte from its unpacked tree (spec §11).
 //!
-//! One pass reads the header, hashes the payload, parses the gzip header,
-//! inflates the tar and records every tar header's fields, checking that the
-//! framing writer would encode each block exactly as stored. A second pass
+//! One pass reads the header, hashes the payload and walks it with the
+//! loader's own readers ([`neff_loader::walk`]: libarchive's gzip and tar
+//! reading, so the recovery can never see another member list than the
+//! runtime), recording the first gzip member's header and every stored tar
+//! header, and checking that the framing writer would encode each block
+//! exactly as stored. A second pass
 //! finds the deflate engine and parameters whose output equals the stored
 //! deflate stream. Whatever cannot be reproduced is listed, never dropped
 //! silently.
@@ -15,13 +18,14 @@ use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
 use flate2::bufread::DeflateDecoder;
-use md5::{Digest, Md5};
+use neff_loader::{walk, EntryKind};
 use neff_schema::framing::{
     Deflate, DeflateEngine, EntryFields, EntryFraming, Framing, FramingPreset, GzipFraming,
     HashFraming, MemberOrder, Padding, PaxFraming, TarFormat, TarFraming, TarNumbers,
 };
 use neff_schema::header::Blob;
 use neff_schema::{HashLayout, NeffHeader, PkgVersion, Uuid, HEADER_LEN};
+use sha2::Digest;
 use sha2::Sha256;
 
 use crate::chunk_deflate::ChunkDeflater;
@@ -30,9 +34,6 @@ use crate::header_options::{HeaderFile, HeaderPatch};
 use crate::parallel_gzip::chunk_len;
 use crate::tar_writer::{encode_header, pax_body, HeaderSpec, BLOCK, RECORD};
 use crate::zlib_gzip::ZlibStream;
-
-/// Largest pax or long-name header body read (as libarchive's limit).
-const MAX_SPECIAL: u64 = 1 << 20;
 
 /// What a byte-identical repack needs, recovered from a NEFF.
 #[derive(Debug, Clone)]
@@ -78,33 +79,43 @@ fn recover_from(file: &mut File, path: &Path) -> io::Result<Recovered> {
     let mut hashed = HashingRead::new(file.take(data_size), pkg);
     let mut framing = FramingPreset::Gnu.framing();
     let mut reader = BufReader::with_capacity(1 << 16, &mut hashed);
-    let gzip = reader.fill_buf()?.starts_with(&[0x1f, 0x8b]);
+    let gzip = walk::looks_like_gzip(reader.fill_buf()?);
     let deflate_at = match (gzip, pkg) {
         (true, PkgVersion::Md5Gzip) => {
-            let (gz, header_len) = read_gzip_header(&mut reader, &mut notes)?;
-            let mut inflate = DeflateDecoder::new(reader);
-            framing.tar = read_tar(&mut inflate, &mut notes)?.0;
-            let deflate_len = inflate.total_in();
-            let mut reader = inflate.into_inner();
-            let mut trailer = [0u8; 8];
-            reader.read_exact(&mut trailer).map_err(|e| {
-                io::Error::new(e.kind(), format!("the gzip trailer is incomplete: {e}"))
-            })?;
-            let member_len = header_len + deflate_len + 8;
-            let (rest, all_zero) = count_rest(&mut reader)?;
-            if !all_zero {
+            let gz = walk::GzipReader::new(&mut reader).recording_first_member();
+            let (tar, gz) = read_tar(walk::TarReader::new(gz).recording_headers(), &mut notes)?;
+            framing.tar = tar;
+            let (first, members) = (gz.first_member().cloned(), gz.members());
+            let first = first.ok_or_else(|| bad("the payload holds no gzip member".into()))?;
+            let deflate_len = first
+                .deflate_len
+                .ok_or_else(|| bad("the gzip member does not end".into()))?;
+            if members > 1 {
                 notes.push(format!(
-                    "the {rest} bytes after the gzip member are not all zero (another member?); a repack writes zeros"
+                    "the payload holds {members} gzip members; a repack writes one"
+                ));
+            }
+            drop(gz);
+            count_rest(&mut reader)?;
+            drop(reader);
+            let member_len = first.header.len + deflate_len + 8;
+            let rest = data_size.saturating_sub(member_len);
+            if hashed.last_nonzero.is_some_and(|at| at >= member_len) && members == 1 {
+                notes.push(format!(
+                    "the {rest} bytes after the gzip member are not all zero; a repack writes zeros"
                 ));
             }
             framing.gzip = GzipFraming {
                 padding: padding_of(member_len, rest),
-                ..gz
+                ..gzip_framing(&first.header, &mut notes)
             };
-            Some((HEADER_LEN as u64 + header_len, deflate_len))
+            Some((HEADER_LEN as u64 + first.header.len, deflate_len))
         }
         (false, PkgVersion::Sha256Tar) => {
-            let (tar, _) = read_tar(&mut reader, &mut notes)?;
+            let (tar, mut reader) = read_tar(
+                walk::TarReader::new(&mut reader).recording_headers(),
+                &mut notes,
+            )?;
             framing.tar = tar;
             count_rest(&mut reader)?;
             None
@@ -126,9 +137,7 @@ fn recover_from(file: &mut File, path: &Path) -> io::Result<Recovered> {
     };
     let (digest, sha256) = hashed.finish();
     let stored = header.hash();
-    let layout = HashLayout::ALL
-        .into_iter()
-        .find(|l| l.apply(&digest) == stored[..digest.len()]);
+    let layout = walk::matching_layout(&digest, &stored, &HashLayout::ALL);
     framing.hash = HashFraming {
         layout: layout.unwrap_or(HashLayout::Standard),
         tail: Blob(stored[16..32].try_into().unwrap_or([0; 16])),
@@ -175,36 +184,41 @@ fn recover_from(file: &mut File, path: &Path) -> io::Result<Recovered> {
 /// Passes the payload through, hashing it with the pkg's digest and SHA-256.
 struct HashingRead<R> {
     inner: R,
-    md5: Option<Md5>,
+    digest: walk::Digester,
     sha256: Sha256,
+    /// Bytes read so far.
+    offset: u64,
+    /// The offset of the last byte read that was not zero.
+    last_nonzero: Option<u64>,
 }
 
 impl<R: Read> HashingRead<R> {
     fn new(inner: R, pkg: PkgVersion) -> Self {
         HashingRead {
             inner,
-            md5: (pkg == PkgVersion::Md5Gzip).then(Md5::new),
+            digest: walk::Digester::for_payload(true, Some(pkg)),
             sha256: Sha256::new(),
+            offset: 0,
+            last_nonzero: None,
         }
     }
 
     /// The pkg's digest (MD5 or SHA-256) and the SHA-256.
     fn finish(self) -> (Vec<u8>, [u8; 32]) {
         let sha: [u8; 32] = self.sha256.finalize().into();
-        match self.md5 {
-            Some(md5) => (md5.finalize().to_vec(), sha),
-            None => (sha.to_vec(), sha),
-        }
+        (self.digest.finish().unwrap_or_else(|| sha.to_vec()), sha)
     }
 }
 
 impl<R: Read> Read for HashingRead<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self.inner.read(buf)?;
-        if let Some(h) = &mut self.md5 {
-            h.update(&buf[..n]);
-        }
+        self.digest.update(&buf[..n]);
         self.sha256.update(&buf[..n]);
+        if let Some(at) = buf[..n].iter().rposition(|&b| b != 0) {
+            self.last_nonzero = Some(self.offset + at as u64);
+        }
+        self.offset += n as u64;
         Ok(n)
     }
 }
@@ -247,66 +261,31 @@ fn bad(msg: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, msg)
 }
 
-/// Parses a gzip member header; returns its framing (deflate and padding to
-/// be filled in) and its length.
-fn read_gzip_header<R: BufRead>(
-    r: &mut R,
-    notes: &mut Vec<String>,
-) -> io::Result<(GzipFraming, u64)> {
-    let mut fixed = [0u8; 10];
-    r.read_exact(&mut fixed)
-        .map_err(|e| bad(format!("the gzip header is incomplete: {e}")))?;
-    if fixed[2] != 8 {
-        return Err(bad(format!("gzip method {} is not deflate", fixed[2])));
-    }
-    let flags = fixed[3];
-    let mut len = 10u64;
-    if flags & 0x01 != 0 {
+/// The framing a stored gzip member header asks for (deflate and padding
+/// to be filled in); what the writer cannot write is noted.
+fn gzip_framing(header: &walk::GzipMemberHeader, notes: &mut Vec<String>) -> GzipFraming {
+    let mut g = FramingPreset::Gnu.framing().gzip;
+    g.mtime = header.mtime;
+    g.xfl = header.xfl;
+    g.os = header.os;
+    g.fextra = header.extra.as_deref().map(neff_schema::hex::encode);
+    if header.flags & 0x01 != 0 {
         notes.push("the gzip FTEXT flag is not reproduced".into());
     }
-    let mut g = FramingPreset::Gnu.framing().gzip;
-    g.mtime = u32::from_le_bytes([fixed[4], fixed[5], fixed[6], fixed[7]]);
-    g.xfl = fixed[8];
-    g.os = fixed[9];
-    if flags & 0x04 != 0 {
-        let mut xlen = [0u8; 2];
-        r.read_exact(&mut xlen)?;
-        let mut extra = vec![0u8; usize::from(u16::from_le_bytes(xlen))];
-        r.read_exact(&mut extra)?;
-        len += 2 + extra.len() as u64;
-        g.fextra = Some(neff_schema::hex::encode(&extra));
-    }
-    if flags & 0x08 != 0 {
-        let name = read_cstring(r, "FNAME")?;
-        len += name.len() as u64 + 1;
-        match String::from_utf8(name) {
-            Ok(name) => g.fname = Some(name),
-            Err(_) => notes.push("the gzip FNAME is not UTF-8 and is not reproduced".into()),
+    if header.flags & 0x08 != 0 {
+        match header.name.clone().map(String::from_utf8) {
+            Some(Ok(name)) => g.fname = Some(name),
+            _ => notes
+                .push("the gzip FNAME is not UTF-8 (or over 1 MiB) and is not reproduced".into()),
         }
     }
-    if flags & 0x10 != 0 {
-        let comment = read_cstring(r, "FCOMMENT")?;
-        len += comment.len() as u64 + 1;
+    if header.flags & 0x10 != 0 {
         notes.push("the gzip FCOMMENT is not reproduced".into());
     }
-    if flags & 0x02 != 0 {
-        let mut crc = [0u8; 2];
-        r.read_exact(&mut crc)?;
-        len += 2;
+    if header.flags & 0x02 != 0 {
         notes.push("the gzip FHCRC is not reproduced".into());
     }
-    Ok((g, len))
-}
-
-fn read_cstring<R: BufRead>(r: &mut R, what: &str) -> io::Result<Vec<u8>> {
-    let mut out = Vec::new();
-    r.take(MAX_SPECIAL).read_until(0, &mut out)?;
-    if out.pop() != Some(0) {
-        return Err(bad(format!(
-            "the gzip {what} is not NUL-terminated within 1 MiB"
-        )));
-    }
-    Ok(out)
+    g
 }
 
 /// One tar entry as stored.
@@ -318,306 +297,184 @@ struct Seen {
     pax: Option<PaxFraming>,
 }
 
-fn octal_field(field: &[u8], what: &str, offset: u64) -> io::Result<u64> {
-    let text: Vec<u8> = field
-        .iter()
-        .copied()
-        .filter(|&b| b != 0 && b != b' ')
-        .collect();
-    if text.is_empty() {
-        return Ok(0);
-    }
-    if field[0] & 0x80 != 0 {
-        // base-256
-        return Ok(field[1..]
-            .iter()
-            .fold(0u64, |v, &b| v.wrapping_shl(8) | u64::from(b)));
-    }
-    let text = std::str::from_utf8(&text).unwrap_or("?");
-    u64::from_str_radix(text, 8).map_err(|_| {
-        bad(format!(
-            "tar {what} field at tar offset {offset} is not octal: {text:?}"
-        ))
-    })
-}
-
 fn text_field(field: &[u8]) -> String {
     let end = field.iter().position(|&b| b == 0).unwrap_or(field.len());
     String::from_utf8_lossy(&field[..end]).into_owned()
 }
 
-fn fields_of(block: &[u8; BLOCK], offset: u64) -> io::Result<(u32, EntryFields)> {
-    let mode = octal_field(&block[fields::MODE.range()], "mode", offset)?;
+fn fields_of(block: &[u8; BLOCK]) -> (u32, EntryFields) {
+    let number = |field: fields::Field| walk::header_field(&block[field.range()]).max(0) as u64;
+    let mode = number(fields::MODE) as u32;
     let fields = EntryFields {
-        mode: mode as u32,
-        dir_mode: mode as u32,
-        uid: octal_field(&block[fields::UID.range()], "uid", offset)?,
-        gid: octal_field(&block[fields::GID.range()], "gid", offset)?,
+        mode,
+        dir_mode: mode,
+        uid: number(fields::UID),
+        gid: number(fields::GID),
         uname: text_field(&block[fields::UNAME.range()]),
         gname: text_field(&block[fields::GNAME.range()]),
-        mtime: octal_field(&block[fields::MTIME.range()], "mtime", offset)?,
+        mtime: number(fields::MTIME),
     };
-    Ok((mode as u32, fields))
+    (mode, fields)
 }
 
-/// Reads a whole block, or `None` at a clean end of stream.
-fn read_block<R: Read>(r: &mut R, block: &mut [u8; BLOCK]) -> io::Result<Option<()>> {
-    let mut got = 0;
-    while got < BLOCK {
-        match r.read(&mut block[got..])? {
-            0 if got == 0 => return Ok(None),
-            0 => {
-                return Err(bad(format!(
-                    "the tar stream ends inside a block ({got} bytes)"
-                )))
-            }
-            n => got += n,
-        }
-    }
-    Ok(Some(()))
-}
-
-fn read_body<R: Read>(r: &mut R, size: u64, what: &str, offset: u64) -> io::Result<Vec<u8>> {
-    if size > MAX_SPECIAL {
-        return Err(bad(format!(
-            "the {what} header at tar offset {offset} holds {size} bytes (limit 1 MiB)"
-        )));
-    }
-    let padded = size.div_ceil(BLOCK as u64) * BLOCK as u64;
-    let mut body = vec![0u8; padded as usize];
-    r.read_exact(&mut body)?;
-    body.truncate(size as usize);
-    Ok(body)
-}
-
-fn parse_pax(body: &[u8], offset: u64) -> io::Result<Vec<(String, String)>> {
-    let mut records = Vec::new();
-    let mut rest = body;
-    while !rest.is_empty() {
-        let space = rest
-            .iter()
-            .position(|&b| b == b' ')
-            .ok_or_else(|| bad(format!("pax header at tar offset {offset}: no length")))?;
-        let len: usize = std::str::from_utf8(&rest[..space])
-            .ok()
-            .and_then(|t| t.parse().ok())
-            .filter(|&l| l > space && l <= rest.len())
-            .ok_or_else(|| {
-                bad(format!(
-                    "pax header at tar offset {offset}: bad record length"
-                ))
-            })?;
-        let record = &rest[space + 1..len];
-        let record = record.strip_suffix(b"\n").unwrap_or(record);
-        let eq = record.iter().position(|&b| b == b'=').ok_or_else(|| {
-            bad(format!(
-                "pax header at tar offset {offset}: record without '='"
-            ))
-        })?;
-        let key = String::from_utf8_lossy(&record[..eq]).into_owned();
-        let value = String::from_utf8_lossy(&record[eq + 1..]).into_owned();
-        records.push((key, value));
-        rest = &rest[len..];
-    }
-    Ok(records)
-}
-
-/// Reads the whole tar stream, recording each entry and checking the framing
-/// writer encodes each header block as stored. Returns the framing and the
-/// stream's length.
-fn read_tar<R: Read>(r: &mut R, notes: &mut Vec<String>) -> io::Result<(TarFraming, u64)> {
-    let mut tar = FramingPreset::Gnu.framing().tar;
+/// Walks the tar stream with the loader's reader (so it reads every entry
+/// as the runtime does), recording each entry and checking the framing
+/// writer encodes each stored header block as it is. Returns the framing
+/// and the reader under the tar stream, at its end.
+fn read_tar<R: Read>(
+    mut tar: walk::TarReader<R>,
+    notes: &mut Vec<String>,
+) -> io::Result<(TarFraming, R)> {
+    let walk_error = |e: neff_loader::Error| bad(e.to_string());
+    let mut framing = FramingPreset::Gnu.framing().tar;
     let mut style_known = false;
     let mut seen: Vec<Seen> = Vec::new();
-    let mut offset = 0u64;
-    let mut block = [0u8; BLOCK];
-    let mut pending_pax: Option<PaxFraming> = None;
-    let mut long_name: Option<Vec<u8>> = None;
     let mut mismatches = 0usize;
-    let mut check = |tar: &TarFraming,
-                     spec: &HeaderSpec<'_>,
-                     stored: &[u8; BLOCK],
-                     at: u64,
-                     notes: &mut Vec<String>| {
-        let ok = encode_header(spec, tar)
-            .map(|b| &b == stored)
-            .unwrap_or(false);
-        if !ok {
+    let mut check = |tar: &TarFraming, spec: &HeaderSpec<'_>, stored: &walk::StoredHeader| {
+        if encode_header(spec, tar).ok().as_ref() != Some(&stored.block) {
             mismatches += 1;
             if mismatches <= 5 {
                 notes.push(format!(
-                    "the tar header at tar offset {at} ({}) is not written this way by any framing this tool knows",
+                    "the tar header at tar offset {} ({}) is not written this way by any framing this tool knows",
+                    stored.offset,
                     String::from_utf8_lossy(spec.name)
                 ));
             }
         }
     };
-    // Where the last entry ends, and whether a zero block follows it.
-    let (end_offset, had_marker) = loop {
-        if read_block(r, &mut block)?.is_none() {
-            break (offset, false);
-        }
-        if block.iter().all(|&b| b == 0) {
-            break (offset, true);
-        }
-        let at = offset;
-        offset += BLOCK as u64;
+    let mut other_notes = Vec::new();
+    while let Some(entry) = tar.next_entry().map_err(walk_error)? {
+        let headers = tar.headers().to_vec();
+        let Some((own, specials)) = headers.split_last() else {
+            return Err(bad("the tar reader kept no header".into()));
+        };
         if !style_known {
             style_known = true;
-            tar.format = if &block[fields::MAGIC.range()] == b"ustar\0" {
-                TarFormat::Ustar
-            } else {
-                TarFormat::Gnu
-            };
-            // libarchive writes octal fields as digits, a space, a NUL.
-            let mode_end = fields::MODE.range().end;
-            tar.numbers = if block[mode_end - 2] == b' ' && block[mode_end - 1] == 0 {
-                TarNumbers::Libarchive
-            } else if block[fields::DEV_MAJOR.at..fields::DEV_MINOR.range().end]
-                .iter()
-                .all(|&b| b == 0)
-            {
-                TarNumbers::Gnu
-            } else {
-                TarNumbers::Python
-            };
+            (framing.format, framing.numbers) = style_of(&headers[0].block);
         }
-        let size = octal_field(&block[fields::SIZE.range()], "size", at)?;
-        let type_flag = block[fields::TYPE_FLAG.at];
-        let (mode, fields) = fields_of(&block, at)?;
-        let stored_name: Vec<u8> = {
-            let name = &block[..100];
-            let end = name.iter().position(|&b| b == 0).unwrap_or(100);
-            name[..end].to_vec()
-        };
-        match type_flag {
-            b'x' => {
-                let body = read_body(r, size, "pax", at)?;
-                offset += size.div_ceil(BLOCK as u64) * BLOCK as u64;
-                let records = parse_pax(&body, at)?;
-                if pax_body(&records) != body {
-                    notes.push(format!(
-                        "the pax header at tar offset {at} is not in the canonical record form"
-                    ));
-                }
-                let name = String::from_utf8_lossy(&full_name(&block, &stored_name, tar.format))
-                    .into_owned();
-                check(
-                    &tar,
-                    &HeaderSpec {
+        let mut pax = None;
+        for special in specials {
+            let type_flag = special.block[fields::TYPE_FLAG.at];
+            match (type_flag, &special.body) {
+                (b'x', Some(body)) => {
+                    let (mode, entry_fields) = fields_of(&special.block);
+                    let records: Vec<(String, String)> = walk::pax_records(body)
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|(k, v)| {
+                            let text = |b: Vec<u8>| String::from_utf8_lossy(&b).into_owned();
+                            (text(k), text(v))
+                        })
+                        .collect();
+                    if pax_body(&records) != *body {
+                        other_notes.push(format!(
+                            "the pax header at tar offset {} is not in the canonical record form",
+                            special.offset
+                        ));
+                    }
+                    let name = String::from_utf8_lossy(&full_name(&special.block, framing.format))
+                        .into_owned();
+                    let spec = HeaderSpec {
                         name: name.as_bytes(),
                         type_flag,
-                        size,
-                        fields: &fields,
+                        size: body.len() as u64,
+                        fields: &entry_fields,
                         mode,
-                    },
-                    &block,
-                    at,
-                    notes,
-                );
-                pending_pax = Some(PaxFraming {
-                    name,
-                    fields,
-                    records,
-                });
-            }
-            b'L' => {
-                let mut body = read_body(r, size, "long-name", at)?;
-                offset += size.div_ceil(BLOCK as u64) * BLOCK as u64;
-                if body.last() == Some(&0) {
-                    body.pop();
-                }
-                long_name = Some(body);
-            }
-            b'0' | 0 | b'5' => {
-                let pax_path = pending_pax
-                    .as_ref()
-                    .and_then(|p| p.records.iter().find(|(k, _)| k == "path"))
-                    .map(|(_, v)| v.as_bytes().to_vec());
-                let has_pax_path = pax_path.is_some();
-                let name = match (long_name.take(), pax_path) {
-                    (Some(n), _) | (None, Some(n)) => n,
-                    (None, None) => full_name(&block, &stored_name, tar.format),
-                };
-                let dir = type_flag == b'5';
-                let name = String::from_utf8(name).map_err(|_| {
-                    bad(format!(
-                        "the tar entry at tar offset {at} has a non-UTF-8 name"
-                    ))
-                })?;
-                if (type_flag == b'5') != name.ends_with('/') || (type_flag == 0) {
-                    notes.push(format!(
-                        "the tar entry {name:?} has a type flag this tool does not write"
-                    ));
-                }
-                if name.starts_with("./") || name.starts_with('/') {
-                    notes.push(format!(
-                        "the tar entry name {name:?} is not written this way"
-                    ));
-                }
-                // A pax `path` or a GNU long name leaves the first 100 bytes here.
-                let written_name: &[u8] =
-                    if has_pax_path || (name.len() > 100 && tar.format == TarFormat::Gnu) {
-                        &name.as_bytes()[..name.len().min(100)]
-                    } else {
-                        name.as_bytes()
                     };
-                check(
-                    &tar,
-                    &HeaderSpec {
-                        name: written_name,
-                        type_flag: if dir { b'5' } else { b'0' },
-                        size,
-                        fields: &fields,
-                        mode,
-                    },
-                    &block,
-                    at,
-                    notes,
-                );
-                if !dir {
-                    skip_data(r, size, &name, at, notes)?;
-                    offset += size.div_ceil(BLOCK as u64) * BLOCK as u64;
+                    check(&framing, &spec, special);
+                    pax = Some(PaxFraming {
+                        name,
+                        fields: entry_fields,
+                        records,
+                    });
                 }
-                seen.push(Seen {
-                    name,
-                    dir,
-                    mode,
-                    fields,
-                    pax: pending_pax.take(),
-                });
-            }
-            other => {
-                notes.push(format!(
-                    "the tar entry at tar offset {at} has type {:?}, which is not written",
-                    other as char
-                ));
-                skip_data(r, size, "?", at, notes)?;
-                offset += size.div_ceil(BLOCK as u64) * BLOCK as u64;
+                (b'L', _) => {}
+                _ => other_notes.push(format!(
+                    "the {:?} header at tar offset {} is not written",
+                    type_flag as char, special.offset
+                )),
             }
         }
-    };
-    // After the marker: count what follows; it must all be zero.
+        let type_flag = own.block[fields::TYPE_FLAG.at];
+        if !matches!(entry.kind, EntryKind::File | EntryKind::Directory) {
+            other_notes.push(format!(
+                "the tar entry at tar offset {} has type {:?}, which is not written",
+                own.offset, type_flag as char
+            ));
+            continue;
+        }
+        let name = String::from_utf8(entry.name).map_err(|_| {
+            bad(format!(
+                "the tar entry at tar offset {} has a non-UTF-8 name",
+                own.offset
+            ))
+        })?;
+        let dir = entry.kind == EntryKind::Directory;
+        if (type_flag == b'5') != name.ends_with('/') || type_flag == 0 || type_flag == b'D' {
+            other_notes.push(format!(
+                "the tar entry {name:?} has a type flag this tool does not write"
+            ));
+        }
+        if name.starts_with("./") || name.starts_with('/') {
+            other_notes.push(format!(
+                "the tar entry name {name:?} is not written this way"
+            ));
+        }
+        // A pax `path` or a GNU long name leaves the first 100 bytes here.
+        let has_pax_path = pax
+            .as_ref()
+            .is_some_and(|p: &PaxFraming| p.records.iter().any(|(k, _)| k == "path"));
+        let long = has_pax_path || (name.len() > 100 && framing.format == TarFormat::Gnu);
+        let written_name = if long {
+            &name.as_bytes()[..name.len().min(100)]
+        } else {
+            name.as_bytes()
+        };
+        let (mode, entry_fields) = fields_of(&own.block);
+        let spec = HeaderSpec {
+            name: written_name,
+            type_flag: if dir { b'5' } else { b'0' },
+            size: entry.size.max(0) as u64,
+            fields: &entry_fields,
+            mode,
+        };
+        check(&framing, &spec, own);
+        tar.skip_data().map_err(walk_error)?;
+        seen.push(Seen {
+            name,
+            dir,
+            mode,
+            fields: entry_fields,
+            pax,
+        });
+    }
+    notes.append(&mut other_notes);
+    if tar.nonzero_padding() {
+        notes.push("the padding after a tar member is not zero; a repack writes zeros".into());
+    }
     if mismatches > 5 {
         notes.push(format!("… and {} more such tar headers", mismatches - 5));
     }
-    let (rest, zero) = count_rest(r)?;
-    let trailing = if had_marker {
-        rest + BLOCK as u64
-    } else {
-        rest
+    // After the marker: count what follows; it must all be zero.
+    let (end_offset, had_marker) = match tar.end_marker() {
+        Some(at) => (at, true),
+        None => (tar.offset(), false),
     };
+    let after_marker = tar.offset() - end_offset;
+    let mut rest_reader = tar.into_inner();
+    let (rest, zero) = count_rest(&mut rest_reader)?;
+    let trailing = rest + if had_marker { after_marker } else { 0 };
     if !zero {
         notes.push("data after the tar end marker is not all zero; a repack writes zeros".into());
     }
     let total = end_offset + trailing;
     let with_record = (end_offset + 1024).div_ceil(RECORD) * RECORD;
     if trailing >= 1024 && with_record == total {
-        tar.end_blocks = 2;
-        tar.record_size = RECORD;
+        framing.end_blocks = 2;
+        framing.record_size = RECORD;
     } else {
-        tar.end_blocks = u32::try_from(trailing / BLOCK as u64).unwrap_or(u32::MAX);
-        tar.record_size = BLOCK as u64;
+        framing.end_blocks = u32::try_from(trailing / BLOCK as u64).unwrap_or(u32::MAX);
+        framing.record_size = BLOCK as u64;
         if trailing % BLOCK as u64 != 0 {
             notes.push(format!(
                 "the tar stream ends with a partial block ({} bytes)",
@@ -625,44 +482,48 @@ fn read_tar<R: Read>(r: &mut R, notes: &mut Vec<String>) -> io::Result<(TarFrami
             ));
         }
     }
-    finish_entries(&mut tar, seen);
-    Ok((tar, total))
+    finish_entries(&mut framing, seen);
+    Ok((framing, rest_reader))
 }
 
-/// Full member name from a ustar header: prefix/name.
-fn full_name(block: &[u8; BLOCK], name: &[u8], format: TarFormat) -> Vec<u8> {
-    if format == TarFormat::Ustar && block[345] != 0 {
-        let prefix = &block[fields::PREFIX.range()];
-        let end = prefix.iter().position(|&b| b == 0).unwrap_or(prefix.len());
-        let mut full = prefix[..end].to_vec();
+/// The tar format and number style of the first stored header.
+fn style_of(block: &[u8; BLOCK]) -> (TarFormat, TarNumbers) {
+    let format = if &block[fields::MAGIC.range()] == b"ustar\0" {
+        TarFormat::Ustar
+    } else {
+        TarFormat::Gnu
+    };
+    // libarchive writes octal fields as digits, a space, a NUL.
+    let mode_end = fields::MODE.range().end;
+    let numbers = if block[mode_end - 2] == b' ' && block[mode_end - 1] == 0 {
+        TarNumbers::Libarchive
+    } else if block[fields::DEV_MAJOR.at..fields::DEV_MINOR.range().end]
+        .iter()
+        .all(|&b| b == 0)
+    {
+        TarNumbers::Gnu
+    } else {
+        TarNumbers::Python
+    };
+    (format, numbers)
+}
+
+/// A stored header's full name: a ustar header's prefix, a `/`, its name.
+fn full_name(block: &[u8; BLOCK], format: TarFormat) -> Vec<u8> {
+    let text = |field: fields::Field| {
+        let bytes = &block[field.range()];
+        let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+        bytes[..end].to_vec()
+    };
+    let name = text(fields::NAME);
+    if format == TarFormat::Ustar && block[fields::PREFIX.at] != 0 {
+        let mut full = text(fields::PREFIX);
         full.push(b'/');
-        full.extend_from_slice(name);
+        full.extend_from_slice(&name);
         full
     } else {
-        name.to_vec()
+        name
     }
-}
-
-fn skip_data<R: Read>(
-    r: &mut R,
-    size: u64,
-    name: &str,
-    at: u64,
-    notes: &mut Vec<String>,
-) -> io::Result<()> {
-    let copied = io::copy(&mut r.take(size), &mut io::sink())?;
-    if copied != size {
-        return Err(bad(format!(
-            "member {name} at tar offset {at} is truncated"
-        )));
-    }
-    let pad = (BLOCK as u64 - size % BLOCK as u64) % BLOCK as u64;
-    let mut p = [0u8; BLOCK];
-    r.read_exact(&mut p[..pad as usize])?;
-    if p.iter().any(|&b| b != 0) {
-        notes.push(format!("the padding after member {name} is not zero"));
-    }
-    Ok(())
 }
 
 /// The most common value among `values` (first seen on a tie).
@@ -935,12 +796,16 @@ mod tests {
     #[test]
     fn pax_records_parse_and_encode_back() {
         let body = b"29 ctime=1733029749.66387288\n27 mtime=1685462267.836858\n";
-        let records = parse_pax(body, 0).unwrap();
+        let records: Vec<(String, String)> = walk::pax_records(body)
+            .unwrap()
+            .into_iter()
+            .map(|(k, v)| (String::from_utf8(k).unwrap(), String::from_utf8(v).unwrap()))
+            .collect();
         assert_eq!(
             records[1],
             ("mtime".to_string(), "1685462267.836858".to_string())
         );
         assert_eq!(pax_body(&records), body);
-        assert!(parse_pax(b"99 x=y\n", 0).is_err());
+        assert!(walk::pax_records(b"99 x=y\n").is_none());
     }
 }

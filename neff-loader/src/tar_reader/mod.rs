@@ -17,6 +17,9 @@
 mod number;
 mod pax;
 
+pub use number::header_field;
+pub use pax::pax_records;
+
 use neff_schema::tar as fields;
 use std::io::{self, Read, Write};
 
@@ -195,6 +198,26 @@ pub struct TarReader<R> {
     format: ArchiveFormat,
     /// Copy buffer, reused across entries.
     buf: Vec<u8>,
+    /// Whether the header blocks are kept ([`TarReader::recording_headers`]).
+    record: bool,
+    /// The header blocks read by the last [`TarReader::next_entry`].
+    headers: Vec<StoredHeader>,
+    /// A special header's body while it is read (recording only).
+    capture: Option<Vec<u8>>,
+    /// Whether any padding read was not all zero (recording only).
+    nonzero_padding: bool,
+}
+
+/// A header block as stored, for tools that reproduce the framing.
+#[derive(Debug, Clone)]
+pub struct StoredHeader {
+    /// Its offset in the tar stream.
+    pub offset: u64,
+    /// The block.
+    pub block: [u8; BLOCK],
+    /// A special header's body (`x`, `g`, `L`, `K`, `V`): `None` for the
+    /// entry's own header, and for a body over [`MAX_SPECIAL_HEADER`].
+    pub body: Option<Vec<u8>>,
 }
 
 impl<R> std::fmt::Debug for TarReader<R> {
@@ -266,7 +289,46 @@ impl<R: Read> TarReader<R> {
             end_marker: None,
             format: ArchiveFormat::Unknown,
             buf: Vec::new(),
+            record: false,
+            headers: Vec::new(),
+            capture: None,
+            nonzero_padding: false,
         }
+    }
+
+    /// Keeps the header blocks (and special headers' bodies) each
+    /// [`TarReader::next_entry`] reads, for [`TarReader::headers`].
+    pub fn recording_headers(mut self) -> Self {
+        self.record = true;
+        self
+    }
+
+    /// The header blocks the last [`TarReader::next_entry`] read, in order:
+    /// its special headers, then the entry's own header (when recording).
+    pub fn headers(&self) -> &[StoredHeader] {
+        &self.headers
+    }
+
+    /// Whether any padding read so far was not all zero (when recording).
+    pub fn nonzero_padding(&self) -> bool {
+        self.nonzero_padding
+    }
+
+    /// Ends the capture of a special header's body, keeping `block`.
+    fn keep_header(&mut self, offset: u64, block: [u8; BLOCK], special: bool) {
+        let body = self.capture.take().filter(|_| special);
+        if self.record {
+            self.headers.push(StoredHeader {
+                offset,
+                block,
+                body,
+            });
+        }
+    }
+
+    /// Appends bytes read to the body being captured.
+    fn captured(&mut self, bytes: &[u8]) {
+        capture_into(&mut self.capture, bytes);
     }
 
     /// Offset of the zero block that ended the archive (the end-of-archive
@@ -291,11 +353,17 @@ impl<R: Read> TarReader<R> {
     pub fn next_entry(&mut self) -> Result<Option<Entry>, Error> {
         self.skip_data()?;
         self.current = None;
+        self.headers.clear();
         if self.done {
             return Ok(None);
         }
         let mut specials = Specials::default();
+        // The special header whose body is being captured (recording only).
+        let mut special: Option<(u64, [u8; BLOCK])> = None;
         loop {
+            if let Some((offset, block)) = special.take() {
+                self.keep_header(offset, block, true);
+            }
             let header_offset = self.offset;
             let Some(block) = self.read_header_block()? else {
                 if let (true, Some((kind, offset))) = (specials.eof_fatal, specials.first) {
@@ -320,8 +388,13 @@ impl<R: Read> TarReader<R> {
             let kind = type_flag as char;
             let size = number::header_field(&block[fields::SIZE.range()]);
             if !matches!(type_flag, b'A' | b'g' | b'K' | b'L' | b'V' | b'X' | b'x') {
+                self.keep_header(header_offset, block, false);
                 let entry = self.make_entry(&block, header_offset, size, specials)?;
                 return Ok(Some(entry));
+            }
+            if self.record {
+                self.capture = Some(Vec::new());
+                special = Some((header_offset, block));
             }
             // 'x' and 'X' share one slot. A repeated x or g fails; a repeated
             // L, K or V is a warning and the later one applies.
@@ -562,6 +635,7 @@ impl<R: Read> TarReader<R> {
     fn read_raw(&mut self, buf: &mut [u8]) -> Result<usize, Error> {
         let got = read_full(&mut self.inner, buf)?;
         self.offset += got as u64;
+        self.captured(&buf[..got]);
         Ok(got)
     }
 
@@ -583,6 +657,7 @@ impl<R: Read> TarReader<R> {
             self.offset += got as u64;
             self.pending_data -= got as u64;
             sink.write_all(&buf[..got]).map_err(Error::sink)?;
+            capture_into(&mut self.capture, &buf[..got]);
             if got < want {
                 let got = size - self.pending_data;
                 let e = truncated_data(size, got, data_offset);
@@ -618,6 +693,9 @@ impl<R: Read> TarReader<R> {
             let got = read_full(&mut self.inner, &mut pad[..want])?;
             self.offset += got as u64;
             self.pending_pad = 0;
+            if self.record && pad[..got].iter().any(|&b| b != 0) {
+                self.nonzero_padding = true;
+            }
             if got < want {
                 let offset = self.offset - got as u64;
                 let message =
@@ -652,6 +730,7 @@ impl<R: Read> TarReader<R> {
         let mut limited = (&mut self.inner).take(size);
         let got = limited.read_to_end(&mut body)? as u64;
         self.offset += got;
+        self.captured(&body);
         self.pending_data = 0;
         if got < size {
             let special = format!("special header at tar offset {header_offset}");
@@ -659,6 +738,18 @@ impl<R: Read> TarReader<R> {
         }
         self.skip_padding()?;
         Ok(body)
+    }
+}
+
+/// Appends `bytes` to a special header's body being captured, up to the
+/// special header limit (past it the capture is dropped).
+fn capture_into(capture: &mut Option<Vec<u8>>, bytes: &[u8]) {
+    if let Some(kept) = capture {
+        if kept.len() + bytes.len() > MAX_SPECIAL_HEADER as usize {
+            *capture = None;
+        } else {
+            kept.extend_from_slice(bytes);
+        }
     }
 }
 

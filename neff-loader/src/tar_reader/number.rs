@@ -3,7 +3,7 @@
 
 /// A numeric header field (`size`, `mtime`, the checksum): base-256 when
 /// the first byte has its top bit set, else octal ([`parse_base`] base 8).
-pub(super) fn header_field(field: &[u8]) -> i64 {
+pub fn header_field(field: &[u8]) -> i64 {
     match field.first() {
         Some(&first) if first & 0x80 != 0 => base256(field),
         _ => parse_base(field, 8),

@@ -324,6 +324,21 @@ impl TimeCheck {
     }
 }
 
+/// A whole pax body's records (key, value without its newline) as
+/// libarchive splits them; `None` where the body is not in that form.
+pub fn pax_records(body: &[u8]) -> Option<Vec<(Vec<u8>, Vec<u8>)>> {
+    let mut records = Vec::new();
+    let mut rest = body;
+    while !rest.is_empty() {
+        let window = &rest[..rest.len().min(MAX_PROLOG)];
+        let (prolog, key, line) = parse_prolog(window, rest.len() as u64, 0).ok()?;
+        let value = rest[..line].get(prolog..)?.strip_suffix(b"\n")?;
+        records.push((key, value.to_vec()));
+        rest = &rest[line..];
+    }
+    Some(records)
+}
+
 /// Parses a record's prolog in `window` (its first bytes; `left` bytes of
 /// the body remain): returns the prolog's length (through `=`), the key
 /// and the record's length.
