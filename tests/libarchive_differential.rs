@@ -14,131 +14,14 @@
 //! `cfg(neff_libarchive)` when they import); `.ci/run` installs them.
 
 mod common;
+#[path = "../fuzz/src/payload_walk.rs"]
+mod payload_walk;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use payload_walk::{neff_walk, Listed, Walk};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
-
-/// One walk's outcome: the entries, then `None` for a clean end or the
-/// failure.
-#[derive(Debug, PartialEq)]
-struct Walk {
-    entries: Vec<Listed>,
-    failure: Option<String>,
-}
-
-impl Walk {
-    /// One line: each entry as `name[/]:size:sha-prefix`, then the end.
-    fn summary(&self) -> String {
-        let entries: Vec<String> = self
-            .entries
-            .iter()
-            .map(|e| {
-                let bytes: Vec<u8> = (0..e.name.len() / 2)
-                    .map(|i| u8::from_str_radix(&e.name[2 * i..2 * i + 2], 16).unwrap_or(b'?'))
-                    .collect();
-                let name = String::from_utf8_lossy(&bytes);
-                let name: String = name.chars().take(40).collect();
-                let sha = e.sha256.as_deref().map_or("-", |s| &s[..6]);
-                format!("{name}{}:{}:{sha}", if e.dir { "/" } else { "" }, e.size)
-            })
-            .collect();
-        let end = self.failure.as_deref().unwrap_or("ok");
-        let end: String = end.chars().take(110).collect();
-        format!("[{}] {end}", entries.join(", "))
-    }
-}
-
-impl Listed {
-    /// The same entry as the runtime sees it: directories (which it skips)
-    /// by name alone.
-    fn same_as(&self, other: &Listed) -> bool {
-        if self.dir || other.dir {
-            return self.dir == other.dir && self.name == other.name;
-        }
-        self == other
-    }
-}
-
-#[derive(Debug, PartialEq)]
-struct Listed {
-    name: String,
-    dir: bool,
-    size: i64,
-    /// SHA-256 of the data read (None for directories and negative sizes).
-    sha256: Option<String>,
-}
-
-/// This crate's walk of `payload`, making the runtime's calls.
-fn ours(payload: &[u8]) -> Walk {
-    let mut entries = Vec::new();
-    let fail = |entries, why: String| Walk {
-        entries,
-        failure: Some(why),
-    };
-    let (_, stream) = match neff::loader::payload_stream(payload) {
-        Ok(s) => s,
-        Err(e) => return fail(entries, format!("open: {e}")),
-    };
-    let mut tar = neff::loader::TarReader::new(stream);
-    let mut first = true;
-    loop {
-        let entry = match tar.next_entry() {
-            Ok(Some(entry)) => entry,
-            // libarchive cannot even bid on a stream with no tar block.
-            Ok(None) if first && tar.offset() == 0 => return fail(entries, "open: empty".into()),
-            Ok(None) => {
-                return Walk {
-                    entries,
-                    failure: None,
-                }
-            }
-            Err(e) => return fail(entries, format!("header: {e}")),
-        };
-        first = false;
-        let dir = entry.kind == neff::loader::EntryKind::Directory;
-        let mut listed = Listed {
-            name: hex(&entry.name),
-            dir,
-            size: entry.size,
-            sha256: None,
-        };
-        if dir || entry.size < 0 {
-            entries.push(listed);
-            continue;
-        }
-        let mut hasher = HashSink(Sha256::new());
-        let copied = tar.copy_data(&mut hasher);
-        listed.sha256 = Some(hex(&hasher.0.finalize()));
-        entries.push(listed);
-        if let Err(e) = copied {
-            // The data read before the failure is not compared.
-            if let Some(last) = entries.last_mut() {
-                last.sha256 = None;
-            }
-            return fail(entries, format!("data: {e}"));
-        }
-    }
-}
-
-struct HashSink(Sha256);
-
-impl Write for HashSink {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.update(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
 
 /// libarchive's walks of `paths`, in order.
 fn theirs(paths: &[PathBuf], tmp: &Path) -> Vec<Walk> {
@@ -232,23 +115,8 @@ fn compare(cases: &[(String, Vec<u8>)], tmp: &Path) -> Vec<String> {
     let theirs = theirs(&paths, tmp);
     let mut mismatches = Vec::new();
     for ((name, payload), theirs) in cases.iter().zip(theirs) {
-        let ours = ours(payload);
-        // A construct refused by design (the README's limits) may be one
-        // libarchive reads; the entries before it must still agree.
-        let refused = ours
-            .failure
-            .as_deref()
-            .is_some_and(|f| f.contains("Unsupported tar construct"));
-        let agree = |a: &[Listed], b: &[Listed]| {
-            a.len() == b.len() && a.iter().zip(b).all(|(a, b)| a.same_as(b))
-        };
-        let same = if refused {
-            theirs.entries.len() >= ours.entries.len()
-                && agree(&ours.entries, &theirs.entries[..ours.entries.len()])
-        } else {
-            agree(&ours.entries, &theirs.entries)
-                && ours.failure.is_some() == theirs.failure.is_some()
-        };
+        let ours = neff_walk(payload);
+        let same = ours.agrees_with(&theirs);
         if !same {
             mismatches.push(format!(
                 "{name}:\n  ours:   {}\n  theirs: {}",

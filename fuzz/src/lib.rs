@@ -4,6 +4,8 @@
 //! package's regression tests can replay saved inputs through it.
 
 pub mod checks;
+pub mod libarchive;
+pub mod payload_walk;
 
 use std::collections::BTreeSet;
 use std::sync::OnceLock;
@@ -19,6 +21,42 @@ pub mod read_verify {
     /// Runs [`crate::checks::read_verify`].
     pub fn run(data: &[u8]) {
         crate::checks::read_verify(data);
+    }
+}
+
+/// `libarchive_walk`: a payload walked by this crate's readers and by the
+/// real libarchive 3.8 (loaded from `LIBARCHIVE`); they must agree.
+pub mod libarchive_walk {
+    use std::io::Write;
+
+    /// The first byte chooses the framing: odd, the rest is a tar stream
+    /// gzipped here (so libFuzzer's edits land in tar headers, not in
+    /// deflate data); even, the rest is the payload as stored.
+    pub fn run(data: &[u8]) {
+        let Some((&mode, rest)) = data.split_first() else {
+            return;
+        };
+        let payload = if mode & 1 == 1 {
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            if gz.write_all(rest).is_err() {
+                return;
+            }
+            match gz.finish() {
+                Ok(bytes) => bytes,
+                Err(_) => return,
+            }
+        } else {
+            rest.to_vec()
+        };
+        let ours = crate::payload_walk::neff_walk(&payload);
+        let theirs = crate::libarchive::libarchive_walk(&payload);
+        assert!(
+            ours.agrees_with(&theirs),
+            "the walks differ ({}):\n  neff:       {}\n  libarchive: {}",
+            crate::libarchive::version(),
+            ours.summary(),
+            theirs.summary()
+        );
     }
 }
 
