@@ -625,6 +625,24 @@ mod dialects {
             fix_checksum(&mut h);
             cat(&[&h, data, &[0u8; 512 - 13]])
         });
+        for (name, map) in [
+            // The fuzz target's first finding: a negative entry fails.
+            (
+                "GNU old sparse map in a regular file, malformed",
+                [0xFFu8; 24],
+            ),
+            (
+                "GNU old sparse map in a regular file",
+                *b"00000000001\x0000000000004\x00",
+            ),
+        ] {
+            add(name, {
+                let mut h = header(b"neff.json", b'0', data.len() as u64, GNU);
+                h[386..410].copy_from_slice(&map);
+                fix_checksum(&mut h);
+                cat(&[&h, data, &[0u8; 512 - 13]])
+            });
+        }
         // Names.
         add("ustar prefix", {
             let mut h = header(b"def.json", b'0', data.len() as u64, USTAR);

@@ -59,7 +59,8 @@ impl Walk {
             theirs.entries.len() >= self.entries.len()
                 && agree(&self.entries, &theirs.entries[..self.entries.len()])
         } else {
-            agree(&self.entries, &theirs.entries) && self.failure.is_some() == theirs.failure.is_some()
+            agree(&self.entries, &theirs.entries)
+                && self.failure.is_some() == theirs.failure.is_some()
         }
     }
 

@@ -61,7 +61,10 @@ pub const DEV_MAJOR: Field = Field::new(329, 8);
 pub const DEV_MINOR: Field = Field::new(337, 8);
 /// ustar `prefix`: the path's leading folders.
 pub const PREFIX: Field = Field::new(345, 155);
-/// GNU `isextended` (sparse headers follow).
+/// GNU: the old sparse map (4 entries of a 12-byte offset and a 12-byte
+/// size); libarchive reads an entry as sparse when its first byte is not 0.
+pub const GNU_SPARSE: Field = Field::new(386, 96);
+/// GNU: whether extension blocks of the sparse map follow.
 pub const GNU_IS_EXTENDED: Field = Field::new(482, 1);
 /// GNU `realsize` (of a sparse file).
 pub const GNU_REAL_SIZE: Field = Field::new(483, 12);

@@ -14,16 +14,13 @@ use std::path::{Path, PathBuf};
 
 use neff_schema::features;
 use neff_schema::header::Blob as HashBlob;
-use neff_schema::manifest::{
-    Carveout, DmaBlock, DmaQueue, Dtype, Engine, EngineJson, Extra, Fp8Config, UcodeFunction,
-    UcodeLib,
-};
+use neff_schema::manifest::Extra;
 use neff_schema::{Framing, FramingPreset, PkgVersion, Target, Uuid};
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
-use crate::builder::{Data, EngineProgram, NeffBuilder, Subgraph, Tensor, Weight};
-use crate::error::{Error, ErrorKind};
+use crate::builder::{Data, NeffBuilder, Subgraph};
+use crate::error::{spec_error as invalid, Error, ErrorKind};
 use crate::header_options::{HeaderPatch, UuidChoice};
 use crate::lift::{Model, PayloadMember, WeightEdit};
 use crate::PackSettings;
@@ -64,7 +61,7 @@ pub struct BuildSpec {
     /// sets the header's `vnc_size` to their count and feature bit
     /// `neff_feature_vnc`. Required unless `payload` is given.
     #[serde(default)]
-    pub subgraphs: Vec<SubgraphSpec>,
+    pub subgraphs: Vec<Subgraph>,
     /// The lifted form (`neff unpack --spec`): every member of the payload,
     /// each a typed manifest (`neff_json`, `kelf`, `def_json`, `engine`,
     /// `act_info`) or bytes (`data`). Nothing is generated: the payload is
@@ -155,222 +152,6 @@ impl FramingSpec {
     }
 }
 
-/// One subgraph (`sgNN/`). Variables get dense var_ids: inputs, then outputs,
-/// then tmp_bufs, state_buffers, weights and vars in that order, each in list
-/// order, except those that pin a `var_id`.
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SubgraphSpec {
-    /// The folder and KELF graph name (`sg00`).
-    pub name: String,
-    /// def.json `name` (default: the subgraph name; `"definition"`, as the
-    /// compilers write it, under the `neuronx-cc` framing presets).
-    #[serde(default)]
-    pub def_name: Option<String>,
-    /// def.json `version` (not read by the loader; the fixture's is `"0.6-"`,
-    /// the compilers' `"0.6"`, the default under the `neuronx-cc` presets).
-    #[serde(default)]
-    pub def_version: Option<String>,
-    /// Model inputs (`type: "input"`); each needs a dtype and a shape.
-    #[serde(default)]
-    pub inputs: Vec<TensorSpec>,
-    /// Model outputs (`type: "output"`); each needs a dtype and a shape; at least one.
-    #[serde(default)]
-    pub outputs: Vec<TensorSpec>,
-    /// Scratch buffers (`type: "tmp-buf"`); each needs a size or a dtype and shape.
-    #[serde(default)]
-    pub tmp_bufs: Vec<TensorSpec>,
-    /// State-buffer variables (`type: "state-buffer"`).
-    #[serde(default)]
-    pub state_buffers: Vec<TensorSpec>,
-    /// Weights (`type: "file"`), as .npy v1 or raw bytes.
-    #[serde(default)]
-    pub weights: Vec<WeightSpec>,
-    /// Variables of any other type (`virtual`, `pointer`, `list`, `remote`, ...).
-    #[serde(default)]
-    pub vars: Vec<VarSpec>,
-    /// DMA queues by name.
-    #[serde(default)]
-    pub dma_queues: BTreeMap<String, DmaQueue>,
-    /// Top-level def.json DMA blocks (manifest objects, written as they are).
-    #[serde(default)]
-    pub dma: Vec<DmaBlock>,
-    /// Engine programs by engine (`pe`, `act`, `pool`, `dve`, `sp`). All five
-    /// engines are always written; an engine not listed gets an empty program.
-    #[serde(default)]
-    pub engines: BTreeMap<Engine, EngineSpec>,
-    /// GPSIMD ucode libraries. Written inline in def.json, in
-    /// `<sg>/ucode_lib.json` and as members; sets feature bit `custom_ops`.
-    #[serde(default)]
-    pub ucode_libs: Vec<UcodeLibSpec>,
-    /// Add the EVTACCEL carveout CAYMAN requires
-    /// (`{"type": "evtaccel", "offset": 229368, "size": 8, "base_partition": 0, "partitions": 128}`).
-    #[serde(default)]
-    pub evtaccel: bool,
-    /// Other `runtime_statebuffer_reservation` entries, as they are.
-    #[serde(default)]
-    pub carveouts: Vec<Carveout>,
-    /// def.json `replica_groups` (collectives).
-    #[serde(default)]
-    pub replica_groups: Option<Vec<serde_json::Value>>,
-    /// def.json `src_target_pairs` (collectives).
-    #[serde(default)]
-    pub src_target_pairs: Option<Vec<serde_json::Value>>,
-    /// def.json `num_streams`.
-    #[serde(default)]
-    pub num_streams: Option<u64>,
-    /// def.json `fp8_conversion_config`.
-    #[serde(default)]
-    pub fp8_conversion_config: Option<Fp8Config>,
-    /// Extra def.json keys written as they are (a generated key's name replaces it).
-    #[serde(default)]
-    pub extra: Extra,
-}
-
-/// A variable of a fixed type.
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct TensorSpec {
-    /// The variable (and, for inputs and outputs, tensor) name.
-    pub name: String,
-    /// Element type.
-    #[serde(default)]
-    pub dtype: Option<Dtype>,
-    /// Shape.
-    #[serde(default)]
-    pub shape: Option<Vec<u64>>,
-    /// Size in bytes (default: elements × element size).
-    #[serde(default)]
-    pub size: Option<u64>,
-    /// Pins the var_id (the others fill the free ids).
-    #[serde(default)]
-    pub var_id: Option<u64>,
-    /// Extra keys in the def.json var object (`"#transfer-type"`,
-    /// `internal_shape`, `alignment`, ...).
-    #[serde(default)]
-    pub extra: Extra,
-}
-
-/// A variable of any type.
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct VarSpec {
-    /// The variable name.
-    pub name: String,
-    /// The def.json `type`.
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// Element type.
-    #[serde(default)]
-    pub dtype: Option<Dtype>,
-    /// Shape.
-    #[serde(default)]
-    pub shape: Option<Vec<u64>>,
-    /// Size in bytes (`virtual` needs one; `pointer` defaults to 8).
-    #[serde(default)]
-    pub size: Option<u64>,
-    /// Pins the var_id.
-    #[serde(default)]
-    pub var_id: Option<u64>,
-    /// Extra keys (`list`, `referenced_var_id`, `backing_buf`, ...).
-    #[serde(default)]
-    pub extra: Extra,
-}
-
-/// Weights: exactly one of `npy` and `raw`.
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct WeightSpec {
-    /// The variable name.
-    pub name: String,
-    /// A .npy version 1 file (checked; its dtype and shape fill the var).
-    #[serde(default)]
-    pub npy: Option<Blob>,
-    /// Raw bytes (streamed as they are). With a `dtype` of known element size
-    /// and a `shape`, their length must be elements × element size.
-    #[serde(default)]
-    pub raw: Option<Blob>,
-    /// The member name in the subgraph folder (default `<name>.npy` / `<name>.bin`).
-    #[serde(default)]
-    pub file_name: Option<String>,
-    /// Element type (default: from the .npy header; one given must fit the
-    /// data's length with the shape).
-    #[serde(default)]
-    pub dtype: Option<Dtype>,
-    /// Shape (default: from the .npy header).
-    #[serde(default)]
-    pub shape: Option<Vec<u64>>,
-    /// `size` for the var entry (none by default).
-    #[serde(default)]
-    pub size: Option<u64>,
-    /// Pins the var_id.
-    #[serde(default)]
-    pub var_id: Option<u64>,
-    /// Extra keys in the def.json var object.
-    #[serde(default)]
-    pub extra: Extra,
-}
-
-/// One engine's program: its instruction stream and its manifest, the
-/// typed model's engine manifest (`neff schema engine`: `dma`, `name`,
-/// `act_semaphore`, `act_info`, `activation_function_sets`, `dve_tables`, …;
-/// any other key is written as it is). What the manifest leaves out is
-/// filled in: `instr` (the instruction member), `dma` (`[]`) and `name`.
-/// An `extra` object (the older spelling) is merged in.
-#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
-pub struct EngineSpec {
-    /// The instruction stream (`<eng>.bin`); empty when absent.
-    #[serde(default)]
-    pub instructions: Option<Blob>,
-    /// The engine manifest.
-    #[serde(flatten)]
-    pub manifest: EngineJson,
-}
-
-/// A GPSIMD ucode library.
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct UcodeLibSpec {
-    /// The library member name in the subgraph folder (unique: G24e).
-    pub library: String,
-    /// The library bytes (an Xtensa ELF32; opaque to the builder).
-    pub data: Blob,
-    /// The ucode ABI version; the major must be 1 (e.g. `"1.21.1.0"`).
-    pub ulib_to_ucode_version: String,
-    /// The ISA version (producer field).
-    #[serde(default)]
-    pub ulib_to_isa_version: Option<String>,
-    /// Built-in library (default false).
-    #[serde(default)]
-    pub is_builtin: Option<bool>,
-    /// Must be 0 (default 0).
-    #[serde(default)]
-    pub cpu_id: Option<u64>,
-    /// 0, 1 or 8 (default 1).
-    #[serde(default)]
-    pub total_cpus: Option<u64>,
-    /// The functions; `sub_opcode`s left out are numbered densely per subgraph.
-    #[serde(default)]
-    pub functions: Vec<FunctionSpec>,
-    /// Extra keys in the library object.
-    #[serde(default)]
-    pub extra: Extra,
-}
-
-/// A ucode function.
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct FunctionSpec {
-    /// The function name (at most 64 characters).
-    pub name: String,
-    /// The function id byte (default: next free, dense per subgraph).
-    #[serde(default)]
-    pub sub_opcode: Option<u64>,
-    /// The opcode (default 133, CUSTOM_OP).
-    #[serde(default)]
-    pub opcode: Option<i64>,
-}
-
 /// Bytes for a member: a path relative to the spec file (a string or
 /// `{"path": ...}`), `{"base64": ...}` or `{"text": ...}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -454,14 +235,6 @@ impl schemars::JsonSchema for Blob {
             ]
         })
     }
-}
-
-/// A value is unusable; `key` is its path in the spec
-/// (`subgraphs[0].weights[1].npy`), which the message also starts with.
-fn invalid<T>(key: impl Into<String>, message: impl Into<String>) -> Result<T, Error> {
-    let key = key.into();
-    let message = format!("{key}: {}", message.into());
-    Err(Error::new(ErrorKind::Spec, message).at_key(key))
 }
 
 impl BuildSpec {
@@ -593,8 +366,11 @@ impl BuildSpec {
             .maybe(self.kelf_version, NeffBuilder::kelf_version)
             .each(self.kelf_extra, |b, (k, v)| b.kelf_key(k, v))
             .each(self.neff_json_extra, |b, (k, v)| b.neff_json_key(k, v));
-        for (i, sg) in self.subgraphs.into_iter().enumerate() {
-            b = b.add_subgraph(sg.into_subgraph(&format!("subgraphs[{i}]"), &mut blobs)?);
+        for (i, mut sg) in self.subgraphs.into_iter().enumerate() {
+            sg.resolve_blobs(&format!("subgraphs[{i}]"), &mut |k, blob| {
+                blobs.data(k, blob)
+            })?;
+            b = b.add_subgraph(sg);
         }
         for (name, blob) in self.members {
             let data = blobs.data(&format!("members.{name:?}"), blob)?;
@@ -659,25 +435,6 @@ impl Blobs<'_> {
     }
 }
 
-/// Merges an `extra` object (the spec's older spelling of a manifest's
-/// unknown keys) into the manifest's own keys; a key given both ways is an
-/// error naming it.
-fn merge_older_extra(extra: &mut Extra, key: &str) -> Result<(), Error> {
-    let Some(older) = extra.remove("extra") else {
-        return Ok(());
-    };
-    let serde_json::Value::Object(older) = older else {
-        return invalid(format!("{key}.extra"), "must be an object");
-    };
-    for (k, v) in older {
-        if extra.contains_key(&k) {
-            return invalid(format!("{key}.extra.{k}"), "is also given directly");
-        }
-        extra.insert(k, v);
-    }
-    Ok(())
-}
-
 /// A blob's data: a path relative to `base` (checked to be a regular file,
 /// streamed when written), decoded base64 or the text's bytes; `key` names
 /// the blob in errors.
@@ -696,21 +453,6 @@ pub fn blob_data(base: &Path, key: &str, blob: Blob) -> Result<Data, Error> {
             .or_else(|e| invalid(format!("{key}.base64"), e.to_string())),
         Blob::Text(text) => Ok(Data::bytes(text.into_bytes())),
     }
-}
-
-fn tensor(
-    dtype: Option<Dtype>,
-    shape: Option<Vec<u64>>,
-    size: Option<u64>,
-    var_id: Option<u64>,
-    extra: Extra,
-) -> Tensor {
-    Tensor::default()
-        .maybe(dtype, Tensor::dtype)
-        .maybe(shape, Tensor::shape)
-        .maybe(size, Tensor::size)
-        .maybe(var_id, Tensor::var_id)
-        .each(extra, |t, (k, v)| t.key(k, v))
 }
 
 /// Builder steps for optional and repeated spec values.
@@ -734,87 +476,6 @@ trait Steps: Sized {
 }
 
 impl<B> Steps for B {}
-
-fn tensors(specs: Vec<TensorSpec>) -> impl Iterator<Item = (String, Tensor)> {
-    specs
-        .into_iter()
-        .map(|t| (t.name, tensor(t.dtype, t.shape, t.size, t.var_id, t.extra)))
-}
-
-impl SubgraphSpec {
-    fn into_subgraph(self, key: &str, blobs: &mut Blobs<'_>) -> Result<Subgraph, Error> {
-        let mut sg = Subgraph::new(self.name)
-            .maybe(self.def_name, Subgraph::def_name)
-            .maybe(self.def_version, Subgraph::def_version)
-            .each(tensors(self.inputs), |sg, (n, t)| sg.input(n, t))
-            .each(tensors(self.outputs), |sg, (n, t)| sg.output(n, t))
-            .each(tensors(self.tmp_bufs), |sg, (n, t)| sg.tmp_buf(n, t))
-            .each(tensors(self.state_buffers), |sg, (n, t)| {
-                sg.state_buffer(n, t)
-            });
-        for (i, w) in self.weights.into_iter().enumerate() {
-            let at = format!("{key}.weights[{i}]");
-            let weight = match (w.npy, w.raw) {
-                (Some(blob), None) => Weight::npy(blobs.data(&format!("{at}.npy"), blob)?),
-                (None, Some(blob)) => Weight::raw(blobs.data(&format!("{at}.raw"), blob)?),
-                _ => return invalid(at, "give exactly one of \"npy\" and \"raw\""),
-            };
-            let weight = weight.maybe(w.file_name, Weight::file_name);
-            let t = tensor(w.dtype, w.shape, w.size, w.var_id, w.extra);
-            sg = sg.weight(w.name, weight.tensor(t));
-        }
-        sg = sg.each(self.vars, |sg, v| {
-            let t = tensor(v.dtype, v.shape, v.size, v.var_id, v.extra);
-            sg.var(v.name, v.kind, t)
-        });
-        for (name, mut queue) in self.dma_queues {
-            merge_older_extra(&mut queue.extra, &format!("{key}.dma_queues.{name}"))?;
-            sg = sg.dma_queue(name, queue);
-        }
-        sg = sg.each(self.dma, Subgraph::dma);
-        for (engine, e) in self.engines {
-            let mut manifest = e.manifest;
-            merge_older_extra(&mut manifest.extra, &format!("{key}.engines.{engine}"))?;
-            let mut program = EngineProgram::new().manifest(manifest);
-            if let Some(blob) = e.instructions {
-                let at = format!("{key}.engines.{engine}.instructions");
-                program = program.instructions(blobs.data(&at, blob)?);
-            }
-            sg = sg.engine(engine, program);
-        }
-        for (i, l) in self.ucode_libs.into_iter().enumerate() {
-            let data = blobs.data(&format!("{key}.ucode_libs[{i}].data"), l.data)?;
-            let mut lib = UcodeLib::new(l.library, l.ulib_to_ucode_version);
-            lib.ulib_to_isa_version = l.ulib_to_isa_version;
-            lib.is_builtin = l.is_builtin.or(lib.is_builtin);
-            lib.cpu_id = l.cpu_id.or(lib.cpu_id);
-            lib.total_cpus = l.total_cpus.or(lib.total_cpus);
-            lib.functions = Some(
-                l.functions
-                    .into_iter()
-                    .map(|f| {
-                        let mut func = UcodeFunction::new(f.name);
-                        func.sub_opcode = f.sub_opcode;
-                        if let Some(op) = f.opcode {
-                            func.opcode = op;
-                        }
-                        func
-                    })
-                    .collect(),
-            );
-            lib.extra = l.extra;
-            sg = sg.ucode_lib(lib, data);
-        }
-        Ok(sg
-            .maybe(self.evtaccel.then(Carveout::evtaccel), Subgraph::carveout)
-            .each(self.carveouts, Subgraph::carveout)
-            .maybe(self.replica_groups, Subgraph::replica_groups)
-            .maybe(self.src_target_pairs, Subgraph::src_target_pairs)
-            .maybe(self.num_streams, Subgraph::num_streams)
-            .maybe(self.fp8_conversion_config, Subgraph::fp8_config)
-            .each(self.extra, |sg, (k, v)| sg.key(k, v)))
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -96,3 +96,14 @@ impl From<neff_loader::Error> for Error {
             .with_source(e)
     }
 }
+
+/// A spec value is unusable; `key` is its path in the spec
+/// (`subgraphs[0].weights[1].npy`), which the message also starts with.
+pub(crate) fn spec_error<T>(
+    key: impl Into<String>,
+    message: impl Into<String>,
+) -> Result<T, Error> {
+    let key = key.into();
+    let message = format!("{key}: {}", message.into());
+    Err(Error::new(ErrorKind::Spec, message).at_key(key))
+}

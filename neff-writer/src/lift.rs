@@ -301,7 +301,7 @@ impl Model {
             crate::Data::Source(crate::MemberSource::Bytes(bytes)) => {
                 crate::builder::weights::npy_bytes_data_len(&bytes, &at)?
             }
-            crate::Data::Source(_) => {
+            _ => {
                 return Err(spec_error(format!(
                     "{at}: the .npy must be a file or inline bytes"
                 )))
@@ -583,7 +583,7 @@ fn blob_source(base: &Path, key: &str, blob: &Blob) -> Result<MemberSource, Erro
             crate::Data::Path(path) => {
                 MemberSource::file(&path).map_err(|e| Error::io("cannot read", &path, e))?
             }
-            crate::Data::Source(source) => source,
+            other => other.into_source(key)?,
         },
     )
 }
@@ -611,7 +611,7 @@ fn manifest_bytes(
                 Some(std::fs::read(&path).map_err(|e| Error::io("cannot read", &path, e))?)
             }
             crate::Data::Source(MemberSource::Bytes(bytes)) => Some(bytes),
-            crate::Data::Source(_) => None,
+            _ => None,
         },
         None => None,
     };

@@ -513,6 +513,9 @@ impl<R: Read> TarReader<R> {
                     "a GNU sparse file ('S'): libarchive fills its holes, this reader does not",
                 ));
             }
+            if block[fields::GNU_SPARSE.at] != 0 {
+                return Err(unsupported(header_offset, "a GNU header with an old-style sparse map: libarchive reads its data as a sparse file, this reader does not"));
+            }
             if block[fields::GNU_REAL_SIZE.at] != 0 {
                 return Err(unsupported(header_offset, "a GNU header with a realsize field: libarchive then reports that size, filling past the data with zeros"));
             }

@@ -78,14 +78,15 @@ use neff_schema::manifest::neff_json::IoTensor;
 use neff_schema::manifest::{self, Extra, KelfDescriptor, Manifest, NeffJson};
 use neff_schema::{Framing, FramingPreset, NeffHeader, PkgVersion, Target};
 
+use crate::build_spec::{blob_data, Blob};
 use crate::error::{Error, ErrorKind};
 use crate::header_options::{HeaderPatch, UuidChoice};
 use crate::member::{MemberName, MemberSource};
 use crate::packager::{PackOptions, PackOutcome, Packager};
 
 pub use style::{ContentStyle, COMPILER_DEF_NAME, COMPILER_DEF_VERSION};
-pub use subgraph::Subgraph;
-pub use tensor::{EngineProgram, Tensor, Weight, WeightFormat};
+pub use subgraph::{EngineProgram, FunctionSpec, Subgraph, UcodeLibSpec, VarSpec};
+pub use tensor::{Tensor, Weight, WeightFormat};
 
 /// The KELF descriptor member the builder writes (producer naming).
 pub const DEFAULT_KELF_MEMBER: &str = "kelf-0.json";
@@ -100,6 +101,34 @@ pub enum Data {
     Source(MemberSource),
     /// A file, checked and measured at build time.
     Path(PathBuf),
+    /// A blob as a build spec gives it, not resolved yet
+    /// ([`Subgraph::resolve_blobs`]); left so, a path is relative to the
+    /// working directory.
+    Blob(Blob),
+}
+
+/// Empty bytes.
+impl Default for Data {
+    fn default() -> Data {
+        Data::bytes(Vec::new())
+    }
+}
+
+/// A build spec's blob (a path, `{"path"}`, `{"base64"}` or `{"text"}`), unresolved.
+impl<'de> serde::Deserialize<'de> for Data {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Blob::deserialize(d).map(Data::Blob)
+    }
+}
+
+impl schemars::JsonSchema for Data {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        Blob::schema_name()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        Blob::json_schema(generator)
+    }
 }
 
 impl Data {
@@ -118,6 +147,7 @@ impl Data {
         match self {
             Data::Source(source) => Ok(source),
             Data::Path(path) => MemberSource::file(&path).map_err(|e| Error::io_while(what, e)),
+            Data::Blob(blob) => blob_data(Path::new(""), what, blob)?.into_source(what),
         }
     }
 }
@@ -127,6 +157,7 @@ impl std::fmt::Debug for Data {
         match self {
             Data::Source(s) => s.fmt(f),
             Data::Path(p) => write!(f, "Path({})", p.display()),
+            Data::Blob(b) => write!(f, "Blob({b:?})"),
         }
     }
 }

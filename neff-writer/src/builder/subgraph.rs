@@ -7,27 +7,224 @@ use std::collections::{BTreeMap, BTreeSet};
 use neff_schema::manifest::neff_json::IoTensor;
 use neff_schema::manifest::ucode::UCODE_LIB_JSON;
 use neff_schema::manifest::{
-    Carveout, DefJson, DmaBlock, DmaQueue, Engine, EngineJson, Extra, Fp8Config, UcodeLib,
-    UcodeLibJson, Var, VarType,
+    Carveout, DefJson, DmaBlock, DmaQueue, Dtype, Engine, EngineJson, Extra, Fp8Config,
+    UcodeFunction, UcodeLib, UcodeLibJson, Var, VarType,
 };
+
+use serde::Deserialize;
 
 use super::style::{ContentStyle, COMPILER_DEF_NAME, COMPILER_DEF_VERSION};
 use super::{invalid, manifest_bytes, Data};
-use crate::error::Error;
+use crate::build_spec::Blob;
+use crate::error::{spec_error, Error};
 use crate::member::{MemberName, MemberSource};
 
-use super::tensor::{EngineProgram, Tensor, Weight, WeightFormat};
+use super::tensor::{Tensor, Weight, WeightFormat};
 use super::weights::weight_source;
 
+/// One subgraph (`sgNN/`): the build spec's `subgraphs[i]` is its serde
+/// form, and the builder's methods fill in the same fields. Variables get
+/// dense var_ids: inputs, then outputs, then tmp_bufs, state_buffers,
+/// weights and vars in that order, each in list order, except those that
+/// pin a `var_id`.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "SubgraphSpec")]
+pub struct Subgraph {
+    /// The folder and KELF graph name (`sg00`).
+    pub name: String,
+    /// def.json `name` (default: the subgraph name; `"definition"`, as the
+    /// compilers write it, under the `neuronx-cc` framing presets).
+    #[serde(default)]
+    pub def_name: Option<String>,
+    /// def.json `version` (not read by the loader; the fixture's is `"0.6-"`,
+    /// the compilers' `"0.6"`, the default under the `neuronx-cc` presets).
+    #[serde(default)]
+    pub def_version: Option<String>,
+    /// Model inputs (`type: "input"`); each needs a dtype and a shape.
+    #[serde(default)]
+    pub inputs: Vec<VarSpec>,
+    /// Model outputs (`type: "output"`); each needs a dtype and a shape; at least one.
+    #[serde(default)]
+    pub outputs: Vec<VarSpec>,
+    /// Scratch buffers (`type: "tmp-buf"`); each needs a size or a dtype and shape.
+    #[serde(default)]
+    pub tmp_bufs: Vec<VarSpec>,
+    /// State-buffer variables (`type: "state-buffer"`).
+    #[serde(default)]
+    pub state_buffers: Vec<VarSpec>,
+    /// Weights (`type: "file"`), each with exactly one of `npy` and `raw`.
+    #[serde(default)]
+    pub weights: Vec<VarSpec>,
+    /// Variables of any other type (`virtual`, `pointer`, `list`, `remote`,
+    /// ...), each with its `type`.
+    #[serde(default)]
+    pub vars: Vec<VarSpec>,
+    /// DMA queues by name.
+    #[serde(default)]
+    pub dma_queues: BTreeMap<String, DmaQueue>,
+    /// Top-level def.json DMA blocks (manifest objects, written as they are).
+    #[serde(default)]
+    pub dma: Vec<DmaBlock>,
+    /// Engine programs by engine (`pe`, `act`, `pool`, `dve`, `sp`). All five
+    /// engines are always written; an engine not listed gets an empty program.
+    #[serde(default)]
+    pub engines: BTreeMap<Engine, EngineProgram>,
+    /// GPSIMD ucode libraries. Written inline in def.json, in
+    /// `<sg>/ucode_lib.json` and as members; sets feature bit `custom_ops`.
+    #[serde(default)]
+    pub ucode_libs: Vec<UcodeLibSpec>,
+    /// Add the EVTACCEL carveout CAYMAN requires
+    /// (`{"type": "evtaccel", "offset": 229368, "size": 8, "base_partition": 0, "partitions": 128}`).
+    #[serde(default)]
+    pub evtaccel: bool,
+    /// Other `runtime_statebuffer_reservation` entries, as they are.
+    #[serde(default)]
+    pub carveouts: Vec<Carveout>,
+    /// def.json `replica_groups` (collectives).
+    #[serde(default)]
+    pub replica_groups: Option<Vec<serde_json::Value>>,
+    /// def.json `src_target_pairs` (collectives).
+    #[serde(default)]
+    pub src_target_pairs: Option<Vec<serde_json::Value>>,
+    /// def.json `num_streams`.
+    #[serde(default)]
+    pub num_streams: Option<u64>,
+    /// def.json `fp8_conversion_config`.
+    #[serde(default)]
+    pub fp8_conversion_config: Option<Fp8Config>,
+    /// Extra def.json keys written as they are (a generated key's name replaces it).
+    #[serde(default)]
+    pub extra: Extra,
+}
+
+/// One variable of a subgraph's lists. `type` is given only in `vars` (the
+/// other lists imply it); `npy`, `raw` and `file_name` only in `weights`.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VarSpec {
+    /// The variable (and, for inputs and outputs, tensor) name.
+    pub name: String,
+    /// The def.json `type` (in `vars` only).
+    #[serde(rename = "type", default)]
+    pub kind: Option<String>,
+    /// Element type (weights: default from the .npy header; one given must
+    /// fit the data's length with the shape).
+    #[serde(default)]
+    pub dtype: Option<Dtype>,
+    /// Shape (weights: default from the .npy header).
+    #[serde(default)]
+    pub shape: Option<Vec<u64>>,
+    /// Size in bytes (default: elements × element size for inputs, outputs,
+    /// tmp_bufs and `virtual` vars; `pointer` defaults to 8; none for weights).
+    #[serde(default)]
+    pub size: Option<u64>,
+    /// Pins the var_id (the others fill the free ids).
+    #[serde(default)]
+    pub var_id: Option<u64>,
+    /// Weights: a .npy version 1 file (checked; its dtype and shape fill the var).
+    #[serde(default)]
+    pub npy: Option<Data>,
+    /// Weights: raw bytes (streamed as they are). With a `dtype` of known
+    /// element size and a `shape`, their length must be elements × element size.
+    #[serde(default)]
+    pub raw: Option<Data>,
+    /// Weights: the member name in the subgraph folder (default `<name>.npy` / `<name>.bin`).
+    #[serde(default)]
+    pub file_name: Option<String>,
+    /// Extra keys in the def.json var object (`"#transfer-type"`,
+    /// `internal_shape`, `alignment`, `list`, `referenced_var_id`, ...).
+    #[serde(default)]
+    pub extra: Extra,
+}
+
+/// One engine's program: its instruction stream and its manifest, the
+/// typed model's engine manifest (`neff schema engine`: `dma`, `name`,
+/// `act_semaphore`, `act_info`, `activation_function_sets`, `dve_tables`, …;
+/// any other key is written as it is). What the manifest leaves out is
+/// filled in: `instr` (the instruction member), `dma` (`[]`) and `name`
+/// (as the content style writes it). An `extra` object (the older
+/// spelling) is merged in.
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "EngineSpec")]
+pub struct EngineProgram {
+    /// The instruction stream (`<eng>.bin`; 64-byte slots, SP 8-byte); empty when absent.
+    #[serde(default)]
+    pub instructions: Option<Data>,
+    /// The engine manifest.
+    #[serde(flatten)]
+    pub manifest: EngineJson,
+}
+
+/// A GPSIMD ucode library and its bytes (member `<sg>/<library>`).
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UcodeLibSpec {
+    /// The library member name in the subgraph folder (unique: G24e).
+    pub library: String,
+    /// The library bytes (an Xtensa ELF32; opaque to the builder).
+    pub data: Data,
+    /// The ucode ABI version; the major must be 1 (e.g. `"1.21.1.0"`).
+    pub ulib_to_ucode_version: String,
+    /// The ISA version (producer field).
+    #[serde(default)]
+    pub ulib_to_isa_version: Option<String>,
+    /// Built-in library (default false).
+    #[serde(default)]
+    pub is_builtin: Option<bool>,
+    /// Must be 0 (default 0).
+    #[serde(default)]
+    pub cpu_id: Option<u64>,
+    /// 0, 1 or 8 (default 1).
+    #[serde(default)]
+    pub total_cpus: Option<u64>,
+    /// The functions; `sub_opcode`s left out are numbered densely per subgraph.
+    #[serde(default)]
+    pub functions: Vec<FunctionSpec>,
+    /// Extra keys in the library object.
+    #[serde(default)]
+    pub extra: Extra,
+}
+
+/// A ucode function.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FunctionSpec {
+    /// The function name (at most 64 characters).
+    pub name: String,
+    /// The function id byte (default: next free, dense per subgraph).
+    #[serde(default)]
+    pub sub_opcode: Option<u64>,
+    /// The opcode (default 133, CUSTOM_OP).
+    #[serde(default)]
+    pub opcode: Option<i64>,
+}
+
+/// A variable as generation takes it: its type decided, its weight data apart.
 #[derive(Debug)]
 struct VarDecl {
     name: String,
     kind: String,
-    tensor: Tensor,
+    tensor: VarSpec,
     weight: Option<(Data, WeightFormat, Option<String>)>,
 }
 
 impl VarDecl {
+    /// `var` as a variable of type `kind`.
+    fn new(kind: String, mut var: VarSpec) -> VarDecl {
+        let weight = match (var.npy.take(), var.raw.take()) {
+            (Some(data), _) => Some((data, WeightFormat::Npy, var.file_name.take())),
+            (None, Some(data)) => Some((data, WeightFormat::Raw, var.file_name.take())),
+            (None, None) => None,
+        };
+        VarDecl {
+            name: std::mem::take(&mut var.name),
+            kind,
+            tensor: var,
+            weight,
+        }
+    }
+
     /// Where the var's dense var_id falls: inputs, outputs, the rest (the
     /// compilers' style puts the state buffers first).
     fn group(&self, style: ContentStyle) -> u8 {
@@ -42,19 +239,6 @@ impl VarDecl {
     fn is_io(&self) -> bool {
         matches!(self.kind.as_str(), "input" | "output")
     }
-}
-
-/// One subgraph (`sgNN/`), described declaratively.
-#[derive(Debug)]
-pub struct Subgraph {
-    name: String,
-    def: DefJson,
-    vars: Vec<VarDecl>,
-    queues: Vec<(String, DmaQueue)>,
-    dma: Vec<DmaBlock>,
-    engines: BTreeMap<Engine, EngineProgram>,
-    ucode: Vec<(UcodeLib, Data)>,
-    carveouts: Vec<Carveout>,
 }
 
 /// Model-wide state while subgraphs are generated.
@@ -75,18 +259,181 @@ pub(crate) struct Generated {
     pub has_ucode: bool,
 }
 
+impl VarSpec {
+    /// Refuses keys the list `list` does not take: `type` outside `vars`
+    /// (and missing there), `npy`/`raw`/`file_name` outside `weights` (and
+    /// not exactly one of `npy` and `raw` there).
+    fn check_keys(&self, list: &str, at: &str) -> Result<(), Error> {
+        let is_weights = list == "weights";
+        match (list == "vars", &self.kind) {
+            (true, None) => return spec_error(at, "a var needs its \"type\""),
+            (false, Some(_)) => {
+                return spec_error(
+                    format!("{at}.type"),
+                    format!("the {list} list sets the type; give a \"type\" in \"vars\" only"),
+                )
+            }
+            _ => {}
+        }
+        if is_weights && self.npy.is_some() == self.raw.is_some() {
+            return spec_error(at, "give exactly one of \"npy\" and \"raw\"");
+        }
+        if !is_weights {
+            let given = [
+                ("npy", self.npy.is_some()),
+                ("raw", self.raw.is_some()),
+                ("file_name", self.file_name.is_some()),
+            ];
+            if let Some((k, _)) = given.iter().find(|(_, on)| *on) {
+                return spec_error(format!("{at}.{k}"), format!("only weights take \"{k}\""));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Subgraph {
+    /// Turns each blob the spec gave ([`Data::Blob`]) into data with
+    /// `resolve(key, blob)`, and checks the keys each variable list takes;
+    /// `key` (`subgraphs[0]`) prefixes the keys, for errors.
+    pub fn resolve_blobs(
+        &mut self,
+        key: &str,
+        resolve: &mut dyn FnMut(&str, Blob) -> Result<Data, Error>,
+    ) -> Result<(), Error> {
+        let mut one = |at: String, data: &mut Data| -> Result<(), Error> {
+            if let Data::Blob(blob) = std::mem::take(data) {
+                *data = resolve(&at, blob)?;
+            }
+            Ok(())
+        };
+        for (list, vars) in [
+            ("inputs", &mut self.inputs),
+            ("outputs", &mut self.outputs),
+            ("tmp_bufs", &mut self.tmp_bufs),
+            ("state_buffers", &mut self.state_buffers),
+            ("weights", &mut self.weights),
+            ("vars", &mut self.vars),
+        ] {
+            for (i, v) in vars.iter_mut().enumerate() {
+                let at = format!("{key}.{list}[{i}]");
+                v.check_keys(list, &at)?;
+                for (field, data) in [("npy", &mut v.npy), ("raw", &mut v.raw)] {
+                    if let Some(data) = data {
+                        one(format!("{at}.{field}"), data)?;
+                    }
+                }
+            }
+        }
+        for (engine, e) in self.engines.iter_mut() {
+            merge_older_extra(&mut e.manifest.extra, &format!("{key}.engines.{engine}"))?;
+            if let Some(data) = &mut e.instructions {
+                one(format!("{key}.engines.{engine}.instructions"), data)?;
+            }
+        }
+        for (name, queue) in self.dma_queues.iter_mut() {
+            merge_older_extra(&mut queue.extra, &format!("{key}.dma_queues.{name}"))?;
+        }
+        for (i, l) in self.ucode_libs.iter_mut().enumerate() {
+            one(format!("{key}.ucode_libs[{i}].data"), &mut l.data)?;
+        }
+        Ok(())
+    }
+}
+
+impl UcodeLibSpec {
+    /// The def.json library entry (defaults filled in: not built in, CPU 0
+    /// of 1, functions with opcode 133) and its bytes.
+    fn into_lib(self) -> (UcodeLib, Data) {
+        let mut lib = UcodeLib::new(self.library, self.ulib_to_ucode_version);
+        lib.ulib_to_isa_version = self.ulib_to_isa_version;
+        lib.is_builtin = self.is_builtin.or(lib.is_builtin);
+        lib.cpu_id = self.cpu_id.or(lib.cpu_id);
+        lib.total_cpus = self.total_cpus.or(lib.total_cpus);
+        let mut extra = self.extra;
+        lib.opcode = extra.remove("opcode").and_then(|v| v.as_i64());
+        lib.functions = Some(
+            self.functions
+                .into_iter()
+                .map(|f| {
+                    let mut func = UcodeFunction::new(f.name);
+                    func.sub_opcode = f.sub_opcode;
+                    if let Some(op) = f.opcode {
+                        func.opcode = op;
+                    }
+                    func
+                })
+                .collect(),
+        );
+        lib.extra = extra;
+        (lib, self.data)
+    }
+}
+
+impl EngineProgram {
+    /// An empty program.
+    pub fn new() -> EngineProgram {
+        EngineProgram::default()
+    }
+
+    /// The instruction stream (64-byte slots; SP 8-byte).
+    pub fn instructions(mut self, data: impl Into<Data>) -> Self {
+        self.instructions = Some(data.into());
+        self
+    }
+
+    /// The whole engine manifest (typed keys: `act_info`,
+    /// `activation_function_sets`, `dve_tables`, …; unknown ones in `extra`).
+    pub fn manifest(mut self, manifest: EngineJson) -> Self {
+        self.manifest = manifest;
+        self
+    }
+
+    /// Appends a DMA block to the engine manifest.
+    pub fn dma(mut self, block: DmaBlock) -> Self {
+        self.manifest.dma.get_or_insert_with(Vec::new).push(block);
+        self
+    }
+
+    /// The manifest's `name` (default `<eng>_array_json`, or the manifest's
+    /// own member name in the compilers' style).
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.manifest.name = Some(label.into());
+        self
+    }
+
+    /// An extra key in the engine manifest (e.g. `act_semaphore`).
+    pub fn key(mut self, key: impl Into<String>, value: impl Into<serde_json::Value>) -> Self {
+        self.manifest.extra.insert(key.into(), value.into());
+        self
+    }
+}
+
+/// Merges an `extra` object (the spec's older spelling of a manifest's
+/// unknown keys) into the manifest's own keys; a key given both ways is an
+/// error naming it.
+fn merge_older_extra(extra: &mut Extra, key: &str) -> Result<(), Error> {
+    let Some(older) = extra.remove("extra") else {
+        return Ok(());
+    };
+    let serde_json::Value::Object(older) = older else {
+        return spec_error(format!("{key}.extra"), "must be an object");
+    };
+    for (k, v) in older {
+        if extra.contains_key(&k) {
+            return spec_error(format!("{key}.extra.{k}"), "is also given directly");
+        }
+        extra.insert(k, v);
+    }
+    Ok(())
+}
+
 impl Subgraph {
     /// An empty subgraph named `name` (its folder and KELF graph name).
     pub fn new(name: impl Into<String>) -> Subgraph {
         Subgraph {
             name: name.into(),
-            def: DefJson::default(),
-            vars: Vec::new(),
-            queues: Vec::new(),
-            dma: Vec::new(),
-            engines: BTreeMap::new(),
-            ucode: Vec::new(),
-            carveouts: Vec::new(),
+            ..Subgraph::default()
         }
     }
 
@@ -97,56 +444,69 @@ impl Subgraph {
 
     /// def.json's `name` (default: the subgraph name; the fixture's is `"definition"`).
     pub fn def_name(mut self, name: impl Into<String>) -> Self {
-        self.def.name = Some(name.into());
+        self.def_name = Some(name.into());
         self
     }
 
     /// A model input (`type: "input"`).
-    pub fn input(self, name: impl Into<String>, tensor: Tensor) -> Self {
-        self.var(name, VarType::Input.as_str(), tensor)
+    pub fn input(mut self, name: impl Into<String>, tensor: Tensor) -> Self {
+        self.inputs.push(VarSpec {
+            name: name.into(),
+            ..tensor
+        });
+        self
     }
 
     /// A model output (`type: "output"`).
-    pub fn output(self, name: impl Into<String>, tensor: Tensor) -> Self {
-        self.var(name, VarType::Output.as_str(), tensor)
+    pub fn output(mut self, name: impl Into<String>, tensor: Tensor) -> Self {
+        self.outputs.push(VarSpec {
+            name: name.into(),
+            ..tensor
+        });
+        self
     }
 
     /// A scratch buffer (`type: "tmp-buf"`).
-    pub fn tmp_buf(self, name: impl Into<String>, tensor: Tensor) -> Self {
-        self.var(name, VarType::TmpBuf.as_str(), tensor)
+    pub fn tmp_buf(mut self, name: impl Into<String>, tensor: Tensor) -> Self {
+        self.tmp_bufs.push(VarSpec {
+            name: name.into(),
+            ..tensor
+        });
+        self
     }
 
     /// A state-buffer variable (`type: "state-buffer"`; the fixture's `SB`).
-    pub fn state_buffer(self, name: impl Into<String>, tensor: Tensor) -> Self {
-        self.var(name, VarType::StateBuffer.as_str(), tensor)
+    pub fn state_buffer(mut self, name: impl Into<String>, tensor: Tensor) -> Self {
+        self.state_buffers.push(VarSpec {
+            name: name.into(),
+            ..tensor
+        });
+        self
     }
 
     /// A variable of any `type` (virtual, pointer, list, remote…); settings
     /// the type needs beyond dtype/shape/size go in [`Tensor::key`].
     pub fn var(mut self, name: impl Into<String>, kind: impl Into<String>, tensor: Tensor) -> Self {
-        self.vars.push(VarDecl {
+        self.vars.push(VarSpec {
             name: name.into(),
-            kind: kind.into(),
-            tensor,
-            weight: None,
+            kind: Some(kind.into()),
+            ..tensor
         });
         self
     }
 
     /// Weights: a `type: "file"` variable and its member.
     pub fn weight(mut self, name: impl Into<String>, weight: Weight) -> Self {
-        self.vars.push(VarDecl {
+        self.weights.push(VarSpec {
             name: name.into(),
-            kind: VarType::File.as_str().to_string(),
-            tensor: weight.tensor,
-            weight: Some((weight.data, weight.format, weight.file_name)),
+            ..weight
         });
         self
     }
 
-    /// A DMA queue.
+    /// A DMA queue (replacing an earlier one of that name).
     pub fn dma_queue(mut self, name: impl Into<String>, queue: DmaQueue) -> Self {
-        self.queues.push((name.into(), queue));
+        self.dma_queues.insert(name.into(), queue);
         self
     }
 
@@ -190,7 +550,30 @@ impl Subgraph {
     /// A GPSIMD ucode library and its bytes (member `<sg>/<library>`). Its
     /// functions without a `sub_opcode` are numbered densely per subgraph.
     pub fn ucode_lib(mut self, lib: UcodeLib, library: impl Into<Data>) -> Self {
-        self.ucode.push((lib, library.into()));
+        let mut extra = lib.extra;
+        if let Some(op) = lib.opcode {
+            extra.insert("opcode".into(), op.into());
+        }
+        self.ucode_libs.push(UcodeLibSpec {
+            library: lib.library,
+            data: library.into(),
+            ulib_to_ucode_version: lib.ulib_to_ucode_version,
+            ulib_to_isa_version: lib.ulib_to_isa_version,
+            is_builtin: lib.is_builtin,
+            cpu_id: lib.cpu_id,
+            total_cpus: lib.total_cpus,
+            functions: lib
+                .functions
+                .into_iter()
+                .flatten()
+                .map(|f| FunctionSpec {
+                    name: f.name,
+                    sub_opcode: f.sub_opcode,
+                    opcode: Some(f.opcode),
+                })
+                .collect(),
+            extra,
+        });
         self
     }
 
@@ -202,38 +585,38 @@ impl Subgraph {
 
     /// Collective replica groups.
     pub fn replica_groups(mut self, groups: Vec<serde_json::Value>) -> Self {
-        self.def.replica_groups = Some(groups);
+        self.replica_groups = Some(groups);
         self
     }
 
     /// Collective source/target pairs.
     pub fn src_target_pairs(mut self, pairs: Vec<serde_json::Value>) -> Self {
-        self.def.src_target_pairs = Some(pairs);
+        self.src_target_pairs = Some(pairs);
         self
     }
 
     /// Collective stream count.
     pub fn num_streams(mut self, n: u64) -> Self {
-        self.def.num_streams = Some(n);
+        self.num_streams = Some(n);
         self
     }
 
     /// FP8 conversion settings.
     pub fn fp8_config(mut self, config: Fp8Config) -> Self {
-        self.def.fp8_conversion_config = Some(config);
+        self.fp8_conversion_config = Some(config);
         self
     }
 
     /// def.json's `version` (not read by the loader).
     pub fn def_version(mut self, version: impl Into<String>) -> Self {
-        self.def.version = Some(version.into());
+        self.def_version = Some(version.into());
         self
     }
 
     /// An extra def.json key (e.g. `debug_info`, `git_version`); a modelled
     /// key's name replaces the generated value.
     pub fn key(mut self, key: impl Into<String>, value: impl Into<serde_json::Value>) -> Self {
-        self.def.extra.insert(key.into(), value.into());
+        self.extra.insert(key.into(), value.into());
         self
     }
 
@@ -244,7 +627,16 @@ impl Subgraph {
         let style = ctx.style;
         let compiler = style == ContentStyle::Compiler;
         let mut members: Vec<(String, MemberSource)> = Vec::new();
-        let mut def = self.def;
+        let mut def = DefJson {
+            name: self.def_name,
+            version: self.def_version,
+            replica_groups: self.replica_groups,
+            src_target_pairs: self.src_target_pairs,
+            num_streams: self.num_streams,
+            fp8_conversion_config: self.fp8_conversion_config,
+            extra: self.extra,
+            ..DefJson::default()
+        };
         if def.name.is_none() {
             def.name = Some(if compiler {
                 COMPILER_DEF_NAME.into()
@@ -258,7 +650,25 @@ impl Subgraph {
         if compiler && ctx.vnc && def.neff_features.is_none() {
             def.neff_features = Some(vec!["neff_feature_vnc".into()]);
         }
-        let mut vars = self.vars;
+        let mut vars = Vec::new();
+        for (list, kind, specs) in [
+            ("inputs", VarType::Input.as_str(), self.inputs),
+            ("outputs", VarType::Output.as_str(), self.outputs),
+            ("tmp_bufs", VarType::TmpBuf.as_str(), self.tmp_bufs),
+            (
+                "state_buffers",
+                VarType::StateBuffer.as_str(),
+                self.state_buffers,
+            ),
+            ("weights", VarType::File.as_str(), self.weights),
+            ("vars", "", self.vars),
+        ] {
+            for (i, mut v) in specs.into_iter().enumerate() {
+                v.check_keys(list, &format!("subgraph {sg}: {list}[{i}]"))?;
+                let kind = v.kind.take().unwrap_or_else(|| kind.into());
+                vars.push(VarDecl::new(kind, v));
+            }
+        }
         let state_buffer = VarType::StateBuffer.as_str();
         if compiler && !vars.iter().any(|v| v.kind == state_buffer) {
             vars.insert(
@@ -338,16 +748,8 @@ impl Subgraph {
         outputs.sort_by_key(|(id, _)| *id);
 
         // DMA queues.
-        let mut queues = BTreeMap::new();
-        for (name, queue) in self.queues {
-            if queues.insert(name.clone(), queue).is_some() && checked {
-                return invalid(format!(
-                    "subgraph {sg}: dma_queue {name:?} is declared twice"
-                ));
-            }
-        }
-        if !queues.is_empty() {
-            def.dma_queue = Some(queues);
+        if !self.dma_queues.is_empty() {
+            def.dma_queue = Some(self.dma_queues);
         }
 
         // Top-level DMA blocks.
@@ -356,16 +758,18 @@ impl Subgraph {
         }
 
         // ucode libraries.
-        let has_ucode = !self.ucode.is_empty();
+        let has_ucode = !self.ucode_libs.is_empty();
         let mut libs = Vec::new();
-        let mut used_sub_opcodes = BTreeSet::new();
-        for (lib, _) in &self.ucode {
-            used_sub_opcodes.extend(lib.functions.iter().flatten().filter_map(|f| f.sub_opcode));
-        }
+        let mut used_sub_opcodes: BTreeSet<u64> = self
+            .ucode_libs
+            .iter()
+            .flat_map(|l| l.functions.iter().filter_map(|f| f.sub_opcode))
+            .collect();
         let mut next_sub_opcode = 0u64;
         let mut library_names = BTreeSet::new();
-        for (mut lib, data) in self.ucode {
-            let at = format!("subgraph {sg}: ucode_lib {:?}", lib.library);
+        for spec in self.ucode_libs {
+            let at = format!("subgraph {sg}: ucode_lib {:?}", spec.library);
+            let (mut lib, data) = spec.into_lib();
             for f in lib.functions.iter_mut().flatten() {
                 if f.sub_opcode.is_none() {
                     while used_sub_opcodes.contains(&next_sub_opcode) {
@@ -399,7 +803,9 @@ impl Subgraph {
         }
 
         // Carveouts: always present, at least [].
-        def.runtime_statebuffer_reservation = Some(self.carveouts);
+        let evtaccel = self.evtaccel.then(Carveout::evtaccel);
+        def.runtime_statebuffer_reservation =
+            Some(evtaccel.into_iter().chain(self.carveouts).collect());
 
         // Engines: all five, in the runtime's order.
         let mut programs = self.engines;

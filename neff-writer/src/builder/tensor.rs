@@ -1,40 +1,34 @@
 //! The values a subgraph is described with: tensors, weights and engine
 //! programs.
 
-use neff_schema::manifest::{DmaBlock, Dtype, EngineJson, Extra};
+use neff_schema::manifest::Dtype;
 
+use super::subgraph::VarSpec;
 use super::{invalid, Data};
 use crate::error::Error;
 
-/// A variable's settings: element type, shape, size, a pinned var_id and
-/// extra def.json keys. Inputs and outputs need a dtype and a shape
-/// (`neff.json` declares them); sized variables need a size or a dtype and
-/// shape to compute it from.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Tensor {
-    pub(super) dtype: Option<Dtype>,
-    pub(super) shape: Option<Vec<u64>>,
-    pub(super) size: Option<u64>,
-    pub(super) var_id: Option<u64>,
-    pub(super) extra: Extra,
-}
+/// A variable's settings as the builder takes them: a [`VarSpec`] (the
+/// spec's variable) whose name the subgraph method gives. Inputs and
+/// outputs need a dtype and a shape (`neff.json` declares them); sized
+/// variables need a size or a dtype and shape to compute it from.
+pub type Tensor = VarSpec;
 
-impl Tensor {
+/// Weights for a `type: "file"` variable: a [`VarSpec`] with `npy` or `raw` data.
+pub type Weight = VarSpec;
+
+impl VarSpec {
     /// A tensor of `dtype` and `shape`; its size is computed from them.
-    pub fn new(dtype: Dtype, shape: impl Into<Vec<u64>>) -> Tensor {
-        Tensor {
+    pub fn new(dtype: Dtype, shape: impl Into<Vec<u64>>) -> VarSpec {
+        VarSpec {
             dtype: Some(dtype),
             shape: Some(shape.into()),
-            ..Tensor::default()
+            ..VarSpec::default()
         }
     }
 
     /// A buffer of `size` bytes with no dtype or shape.
-    pub fn bytes(size: u64) -> Tensor {
-        Tensor {
-            size: Some(size),
-            ..Tensor::default()
-        }
+    pub fn bytes(size: u64) -> VarSpec {
+        VarSpec::default().size(size)
     }
 
     /// Sets the size in bytes (instead of computing it).
@@ -67,6 +61,44 @@ impl Tensor {
     /// generated value.
     pub fn key(mut self, key: impl Into<String>, value: impl Into<serde_json::Value>) -> Self {
         self.extra.insert(key.into(), value.into());
+        self
+    }
+
+    /// Weights from a `.npy` v1 file (its dtype and shape are read from the
+    /// header unless the [`VarSpec::tensor`] gives them, when they must fit
+    /// its data). The member is `<var name>.npy` unless
+    /// [`VarSpec::file_name`] says otherwise.
+    pub fn npy(data: impl Into<Data>) -> VarSpec {
+        VarSpec {
+            npy: Some(data.into()),
+            ..VarSpec::default()
+        }
+    }
+
+    /// Weights from raw bytes (streamed). The member is `<var name>.bin`
+    /// unless [`VarSpec::file_name`] says otherwise. Checked, their length
+    /// must be the byte size of the dtype and shape when both are given.
+    pub fn raw(data: impl Into<Data>) -> VarSpec {
+        VarSpec {
+            raw: Some(data.into()),
+            ..VarSpec::default()
+        }
+    }
+
+    /// The weights' member name inside the subgraph folder (`.npy` iff the
+    /// format is npy).
+    pub fn file_name(mut self, name: impl Into<String>) -> Self {
+        self.file_name = Some(name.into());
+        self
+    }
+
+    /// Takes dtype, shape, size, var_id and extra keys from `tensor`.
+    pub fn tensor(mut self, tensor: Tensor) -> Self {
+        self.dtype = tensor.dtype;
+        self.shape = tensor.shape;
+        self.size = tensor.size;
+        self.var_id = tensor.var_id;
+        self.extra = tensor.extra;
         self
     }
 
@@ -131,101 +163,4 @@ pub enum WeightFormat {
     Npy,
     /// Raw bytes, any other extension.
     Raw,
-}
-
-/// Weights for a `type: "file"` variable.
-#[derive(Debug)]
-pub struct Weight {
-    pub(super) data: Data,
-    pub(super) format: WeightFormat,
-    pub(super) file_name: Option<String>,
-    pub(super) tensor: Tensor,
-}
-
-impl Weight {
-    /// A `.npy` v1 file (its dtype and shape are read from the header unless
-    /// the [`Weight::tensor`] gives them, when they must fit its data). The
-    /// member is `<var name>.npy` unless [`Weight::file_name`] says otherwise.
-    pub fn npy(data: impl Into<Data>) -> Weight {
-        Weight {
-            data: data.into(),
-            format: WeightFormat::Npy,
-            file_name: None,
-            tensor: Tensor::default(),
-        }
-    }
-
-    /// Raw bytes (streamed). The member is `<var name>.bin` unless
-    /// [`Weight::file_name`] says otherwise. Checked, their length must be
-    /// the byte size of the [`Weight::tensor`]'s dtype and shape when it
-    /// gives both.
-    pub fn raw(data: impl Into<Data>) -> Weight {
-        Weight {
-            data: data.into(),
-            format: WeightFormat::Raw,
-            file_name: None,
-            tensor: Tensor::default(),
-        }
-    }
-
-    /// The member name inside the subgraph folder (`.npy` iff the format is npy).
-    pub fn file_name(mut self, name: impl Into<String>) -> Self {
-        self.file_name = Some(name.into());
-        self
-    }
-
-    /// Dtype, shape, size, var_id and extra keys for the var entry.
-    pub fn tensor(mut self, tensor: Tensor) -> Self {
-        self.tensor = tensor;
-        self
-    }
-}
-
-/// One engine's program: instruction bytes (`<eng>.bin`) and the engine
-/// manifest (`<eng>.json`), the typed [`EngineJson`]. What the manifest
-/// leaves out the builder fills in: `instr` (the instruction member's name),
-/// `dma` (`[]`) and `name` (as the content style writes it).
-#[derive(Debug, Default)]
-pub struct EngineProgram {
-    pub(super) instructions: Option<Data>,
-    pub(super) manifest: EngineJson,
-}
-
-impl EngineProgram {
-    /// An empty program.
-    pub fn new() -> EngineProgram {
-        EngineProgram::default()
-    }
-
-    /// The instruction stream (64-byte slots; SP 8-byte).
-    pub fn instructions(mut self, data: impl Into<Data>) -> Self {
-        self.instructions = Some(data.into());
-        self
-    }
-
-    /// The whole engine manifest (typed keys: `act_info`,
-    /// `activation_function_sets`, `dve_tables`, …; unknown ones in `extra`).
-    pub fn manifest(mut self, manifest: EngineJson) -> Self {
-        self.manifest = manifest;
-        self
-    }
-
-    /// Appends a DMA block to the engine manifest.
-    pub fn dma(mut self, block: DmaBlock) -> Self {
-        self.manifest.dma.get_or_insert_with(Vec::new).push(block);
-        self
-    }
-
-    /// The manifest's `name` (default `<eng>_array_json`, or the manifest's
-    /// own member name in the compilers' style).
-    pub fn label(mut self, label: impl Into<String>) -> Self {
-        self.manifest.name = Some(label.into());
-        self
-    }
-
-    /// An extra key in the engine manifest (e.g. `act_semaphore`).
-    pub fn key(mut self, key: impl Into<String>, value: impl Into<serde_json::Value>) -> Self {
-        self.manifest.extra.insert(key.into(), value.into());
-        self
-    }
 }
