@@ -253,11 +253,7 @@ impl BuildSpec {
                 .at_path(path)
                 .at_key(repeated.path));
         }
-        serde_json::from_slice(bytes).map_err(|e| {
-            Error::new(ErrorKind::Spec, e.to_string())
-                .at_path(path)
-                .with_source(e)
-        })
+        parse_at(path, "", bytes)
     }
 
     /// Whether this is the lifted form (a `payload`), built by
@@ -415,6 +411,65 @@ impl BuildSpec {
     }
 }
 
+/// Parses `bytes` as a `T` of the build spec at `prefix` (`""` for a whole
+/// spec, `subgraphs[0].inputs[1]` for one entry): an error names the key of
+/// the value at fault (`subgraphs[0].inputs[1].shape[0]`) and `path`.
+pub fn parse_at<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    prefix: &str,
+    bytes: &[u8],
+) -> Result<T, Error> {
+    let error = |key: String, inner: serde_json::Error| {
+        let key = match (prefix, key.as_str()) {
+            (p, "") => p.to_string(),
+            ("", k) => k.to_string(),
+            (p, k) if k.starts_with('[') => format!("{p}{k}"),
+            (p, k) => format!("{p}.{k}"),
+        };
+        let message = match key.as_str() {
+            "" => inner.to_string(),
+            k => format!("{k}: {inner}"),
+        };
+        let error = Error::new(ErrorKind::Spec, message).at_path(path);
+        match key.as_str() {
+            "" => error,
+            _ => error.at_key(key),
+        }
+        .with_source(inner)
+    };
+    let mut reader = serde_json::Deserializer::from_slice(bytes);
+    let value: T = serde_path_to_error::deserialize(&mut reader).map_err(|e| {
+        // An unknown key's path ends in that key, which the message names.
+        let unknown = e.inner().to_string().starts_with("unknown field");
+        let key = key_path(e.path(), unknown);
+        error(key, e.into_inner())
+    })?;
+    reader.end().map_err(|e| error(String::new(), e))?;
+    Ok(value)
+}
+
+/// A serde path as a spec key (`subgraphs[0].inputs[1].shape`), without
+/// its last segment when `parent`.
+fn key_path(path: &serde_path_to_error::Path, parent: bool) -> String {
+    use serde_path_to_error::Segment;
+    let segments: Vec<&Segment> = path.iter().collect();
+    let keep = segments.len() - usize::from(parent && !segments.is_empty());
+    let mut key = String::new();
+    for segment in &segments[..keep] {
+        match segment {
+            Segment::Seq { index } => key.push_str(&format!("[{index}]")),
+            Segment::Map { key: k } | Segment::Enum { variant: k } => {
+                if !key.is_empty() {
+                    key.push('.');
+                }
+                key.push_str(k);
+            }
+            Segment::Unknown => key.push_str(".?"),
+        }
+    }
+    key
+}
+
 /// `"random"` or a UUID.
 pub fn parse_uuid(text: &str) -> Result<UuidChoice, String> {
     if text == "random" {
@@ -483,6 +538,30 @@ mod tests {
 
     fn parse(text: &str) -> Result<BuildSpec, Error> {
         BuildSpec::from_slice(Path::new("spec.json"), text.as_bytes())
+    }
+
+    #[test]
+    fn a_bad_value_is_refused_with_its_key() {
+        let err =
+            parse(r#"{"subgraphs": [{"name": "s", "inputs": [{"name": "x", "shape": [4, -1]}]}]}"#)
+                .unwrap_err();
+        assert_eq!(
+            err.location().key.as_deref(),
+            Some("subgraphs[0].inputs[0].shape[1]")
+        );
+        assert!(
+            err.to_string().starts_with(
+                "spec.json: subgraphs[0].inputs[0].shape[1]: invalid value: integer `-1`"
+            ),
+            "{err}"
+        );
+        let err =
+            parse(r#"{"subgraphs": [{"name": "s", "inputs": [{"name": "x", "dtyp": "f"}]}]}"#)
+                .unwrap_err();
+        assert_eq!(
+            err.location().key.as_deref(),
+            Some("subgraphs[0].inputs[0]")
+        );
     }
 
     #[test]

@@ -88,22 +88,6 @@ def _mapping(extra: Optional[Mapping[str, Any]]) -> Optional[Dict[str, Any]]:
     return dict(extra) if extra else None
 
 
-def _shape(shape: Optional[Sequence[int]], key: str) -> Optional[List[int]]:
-    if shape is None:
-        return None
-    dims = [int(d) for d in shape]
-    if any(d < 0 for d in dims):
-        raise _error(key, f"shape {tuple(dims)} has a negative dimension")
-    return dims
-
-
-def _count(value: Optional[int], key: str) -> Optional[int]:
-    """A size or id: an int >= 0."""
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-        raise _error(key, f"{value!r} is not an integer >= 0")
-    return value
-
-
 def _numpy_array(data: object) -> bool:
     numpy = sys.modules.get("numpy")
     return numpy is not None and isinstance(data, numpy.ndarray)
@@ -133,20 +117,16 @@ class _Spec:
     def __init__(self) -> None:
         self.doc: Dict[str, Any] = {"subgraphs": []}
         self.data: List[_DataItem] = []
-        self.dtypes: List[Tuple[str, str]] = []
-
-    def dtype(self, dtype: Optional[str], key: str) -> Optional[str]:
-        if dtype is not None and not _native.dtype_known(dtype):
-            self.dtypes.append((key, dtype))
-        return dtype
 
     def tensor(self, key: str, name: str, dtype: Optional[str], shape: Optional[Sequence[int]],
                size: Optional[int], var_id: Optional[int],
-               extra: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
-        return {"name": name, **_options(
-            dtype=self.dtype(dtype, f"{key}.dtype"), shape=_shape(shape, f"{key}.shape"),
-            size=_count(size, f"{key}.size"), var_id=_count(var_id, f"{key}.var_id"),
-            extra=_mapping(extra))}
+               extra: Optional[Mapping[str, Any]], **more: Any) -> Dict[str, Any]:
+        """A variable entry, checked now by the spec reader (an error names its key)."""
+        entry = {"name": name, **_options(
+            dtype=dtype, shape=None if shape is None else [int(d) for d in shape],
+            size=size, var_id=var_id, extra=_mapping(extra), **more)}
+        _native.check_var(key, json.dumps(entry))
+        return entry
 
     def blob(self, data: Data, key: str, npy: Optional[Tuple[str, List[int]]] = None) -> Any:
         """A path as a path blob, else the buffer as a data-list reference."""
@@ -185,10 +165,6 @@ class _Spec:
         return fmt, self.blob(data, f"{key}.{fmt}")
 
     def json(self, unchecked: bool, keep_refused: bool) -> str:
-        if not unchecked and self.dtypes:
-            key, dtype = self.dtypes[0]
-            raise _error(key, f"{dtype!r} is not a dtype the runtime knows (see `neff schema "
-                              f"build-spec`; unchecked=True writes it anyway)")
         return json.dumps({**self.doc, "unchecked": unchecked, "keep_refused": keep_refused})
 
 
@@ -278,8 +254,7 @@ class Subgraph:
         """
         entries = self._doc.setdefault("vars", [])
         key = f"{self._key}.vars[{len(entries)}]"
-        entry = self._spec.tensor(key, name, dtype, shape, size, var_id, extra)
-        entries.append({**entry, "type": type})
+        entries.append(self._spec.tensor(key, name, dtype, shape, size, var_id, extra, type=type))
         return self
 
     def weight(self, name: str, data: Data, dtype: Optional[str] = None,
@@ -298,8 +273,8 @@ class Subgraph:
         entries = self._doc.setdefault("weights", [])
         key = f"{self._key}.weights[{len(entries)}]"
         fmt, blob = self._spec.weight_blob(data, key, format)
-        entry = self._spec.tensor(key, name, dtype, shape, size, var_id, extra)
-        entries.append({**entry, fmt: blob, **_options(file_name=file_name)})
+        entries.append(self._spec.tensor(key, name, dtype, shape, size, var_id, extra,
+                                         file_name=file_name, **{fmt: blob}))
         return self
 
     def dma_queue(self, name: str, owner: str, type: str, *, semaphore: Optional[int] = None,

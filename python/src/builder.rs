@@ -9,8 +9,9 @@ use std::io::{Cursor, Read};
 use std::path::{Path, PathBuf};
 
 use neff_schema::manifest::Dtype;
-use neff_writer::build_spec::{blob_data, Blob, BuildSpec};
+use neff_writer::build_spec::{blob_data, parse_at, Blob, BuildSpec};
 use neff_writer::builder::npy::encode_v1;
+use neff_writer::builder::VarSpec;
 use neff_writer::{Data, Error, ErrorKind, MemberSource, PackOutcome};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -28,6 +29,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(lift, m)?)?;
     m.add_function(wrap_pyfunction!(replace_weight, m)?)?;
     m.add_function(wrap_pyfunction!(dtype_known, m)?)?;
+    m.add_function(wrap_pyfunction!(check_var, m)?)?;
     Ok(())
 }
 
@@ -179,6 +181,16 @@ fn replace_weight(spec: &str, def_json: String, var: String, npy: PathBuf) -> Py
     doc["payload"] =
         serde_json::to_value(&model.payload).map_err(|e| spec_error(format!("payload: {e}")))?;
     Ok(doc.to_string())
+}
+
+/// Checks one variable of a build spec (`key` names it, e.g.
+/// `subgraphs[0].inputs[1]`) as the spec reader reads it: an error names the
+/// key of the value at fault.
+#[pyfunction]
+fn check_var(key: &str, entry: &str) -> PyResult<()> {
+    parse_at::<VarSpec>(Path::new("<spec>"), key, entry.as_bytes())
+        .map(drop)
+        .map_err(|e| writer_error(&e))
 }
 
 /// Whether `name` is a dtype the runtime knows (`float32`, `bfloat16`…).

@@ -514,9 +514,9 @@ impl NeffBuilder {
         let mut custom_ops = false;
         let subgraph_count = self.subgraphs.len();
         let mut names = BTreeSet::new();
-        for sg in self.subgraphs {
+        for (index, sg) in self.subgraphs.into_iter().enumerate() {
             let name = sg.name().to_string();
-            let out = sg.generate(&mut ctx)?;
+            let out = sg.generate(&mut ctx, index)?;
             kelf = kelf.graph(&name);
             if !names.insert(name.clone()) {
                 // Listed again as asked, with the first one's members (one

@@ -16,7 +16,7 @@ use serde::Deserialize;
 use super::style::{ContentStyle, COMPILER_DEF_NAME, COMPILER_DEF_VERSION};
 use super::{invalid, manifest_bytes, Data};
 use crate::build_spec::Blob;
-use crate::error::{spec_error, Error};
+use crate::error::{spec_error, Error, ErrorKind};
 use crate::member::{MemberName, MemberSource};
 
 use super::tensor::{Tensor, Weight, WeightFormat};
@@ -204,6 +204,8 @@ pub struct FunctionSpec {
 #[derive(Debug)]
 struct VarDecl {
     name: String,
+    /// Its spec key (`subgraphs[0].inputs[1]`).
+    key: String,
     kind: String,
     tensor: VarSpec,
     weight: Option<(Data, WeightFormat, Option<String>)>,
@@ -211,7 +213,7 @@ struct VarDecl {
 
 impl VarDecl {
     /// `var` as a variable of type `kind`.
-    fn new(kind: String, mut var: VarSpec) -> VarDecl {
+    fn new(kind: String, mut var: VarSpec, key: String) -> VarDecl {
         let weight = match (var.npy.take(), var.raw.take()) {
             (Some(data), _) => Some((data, WeightFormat::Npy, var.file_name.take())),
             (None, Some(data)) => Some((data, WeightFormat::Raw, var.file_name.take())),
@@ -219,6 +221,7 @@ impl VarDecl {
         };
         VarDecl {
             name: std::mem::take(&mut var.name),
+            key,
             kind,
             tensor: var,
             weight,
@@ -621,7 +624,8 @@ impl Subgraph {
     }
 
     /// Generates def.json, the engine manifests and every member.
-    pub(crate) fn generate(self, ctx: &mut Context) -> Result<Generated, Error> {
+    /// `index` is the subgraph's place in the model, for the spec keys errors name.
+    pub(crate) fn generate(self, ctx: &mut Context, index: usize) -> Result<Generated, Error> {
         let sg = self.name.clone();
         let checked = ctx.checked;
         let style = ctx.style;
@@ -664,9 +668,10 @@ impl Subgraph {
             ("vars", "", self.vars),
         ] {
             for (i, mut v) in specs.into_iter().enumerate() {
-                v.check_keys(list, &format!("subgraph {sg}: {list}[{i}]"))?;
+                let key = format!("subgraphs[{index}].{list}[{i}]");
+                v.check_keys(list, &key)?;
                 let kind = v.kind.take().unwrap_or_else(|| kind.into());
-                vars.push(VarDecl::new(kind, v));
+                vars.push(VarDecl::new(kind, v, key));
             }
         }
         let state_buffer = VarType::StateBuffer.as_str();
@@ -675,6 +680,7 @@ impl Subgraph {
                 0,
                 VarDecl {
                     name: "SB".into(),
+                    key: format!("subgraphs[{index}].state_buffers"),
                     kind: state_buffer.into(),
                     tensor: Tensor::default(),
                     weight: None,
@@ -708,6 +714,13 @@ impl Subgraph {
                 var.file_name = Some(file);
             }
             if checked {
+                if let Some(Dtype::Other(name)) = &tensor.dtype {
+                    return Err(Error::new(
+                        ErrorKind::Invalid,
+                        format!("{at}: dtype {name:?} is not a dtype the runtime knows (see `neff schema build-spec`; the unchecked path writes it anyway)"),
+                    )
+                    .at_key(format!("{}.dtype", decl.key)));
+                }
                 tensor.check_shape(&at)?;
             }
             var.size = var_size(&decl.kind, &tensor, &at)?;
