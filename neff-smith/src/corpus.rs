@@ -178,6 +178,34 @@ pub fn seeds<E: From<io::Error>>(
     invalid_ratio: f64,
     config: &GenConfig,
     threads: usize,
+    sink: impl FnMut(u64, Seed) -> Result<(), E>,
+) -> Result<u64, E> {
+    let draw = |spool: &mut File, i| seed_in(spool, seed, i, invalid_ratio, config);
+    drive(count, threads, draw, sink)
+}
+
+/// The corpus of `count` seeds one structure-aware change away from
+/// `sources` (real NEFFs, [`crate::real`]), drawn and handed to `sink` as
+/// [`seeds`] does: the same files whatever the thread count.
+pub fn seeds_from<E: From<io::Error>>(
+    sources: &[crate::real::Source],
+    seed: u64,
+    count: u64,
+    threads: usize,
+    sink: impl FnMut(u64, Seed) -> Result<(), E>,
+) -> Result<u64, E> {
+    let draw = |spool: &mut File, i| crate::real::seed_from(sources, seed, i, spool);
+    drive(count, threads, draw, sink)
+}
+
+/// Runs `draw(spool, i)` for draws 0, 1, … on `threads` threads (0: the
+/// available cores), draw `i` on thread `i % threads`, and hands the usable
+/// ones to `sink` in draw order until it has `count` (at most
+/// [`draw_limit`] draws are tried).
+fn drive<E: From<io::Error>>(
+    count: u64,
+    threads: usize,
+    draw: impl Fn(&mut File, u64) -> Option<Seed> + Sync,
     mut sink: impl FnMut(u64, Seed) -> Result<(), E>,
 ) -> Result<u64, E> {
     let threads = match threads {
@@ -188,15 +216,15 @@ pub fn seeds<E: From<io::Error>>(
     let spools = (0..threads)
         .map(|_| tempfile::tempfile())
         .collect::<io::Result<Vec<File>>>()?;
+    let draw = &draw;
     std::thread::scope(|scope| {
         let receivers: Vec<_> = (0..threads as u64)
             .zip(spools)
             .map(|(first, mut spool)| {
                 let (tx, rx) = sync_channel(2);
                 scope.spawn(move || {
-                    for draw in (first..limit).step_by(threads) {
-                        let drawn = seed_in(&mut spool, seed, draw, invalid_ratio, config);
-                        if tx.send(drawn).is_err() {
+                    for i in (first..limit).step_by(threads) {
+                        if tx.send(draw(&mut spool, i)).is_err() {
                             return;
                         }
                     }
@@ -205,15 +233,15 @@ pub fn seeds<E: From<io::Error>>(
             })
             .collect();
         let mut taken = 0;
-        for draw in 0..limit {
+        for i in 0..limit {
             if taken == count {
                 break;
             }
-            let Ok(drawn) = receivers[(draw % threads as u64) as usize].recv() else {
+            let Ok(drawn) = receivers[(i % threads as u64) as usize].recv() else {
                 break;
             };
             if let Some(file) = drawn {
-                sink(draw, file)?;
+                sink(i, file)?;
                 taken += 1;
             }
         }
@@ -334,7 +362,9 @@ fn mutate_value(value: &mut Value, mix: &mut Mix) {
     }
 }
 
-fn adversarial(mix: &mut Mix) -> Value {
+/// A value chosen to break a reader: null, a bool, small, huge and negative
+/// numbers, empty and overlong strings, nested and empty containers.
+pub(crate) fn adversarial(mix: &mut Mix) -> Value {
     match mix.below(10) {
         0 => Value::Null,
         1 => Value::Bool(mix.below(2) == 0),

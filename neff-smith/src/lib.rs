@@ -28,6 +28,7 @@
 pub mod corpus;
 pub mod fixtures;
 pub mod generate;
+pub mod real;
 
 pub use fixtures::{Error, FixtureManifest};
 pub use generate::{ArbitrarySpec, GenConfig};

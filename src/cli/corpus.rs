@@ -4,8 +4,9 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Args;
-use neff::smith::corpus::seeds;
+use neff::smith::corpus::{seeds, seeds_from, Seed};
 use neff::smith::generate::GenConfig;
+use neff::smith::real::Source;
 use neff::writer::write_atomic_with;
 
 use super::documents::{CorpusEntry, CorpusManifest};
@@ -24,6 +25,14 @@ use super::{prepare_output_dir, FsyncArgs, EXIT_OK};
 /// changed. The same seed always gives the same files, whatever --threads.
 /// Each file is written to a temp file and renamed into place; DIR is synced
 /// once at the end.
+///
+/// With --from, every seed is instead one structure-aware change away from a
+/// real NEFF: each given file (or every *.neff under a given folder) is
+/// lifted into the typed model, and each seed changes one thing in one of
+/// them (a typed value, a key removed or repeated, a def.json variable, a
+/// member dropped, swapped or resized, a header field), packed again with a
+/// valid hash. Seeds are named by their verdict as above; corpus.json gives
+/// each one's source and change.
 #[derive(Args, Debug)]
 pub struct CorpusArgs {
     /// Output directory (created; must be empty unless --force).
@@ -35,9 +44,14 @@ pub struct CorpusArgs {
     /// The seed; the corpus is a function of it.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// The share of invalid (mutated) files, 0.0 to 1.0.
+    /// The share of invalid (mutated) files, 0.0 to 1.0 (not with --from:
+    /// every seed there is a change).
     #[arg(long, default_value_t = 0.25, value_parser = parse_ratio)]
     invalid_ratio: f64,
+    /// Mutate these NEFFs (files, or folders searched for *.neff) instead of
+    /// generating models.
+    #[arg(long, value_name = "PATH", num_args = 1..)]
+    from: Vec<PathBuf>,
     /// Write into a non-empty DIR.
     #[arg(long)]
     force: bool,
@@ -59,38 +73,64 @@ fn parse_ratio(text: &str) -> Result<f64, String> {
     }
 }
 
+/// Lifts every NEFF `paths` name (a folder: its `*.neff` files, sorted).
+fn lift_sources(paths: &[PathBuf]) -> Result<Vec<Source>, Box<dyn std::error::Error>> {
+    let mut sources = Vec::new();
+    for input in super::verify::walk::expand(paths) {
+        match input {
+            super::verify::walk::Input::Path(path) => sources.push(Source::lift(&path)?),
+            super::verify::walk::Input::Unreadable(path, e) => {
+                return Err(format!("{}: {e}", path.display()).into())
+            }
+        }
+    }
+    if sources.is_empty() && !paths.is_empty() {
+        return Err("--from names no NEFF (a folder is searched for *.neff files)".into());
+    }
+    Ok(sources)
+}
+
 pub fn run(args: CorpusArgs) -> Result<u8, Box<dyn std::error::Error>> {
+    let sources = lift_sources(&args.from)?;
     prepare_output_dir(&args.out, args.force)?;
     let started = Instant::now();
     let mut listing = Vec::new();
     let mut bytes = 0u64;
     let threads = args.threads.unwrap_or(0) as usize;
     let config = GenConfig::default();
-    let written = seeds(
-        args.seed,
-        args.count,
-        args.invalid_ratio,
-        &config,
-        threads,
-        |draw, seed| {
-            let valid = seed.verdict.accepted;
-            let kind = if valid { "valid" } else { "invalid" };
-            let name = format!("{:06}-{kind}.neff", listing.len());
-            write_atomic_with(&args.out.join(&name), &seed.bytes, false)?;
-            bytes += seed.bytes.len() as u64;
-            listing.push(CorpusEntry {
-                file: name,
-                valid,
-                verdict: seed.verdict,
-                draw,
-                mutation: seed.mutation,
-            });
-            Ok::<_, std::io::Error>(())
-        },
-    )?;
+    let sink = |draw, seed: Seed| {
+        let valid = seed.verdict.accepted;
+        let kind = if valid { "valid" } else { "invalid" };
+        let name = format!("{:06}-{kind}.neff", listing.len());
+        write_atomic_with(&args.out.join(&name), &seed.bytes, false)?;
+        bytes += seed.bytes.len() as u64;
+        listing.push(CorpusEntry {
+            file: name,
+            valid,
+            verdict: seed.verdict,
+            draw,
+            mutation: seed.mutation,
+        });
+        Ok::<_, std::io::Error>(())
+    };
+    let written = match sources.is_empty() {
+        true => seeds(
+            args.seed,
+            args.count,
+            args.invalid_ratio,
+            &config,
+            threads,
+            sink,
+        )?,
+        false => seeds_from(&sources, args.seed, args.count, threads, sink)?,
+    };
     let manifest = CorpusManifest {
         seed: args.seed,
         invalid_ratio: args.invalid_ratio,
+        from: sources
+            .iter()
+            .map(|s| s.path.display().to_string())
+            .collect(),
         files: listing,
     };
     write_atomic_with(

@@ -222,8 +222,12 @@ fn snake_case(debug: &str) -> String {
 pub struct CorpusManifest {
     /// The `--seed` the corpus is a function of.
     pub seed: u64,
-    /// The `--invalid-ratio`: the share of mutated files asked for.
+    /// The `--invalid-ratio`: the share of mutated files asked for (unused
+    /// with `--from`).
     pub invalid_ratio: f64,
+    /// The NEFFs `--from` lifted, in the order seeds draw them from (empty
+    /// for generated seeds).
+    pub from: Vec<String>,
     /// Every file written, in order.
     pub files: Vec<CorpusEntry>,
 }
@@ -239,8 +243,10 @@ pub struct CorpusEntry {
     pub valid: bool,
     /// The loader's verdict under `neff verify`'s defaults.
     pub verdict: neff::smith::corpus::SeedVerdict,
-    /// The generator draw it came from.
+    /// The draw it came from.
     pub draw: u64,
-    /// What was mutated, for an invalid seed (null for a valid one).
+    /// What was changed: for a generated seed, the mutation of an invalid
+    /// one (null for a valid one); with `--from`, the source file and its
+    /// one change (`model.neff: sg00/def.json var "x": size set to 0`).
     pub mutation: Option<String>,
 }

@@ -2,7 +2,7 @@
 //! under a folder.
 
 mod many;
-mod walk;
+pub(super) mod walk;
 
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
