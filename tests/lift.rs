@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use neff::schema::manifest::{ActInfo, DefJson, EngineJson, KelfDescriptor, NeffJson};
+use neff::smith::coverage::{manifest_paths, RUNTIME_READ};
 use neff::writer::lift::{Content, Model};
 use serde_json::Value;
 
@@ -98,243 +98,10 @@ fn every_real_neff_lifts_and_builds_back_byte_for_byte() {
     }
 }
 
-/// The key paths the runtime reads (or `neff inspect` shows), per typed
-/// manifest; map keys are `*`, array items `[]`. Taken from the loader's
-/// section readers (`neff-loader/src/manifests.rs`, `sections/`).
-const RUNTIME_READ: &[(&str, &[&str])] = &[
-    (
-        "neff-json",
-        &[
-            "nodes",
-            "nodes[].op",
-            "nodes[].name",
-            "nodes[].inputs",
-            "nodes[].attrs",
-            "nodes[].attrs.func_name",
-            "nodes[].attrs.kelf",
-            "nodes[].attrs.num_inputs",
-            "nodes[].attrs.num_outputs",
-            "nodes[].output",
-            "nodes[].output_names",
-            "arg_nodes",
-            "heads",
-            "node_row_ptr",
-            "attrs",
-            "attrs.dltype",
-            "attrs.shape",
-            "metadata",
-            "metadata.signatures",
-            "metadata.signatures.*",
-            "metadata.signatures.*.inputs",
-            "metadata.signatures.*.outputs",
-            "metadata.signatures.*.inputs.*.dtype",
-            "metadata.signatures.*.inputs.*.id",
-            "metadata.signatures.*.inputs.*.shape",
-            "metadata.signatures.*.outputs.*.dtype",
-            "metadata.signatures.*.outputs.*.id",
-            "metadata.signatures.*.outputs.*.shape",
-        ],
-    ),
-    (
-        "kelf",
-        &[
-            "graphs",
-            "graphs[].definition",
-            "graphs[].name",
-            "target",
-            "version",
-        ],
-    ),
-    (
-        "def-json",
-        &[
-            "var",
-            "var.*.type",
-            "var.*.var_id",
-            "var.*.size",
-            "var.*.dtype",
-            "var.*.shape",
-            "var.*.internal_shape",
-            "var.*.alignment",
-            "var.*.backing_variable_off",
-            "var.*.referenced_var_id",
-            "var.*.list",
-            "var.*.file_name",
-            "var.*.fabric_path",
-            "dma_queue",
-            "dma_queue.*.owner",
-            "dma_queue.*.type",
-            "dma_queue.*.semaphore",
-            "dma_queue.*.semaphore_set",
-            "dma_queue.*.num_queues",
-            "dma_queue.*.indirect_memcpy",
-            "dma_queue.*.dynamic_dma",
-            "dma_queue.*.dynamic_dma.SB_scratch_partition_offset",
-            "dma_queue.*.dynamic_dma.SB_scratch_partition_size",
-            "dma_queue.*.fabric_path",
-            "dma_queue.*.pinned",
-            "replica_groups",
-            "src_target_pairs",
-            "ucode_lib",
-            "runtime_statebuffer_reservation",
-            "num_streams",
-            "cc_streams",
-            "cc_streams.num_streams",
-            "dma",
-            "fp8_conversion_config",
-            "pe",
-            "act",
-            "pool",
-            "dve",
-            "sp",
-            "ext_isa_ucode_lib_def",
-            "name",
-            "debug_info",
-            "debug_info.wavegraph",
-            "pe_dbg",
-            "act_dbg",
-            "pool_dbg",
-            "dve_dbg",
-            "sp_dbg",
-            "pe_asm_dbg",
-            "act_asm_dbg",
-            "pool_asm_dbg",
-            "dve_asm_dbg",
-            "sp_asm_dbg",
-            "dma_dbg",
-        ],
-    ),
-    (
-        "engine",
-        &[
-            "instr",
-            "name",
-            "dma",
-            "dma[].queue",
-            "dma[].id",
-            "dma[].semaphore",
-            "dma[].desc",
-            "dma[].desc[].op",
-            "dma[].desc[].from",
-            "dma[].desc[].to",
-            "dma[].desc[].from_sizes",
-            "dma[].desc[].from_steps",
-            "dma[].desc[].to_sizes",
-            "dma[].desc[].to_steps",
-            "dma[].desc[]._dtype",
-            "dma[].desc[].from_off",
-            "dma[].desc[].to_off",
-            "dma[].desc[].from_dtype",
-            "dma[].desc[].to_dtype",
-            "dma[].desc[].num_tiling_dimensions",
-            "dma[].desc[].transpose_op",
-            "dma[].desc[].transpose_shape",
-            "dma[].desc[].transpose_element_size",
-            "act_info",
-            "act_semaphore",
-            "activation_function_sets",
-            "dve_tables",
-            "dve_tables[].control_table",
-            "dve_tables[].control_fast_table",
-            "dve_tables[].control_slow_table",
-            "dve_tables[].datapath_table",
-            "dve_tables[].opcode_table",
-        ],
-    ),
-    (
-        "act-info",
-        &[
-            "act_func_sets",
-            "act_func_sets[].name",
-            "act_func_sets[].bkt_bin",
-            "act_func_sets[].ctrl_bin",
-            "act_func_sets[].profile_json",
-            "pwp_file_keys",
-        ],
-    ),
-];
-
-/// The schemas a JSON value may match at one place: `$ref`s resolved,
-/// `anyOf`/`oneOf`/`allOf` alternatives flattened.
-fn alternatives<'a>(schema: &'a Value, defs: &'a Value, out: &mut Vec<&'a Value>) {
-    if let Some(name) = schema.get("$ref").and_then(Value::as_str) {
-        let name = name.rsplit('/').next().unwrap();
-        alternatives(&defs[name], defs, out);
-    }
-    for key in ["anyOf", "oneOf", "allOf"] {
-        for alt in schema
-            .get(key)
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            alternatives(alt, defs, out);
-        }
-    }
-    out.push(schema);
-}
-
-/// Records in `paths` every key path of `doc`, and in `untyped` those the
-/// schema does not declare (they land in an `extra` map).
-fn walk(
-    doc: &Value,
-    schema: &Value,
-    defs: &Value,
-    at: &str,
-    paths: &mut BTreeSet<String>,
-    untyped: &mut BTreeSet<String>,
-) {
-    let mut alts = Vec::new();
-    alternatives(schema, defs, &mut alts);
-    let join = |key: &str| match at {
-        "" => key.to_string(),
-        _ => format!("{at}.{key}"),
-    };
-    match doc {
-        Value::Object(map) => {
-            for (key, value) in map {
-                let declared = alts.iter().find_map(|s| s.get("properties")?.get(key));
-                let map_of = alts
-                    .iter()
-                    .find_map(|s| s.get("additionalProperties").filter(|a| a.is_object()));
-                let (path, sub) = match (declared, map_of) {
-                    (Some(sub), _) => (join(key), Some(sub)),
-                    (None, Some(sub)) => (join("*"), Some(sub)),
-                    (None, None) => (join(key), None),
-                };
-                paths.insert(path.clone());
-                match sub {
-                    Some(sub) => walk(value, sub, defs, &path, paths, untyped),
-                    None => {
-                        untyped.insert(path);
-                    }
-                }
-            }
-        }
-        Value::Array(items) => {
-            let item = alts
-                .iter()
-                .find_map(|s| s.get("items").filter(|i| i.is_object()));
-            if let Some(item) = item {
-                for value in items {
-                    walk(value, item, defs, &format!("{at}[]"), paths, untyped);
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
 #[test]
 #[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
 fn every_runtime_read_key_of_real_output_is_typed() {
-    let schemas: Vec<(&str, Value)> = vec![
-        ("neff-json", schemars::schema_for!(NeffJson).to_value()),
-        ("kelf", schemars::schema_for!(KelfDescriptor).to_value()),
-        ("def-json", schemars::schema_for!(DefJson).to_value()),
-        ("engine", schemars::schema_for!(EngineJson).to_value()),
-        ("act-info", schemars::schema_for!(ActInfo).to_value()),
-    ];
+    let kinds = ["neff-json", "kelf", "def-json", "engine", "act-info"];
     let mut seen: BTreeSet<String> = BTreeSet::new();
     let mut untyped: BTreeSet<String> = BTreeSet::new();
     for file in real_neffs() {
@@ -342,17 +109,13 @@ fn every_runtime_read_key_of_real_output_is_typed() {
         let (_, spec, _) = lift(&file, tmp.path());
         let spec: Value = serde_json::from_slice(&std::fs::read(&spec).unwrap()).unwrap();
         for member in spec["payload"].as_array().unwrap() {
-            for (key, schema) in &schemas {
-                let tag = key.replace('-', "_");
-                let Some(doc) = member.get(&tag) else {
+            for kind in kinds {
+                let Some(doc) = member.get(kind.replace('-', "_")) else {
                     continue;
                 };
-                let defs = &schema["$defs"];
-                let mut paths = BTreeSet::new();
-                let mut loose = BTreeSet::new();
-                walk(doc, schema, defs, "", &mut paths, &mut loose);
-                seen.extend(paths.into_iter().map(|p| format!("{key}:{p}")));
-                untyped.extend(loose.into_iter().map(|p| format!("{key}:{p}")));
+                let found = manifest_paths(kind, doc).unwrap();
+                seen.extend(found.paths.iter().map(|p| format!("{kind}:{p}")));
+                untyped.extend(found.untyped.iter().map(|p| format!("{kind}:{p}")));
             }
         }
     }

@@ -26,6 +26,7 @@
 #![deny(missing_debug_implementations)]
 
 pub mod corpus;
+pub mod coverage;
 pub mod fixtures;
 pub mod generate;
 pub mod real;

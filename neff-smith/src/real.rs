@@ -116,8 +116,8 @@ fn typed_member(model: &Model, mix: &mut Mix) -> Option<usize> {
     typed.get(mix.below(typed.len())).copied()
 }
 
-/// The manifest as JSON.
-fn value_of(content: &Content) -> Option<Value> {
+/// The manifest as JSON (`None` for bytes).
+pub(crate) fn value_of(content: &Content) -> Option<Value> {
     match content {
         Content::NeffJson(m) => serde_json::to_value(m).ok(),
         Content::Kelf(m) => serde_json::to_value(m).ok(),

@@ -4,6 +4,7 @@ mod barrier;
 mod build;
 mod cat;
 mod corpus;
+mod coverage;
 mod diff;
 pub mod documents;
 mod fixtures;
@@ -110,6 +111,7 @@ enum Command {
     Barrier(barrier::BarrierArgs),
     #[command(after_help = OUTPUT_POLICY)]
     Corpus(corpus::CorpusArgs),
+    Coverage(coverage::CoverageArgs),
     #[command(after_help = OUTPUT_POLICY)]
     Fixtures(fixtures::FixturesArgs),
     Diff(diff::DiffArgs),
@@ -144,6 +146,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
         Command::Schema(args) => schema::run(args)?,
         Command::Barrier(args) => barrier::run(args)?,
         Command::Corpus(args) => corpus::run(args)?,
+        Command::Coverage(args) => coverage::run(args)?,
         Command::Fixtures(args) => fixtures::run(args)?,
         Command::Diff(args) => diff::run(args)?,
         Command::Cat(args) => cat::run(args)?,
