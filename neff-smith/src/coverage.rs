@@ -214,7 +214,12 @@ fn alternatives<'a>(schema: &'a Value, defs: &'a Value, out: &mut Vec<&'a Value>
         }
     }
     for key in ["anyOf", "oneOf", "allOf"] {
-        for alt in schema.get(key).and_then(Value::as_array).into_iter().flatten() {
+        for alt in schema
+            .get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             alternatives(alt, defs, out);
         }
     }
@@ -251,7 +256,9 @@ fn walk(doc: &Value, schema: &Value, defs: &Value, at: &str, out: &mut ManifestP
             }
         }
         Value::Array(items) => {
-            let item = alts.iter().find_map(|s| s.get("items").filter(|i| i.is_object()));
+            let item = alts
+                .iter()
+                .find_map(|s| s.get("items").filter(|i| i.is_object()));
             if let Some(item) = item {
                 for value in items {
                     walk(value, item, defs, &format!("{at}[]"), out);
@@ -262,6 +269,51 @@ fn walk(doc: &Value, schema: &Value, defs: &Value, at: &str, out: &mut ManifestP
             out.enum_values.insert(format!("{at}={text}"));
         }
         _ => {}
+    }
+}
+
+/// Every key path the typed model declares for the manifest kinds it
+/// writes (`def-json:var.*.size`…): what a corpus can hold at most.
+pub fn model_key_paths() -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for (kind, schema) in schemas() {
+        let mut paths = BTreeSet::new();
+        declared(schema, &schema["$defs"], "", 0, &mut paths);
+        out.extend(paths.into_iter().map(|p| format!("{kind}:{p}")));
+    }
+    out
+}
+
+/// The key paths `schema` declares below `at` (at most 8 levels deep: the
+/// model is not recursive deeper than that).
+fn declared(schema: &Value, defs: &Value, at: &str, depth: usize, out: &mut BTreeSet<String>) {
+    if depth > 8 {
+        return;
+    }
+    let mut alts = Vec::new();
+    alternatives(schema, defs, &mut alts);
+    let join = |key: &str| match at {
+        "" => key.to_string(),
+        _ => format!("{at}.{key}"),
+    };
+    for alt in alts {
+        if let Some(props) = alt.get("properties").and_then(Value::as_object) {
+            for (key, sub) in props {
+                let path = join(key);
+                out.insert(path.clone());
+                declared(sub, defs, &path, depth + 1, out);
+            }
+        }
+        if let Some(sub) = alt.get("additionalProperties").filter(|a| a.is_object()) {
+            let path = join("*");
+            if !sub.as_object().is_some_and(|o| o.is_empty()) {
+                out.insert(path.clone());
+                declared(sub, defs, &path, depth + 1, out);
+            }
+        }
+        if let Some(item) = alt.get("items").filter(|i| i.is_object()) {
+            declared(item, defs, &format!("{at}[]"), depth + 1, out);
+        }
     }
 }
 
@@ -287,7 +339,8 @@ impl Shapes {
             };
             let kind = member.content.kind();
             if let Some(found) = manifest_paths(kind, &doc) {
-                self.key_paths.extend(found.paths.iter().map(|p| format!("{kind}:{p}")));
+                self.key_paths
+                    .extend(found.paths.iter().map(|p| format!("{kind}:{p}")));
                 self.enum_values
                     .extend(found.enum_values.iter().map(|v| format!("{kind}:{v}")));
             }
@@ -373,6 +426,8 @@ pub struct Coverage {
     pub enum_values: Share,
     /// Member-name patterns.
     pub members: Share,
+    /// The key paths the typed model declares ([`model_key_paths`]).
+    pub model_key_paths: Share,
 }
 
 /// The share of `reference`'s shapes that `corpus` holds.
@@ -389,6 +444,7 @@ pub fn coverage(reference: &Shapes, corpus: &Shapes) -> Coverage {
         ),
         enum_values: Share::of(reference.enum_values.iter(), &corpus.enum_values),
         members: Share::of(reference.members.iter(), &corpus.members),
+        model_key_paths: Share::of(model_key_paths().iter(), &corpus.key_paths),
     }
 }
 
@@ -408,6 +464,10 @@ mod tests {
         let doc = serde_json::json!({"var": {"x": {"type": "virtual", "size": 4}}});
         let found = manifest_paths("def-json", &doc).unwrap();
         assert!(found.paths.contains("var.*.size"), "{:?}", found.paths);
-        assert!(found.enum_values.contains("var.*.type=virtual"), "{:?}", found.enum_values);
+        assert!(
+            found.enum_values.contains("var.*.type=virtual"),
+            "{:?}",
+            found.enum_values
+        );
     }
 }

@@ -26,7 +26,7 @@ use crate::lift::{Model, PayloadMember, WeightEdit};
 use crate::PackSettings;
 
 /// A model to build: its subgraphs, extra members and packaging.
-#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Default, Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BuildSpec {
     /// Ignored: room for an editor's schema reference.
@@ -127,7 +127,7 @@ pub struct BuildSpec {
 }
 
 /// `framing`: a preset name or a recorded framing.
-#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum FramingSpec {
     /// A preset name (`gnu`, `neuronx-cc`, `neuronx-cc-2.16`).

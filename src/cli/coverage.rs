@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use neff::smith::coverage::{coverage, Share, Shapes};
+use neff::smith::coverage::{coverage, Shapes, Share};
 
 use super::verify::walk::{expand, Input};
 use super::EXIT_OK;
@@ -70,11 +70,18 @@ pub fn run(args: CoverageArgs) -> Result<u8, Box<dyn std::error::Error>> {
         return Ok(EXIT_OK);
     }
     println!("corpus: {corpus_files} NEFFs; reference: {reference_files} NEFFs");
-    let rows: [(&str, &Share); 4] = [
+    let rows: [(&str, &Share); 5] = [
         ("manifest key paths", &report.key_paths),
-        ("key paths the runtime reads", &report.runtime_read_key_paths),
+        (
+            "key paths the runtime reads",
+            &report.runtime_read_key_paths,
+        ),
         ("enum values", &report.enum_values),
         ("member-name patterns", &report.members),
+        (
+            "key paths the typed model declares",
+            &report.model_key_paths,
+        ),
     ];
     for (what, share) in rows {
         println!(
@@ -93,11 +100,18 @@ pub fn run(args: CoverageArgs) -> Result<u8, Box<dyn std::error::Error>> {
             println!("  {shape}");
         }
         if share.missing.len() > MISSING_SHOWN {
-            println!("  … and {} more (--json lists all)", share.missing.len() - MISSING_SHOWN);
+            println!(
+                "  … and {} more (--json lists all)",
+                share.missing.len() - MISSING_SHOWN
+            );
         }
     }
     if !skipped.is_empty() {
-        eprintln!("{} NEFFs could not be lifted, for example {}", skipped.len(), skipped[0]);
+        eprintln!(
+            "{} NEFFs could not be lifted, for example {}",
+            skipped.len(),
+            skipped[0]
+        );
     }
     Ok(EXIT_OK)
 }

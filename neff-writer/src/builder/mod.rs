@@ -121,6 +121,23 @@ impl<'de> serde::Deserialize<'de> for Data {
     }
 }
 
+/// As a build spec's blob: a path, `{"base64"}` for bytes in memory; a
+/// reader (which cannot be read twice) is an error.
+impl serde::Serialize for Data {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Data::Path(path) => Blob::Path(path.clone()).serialize(s),
+            Data::Blob(blob) => blob.serialize(s),
+            Data::Source(MemberSource::Bytes(bytes)) => {
+                Blob::Base64(crate::base64::encode(bytes)).serialize(s)
+            }
+            Data::Source(_) => Err(serde::ser::Error::custom(
+                "a streamed source cannot be written into a build spec",
+            )),
+        }
+    }
+}
+
 impl schemars::JsonSchema for Data {
     fn schema_name() -> std::borrow::Cow<'static, str> {
         Blob::schema_name()
