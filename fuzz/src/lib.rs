@@ -75,6 +75,56 @@ pub mod repack {
     }
 }
 
+/// `real_mutation`: a seed one structure-aware change away from a real NEFF
+/// (`neff corpus --from`'s mutator, `neff_smith::real`), drawn from the
+/// input's first 16 bytes: packing it never fails, and the verdict the
+/// packer's check gives is the one `neff verify` gives on the bytes.
+pub mod real_mutation {
+    use std::sync::OnceLock;
+
+    use neff_smith::corpus::SeedVerdict;
+    use neff_smith::real::Source;
+
+    /// The NEFFs lifted once: every `*.neff` in `NEFF_FUZZ_SOURCES`, else in
+    /// `../../shared/real-neffs`, else the example seeds.
+    fn sources() -> &'static [Source] {
+        static SOURCES: OnceLock<Vec<Source>> = OnceLock::new();
+        SOURCES.get_or_init(|| {
+            let dir = std::env::var_os("NEFF_FUZZ_SOURCES")
+                .map(std::path::PathBuf::from)
+                .or_else(|| Some("../../shared/real-neffs".into()).filter(|d: &std::path::PathBuf| d.is_dir()))
+                .unwrap_or_else(|| "seeds/read_verify".into());
+            let mut paths: Vec<_> = std::fs::read_dir(&dir)
+                .map(|d| d.flatten().map(|e| e.path()).collect())
+                .unwrap_or_default();
+            paths.retain(|p: &std::path::PathBuf| p.extension().is_some_and(|e| e == "neff"));
+            paths.sort();
+            paths.iter().filter_map(|p| Source::lift(p).ok()).collect()
+        })
+    }
+
+    /// Draws seed `(seed, index)` from the first 16 bytes and checks it.
+    pub fn run(data: &[u8]) {
+        let mut word = [0u8; 16];
+        let n = data.len().min(16);
+        word[..n].copy_from_slice(&data[..n]);
+        let seed = u64::from_le_bytes(word[..8].try_into().unwrap_or_default());
+        let index = u64::from_le_bytes(word[8..].try_into().unwrap_or_default());
+        let Ok(mut spool) = tempfile::tempfile() else {
+            return;
+        };
+        let Some(drawn) = neff_smith::real::seed_from(sources(), seed, index, Some(1), &mut spool) else {
+            return;
+        };
+        assert_eq!(
+            drawn.verdict,
+            SeedVerdict::of(&drawn.bytes),
+            "{:?}: the packer's verdict is not verify's",
+            drawn.mutation
+        );
+    }
+}
+
 /// `roundtrip`: a valid build spec from the structure-aware generator
 /// (`neff_smith::generate`), built, loaded, unpacked and packed again.
 pub mod roundtrip {

@@ -185,16 +185,18 @@ pub fn seeds<E: From<io::Error>>(
 }
 
 /// The corpus of `count` seeds one structure-aware change away from
-/// `sources` (real NEFFs, [`crate::real`]), drawn and handed to `sink` as
-/// [`seeds`] does: the same files whatever the thread count.
+/// `sources` (real NEFFs, [`crate::real`]), packed at gzip `level` (else
+/// each source's own), drawn and handed to `sink` as [`seeds`] does: the
+/// same files whatever the thread count.
 pub fn seeds_from<E: From<io::Error>>(
     sources: &[crate::real::Source],
     seed: u64,
     count: u64,
+    level: Option<u32>,
     threads: usize,
     sink: impl FnMut(u64, Seed) -> Result<(), E>,
 ) -> Result<u64, E> {
-    let draw = |spool: &mut File, i| crate::real::seed_from(sources, seed, i, spool);
+    let draw = |spool: &mut File, i| crate::real::seed_from(sources, seed, i, level, spool);
     drive(count, threads, draw, sink)
 }
 

@@ -67,9 +67,15 @@ impl Source {
 }
 
 /// Seed `index` for `seed`: a source drawn from `sources`, one change
-/// applied, packed into `spool`. `None` when the drawn change does not apply
-/// (the caller moves on).
-pub fn seed_from(sources: &[Source], seed: u64, index: u64, spool: &mut File) -> Option<Seed> {
+/// applied, packed into `spool` (at gzip `level`, else the source's own).
+/// `None` when the drawn change does not apply (the caller moves on).
+pub fn seed_from(
+    sources: &[Source],
+    seed: u64,
+    index: u64,
+    level: Option<u32>,
+    spool: &mut File,
+) -> Option<Seed> {
     let mut mix = Mix(seed ^ index.wrapping_mul(0xA24B_AED4_963E_E407) ^ 0x5EED);
     let source = sources.get(mix.below(sources.len()))?;
     let mut model = source.model.clone();
@@ -77,6 +83,7 @@ pub fn seed_from(sources: &[Source], seed: u64, index: u64, spool: &mut File) ->
     let settings = PackSettings {
         keep_refused: true,
         threads: Some(1),
+        level,
         ..PackSettings::default()
     };
     let (packager, mut options) = model.prepare(Path::new("/"), &settings).ok()?;
