@@ -2,7 +2,8 @@
 //! or GNU base-256, pax values decimal, all lenient and saturating.
 
 /// A numeric header field (`size`, `mtime`, the checksum): base-256 when
-/// the first byte has its top bit set, else octal ([`parse_base`] base 8).
+/// the first byte has its top bit set, else octal (lenient: leading blanks
+/// skipped, stopping at the first non-digit; saturating).
 pub fn header_field(field: &[u8]) -> i64 {
     match field.first() {
         Some(&first) if first & 0x80 != 0 => base256(field),
