@@ -229,7 +229,8 @@ pub fn repack(members: &[(String, Vec<u8>)], pkg: PkgVersion, level: u32) {
         Err(e) => panic!("the checked pack failed: {e}"),
     }
 
-    let repacked = repack_bytes(&bytes, level).unwrap_or_else(|e| panic!("repack: {e}"));
+    let repacked =
+        repack_bytes(&bytes, framing_at(level)).unwrap_or_else(|e| panic!("repack: {e}"));
     assert!(repacked == bytes, "unpack + pack changed the bytes");
 }
 
@@ -269,7 +270,7 @@ fn packager_of(members: &[(String, Vec<u8>)]) -> Packager {
 /// `TarReader`) and packs its members again with the same header fields
 /// (all but `data_size` and `hash`, which are computed) at gzip `level`
 /// (not recorded in the file).
-pub fn repack_bytes(neff: &[u8], level: u32) -> Result<Vec<u8>, String> {
+pub fn repack_bytes(neff: &[u8], framing: neff_schema::Framing) -> Result<Vec<u8>, String> {
     let raw: [u8; HEADER_LEN] = neff
         .get(..HEADER_LEN)
         .and_then(|h| h.try_into().ok())
@@ -305,7 +306,7 @@ pub fn repack_bytes(neff: &[u8], level: u32) -> Result<Vec<u8>, String> {
     header.hash = None;
     let options = PackOptions {
         pkg_version: pkg,
-        framing: framing_at(level),
+        framing,
         header,
         keep_refused: true,
         ..PackOptions::default()
@@ -327,7 +328,15 @@ pub fn roundtrip(spec: &serde_json::Value) {
     let build = || {
         let spec: BuildSpec =
             serde_json::from_value(spec.clone()).expect("a generated spec parses");
-        let level = spec.level.unwrap_or(1);
+        // The spec's framing preset at its level: what a repack must follow.
+        let preset = match &spec.framing {
+            Some(neff_writer::build_spec::FramingSpec::Preset(name)) => {
+                neff_schema::FramingPreset::parse(name).unwrap_or_default()
+            }
+            _ => neff_schema::FramingPreset::default(),
+        };
+        let mut framing = preset.framing();
+        framing.gzip.deflate.level = spec.level.unwrap_or(1);
         let builder = spec
             .into_builder(std::path::Path::new("."))
             .unwrap_or_else(|e| panic!("a generated spec is refused: {e}"));
@@ -335,9 +344,9 @@ pub fn roundtrip(spec: &serde_json::Value) {
         builder
             .write_to(&mut bytes)
             .unwrap_or_else(|e| panic!("a generated spec does not build: {e}"));
-        (bytes, level)
+        (bytes, framing)
     };
-    let (bytes, level) = build();
+    let (bytes, framing) = build();
     let (again, _) = build();
     assert!(again == bytes, "building the same spec twice differs");
     let verdict = verify_reader(
@@ -352,9 +361,10 @@ pub fn roundtrip(spec: &serde_json::Value) {
         verdict.report().summary()
     );
     check_verdict(&verdict);
-    let repacked = repack_bytes(&bytes, level).unwrap_or_else(|e| panic!("repack: {e}"));
+    let repacked =
+        repack_bytes(&bytes, framing.clone()).unwrap_or_else(|e| panic!("repack: {e}"));
     assert!(repacked == bytes, "unpack + pack changed the bytes");
-    let unpacked = repack_via_files(&bytes, level);
+    let unpacked = repack_via_files(&bytes, framing);
     assert!(
         unpacked == bytes,
         "neff unpack + neff pack --header changed the bytes"
@@ -364,7 +374,7 @@ pub fn roundtrip(spec: &serde_json::Value) {
 /// What `neff unpack FILE -o DIR` then `neff pack DIR --header H.json` do:
 /// [`extract`] into a temp folder, [`Packager::from_dir`], and the header's
 /// fields (but `data_size` and `hash`) as the patch.
-pub fn repack_via_files(neff: &[u8], level: u32) -> Vec<u8> {
+pub fn repack_via_files(neff: &[u8], framing: neff_schema::Framing) -> Vec<u8> {
     let input = tempfile::NamedTempFile::new().expect("a temp file");
     std::fs::write(input.path(), neff).expect("writing the temp file");
     let root = tempfile::tempdir().expect("a temp folder");
@@ -383,7 +393,7 @@ pub fn repack_via_files(neff: &[u8], level: u32) -> Vec<u8> {
     header.hash = None;
     let options = PackOptions {
         pkg_version: PkgVersion::from_value(fields.pkg_version).expect("pkg 1 or 2"),
-        framing: framing_at(level),
+        framing,
         header,
         ..PackOptions::default()
     };
