@@ -46,6 +46,7 @@ fn every_schema_matches_its_golden_file() {
         "unpack-report",
         "error",
         "corpus-manifest",
+        "coverage-report",
         "fixtures-manifest",
     ] {
         assert!(names.iter().any(|n| n == expected), "{expected} not listed");
@@ -355,6 +356,11 @@ fn every_json_output_matches_its_schema() {
         "corpus.json",
         "corpus-manifest",
         read(corpus.join("corpus.json")),
+    );
+    batch.run(
+        "coverage-report",
+        &["coverage", p(&corpus), "--reference", p(&corpus), "--json"],
+        0,
     );
     let fixtures = d.join("fixtures");
     assert_eq!(

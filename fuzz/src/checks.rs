@@ -361,8 +361,7 @@ pub fn roundtrip(spec: &serde_json::Value) {
         verdict.report().summary()
     );
     check_verdict(&verdict);
-    let repacked =
-        repack_bytes(&bytes, framing.clone()).unwrap_or_else(|e| panic!("repack: {e}"));
+    let repacked = repack_bytes(&bytes, framing.clone()).unwrap_or_else(|e| panic!("repack: {e}"));
     assert!(repacked == bytes, "unpack + pack changed the bytes");
     let unpacked = repack_via_files(&bytes, framing);
     assert!(

@@ -378,7 +378,7 @@ pub fn member_pattern(name: &str, typed: bool) -> String {
 }
 
 /// How much of a reference set one kind of shape a corpus holds.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Share {
     /// Reference shapes the corpus holds.
     pub covered: usize,
@@ -415,7 +415,7 @@ impl Share {
 }
 
 /// What a corpus holds of a reference set's shapes.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Coverage {
     /// All manifest key paths.
     pub key_paths: Share,

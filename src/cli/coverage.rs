@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 use neff::smith::coverage::{coverage, Shapes, Share};
 
+use super::documents::CoverageReport;
 use super::verify::walk::{expand, Input};
 use super::EXIT_OK;
 
@@ -60,12 +61,12 @@ pub fn run(args: CoverageArgs) -> Result<u8, Box<dyn std::error::Error>> {
     let (corpus, corpus_files) = shapes_of(&args.corpus, &mut skipped)?;
     let report = coverage(&reference, &corpus);
     if args.json {
-        let doc = serde_json::json!({
-            "corpus_files": corpus_files,
-            "reference_files": reference_files,
-            "not_lifted": skipped,
-            "coverage": report,
-        });
+        let doc = CoverageReport {
+            corpus_files,
+            reference_files,
+            not_lifted: skipped,
+            coverage: report,
+        };
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(EXIT_OK);
     }

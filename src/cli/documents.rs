@@ -250,3 +250,17 @@ pub struct CorpusEntry {
     /// one change (`model.neff: sg00/def.json var "x": size set to 0`).
     pub mutation: Option<String>,
 }
+
+/// What `neff coverage --json` prints.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CoverageReport {
+    /// NEFFs of the corpus lifted.
+    pub corpus_files: usize,
+    /// NEFFs of the reference lifted.
+    pub reference_files: usize,
+    /// The NEFFs that could not be lifted, and why (a corpus holds refused ones).
+    pub not_lifted: Vec<String>,
+    /// The shares.
+    pub coverage: neff::smith::coverage::Coverage,
+}

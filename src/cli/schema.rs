@@ -16,7 +16,8 @@ use super::{documents, print_json, EXIT_OK};
 /// `diff-report` what `neff diff --json` prints, `pack-report` what `pack`/`build --json`
 /// print, `unpack-report` what `unpack --json` prints, `memory-report` what
 /// `neff inspect --memory --json` prints, `error` what any `--json` command prints on an
-/// error, `corpus-manifest` the corpus.json of `neff corpus`, and the
+/// error, `corpus-manifest` the corpus.json of `neff corpus`, `coverage-report` what
+/// `neff coverage --json` prints, and the
 /// manifest schemas describe neff.json, the KELF descriptor, def.json, engine
 /// JSON and ucode_lib.json. Without NAME, lists the schemas. Manifest schemas describe the JSON
 /// shapes (keys the runtime reads, with their types); unknown keys are allowed,
@@ -75,6 +76,11 @@ const SCHEMAS: &[Entry] = &[
         "corpus-manifest",
         "corpus.json of `neff corpus`: each seed file",
         || schemars::schema_for!(documents::CorpusManifest),
+    ),
+    (
+        "coverage-report",
+        "what `neff coverage --json` prints",
+        || schemars::schema_for!(documents::CoverageReport),
     ),
     (
         "memory-report",
