@@ -9,14 +9,19 @@
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use neff_writer::build_spec::Blob;
 use neff_writer::lift::{Content, Model};
-use neff_writer::PackSettings;
+use neff_writer::{MemberSource, PackSettings, Packager};
 use serde_json::Value;
 
 use crate::corpus::{adversarial, Mix, Seed, SeedVerdict};
+
+/// Members up to this size are held in memory for the seeds; larger ones
+/// are streamed from the lifted folder for each seed.
+const MAX_HELD: u64 = 4 << 20;
 
 /// A real NEFF lifted for mutation: its model and the folder holding its
 /// members (removed when the source is dropped).
@@ -26,6 +31,9 @@ pub struct Source {
     pub path: PathBuf,
     /// The typed model (member blobs are absolute paths into `_tree`).
     pub model: Model,
+    /// Every member's bytes as the model packs them, by name: an unchanged
+    /// member of a seed is packed from here, not encoded again.
+    bytes: BTreeMap<String, Vec<u8>>,
     _tree: tempfile::TempDir,
 }
 
@@ -58,9 +66,25 @@ impl Source {
         let recovered = neff_writer::recover_framing(path).map_err(|e| fail(e.to_string()))?;
         let (model, _) =
             Model::from_tree(&dir, recovered.file, None).map_err(|e| fail(e.to_string()))?;
+        let mut bytes = BTreeMap::new();
+        for (i, member) in model.payload.iter().enumerate() {
+            let source = model
+                .member_source(Path::new("/"), i)
+                .map_err(|e| fail(e.to_string()))?;
+            if source.len() > MAX_HELD {
+                continue;
+            }
+            let mut data = Vec::new();
+            source
+                .open()
+                .and_then(|mut r| r.read_to_end(&mut data))
+                .map_err(|e| fail(format!("{}: {e}", member.name)))?;
+            bytes.insert(member.name.clone(), data);
+        }
         Ok(Source {
             path: path.to_path_buf(),
             model,
+            bytes,
             _tree: tree,
         })
     }
@@ -86,7 +110,17 @@ pub fn seed_from(
         level,
         ..PackSettings::default()
     };
-    let (packager, mut options) = model.prepare(Path::new("/"), &settings).ok()?;
+    // Members the change left alone are packed from the source's bytes.
+    let mut packager = Packager::new();
+    for (i, member) in model.payload.iter().enumerate() {
+        let kept = source.model.member(&member.name) == Some(member);
+        let bytes = match source.bytes.get(&member.name) {
+            Some(bytes) if kept => MemberSource::Bytes(bytes.clone()),
+            _ => model.member_source(Path::new("/"), i).ok()?,
+        };
+        packager.add(&member.name, bytes).ok()?;
+    }
+    let mut options = settings.options(model.header_file()).ok()?;
     options.fsync = false;
     let outcome = packager.write_file(spool, &options).ok()?;
     let mut bytes = Vec::new();

@@ -380,22 +380,31 @@ impl Model {
     pub fn packager(&self, base: &Path) -> Result<Packager, Error> {
         let mut packager = Packager::new();
         for (i, m) in self.payload.iter().enumerate() {
-            let key = format!("payload[{i}] ({})", m.name);
-            let source = match &m.content {
-                Content::Data(blob) => blob_source(base, &key, blob)?,
-                typed => {
-                    let value = typed
-                        .to_value()
-                        .unwrap_or(Ok(serde_json::Value::Null))
-                        .map_err(|e| spec_error(format!("{key}: cannot encode: {e}")))?;
-                    manifest_bytes(base, &key, m.source.as_ref(), &value)?
-                }
-            };
             packager
-                .add(&m.name, source)
-                .map_err(|e| spec_error(format!("{key}: {e}")))?;
+                .add(&m.name, self.member_source(base, i)?)
+                .map_err(|e| spec_error(format!("payload[{i}] ({}): {e}", m.name)))?;
         }
         Ok(packager)
+    }
+
+    /// The bytes of member `i` as [`Model::packager`] packs them (relative
+    /// paths resolve against `base`).
+    pub fn member_source(&self, base: &Path, i: usize) -> Result<MemberSource, Error> {
+        let m = self
+            .payload
+            .get(i)
+            .ok_or_else(|| spec_error(format!("payload[{i}]: no such member")))?;
+        let key = format!("payload[{i}] ({})", m.name);
+        match &m.content {
+            Content::Data(blob) => blob_source(base, &key, blob),
+            typed => {
+                let value = typed
+                    .to_value()
+                    .unwrap_or(Ok(serde_json::Value::Null))
+                    .map_err(|e| spec_error(format!("{key}: cannot encode: {e}")))?;
+                manifest_bytes(base, &key, m.source.as_ref(), &value)
+            }
+        }
     }
 
     /// Writes the NEFF at `out` (atomically, checked by the loader's gates

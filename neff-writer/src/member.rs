@@ -134,7 +134,7 @@ impl MemberSource {
     }
 
     /// Opens the bytes for reading.
-    pub(crate) fn open(self) -> io::Result<Box<dyn Read + Send>> {
+    pub fn open(self) -> io::Result<Box<dyn Read + Send>> {
         Ok(match self {
             MemberSource::Bytes(b) => Box::new(io::Cursor::new(b)),
             MemberSource::File { path, .. } => Box::new(
