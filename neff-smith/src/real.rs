@@ -7,9 +7,9 @@
 //! variable) changed, a member dropped, swapped with another or resized, a
 //! header field changed. Everything is a function of the seed and the draw.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use neff_writer::build_spec::Blob;
