@@ -11,10 +11,11 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 use neff_writer::build_spec::Blob;
 use neff_writer::lift::{Content, Model};
-use neff_writer::{MemberSource, PackSettings, Packager};
+use neff_writer::{DeflateCache, MemberSource, PackSettings, Packager};
 use serde_json::Value;
 
 use crate::corpus::{adversarial, Mix, Seed, SeedVerdict};
@@ -22,6 +23,15 @@ use crate::corpus::{adversarial, Mix, Seed, SeedVerdict};
 /// Members up to this size are held in memory for the seeds; larger ones
 /// are streamed from the lifted folder for each seed.
 const MAX_HELD: u64 = 4 << 20;
+
+/// The deflate cache every seed is packed through: a seed differs from its
+/// source in one place, so most of its payload's chunks were deflated for an
+/// earlier seed. One per process, bounded by [`DeflateCache::default`]'s
+/// capacity; it changes no byte of any seed.
+fn deflate_cache() -> Arc<DeflateCache> {
+    static CACHE: OnceLock<Arc<DeflateCache>> = OnceLock::new();
+    CACHE.get_or_init(Arc::default).clone()
+}
 
 /// A real NEFF lifted for mutation: its model and the folder holding its
 /// members (removed when the source is dropped).
@@ -122,6 +132,7 @@ pub fn seed_from(
     }
     let mut options = settings.options(model.header_file()).ok()?;
     options.fsync = false;
+    options.deflate_cache = Some(deflate_cache());
     let outcome = packager.write_file(spool, &options).ok()?;
     let mut bytes = Vec::new();
     spool.seek(SeekFrom::Start(0)).ok()?;

@@ -41,6 +41,7 @@ pub mod build_spec;
 pub mod builder;
 mod chunk_deflate;
 mod clobber;
+mod deflate_cache;
 mod error;
 mod gzip_writer;
 mod hashing_writer;
@@ -69,6 +70,7 @@ pub use atomic::{
 };
 pub use builder::{Build, Data, NeffBuilder};
 pub use clobber::OutputGuard;
+pub use deflate_cache::DeflateCache;
 pub use error::{Error, ErrorKind};
 pub use gzip_writer::{gzip_header, GZIP_HEADER};
 pub use hashing_writer::Digests;

@@ -26,6 +26,7 @@ use neff_schema::framing::{DeflateEngine, MemberOrder, TarFraming};
 use neff_schema::{Framing, FramingPreset, HeaderFields, NeffHeader, PkgVersion, Uuid, HEADER_LEN};
 
 use crate::clobber::OutputGuard;
+use crate::deflate_cache::{CachedGzipWriter, DeflateCache};
 use crate::error::{Error, ErrorKind};
 use crate::gzip_writer::gzip_header;
 use crate::hashing_writer::{Digests, HashingWriter};
@@ -78,6 +79,12 @@ pub struct PackOptions {
     /// again) instead of checking the bytes as they are written. Default off:
     /// the streamed check runs the same gates on the same bytes.
     pub paranoid_readback: bool,
+    /// Deflate pkg 2 payloads through this cache: content-defined chunks,
+    /// each deflated once per level and reused by every later write that
+    /// holds the same chunk (the framing's engine is then not used). For
+    /// many near-identical NEFFs, such as seeds made from real files; the
+    /// bytes depend only on the payload and the level.
+    pub deflate_cache: Option<Arc<DeflateCache>>,
 }
 
 impl PackOptions {
@@ -115,6 +122,7 @@ impl Default for PackOptions {
             profile: RuntimeProfile::default(),
             fsync: true,
             paranoid_readback: false,
+            deflate_cache: None,
         }
     }
 }
@@ -661,10 +669,22 @@ impl Packager {
         let ((tee, digests), tar_size) = match pkg {
             PkgVersion::Md5Gzip => std::thread::scope(|scope| -> Result<_, Error> {
                 let sink = HashingWriter::new(out, pkg, uuid_from_content);
-                let (mut sink, tar_size) = match deflate.engine {
+                let (mut sink, tar_size) = match (&options.deflate_cache, deflate.engine) {
+                    (Some(cache), _) => {
+                        let gzip = CachedGzipWriter::new(
+                            sink,
+                            &gzip_header,
+                            deflate.level,
+                            cache.clone(),
+                        )?;
+                        let mut tar = TarWriter::with_framing(gzip, tar_framing);
+                        write_entries(&mut tar, &mut entries, progress.as_deref())?;
+                        let (gzip, tar_size) = tar.finish()?;
+                        (gzip.finish()?, tar_size)
+                    }
                     // Tar framing here, deflate on `threads` workers, hashing
                     // and writing on the pipeline's writer thread.
-                    DeflateEngine::Parallel => {
+                    (None, DeflateEngine::Parallel) => {
                         let gzip = parallel_gzip::start(
                             scope,
                             sink,
@@ -678,7 +698,7 @@ impl Packager {
                         (gzip.finish()?, tar_size)
                     }
                     // Classic zlib, one stream: the compilers' exact bytes.
-                    DeflateEngine::Zlib => {
+                    (None, DeflateEngine::Zlib) => {
                         let gzip = ZlibGzipWriter::new(
                             sink,
                             &gzip_header,

@@ -53,7 +53,8 @@ pub struct CorpusArgs {
     #[arg(long, value_name = "PATH", num_args = 1..)]
     from: Vec<PathBuf>,
     /// gzip level 1-9 of the --from seeds (default: each source's own, as its
-    /// framing was recovered; 1 is several times faster).
+    /// framing was recovered). Seeds are deflated in content-defined chunks
+    /// shared through a cache, not as one zlib stream like their source.
     #[arg(long, value_name = "N", requires = "from", value_parser = clap::value_parser!(u32).range(1..=9))]
     level: Option<u32>,
     /// Write into a non-empty DIR.
