@@ -1,10 +1,12 @@
 """``neff.Builder``: describe a model in Python, write it as a NEFF.
 
-The builder writes a build spec, the JSON ``neff build`` reads (``neff schema
-build-spec`` documents every key; the methods and arguments here have the
-same names), and hands it with the data to the Rust builder: the manifests
-are generated, the loader's gates run before anything is written, and the
-NEFF is packed deterministically and atomically.
+The builder fills the build spec's typed model, held by the Rust core
+(``neff build`` reads the same model as JSON; ``neff schema build-spec``
+documents every key, and the methods and arguments here have the same
+names): each call's arguments are read as the model's types there, so an
+error names the spec key at fault. Writing generates the manifests, runs the
+loader's gates before anything is written, and packs the NEFF
+deterministically and atomically.
 
 Data (weights, instruction streams, ucode libraries, extra members) is a path
 (streamed from the file when the NEFF is written) or any object with the
@@ -33,11 +35,10 @@ __all__ = ["BuildOutcome", "Builder", "Subgraph"]
 
 #: A path (``str`` or ``os.PathLike``), else an object with the buffer protocol.
 Data = object
-#: An entry of the data list handed to the native builder.
-_DataItem = Tuple[object, Optional[Tuple[str, List[int]]]]
+#: Data as the native model takes it: ``("path", path, None)`` or
+#: ``("buffer", object, npy header or None)``.
+_DataRef = Tuple[str, object, Optional[Tuple[str, List[int]]]]
 
-#: The engines, as the build spec names them.
-ENGINES = ("pe", "act", "pool", "dve", "sp")
 #: Weight formats: ``.npy`` v1 or raw bytes.
 WEIGHT_FORMATS = ("npy", "raw")
 
@@ -78,16 +79,6 @@ def _error(key: str, message: str) -> NeffError:
     return _from_native("Spec", f"{key}: {message}", location, None, None)
 
 
-def _options(**values: Any) -> Dict[str, Any]:
-    """The values given (not None)."""
-    return {k: v for k, v in values.items() if v is not None}
-
-
-def _mapping(extra: Optional[Mapping[str, Any]]) -> Optional[Dict[str, Any]]:
-    """Extra keys as a dict, None when there are none."""
-    return dict(extra) if extra else None
-
-
 def _numpy_array(data: object) -> bool:
     numpy = sys.modules.get("numpy")
     return numpy is not None and isinstance(data, numpy.ndarray)
@@ -111,61 +102,42 @@ def _check_weight_dtype(array: Any, key: str) -> None:
                                       f"knows (see `neff schema build-spec`)")
 
 
-class _Spec:
-    """The build spec and data shared by a builder and its subgraphs."""
+def _data(data: Data, key: str, npy: Optional[Tuple[str, List[int]]] = None) -> _DataRef:
+    """Data as the native model takes it: a path (absolute), or a buffer
+    (C-contiguous) with the ``.npy`` header to put before it."""
+    if isinstance(data, (str, os.PathLike)):
+        return ("path", os.path.abspath(os.fspath(data)), None)
+    try:
+        view = memoryview(data)  # type: ignore[arg-type]
+    except TypeError:
+        raise _error(key, f"expected a path or an object with the buffer protocol, "
+                          f"not {type(data).__name__}") from None
+    with view:
+        if not view.c_contiguous:
+            raise _error(key, "the data is not C-contiguous (numpy.ascontiguousarray "
+                              "gives a copy that is)")
+    return ("buffer", data, npy)
 
-    def __init__(self) -> None:
-        self.doc: Dict[str, Any] = {"subgraphs": []}
-        self.data: List[_DataItem] = []
 
-    def tensor(self, key: str, name: str, dtype: Optional[str], shape: Optional[Sequence[int]],
-               size: Optional[int], var_id: Optional[int],
-               extra: Optional[Mapping[str, Any]], **more: Any) -> Dict[str, Any]:
-        """A variable entry, checked now by the spec reader (an error names its key)."""
-        entry = {"name": name, **_options(
-            dtype=dtype, shape=None if shape is None else [int(d) for d in shape],
-            size=size, var_id=var_id, extra=_mapping(extra), **more)}
-        _native.check_var(key, json.dumps(entry))
-        return entry
-
-    def blob(self, data: Data, key: str, npy: Optional[Tuple[str, List[int]]] = None) -> Any:
-        """A path as a path blob, else the buffer as a data-list reference."""
-        if isinstance(data, (str, os.PathLike)):
-            return {"path": os.path.abspath(os.fspath(data))}
-        try:
-            view = memoryview(data)  # type: ignore[arg-type]
-        except TypeError:
-            raise _error(key, f"expected a path or an object with the buffer protocol, "
-                              f"not {type(data).__name__}") from None
-        with view:
-            if not view.c_contiguous:
-                raise _error(key, "the data is not C-contiguous (numpy.ascontiguousarray "
-                                  "gives a copy that is)")
-        self.data.append((data, npy))
-        return {"path": f"\0data:{len(self.data) - 1}"}
-
-    def weight_blob(self, data: Data, key: str, format: Optional[str]) -> Tuple[str, Any]:
-        """The weight's format and blob: an array as ``.npy`` v1 by default, a
-        path by its extension, other buffers raw."""
-        if format is not None and format not in WEIGHT_FORMATS:
-            raise _error(f"{key}.format", f"{format!r} is not one of {WEIGHT_FORMATS}")
-        if _numpy_array(data):
-            array: Any = data
-            if not array.flags.c_contiguous:
-                raise _error(key, "the array is not C-contiguous (numpy.ascontiguousarray "
-                                  "gives a copy that is)")
-            _check_weight_dtype(array, key)
-            fmt = format or "npy"
-            header = (str(array.dtype.str), [int(d) for d in array.shape]) if fmt == "npy" else None
-            return fmt, self.blob(array, f"{key}.{fmt}", header)
-        if isinstance(data, (str, os.PathLike)):
-            fmt = format or ("npy" if os.fspath(data).endswith(".npy") else "raw")
-        else:
-            fmt = format or "raw"
-        return fmt, self.blob(data, f"{key}.{fmt}")
-
-    def json(self, unchecked: bool, keep_refused: bool) -> str:
-        return json.dumps({**self.doc, "unchecked": unchecked, "keep_refused": keep_refused})
+def _weight_data(data: Data, key: str, format: Optional[str]) -> Tuple[str, _DataRef]:
+    """The weight's format and data: an array as ``.npy`` v1 by default, a
+    path by its extension, other buffers raw."""
+    if format is not None and format not in WEIGHT_FORMATS:
+        raise _error(f"{key}.format", f"{format!r} is not one of {WEIGHT_FORMATS}")
+    if _numpy_array(data):
+        array: Any = data
+        if not array.flags.c_contiguous:
+            raise _error(key, "the array is not C-contiguous (numpy.ascontiguousarray "
+                              "gives a copy that is)")
+        _check_weight_dtype(array, key)
+        fmt = format or "npy"
+        header = (str(array.dtype.str), [int(d) for d in array.shape]) if fmt == "npy" else None
+        return fmt, _data(array, f"{key}.{fmt}", header)
+    if isinstance(data, (str, os.PathLike)):
+        fmt = format or ("npy" if os.fspath(data).endswith(".npy") else "raw")
+    else:
+        fmt = format or "raw"
+    return fmt, _data(data, f"{key}.{fmt}")
 
 
 class Subgraph:
@@ -181,8 +153,10 @@ class Subgraph:
     ...     sg.output("y", "float32", (4, 4))
     """
 
-    def __init__(self, spec: _Spec, doc: Dict[str, Any], key: str) -> None:
-        self._spec, self._doc, self._key = spec, doc, key
+    def __init__(self, model: Any, index: int, name: str) -> None:
+        self._model, self._index, self._name = model, index, name
+        self._key = f"subgraphs[{index}]"
+        self._lengths: Dict[str, int] = {}
 
     def __enter__(self) -> Subgraph:
         return self
@@ -198,14 +172,14 @@ class Subgraph:
         >>> builder.subgraph("sg00").name  # doctest: +SKIP
         'sg00'
         """
-        return str(self._doc["name"])
+        return self._name
 
-    def _tensor(self, kind: str, name: str, dtype: Optional[str], shape: Optional[Sequence[int]],
-                size: Optional[int], var_id: Optional[int],
-                extra: Optional[Mapping[str, Any]]) -> Subgraph:
-        entries = self._doc.setdefault(kind, [])
-        key = f"{self._key}.{kind}[{len(entries)}]"
-        entries.append(self._spec.tensor(key, name, dtype, shape, size, var_id, extra))
+    def _var(self, kind: str, name: str, dtype: Optional[str], shape: Optional[Sequence[int]],
+             size: Optional[int], var_id: Optional[int], extra: Optional[Mapping[str, Any]],
+             **more: Any) -> Subgraph:
+        self._model.var(self._index, kind, name=name, dtype=dtype, shape=shape, size=size,
+                        var_id=var_id, extra=extra, **more)
+        self._lengths[kind] = self._lengths.get(kind, 0) + 1
         return self
 
     def input(self, name: str, dtype: str, shape: Sequence[int], *, size: Optional[int] = None,
@@ -214,7 +188,7 @@ class Subgraph:
 
         >>> sg.input("x", "float32", (4, 4))  # doctest: +SKIP
         """
-        return self._tensor("inputs", name, dtype, shape, size, var_id, extra)
+        return self._var("inputs", name, dtype, shape, size, var_id, extra)
 
     def output(self, name: str, dtype: str, shape: Sequence[int], *, size: Optional[int] = None,
                var_id: Optional[int] = None, extra: Optional[Mapping[str, Any]] = None) -> Subgraph:
@@ -222,7 +196,7 @@ class Subgraph:
 
         >>> sg.output("y", "float32", (4, 4))  # doctest: +SKIP
         """
-        return self._tensor("outputs", name, dtype, shape, size, var_id, extra)
+        return self._var("outputs", name, dtype, shape, size, var_id, extra)
 
     def tmp_buf(self, name: str, dtype: Optional[str] = None,
                 shape: Optional[Sequence[int]] = None, *, size: Optional[int] = None,
@@ -231,7 +205,7 @@ class Subgraph:
 
         >>> sg.tmp_buf("scratch", size=128)  # doctest: +SKIP
         """
-        return self._tensor("tmp_bufs", name, dtype, shape, size, var_id, extra)
+        return self._var("tmp_bufs", name, dtype, shape, size, var_id, extra)
 
     buffer = tmp_buf
 
@@ -243,7 +217,7 @@ class Subgraph:
 
         >>> sg.state_buffer("SB", var_id=1)  # doctest: +SKIP
         """
-        return self._tensor("state_buffers", name, dtype, shape, size, var_id, extra)
+        return self._var("state_buffers", name, dtype, shape, size, var_id, extra)
 
     def var(self, name: str, type: str, dtype: Optional[str] = None,
             shape: Optional[Sequence[int]] = None, *, size: Optional[int] = None,
@@ -252,10 +226,7 @@ class Subgraph:
 
         >>> sg.var("p", "pointer")  # doctest: +SKIP
         """
-        entries = self._doc.setdefault("vars", [])
-        key = f"{self._key}.vars[{len(entries)}]"
-        entries.append(self._spec.tensor(key, name, dtype, shape, size, var_id, extra, type=type))
-        return self
+        return self._var("vars", name, dtype, shape, size, var_id, extra, type=type)
 
     def weight(self, name: str, data: Data, dtype: Optional[str] = None,
                shape: Optional[Sequence[int]] = None, *, format: Optional[str] = None,
@@ -270,12 +241,10 @@ class Subgraph:
         >>> sg.weight("w", numpy.ones((4, 4), "float32"))  # doctest: +SKIP
         >>> sg.weight("b", "bias.bin", "float32", (4,))  # doctest: +SKIP
         """
-        entries = self._doc.setdefault("weights", [])
-        key = f"{self._key}.weights[{len(entries)}]"
-        fmt, blob = self._spec.weight_blob(data, key, format)
-        entries.append(self._spec.tensor(key, name, dtype, shape, size, var_id, extra,
-                                         file_name=file_name, **{fmt: blob}))
-        return self
+        key = f"{self._key}.weights[{self._lengths.get('weights', 0)}]"
+        fmt, blob = _weight_data(data, key, format)
+        return self._var("weights", name, dtype, shape, size, var_id, extra,
+                         file_name=file_name, data=blob, format=fmt)
 
     def dma_queue(self, name: str, owner: str, type: str, *, semaphore: Optional[int] = None,
                   semaphore_set: Optional[Sequence[int]] = None,
@@ -288,10 +257,9 @@ class Subgraph:
         >>> sg.dma_queue("q_in", "pool", "in", semaphore=10)  # doctest: +SKIP
         >>> sg.dma_queue("qDyn", "pool", "dynamic", num_queues=16, fabric_path="main")  # doctest: +SKIP
         """
-        self._engine_name(owner, f"{self._key}.dma_queues.{name}.owner")
-        self._doc.setdefault("dma_queues", {})[name] = {"owner": owner, "type": type, **_options(
-            semaphore=semaphore, semaphore_set=None if semaphore_set is None else list(semaphore_set), num_queues=num_queues,
-            indirect_memcpy=indirect_memcpy, extra=_mapping(extra)), **keys}
+        self._model.dma_queue(self._index, name, owner=owner, type=type, semaphore=semaphore,
+                              semaphore_set=semaphore_set, num_queues=num_queues,
+                              indirect_memcpy=indirect_memcpy, extra=extra, **keys)
         return self
 
     def dma(self, block: Mapping[str, Any]) -> Subgraph:
@@ -299,12 +267,8 @@ class Subgraph:
 
         >>> sg.dma({"id": 0, "queue": "q_in", "desc": []})  # doctest: +SKIP
         """
-        self._doc.setdefault("dma", []).append(dict(block))
+        self._model.dma(self._index, dict(block))
         return self
-
-    def _engine_name(self, engine: str, key: str) -> None:
-        if engine not in ENGINES:
-            raise _error(key, f"{engine!r} is not an engine ({', '.join(ENGINES)})")
 
     def engine(self, engine: str, instr: Optional[Data] = None, *,
                dma: Sequence[Mapping[str, Any]] = (), name: Optional[str] = None,
@@ -321,12 +285,9 @@ class Subgraph:
         >>> sg.engine("act", act_info="act_info.json", activation_function_sets=["exp"])  # doctest: +SKIP
         """
         key = f"{self._key}.engines.{engine}"
-        self._engine_name(engine, key)
-        program = {**_options(name=name, dma=[dict(b) for b in dma] or None,
-                              extra=_mapping(extra)), **keys}
-        if instr is not None:
-            program["instructions"] = self._spec.blob(instr, f"{key}.instructions")
-        self._doc.setdefault("engines", {})[engine] = program
+        instructions = None if instr is None else _data(instr, f"{key}.instructions")
+        self._model.engine(self._index, engine, instructions, dma=[dict(b) for b in dma] or None,
+                           name=name, extra=extra, **keys)
         return self
 
     def ucode_lib(self, library: str, data: Data, ulib_to_ucode_version: str, *,
@@ -340,14 +301,14 @@ class Subgraph:
 
         >>> sg.ucode_lib("lib.so", "lib.so", "1.21.1.0", functions=["f"])  # doctest: +SKIP
         """
-        entries = self._doc.setdefault("ucode_libs", [])
-        key = f"{self._key}.ucode_libs[{len(entries)}]"
+        key = f"{self._key}.ucode_libs[{self._lengths.get('ucode_libs', 0)}]"
         funcs = [{"name": f} if isinstance(f, str) else dict(f) for f in functions]
-        entries.append({
-            "library": library, "data": self._spec.blob(data, f"{key}.data"),
-            "ulib_to_ucode_version": ulib_to_ucode_version, **_options(
-                functions=funcs or None, ulib_to_isa_version=ulib_to_isa_version, is_builtin=is_builtin,
-                cpu_id=cpu_id, total_cpus=total_cpus, extra=_mapping(extra))})
+        self._model.ucode_lib(self._index, _data(data, f"{key}.data"), library=library,
+                              ulib_to_ucode_version=ulib_to_ucode_version,
+                              functions=funcs or None, ulib_to_isa_version=ulib_to_isa_version,
+                              is_builtin=is_builtin, cpu_id=cpu_id, total_cpus=total_cpus,
+                              extra=extra)
+        self._lengths["ucode_libs"] = self._lengths.get("ucode_libs", 0) + 1
         return self
 
     def evtaccel(self) -> Subgraph:
@@ -355,7 +316,7 @@ class Subgraph:
 
         >>> sg.evtaccel()  # doctest: +SKIP
         """
-        self._doc["evtaccel"] = True
+        self._model.evtaccel(self._index)
         return self
 
     def carveout(self, carveout: Mapping[str, Any]) -> Subgraph:
@@ -364,7 +325,7 @@ class Subgraph:
         >>> sg.carveout({"type": "evtaccel", "offset": 229368, "size": 8,
         ...              "base_partition": 0, "partitions": 128})  # doctest: +SKIP
         """
-        self._doc.setdefault("carveouts", []).append(dict(carveout))
+        self._model.carveout(self._index, dict(carveout))
         return self
 
     def key(self, key: str, value: Any) -> Subgraph:
@@ -372,7 +333,7 @@ class Subgraph:
 
         >>> sg.key("git_version", "")  # doctest: +SKIP
         """
-        self._doc.setdefault("extra", {})[key] = value
+        self._model.key(self._index, key, value)
         return self
 
 
@@ -404,16 +365,17 @@ class Builder:
                  kelf_version: Optional[str] = None,
                  kelf_extra: Optional[Mapping[str, Any]] = None,
                  neff_json_extra: Optional[Mapping[str, Any]] = None) -> None:
-        self._spec = _Spec()
+        self._model = _native.Model(
+            name=name, target=target, pkg_version=pkg_version, framing=framing, level=level,
+            uuid=None if uuid is None else str(uuid), features=list(features),
+            header=header, kelf_member=kelf_member, kelf_node_name=kelf_node_name,
+            kelf_version=kelf_version, kelf_extra=kelf_extra, neff_json_extra=neff_json_extra)
+        #: A lifted model (the spec :func:`neff.lift` returns), else ``None``.
+        self._lifted_doc: Optional[Dict[str, Any]] = None
         self._tree: Optional[str] = None
+        self._subgraphs = 0
         #: A lifted model's refusal by the gates (their report), else ``None``.
         self.refusal: Optional[Dict[str, Any]] = None
-        self._spec.doc.update(_options(
-            name=name, target=target, pkg_version=pkg_version, framing=framing, level=level,
-            uuid=None if uuid is None else str(uuid), features=list(features) or None,
-            header=None if header is None else dict(header), kelf_member=kelf_member,
-            kelf_node_name=kelf_node_name, kelf_version=kelf_version,
-            kelf_extra=_mapping(kelf_extra), neff_json_extra=_mapping(neff_json_extra)))
 
     def subgraph(self, name: str, *, def_name: Optional[str] = None,
                  def_version: Optional[str] = None, evtaccel: bool = False,
@@ -428,17 +390,11 @@ class Builder:
         >>> with b.subgraph("sg00", evtaccel=True) as sg:  # doctest: +SKIP
         ...     sg.output("y", "float32", (4,))
         """
-        subgraphs = self._spec.doc["subgraphs"]
-        doc: Dict[str, Any] = {"name": name, **_options(
-            def_name=def_name, def_version=def_version, evtaccel=evtaccel or None,
-            replica_groups=None if replica_groups is None else list(replica_groups),
-            src_target_pairs=None if src_target_pairs is None else list(src_target_pairs),
-            num_streams=num_streams,
-            fp8_conversion_config=None if fp8_conversion_config is None
-            else dict(fp8_conversion_config),
-            extra=_mapping(extra))}
-        subgraphs.append(doc)
-        return Subgraph(self._spec, doc, f"subgraphs[{len(subgraphs) - 1}]")
+        index = self._model.subgraph(
+            name=name, def_name=def_name, def_version=def_version, evtaccel=evtaccel,
+            replica_groups=replica_groups, src_target_pairs=src_target_pairs,
+            num_streams=num_streams, fp8_conversion_config=fp8_conversion_config, extra=extra)
+        return Subgraph(self._model, index, name)
 
     def member(self, name: str, data: Data) -> Builder:
         """A member no manifest generates (``hlo_stats.json``, ``.asm`` listings…).
@@ -448,15 +404,15 @@ class Builder:
         On a lifted model (:func:`neff.lift`) it adds or replaces the payload
         member ``name`` with these bytes (a path is read when written).
         """
-        if self._tree is not None:
+        if self._lifted_doc is not None:
             return self._set_payload_member(name, data)
-        self._spec.doc.setdefault("members", {})[name] = self._spec.blob(data, f"members.{name!r}")
+        self._model.member(name, _data(data, f"members.{name!r}"))
         return self
 
     def _set_payload_member(self, name: str, data: Optional[Data]) -> Builder:
         """A lifted model's member ``name`` set to ``data`` (``None`` removes it)."""
-        payload: List[Dict[str, Any]] = self._spec.doc["payload"]
-        kept = [m for m in payload if m.get("name") != name]
+        doc = self._lifted_model()
+        kept = [m for m in doc["payload"] if m.get("name") != name]
         if data is not None:
             if isinstance(data, (str, os.PathLike)):
                 blob: Dict[str, Any] = {"path": os.path.abspath(os.fspath(data))}
@@ -468,7 +424,7 @@ class Builder:
                                                       f"not {type(data).__name__}") from None
                 blob = {"base64": base64.b64encode(raw).decode("ascii")}
             kept.append({"name": name, "data": blob})
-        self._spec.doc["payload"] = kept
+        doc["payload"] = kept
         return self
 
     def raw_member(self, name: str, data: Optional[Data]) -> Builder:
@@ -479,17 +435,21 @@ class Builder:
 
         >>> b.raw_member("sg00/def.json", None)  # doctest: +SKIP
         """
-        if self._tree is not None:
+        if self._lifted_doc is not None:
             return self._set_payload_member(name, data)
-        key = f"raw_members.{name!r}"
-        blob = None if data is None else self._spec.blob(data, key)
-        self._spec.doc.setdefault("raw_members", {})[name] = blob
+        self._model.raw_member(name, None if data is None
+                               else _data(data, f"raw_members.{name!r}"))
         return self
 
+    def _lifted_model(self) -> Dict[str, Any]:
+        if self._lifted_doc is None:
+            raise _error("payload", "not a lifted model (see neff.lift)")
+        return self._lifted_doc
+
     @classmethod
-    def _lifted(cls, doc: Dict[str, Any], tree: str) -> Builder:
+    def _from_lift(cls, doc: Dict[str, Any], tree: str) -> Builder:
         builder = cls()
-        builder._spec.doc = doc
+        builder._lifted_doc = doc
         builder._tree = tree
         return builder
 
@@ -514,8 +474,8 @@ class Builder:
             member = self._weights_member(def_json, var)
             path = os.path.join(tree, *member.split("/"))
             _write_npy(path, data, f"weights.{var}")
-        text = _native.replace_weight(json.dumps(self._spec.doc), def_json, var, path)
-        self._spec.doc = json.loads(text)
+        text = _native.replace_weight(json.dumps(self._lifted_model()), def_json, var, path)
+        self._lifted_doc = json.loads(text)
         return self
 
     def _weights_member(self, def_json: str, var: str) -> str:
@@ -537,7 +497,7 @@ class Builder:
         >>> b = neff.lift("model.neff", "tree")  # doctest: +SKIP
         >>> b.payload("sg00/PE.json")["engine"]["name"] = "pe"  # doctest: +SKIP
         """
-        for member in self._spec.doc.get("payload", ()):
+        for member in (self._lifted_doc or {}).get("payload", ()):
             if member.get("name") == name:
                 return member  # type: ignore[no-any-return]
         raise _error("payload", f"no member {name!r} (a lifted model has a payload; "
@@ -549,13 +509,19 @@ class Builder:
         >>> b.spec()["subgraphs"][0]["name"]  # doctest: +SKIP
         'sg00'
         """
-        return copy.deepcopy(self._spec.doc)
+        if self._lifted_doc is not None:
+            return copy.deepcopy(self._lifted_doc)
+        return json.loads(self._model.spec())  # type: ignore[no-any-return]
 
     def _build(self, path: Optional[str], unchecked: bool, keep_refused: bool,
                threads: Optional[int], paranoid_readback: bool = False,
                fsync: bool = True) -> Tuple[BuildOutcome, Optional[bytes]]:
-        text, data = _native.build(self._spec.json(unchecked, keep_refused), self._spec.data, path,
-                                   threads, paranoid_readback, fsync)
+        if self._lifted_doc is not None:
+            text, data = _native.build(json.dumps(self._lifted_doc), path, unchecked, keep_refused,
+                                       threads, paranoid_readback, fsync)
+        else:
+            text, data = self._model.build(path, unchecked, keep_refused, threads,
+                                           paranoid_readback, fsync)
         return BuildOutcome(**json.loads(text)), data
 
     def write(self, path: Union[str, os.PathLike[str]], *, unchecked: bool = False,
@@ -610,7 +576,7 @@ def lift(source: Union[str, os.PathLike[str]], dir: Union[str, os.PathLike[str]]
     >>> b.write("same.neff").header["uuid"]  # doctest: +SKIP
     """
     text, refusal = _native.lift(os.fspath(source), os.fspath(dir), keep_refused)
-    builder = Builder._lifted(json.loads(text), os.path.abspath(os.fspath(dir)))
+    builder = Builder._from_lift(json.loads(text), os.path.abspath(os.fspath(dir)))
     builder.refusal = None if refusal is None else json.loads(refusal)
     return builder
 

@@ -1,17 +1,16 @@
-//! `neff._native.build`: a build spec (JSON with the keys `neff schema
-//! build-spec` documents) and the data Python hands over → a NEFF, written
-//! atomically to a path or returned as bytes. The typed surface is
-//! `neff.Builder` (`python/neff/_builder.py`), which writes the spec.
+//! The builder's native side: `Model` (the typed build spec `neff.Builder`
+//! fills, [`model`]), `build` of a lifted spec, `lift` and `replace_weight`.
+//! The typed surface is `neff.Builder` (`python/neff/_builder.py`).
 
 mod buffer;
+mod model;
 
 use std::io::{Cursor, Read};
 use std::path::{Path, PathBuf};
 
 use neff_schema::manifest::Dtype;
-use neff_writer::build_spec::{blob_data, parse_at, Blob, BuildSpec};
+use neff_writer::build_spec::{blob_data, Blob, BuildSpec};
 use neff_writer::builder::npy::encode_v1;
-use neff_writer::builder::VarSpec;
 use neff_writer::{Data, Error, ErrorKind, MemberSource, PackOutcome};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -29,37 +28,56 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(lift, m)?)?;
     m.add_function(wrap_pyfunction!(replace_weight, m)?)?;
     m.add_function(wrap_pyfunction!(dtype_known, m)?)?;
-    m.add_function(wrap_pyfunction!(check_var, m)?)?;
+    m.add_class::<model::Model>()?;
     Ok(())
 }
 
-/// One piece of data: an object with the buffer protocol and, for an array
-/// written as `.npy`, the header's descr and shape.
-type DataArg<'py> = (Bound<'py, PyAny>, Option<(String, Vec<u64>)>);
-
-/// Builds the NEFF `spec` describes, blobs `{"path": "\0data:N"}` taken
-/// from `data[N]`; writes it atomically at `path`, or returns its bytes when
-/// there is no path. Returns the outcome as JSON. The GIL is released while
-/// the NEFF is generated, checked, compressed, hashed and written.
+/// Builds the NEFF a spec given as JSON describes (the lifted form that
+/// `lift` returns, or a spec whose blobs are all paths); writes it
+/// atomically at `path`, or returns its bytes when there is no path.
+/// Returns the outcome as JSON.
 #[pyfunction]
-#[pyo3(signature = (spec, data, path=None, threads=None, paranoid_readback=false, fsync=true))]
+#[pyo3(signature = (spec, path=None, unchecked=false, keep_refused=false, threads=None, paranoid_readback=false, fsync=true))]
+#[allow(clippy::too_many_arguments)]
 fn build<'py>(
     py: Python<'py>,
     spec: &str,
-    data: Vec<DataArg<'py>>,
+    path: Option<PathBuf>,
+    unchecked: bool,
+    keep_refused: bool,
+    threads: Option<usize>,
+    paranoid_readback: bool,
+    fsync: bool,
+) -> PyResult<(String, Option<Bound<'py, PyBytes>>)> {
+    let mut spec = BuildSpec::from_slice(Path::new("<spec>"), spec.as_bytes())
+        .map_err(|e| writer_error(&e))?;
+    spec.unchecked |= unchecked;
+    spec.keep_refused |= keep_refused;
+    build_spec(
+        py,
+        spec,
+        Vec::new(),
+        path,
+        threads,
+        paranoid_readback,
+        fsync,
+    )
+}
+
+/// Builds `spec`, blobs `{"path": "\0data:N"}` taken from `sources[N]`. The
+/// GIL is released while the NEFF is generated, checked, compressed, hashed
+/// and written.
+fn build_spec<'py>(
+    py: Python<'py>,
+    spec: BuildSpec,
+    mut sources: Vec<Option<Data>>,
     path: Option<PathBuf>,
     threads: Option<usize>,
     paranoid_readback: bool,
     fsync: bool,
 ) -> PyResult<(String, Option<Bound<'py, PyBytes>>)> {
-    let spec = BuildSpec::from_slice(Path::new("<spec>"), spec.as_bytes())
-        .map_err(|e| writer_error(&e))?;
     if spec.is_lifted() {
         return build_lifted(py, spec, path, threads, paranoid_readback, fsync);
-    }
-    let mut sources = Vec::with_capacity(data.len());
-    for (obj, npy) in &data {
-        sources.push(Some(buffer_data(obj, npy.as_ref())?));
     }
     let mut builder = spec
         .into_builder_with(&mut |key, blob| resolve(&mut sources, key, blob))
@@ -181,16 +199,6 @@ fn replace_weight(spec: &str, def_json: String, var: String, npy: PathBuf) -> Py
     doc["payload"] =
         serde_json::to_value(&model.payload).map_err(|e| spec_error(format!("payload: {e}")))?;
     Ok(doc.to_string())
-}
-
-/// Checks one variable of a build spec (`key` names it, e.g.
-/// `subgraphs[0].inputs[1]`) as the spec reader reads it: an error names the
-/// key of the value at fault.
-#[pyfunction]
-fn check_var(key: &str, entry: &str) -> PyResult<()> {
-    parse_at::<VarSpec>(Path::new("<spec>"), key, entry.as_bytes())
-        .map(drop)
-        .map_err(|e| writer_error(&e))
 }
 
 /// Whether `name` is a dtype the runtime knows (`float32`, `bfloat16`…).
