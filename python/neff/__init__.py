@@ -15,7 +15,7 @@ from neff._errors import MemberNotFound, NeffError, NeffIOError, NeffValueError,
 from neff._native import RUNTIME_VERSION, __version__
 from neff._reader import (
     DiffReport, DmaQueue, Engine, Graph, Header, Member, Memory, MemoryFigures, Neff, PackOutcome,
-    Report, Tensor, UnpackSummary, Weight, diff, open, pack, unpack, verify, verify_many,
+    Report, Source, Tensor, UnpackSummary, Weight, diff, open, pack, unpack, verify, verify_many,
 )
 
 __all__ = [
@@ -23,6 +23,6 @@ __all__ = [
     "BuildOutcome", "Builder", "Subgraph",
     "MemberNotFound", "NeffError", "NeffIOError", "NeffValueError", "Rejected",
     "DiffReport", "DmaQueue", "Engine", "Graph", "Header", "Member", "Memory", "MemoryFigures", "Neff",
-    "PackOutcome", "Report", "Tensor", "UnpackSummary", "Weight",
+    "PackOutcome", "Report", "Source", "Tensor", "UnpackSummary", "Weight",
     "diff", "lift", "open", "pack", "unpack", "verify", "verify_many",
 ]

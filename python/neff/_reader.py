@@ -8,13 +8,18 @@ typed, read-only objects. Every object keeps that document in ``.raw``.
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import json
 import os
 import re
+import tempfile
 import uuid as _uuid
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union
+from collections.abc import Mapping as _MappingABC
+from typing import (
+    Any, BinaryIO, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union,
+)
 
 from neff import _native
 from neff._errors import MemberNotFound, NeffError, NeffValueError
@@ -27,8 +32,8 @@ __all__ = [
 
 PathLike = Union[str, "os.PathLike[str]"]
 """A path: ``str`` or any :class:`os.PathLike`."""
-Source = Union[PathLike, bytes]
-"""A NEFF: a path (read on demand) or its bytes."""
+Source = Union[PathLike, bytes, BinaryIO]
+"""A NEFF: a path (read on demand), its bytes, or a binary file object (read whole)."""
 Features = Union[int, str, Iterable[Union[int, str]]]
 """Feature bits: an int, a name (``"vnc"``, ``"neff_feature_vnc"``) or several."""
 
@@ -312,7 +317,18 @@ class UnpackSummary:
 
 
 def _source(source: Source) -> Union[str, bytes]:
-    return source if isinstance(source, bytes) else os.fspath(source)
+    """A path as ``str``, bytes as they are, a binary file object's bytes (read from where it is)."""
+    if isinstance(source, bytes):
+        return source
+    if isinstance(source, (str, os.PathLike)):
+        return os.fspath(source)
+    read = getattr(source, "read", None)
+    if read is None:
+        raise TypeError(f"expected a path, bytes or a binary file object, not {type(source).__name__}")
+    data = read()
+    if not isinstance(data, bytes):
+        raise TypeError(f"the file object gave {type(data).__name__}, not bytes: open it in binary mode ('rb')")
+    return data
 
 
 PROFILE_KNOBS = (
@@ -349,20 +365,24 @@ def _features(value: Features) -> str:
 
 
 class Neff:
-    """A NEFF opened with :func:`open`: its header, members, graphs and verdict.
+    """A NEFF opened with :func:`open`: its header, members, graphs and verdict,
+    and a read-only mapping of the runtime's member map (key → bytes).
 
     One streaming pass at open reads the header, the member table and the
-    manifests; member data is read only by :meth:`read`, streaming from the
-    file again (or from the bytes given). A NEFF the gates refuse opens (see
-    :attr:`report`) unless its header or payload cannot be read at all: then
-    :class:`neff.NeffError` (kind ``Unreadable``, with ``.report``).
+    manifests; member data is read only when asked for, streaming from the
+    file again (or from the bytes given): :meth:`read_many`, :meth:`items` and
+    :meth:`iter_members` read any number of members in one pass. A NEFF the
+    gates refuse opens (see :attr:`report`) unless its header or payload
+    cannot be read at all: then :class:`neff.NeffError` (kind ``Unreadable``,
+    with ``.report``). Use it as a context manager, or :meth:`close` it.
 
-    >>> n = neff.open("m.neff")
-    >>> n.header.name, len(n.members()), [g.name for g in n.graphs]
+    >>> with neff.open("m.neff") as n:
+    ...     n.header.name, len(n), "neff.json" in n, n["neff.json"][:1]
     """
 
     def __init__(self, source: Source) -> None:
         self._source = _source(source)
+        self._closed = False
         self._identity = _identity(self._source)
         inspect, memory = _native.inspect(self._source)
         self._check_identity("while it was opened")
@@ -382,9 +402,35 @@ class Neff:
         """Each graph's inputs, outputs, weights, DMA queues and engines."""
         self.report: Report = Report._from(verdict)
         """The verdict under the default profile on every arch."""
+        self._stored: Dict[str, Member] = {m.key: m for m in self.members() if m.fate == "stored"}
 
     def __repr__(self) -> str:
-        return f"Neff({self._inspect['file']!r}, graphs={[g.name for g in self.graphs]!r})"
+        state = ", closed" if self._closed else ""
+        return f"Neff({self._inspect['file']!r}, graphs={[g.name for g in self.graphs]!r}{state})"
+
+    def __enter__(self) -> Neff:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Ends reading: later member reads raise ``ValueError`` (the header,
+        graphs and report stay). Closing twice is allowed.
+
+        >>> n = neff.open("m.neff"); n.close(); n.closed
+        True
+        """
+        self._closed = True
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError("I/O operation on a closed NEFF")
 
     def _check_identity(self, when: str) -> None:
         """Refuses to go on when the file at the path is no longer the one
@@ -397,11 +443,92 @@ class Neff:
                         f"match this header; open it again", "Replaced", path=self._source)
 
     def members(self) -> List[Member]:
-        """Every tar entry: name, size, kind.
+        """Every tar entry: name, size, kind, key and what the loader did with it.
 
         >>> [m.name for m in neff.open("m.neff").members()]
         """
         return [_build(Member, m, kind=m["type"]) for m in self._inspect.get("members", ())]
+
+    def names(self) -> List[str]:
+        """The keys of the runtime's member map, in archive order (directories,
+        replaced duplicates and ``wavegraph-bin.json`` entries are not in it).
+
+        >>> neff.open("m.neff").names()[:2]
+        ['neff.json', 'kelf-0.json']
+        """
+        return list(self._stored)
+
+    keys = names
+
+    def __len__(self) -> int:
+        return len(self._stored)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._stored))
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._stored
+
+    def __getitem__(self, name: str) -> bytes:
+        """The data of member ``name``; :class:`neff.MemberNotFound` (a ``KeyError``) if there is none."""
+        return self.read_many([name])[name]
+
+    def get(self, name: str, default: Optional[bytes] = None) -> Optional[bytes]:
+        """The data of member ``name``, else ``default``."""
+        return self[name] if name in self._stored else default
+
+    def _missing(self, name: str) -> MemberNotFound:
+        names = ", ".join(self._stored)
+        return MemberNotFound(f"no member {name!r}; the members are: {names}", "NotFound", member=name)
+
+    def iter_members(self, names: Optional[Iterable[str]] = None) -> Iterator[Tuple[str, bytes]]:
+        """``(name, bytes)`` of the members ``names`` (default: all), in archive
+        order, in one streaming pass: about two members are held at a time.
+
+        >>> for name, data in neff.open("m.neff").iter_members():
+        ...     print(name, len(data))
+        """
+        self._check_open()
+        wanted = list(self._stored) if names is None else list(dict.fromkeys(names))
+        for name in wanted:
+            if name not in self._stored:
+                raise self._missing(name)
+        self._check_identity("since it was opened")
+        offsets = [self._stored[n].header_offset for n in wanted]
+        for name, data in _native.Members(self._source, offsets):
+            self._check_identity("while it was read")
+            yield name, data
+
+    def read_many(self, names: Iterable[str]) -> Dict[str, bytes]:
+        """The data of several members, read in one pass.
+
+        >>> neff.open("m.neff").read_many(["neff.json", "kelf-0.json"]).keys()
+        """
+        return dict(self.iter_members(names))
+
+    def items(self) -> Iterator[Tuple[str, bytes]]:
+        """Every member and its data, in one pass (see :meth:`iter_members`)."""
+        return self.iter_members()
+
+    def values(self) -> Iterator[bytes]:
+        """Every member's data, in one pass."""
+        return (data for _, data in self.iter_members())
+
+    def extract(self, dir: PathLike, force: bool = False, fsync: bool = True) -> UnpackSummary:
+        """Writes every member into the new or empty folder ``dir``, as
+        :func:`neff.unpack` (``neff unpack``) does, in one pass.
+
+        >>> neff.open("m.neff").extract("tree/").files
+        """
+        self._check_open()
+        if isinstance(self._source, str):
+            self._check_identity("since it was opened")
+            return unpack(self._source, dir, force=force, fsync=fsync)
+        with tempfile.TemporaryDirectory() as scratch:
+            path = os.path.join(scratch, "source.neff")
+            with builtins.open(path, "wb") as f:
+                f.write(self._source)
+            return unpack(path, dir, force=force, fsync=fsync)
 
     def read(self, name: str) -> bytes:
         """The data of member ``name`` (by its key, ``./`` stripped), streamed from the payload.
@@ -411,12 +538,12 @@ class Neff:
         >>> neff.open("m.neff").read("neff.json")[:1]
         b'{'
         """
+        self._check_open()
         self._check_identity("since it was opened")
         data = _native.read_member(self._source, name)
         self._check_identity("while it was read")
         if data is None:
-            names = ", ".join(m.key for m in self.members() if m.kind == "file")
-            raise MemberNotFound(f"no member {name!r}; the members are: {names}", "NotFound", member=name)
+            raise self._missing(name)
         return data
 
     def memory(self) -> Memory:
@@ -450,6 +577,9 @@ class Neff:
         return Report._from(json.loads(_native.verify(self._source, _profile_args(instance_arch, **profile))))
 
 
+_MappingABC.register(Neff)
+
+
 def _identity(source: Union[str, bytes]) -> Optional[Tuple[int, int, int, int]]:
     """What identifies the file at a path: device, inode, size and
     modification time (``None`` for bytes, or a path that cannot be read)."""
@@ -476,7 +606,7 @@ def _unreadable(file: str, verdict: Dict[str, Any]) -> NeffError:
 
 
 def open(source: Source) -> Neff:  # noqa: A001 - the API's name
-    """Opens a NEFF (a path, or its bytes) lazily.
+    """Opens a NEFF (a path, its bytes, or a binary file object) lazily.
 
     >>> n = neff.open("model.neff")
     >>> print(n.header.uuid, n.graphs[0].inputs)

@@ -2,7 +2,7 @@
 //! fills, [`model`]), `build` of a lifted spec, `lift` and `replace_weight`.
 //! The typed surface is `neff.Builder` (`python/neff/_builder.py`).
 
-mod buffer;
+pub(crate) mod buffer;
 mod model;
 
 use std::io::{Cursor, Read};

@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 mod builder;
 mod errors;
 mod files;
+mod members;
 mod reader;
 mod source;
 
@@ -18,5 +19,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     reader::register(m)?;
     files::register(m)?;
     builder::register(m)?;
+    members::register(m)?;
     Ok(())
 }
