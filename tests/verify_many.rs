@@ -398,12 +398,19 @@ fn a_large_neff_on_a_pipe_keeps_memory_bounded() {
 }
 
 #[test]
-fn a_folder_without_neffs_says_so() {
+fn a_folder_without_neffs_is_an_error() {
+    // A CI step over an empty or mis-populated cache must not pass.
     let dir = tempfile::tempdir().unwrap();
     write(&dir.path().join("notes.txt"), b"not a NEFF");
-    let out = neff(&["verify", s(dir.path())]);
-    assert_eq!(code(&out), 0);
-    assert_eq!(stdout(&out), "0 accepted, 0 refused, 0 errors\n");
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("no *.neff file found"), "{err}");
+    for json in [false, true] {
+        let mut args = vec!["verify", s(dir.path())];
+        if json {
+            args.push("--json");
+        }
+        let out = neff(&args);
+        assert_eq!(code(&out), 2);
+        assert_eq!(stdout(&out), "");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("no *.neff file in") && err.contains(s(dir.path())), "{err}");
+    }
 }

@@ -45,6 +45,7 @@ mod error;
 mod extract;
 mod gate;
 mod gzip_reader;
+pub mod inputs;
 mod inspect;
 mod json;
 mod manifests;

@@ -30,6 +30,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type, Un
 
 from neff import _native
 from neff._errors import NeffError, _from_native
+from neff._reader import Header, Report
 
 __all__ = ["BuildOutcome", "Builder", "Subgraph"]
 
@@ -45,20 +46,18 @@ WEIGHT_FORMATS = ("npy", "raw")
 
 @dataclass(frozen=True)
 class BuildOutcome:
-    """What writing a NEFF produced, as ``neff build --json`` reports it.
-
-    ``header`` holds the header fields written (as ``neff inspect --json``
-    prints them), ``report`` the loader's verdict on the read-back,
-    ``tar_size`` the tar stream's length and ``files`` / ``directories`` the
-    member counts.
+    """What writing a NEFF produced, as ``neff build --json`` reports it, with
+    the types :func:`neff.pack` and :func:`neff.open` use: the :class:`neff.Header`
+    written, the loader's :class:`neff.Report` on it (every arch it targets),
+    the tar stream's length and the member counts.
 
     >>> outcome = builder.write("m.neff")  # doctest: +SKIP
-    >>> outcome.accepted, outcome.header["uuid"]  # doctest: +SKIP
+    >>> outcome.accepted, outcome.header.uuid  # doctest: +SKIP
     (True, '...')
     """
 
-    header: Dict[str, Any]
-    report: Dict[str, Any]
+    header: Header
+    report: Report
     tar_size: int
     files: int
     directories: int
@@ -70,7 +69,12 @@ class BuildOutcome:
         >>> builder.write("m.neff").accepted  # doctest: +SKIP
         True
         """
-        return bool(self.report.get("accepted"))
+        return self.report.accepted
+
+    @staticmethod
+    def _from(d: Dict[str, Any]) -> BuildOutcome:
+        return BuildOutcome(Header._from(d["header"]), Report._from(d["report"]), d["tar_size"],
+                            d["files"], d["directories"])
 
 
 def _error(key: str, message: str) -> NeffError:
@@ -353,7 +357,7 @@ class Builder:
     ...     sg.input("x", "float32", (4,)).output("y", "float32", (4,))
     ...     sg.weight("w", numpy.zeros(4, "float32"))
     ...     sg.engine("pe", instr=bytes(64))
-    >>> b.write("m.neff").report["accepted"]  # doctest: +SKIP
+    >>> b.write("m.neff").report.accepted  # doctest: +SKIP
     True
     """
 
@@ -522,7 +526,7 @@ class Builder:
         else:
             text, data = self._model.build(path, unchecked, keep_refused, threads,
                                            paranoid_readback, fsync)
-        return BuildOutcome(**json.loads(text)), data
+        return BuildOutcome._from(json.loads(text)), data
 
     def write(self, path: Union[str, os.PathLike[str]], *, unchecked: bool = False,
               keep_refused: bool = False, threads: Optional[int] = None,

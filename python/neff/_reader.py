@@ -384,7 +384,7 @@ class Neff:
         self._source = _source(source)
         self._closed = False
         self._identity = _identity(self._source)
-        inspect, memory = _native.inspect(self._source)
+        inspect, memory, verified = _native.inspect(self._source)
         self._check_identity("while it was opened")
         self._inspect: Dict[str, Any] = json.loads(inspect)
         self._memory: Optional[Dict[str, Any]] = json.loads(memory) if memory is not None else None
@@ -400,8 +400,8 @@ class Neff:
                  for v in t.get("vars", ())}
         self.graphs: Tuple[Graph, ...] = tuple(Graph._from(g, typed) for g in model.get("graphs", ()))
         """Each graph's inputs, outputs, weights, DMA queues and engines."""
-        self.report: Report = Report._from(verdict)
-        """The verdict under the default profile on every arch."""
+        self.report: Report = Report._from(json.loads(verified))
+        """The verdict under the default profile on every arch (as :func:`neff.verify` gives it)."""
         self._stored: Dict[str, Member] = {m.key: m for m in self.members() if m.fate == "stored"}
 
     def __repr__(self) -> str:
@@ -624,13 +624,20 @@ def verify(source: Source, instance_arch: str = "all", **profile: Any) -> Report
 
 
 def verify_many(
-    paths: Iterable[PathLike], threads: Optional[int] = None, instance_arch: str = "all", **profile: Any
+    paths: Union[PathLike, Iterable[PathLike]], threads: Optional[int] = None, instance_arch: str = "all",
+    **profile: Any,
 ) -> List[Report]:
     """:func:`verify` on each path, in parallel Rust threads (GIL released); in input order.
 
+    ``paths`` is one path or several (``str`` or ``os.PathLike``); a folder
+    stands for every ``*.neff`` under it, sorted by path, as ``neff verify
+    DIR`` reads it. Paths that name no NEFF at all raise :class:`neff.NeffIOError`.
+
     >>> [r.accepted for r in neff.verify_many(["a.neff", "b.neff"], threads=4)]
+    >>> [r.file for r in neff.verify_many("cache/")]
     """
-    docs = _native.verify_many([os.fspath(p) for p in paths], _profile_args(instance_arch, **profile), threads)
+    given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    docs = _native.verify_many([os.fspath(p) for p in given], _profile_args(instance_arch, **profile), threads)
     return [Report._from(json.loads(d)) for d in docs]
 
 

@@ -10,8 +10,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use neff_loader::diff::{member_key, open_members};
+use neff_loader::inputs::Input;
 use neff_loader::{
-    load_reader, verify_reader, Error, InspectReport, Limits, MemoryReport, ProfileSettings,
+    load_reader, verify_reader, Error, ErrorKind, InspectReport, Limits, MemoryReport, ProfileSettings,
     RuntimeProfile, Verdict,
 };
 use pyo3::prelude::*;
@@ -43,19 +44,23 @@ fn located(source: &Source<'_>, e: Error) -> PyErr {
     loader_error(&with_path(source, e))
 }
 
-/// `(inspect_json, memory_json)`: the `neff inspect --json` document and the
-/// `neff inspect --memory --json` one (`None` without a model).
+/// `(inspect_json, memory_json, verify_json)`: the `neff inspect --json`
+/// document, the `neff inspect --memory --json` one (`None` without a
+/// model) and the `neff verify --json` one, from one read.
 #[pyfunction]
-fn inspect(py: Python<'_>, source: &Bound<'_, PyAny>) -> PyResult<(String, Option<String>)> {
+fn inspect(
+    py: Python<'_>,
+    source: &Bound<'_, PyAny>,
+) -> PyResult<(String, Option<String>, String)> {
     let source = Source::extract(source)?;
-    let result = py.detach(|| -> Result<(String, Option<String>), Error> {
+    let result = py.detach(|| -> Result<(String, Option<String>, String), Error> {
         let verdict = verify_source(&source, &RuntimeProfile::default())?;
         let report = InspectReport::new(&source.name(), &verdict);
         let memory = report
             .model
             .as_ref()
             .map(|m| to_json(&MemoryReport::new(&report.file, m)));
-        Ok((to_json(&report), memory))
+        Ok((to_json(&report), memory, verdict_doc(&verdict).to_string()))
     });
     result.map_err(|e| located(&source, e))
 }
@@ -93,7 +98,12 @@ fn checked(source: &Source<'_>, settings: &ProfileSettings) -> Result<String, Er
         report.file = Some(source.name());
         return Ok(to_json(&report));
     }
-    let verdict = verify_source(source, &profile)?;
+    Ok(verdict_doc(&verify_source(source, &profile)?).to_string())
+}
+
+/// The `neff verify --json` document of a verdict on every arch: the
+/// deciding report with `targeted_arches` and `per_arch`.
+fn verdict_doc(verdict: &Verdict) -> Value {
     let per_arch: serde_json::Map<String, Value> = verdict
         .loads
         .iter()
@@ -106,11 +116,13 @@ fn checked(source: &Source<'_>, settings: &ProfileSettings) -> Result<String, Er
         .map(|a| a.name())
         .collect::<Vec<_>>());
     doc["per_arch"] = Value::Object(per_arch);
-    Ok(doc.to_string())
+    doc
 }
 
-/// [`verify`] on each path, `threads` at once (default: the cores), in order.
-/// The first file that cannot be read raises, naming it.
+/// [`verify`] on each path, `threads` at once (default: the cores), in order;
+/// a folder gives every `*.neff` under it, sorted by path (as `neff verify`).
+/// The first file that cannot be read raises, naming it, and so do paths
+/// that name no NEFF at all.
 #[pyfunction]
 #[pyo3(signature = (paths, args, threads=None))]
 fn verify_many(
@@ -120,7 +132,22 @@ fn verify_many(
     threads: Option<NonZeroUsize>,
 ) -> PyResult<Vec<String>> {
     let settings = ProfileSettings::from_args(&args).map_err(|e| bad_argument(&e))?;
-    let sources: Vec<Source<'_>> = paths.into_iter().map(Source::Path).collect();
+    let mut sources = Vec::new();
+    for input in neff_loader::inputs::expand(&paths) {
+        match input {
+            Input::Path(path) => sources.push(Source::Path(path)),
+            Input::Unreadable(path, e) => {
+                return Err(loader_error(&Error::io(ErrorKind::Read, "cannot read", &path, e)))
+            }
+        }
+    }
+    if sources.is_empty() {
+        let named: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        return Err(loader_error(&Error::new(
+            ErrorKind::Read,
+            format!("no *.neff file in {}: nothing was checked", named.join(", ")),
+        )));
+    }
     let workers = threads
         .or_else(|| std::thread::available_parallelism().ok())
         .map_or(1, NonZeroUsize::get)

@@ -73,9 +73,10 @@ def test_numpy_weights_round_trip_byte_exactly(tmp_path: Path, neff_bin: Path) -
         sg.weight(name, array)
     out = tmp_path / "m.neff"
     outcome = b.write(out)
-    assert outcome.accepted and outcome.report["gate"] is None
-    assert outcome.header["name"] == "weights"
-    assert out.stat().st_size == HEADER_SIZE + outcome.header["data_size"]
+    assert outcome.accepted and outcome.report.gate is None
+    assert isinstance(outcome.header, neff.Header) and isinstance(outcome.report, neff.Report)
+    assert outcome.header.name == "weights"
+    assert out.stat().st_size == HEADER_SIZE + outcome.header.data_size
 
     found = members(out)
     definition = json.loads(found["sg00/def.json"])
@@ -180,7 +181,7 @@ def test_a_model_without_outputs_raises_rejected_and_writes_nothing(tmp_path: Pa
     assert not out.exists() and list(tmp_path.iterdir()) == []
 
     outcome = b.write(out, unchecked=True, keep_refused=True)
-    assert out.exists() and not outcome.accepted and outcome.report["gate"] == "G20b"
+    assert out.exists() and not outcome.accepted and outcome.report.gate == "G20b"
 
 
 def test_a_bad_dtype_is_a_neff_error_naming_the_key(tmp_path: Path) -> None:
@@ -330,7 +331,7 @@ def test_ucode_libraries_and_members_equal_the_cli_build(tmp_path: Path, neff_bi
     b.member("hlo_stats.json", spec["members"]["hlo_stats.json"]["text"].encode())
     py = tmp_path / "py.neff"
     outcome = b.write(py)
-    assert outcome.header["feature_bits"] & 0x4  # custom_ops
+    assert outcome.header.feature_bits & 0x4  # custom_ops
     assert py.read_bytes() == cli.read_bytes()
 
 
@@ -341,8 +342,8 @@ def test_packaging_options_reach_the_header(tmp_path: Path) -> None:
     for name in ("sg00", "sg01"):
         b.subgraph(name).input("x", "bfloat16", (2, 64)).output("y", "bfloat16", (2, 64))
     header = b.write(tmp_path / "m.neff").header
-    assert (header["pkg_version"], header["uuid"], header["vnc_size"]) == (1, uuid, 2)
-    assert header["feature_bits"] & 0x402 == 0x402  # collective_has_offset, neff_feature_vnc
+    assert (header.pkg_version, str(header.uuid), header.vnc_size) == (1, uuid, 2)
+    assert header.feature_bits & 0x402 == 0x402  # collective_has_offset, neff_feature_vnc
     with pytest.raises(neff.NeffError) as caught:
         neff.Builder(framing="tar").write(tmp_path / "x.neff")
     assert caught.value.key == "framing" and "not a framing preset" in str(caught.value)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+import shutil
 from pathlib import Path
 
 import pytest
@@ -132,6 +133,25 @@ def test_verify_many_keeps_the_order() -> None:
     assert [r.accepted for r in sunda] == [neff.verify(p, instance_arch="sunda").accepted for p in paths]
 
 
+def test_verify_many_takes_folders_and_a_single_path(tmp_path: Path) -> None:
+    if not REAL_NEFFS:
+        pytest.skip("no real NEFFs")
+    (tmp_path / "b").mkdir()
+    shutil.copy(REAL_NEFFS[0], tmp_path / "b" / "one.neff")
+    shutil.copy(REAL_NEFFS[1], tmp_path / "a.neff")
+    (tmp_path / "notes.txt").write_text("not a NEFF")
+    expected = [str(tmp_path / "a.neff"), str(tmp_path / "b" / "one.neff")]
+    for given in (str(tmp_path), tmp_path, [tmp_path]):
+        assert [r.file for r in neff.verify_many(given)] == expected
+    assert [r.file for r in neff.verify_many(str(tmp_path / "a.neff"))] == expected[:1]
+    assert [r.file for r in neff.verify_many([tmp_path / "b", REAL_NEFFS[0]])] == \
+        [expected[1], str(REAL_NEFFS[0])]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(neff.NeffIOError, match="no \\*.neff file in"):
+        neff.verify_many(empty)
+
+
 def test_diff_finds_equal_and_different() -> None:
     if len(REAL_NEFFS) < 2:
         pytest.skip("needs two real NEFFs")
@@ -200,3 +220,10 @@ def test_a_replaced_file_is_never_read_under_the_old_header(tmp_path: Path) -> N
         n.read("note.txt")
     assert caught.value.kind == "Replaced" and "open it again" in str(caught.value)
     assert neff.open(target).read("note.txt") == b"b"
+
+
+@pytest.mark.parametrize("path", real_neffs())
+def test_open_reports_the_verdict_verify_gives(path: Path) -> None:
+    opened = neff.open(path).report
+    assert opened == neff.verify(path)
+    assert opened.targeted_arches and set(opened.per_arch) == set(opened.targeted_arches)

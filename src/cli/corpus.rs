@@ -81,10 +81,10 @@ fn parse_ratio(text: &str) -> Result<f64, String> {
 /// Lifts every NEFF `paths` name (a folder: its `*.neff` files, sorted).
 fn lift_sources(paths: &[PathBuf]) -> Result<Vec<Source>, Box<dyn std::error::Error>> {
     let mut sources = Vec::new();
-    for input in super::verify::walk::expand(paths) {
+    for input in neff::loader::inputs::expand(paths) {
         match input {
-            super::verify::walk::Input::Path(path) => sources.push(Source::lift(&path)?),
-            super::verify::walk::Input::Unreadable(path, e) => {
+            neff::loader::inputs::Input::Path(path) => sources.push(Source::lift(&path)?),
+            neff::loader::inputs::Input::Unreadable(path, e) => {
                 return Err(format!("{}: {e}", path.display()).into())
             }
         }

@@ -6,7 +6,7 @@ use clap::Args;
 use neff::smith::coverage::{coverage, Shapes, Share};
 
 use super::documents::CoverageReport;
-use super::verify::walk::{expand, Input};
+use neff::loader::inputs::{expand, Input};
 use super::EXIT_OK;
 
 /// How many missing shapes of each kind the text report lists.

@@ -2,7 +2,6 @@
 //! under a folder.
 
 mod many;
-pub(super) mod walk;
 
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;

@@ -9,7 +9,7 @@ use std::sync::mpsc;
 
 use neff::loader::{Error, ErrorKind, Gate, Limits, RuntimeProfile};
 
-use super::walk::{self, Input};
+use neff::loader::inputs::{self, Input};
 use super::{arch_names, check, input, Combined, VerifyArgs};
 use crate::cli::{print_json, EXIT_ERROR, EXIT_OK, EXIT_REJECTED};
 
@@ -113,9 +113,14 @@ pub fn run(
     files: &[PathBuf],
     profile: &RuntimeProfile,
 ) -> Result<u8, Box<dyn std::error::Error>> {
-    let inputs = walk::expand(files);
+    let inputs = inputs::expand(files);
     if inputs.is_empty() {
-        eprintln!("neff: warning: no *.neff file found");
+        let named: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+        eprintln!(
+            "neff: error: no *.neff file in {}: nothing was checked",
+            named.join(", ")
+        );
+        return Ok(EXIT_ERROR);
     }
     let threads = args.threads.map_or_else(
         || std::thread::available_parallelism().map_or(1, NonZeroUsize::get),

@@ -1,5 +1,6 @@
-//! The inputs `verify` arguments name: files and `-` as given, and every
-//! `*.neff` under a folder, sorted by path.
+//! The NEFFs a list of paths names, as `neff verify` and Python's
+//! `neff.verify_many` read it: files (and `-`) as given, and every `*.neff`
+//! under a folder, sorted by path.
 
 use std::fs;
 use std::io;
