@@ -411,6 +411,9 @@ fn a_folder_without_neffs_is_an_error() {
         assert_eq!(code(&out), 2);
         assert_eq!(stdout(&out), "");
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains("no *.neff file in") && err.contains(s(dir.path())), "{err}");
+        assert!(
+            err.contains("no *.neff file in") && err.contains(s(dir.path())),
+            "{err}"
+        );
     }
 }

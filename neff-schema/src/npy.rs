@@ -34,7 +34,9 @@ impl NpyHeader {
     }
 
     /// The element type `descr` names, if it is one a manifest can spell:
-    /// little-endian (or single-byte) ints, uints and floats.
+    /// little-endian (or single-byte) ints, uints and floats, and `V2`, the
+    /// 2-byte void neuronx-cc writes for bfloat16 weights (numpy has no
+    /// bfloat16; `ml_dtypes.bfloat16` saves as `<V2` too).
     pub fn dtype(&self) -> Option<Dtype> {
         let descr = self.descr.as_deref()?;
         let (order, code) = match descr.as_bytes().first()? {
@@ -53,6 +55,7 @@ impl NpyHeader {
             "u4" => Dtype::Uint32,
             "u8" => Dtype::Uint64,
             "f8" => Dtype::Other("float64".to_string()),
+            "V2" => Dtype::Bfloat16,
             "b1" => Dtype::Other("bool".to_string()),
             _ => return None,
         };
@@ -415,7 +418,8 @@ mod tests {
         let h = |descr: &str| parse_header(&encode_v1(descr, &[1], &[])).unwrap();
         assert_eq!(h(">f4").dtype(), None);
         assert_eq!(h(">i1").dtype(), Some(Dtype::Int8));
-        assert_eq!(h("<V2").dtype(), None);
+        assert_eq!(h("<V2").dtype(), Some(Dtype::Bfloat16));
+        assert_eq!(h("|V4").dtype(), None);
         assert_eq!(h("<f8").dtype(), Some(Dtype::Other("float64".into())));
         assert_eq!(h("<V2").item_size(), Some(2));
     }

@@ -93,6 +93,8 @@ def _check_weight_dtype(array: Any, key: str) -> None:
     (their bytes are the process's pointers), structured, string, datetime
     and complex arrays, naming the dtype."""
     dtype = array.dtype
+    if dtype.name == "bfloat16":  # ml_dtypes.bfloat16: written as the compilers do ('<V2')
+        return
     kinds = {"O": "an object array (its bytes are Python object pointers)",
              "V": "a structured or void array", "U": "a unicode string array",
              "S": "a byte string array", "M": "a datetime array", "m": "a timedelta array",
@@ -123,9 +125,12 @@ def _data(data: Data, key: str, npy: Optional[Tuple[str, List[int]]] = None) -> 
     return ("buffer", data, npy)
 
 
-def _weight_data(data: Data, key: str, format: Optional[str]) -> Tuple[str, _DataRef]:
+def _weight_data(data: Data, key: str, format: Optional[str],
+                 dtype: Optional[str] = None) -> Tuple[str, _DataRef]:
     """The weight's format and data: an array as ``.npy`` v1 by default, a
-    path by its extension, other buffers raw."""
+    path by its extension, other buffers raw. A bfloat16 array
+    (``ml_dtypes.bfloat16``, or 16-bit integers given with ``dtype="bfloat16"``)
+    gets the descr the compilers write, ``'<V2'``."""
     if format is not None and format not in WEIGHT_FORMATS:
         raise _error(f"{key}.format", f"{format!r} is not one of {WEIGHT_FORMATS}")
     if _numpy_array(data):
@@ -135,7 +140,13 @@ def _weight_data(data: Data, key: str, format: Optional[str]) -> Tuple[str, _Dat
                               "gives a copy that is)")
         _check_weight_dtype(array, key)
         fmt = format or "npy"
-        header = (str(array.dtype.str), [int(d) for d in array.shape]) if fmt == "npy" else None
+        descr = str(array.dtype.str)
+        if array.dtype.name == "bfloat16":
+            array = array.view("<u2")  # ml_dtypes arrays have no buffer protocol
+            descr = "<V2"
+        elif dtype == "bfloat16" and descr in ("<u2", "<i2"):
+            descr = "<V2"
+        header = (descr, [int(d) for d in array.shape]) if fmt == "npy" else None
         return fmt, _data(array, f"{key}.{fmt}", header)
     if isinstance(data, (str, os.PathLike)):
         fmt = format or ("npy" if os.fspath(data).endswith(".npy") else "raw")
@@ -246,7 +257,7 @@ class Subgraph:
         >>> sg.weight("b", "bias.bin", "float32", (4,))  # doctest: +SKIP
         """
         key = f"{self._key}.weights[{self._lengths.get('weights', 0)}]"
-        fmt, blob = _weight_data(data, key, format)
+        fmt, blob = _weight_data(data, key, format, dtype)
         return self._var("weights", name, dtype, shape, size, var_id, extra,
                          file_name=file_name, data=blob, format=fmt)
 

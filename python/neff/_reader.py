@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import io
 import json
 import os
 import re
 import tempfile
 import uuid as _uuid
+import warnings
 from dataclasses import dataclass, field
 from collections.abc import Mapping as _MappingABC
 from typing import (
@@ -530,6 +532,44 @@ class Neff:
                 f.write(self._source)
             return unpack(path, dir, force=force, fsync=fsync)
 
+    def _weight_index(self) -> Dict[str, Weight]:
+        """Every weight with a member, by name (``graph/name`` where two graphs share a name)."""
+        counts: Dict[str, int] = {}
+        for g in self.graphs:
+            for w in g.weights:
+                counts[w.name] = counts.get(w.name, 0) + 1
+        return {(w.name if counts[w.name] == 1 else f"{g.name}/{w.name}"): w
+                for g in self.graphs for w in g.weights if w.member is not None}
+
+    def weights(self, names: Optional[Iterable[str]] = None) -> Dict[str, Any]:
+        """Weights as numpy arrays, by var name (``graph/name`` where two graphs
+        share a name), read in one pass: dtype and shape from the ``.npy``
+        header, or from def.json for raw weights. bfloat16 (``.npy`` descr
+        ``'<V2'``, or def.json ``bfloat16``) comes back as ``ml_dtypes.bfloat16``
+        when ``ml_dtypes`` is installed (``pip install neff[bf16]``), else as
+        ``uint16`` bit patterns with a :class:`UserWarning` saying so. The arrays
+        are read-only views of the member bytes. Needs numpy.
+
+        >>> w = neff.open("m.neff").weights()
+        >>> {k: (a.dtype, a.shape) for k, a in w.items()}
+        """
+        index = self._weight_index()
+        wanted = list(index) if names is None else list(names)
+        for name in wanted:
+            if name not in index:
+                raise MemberNotFound(f"no weight {name!r}; the weights are: {', '.join(index)}",
+                                     "NotFound", member=name)
+        by_member = {index[n].member: n for n in wanted}
+        data = self.read_many(m for m in by_member if m is not None)
+        return {n: _weight_array(index[n], data[str(index[n].member)]) for n in wanted}
+
+    def weight(self, name: str) -> Any:
+        """One weight as a numpy array (see :meth:`weights`).
+
+        >>> neff.open("m.neff").weight("identity_82_sg0000").shape
+        """
+        return self.weights([name])[name]
+
     def read(self, name: str) -> bytes:
         """The data of member ``name`` (by its key, ``./`` stripped), streamed from the payload.
 
@@ -578,6 +618,69 @@ class Neff:
 
 
 _MappingABC.register(Neff)
+
+
+def _numpy() -> Any:
+    try:
+        import numpy
+    except ImportError:
+        raise ImportError("weights as arrays need numpy (pip install numpy)") from None
+    return numpy
+
+
+def _bfloat16(numpy: Any, what: str) -> Any:
+    """``ml_dtypes.bfloat16`` if installed, else ``uint16`` with a warning."""
+    try:
+        import ml_dtypes  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        warnings.warn(f"{what} is bfloat16: returned as uint16 bit patterns "
+                      f"(install ml_dtypes for numpy bfloat16: pip install neff[bf16])", stacklevel=4)
+        return numpy.dtype("<u2")
+    return numpy.dtype(ml_dtypes.bfloat16)
+
+
+def _weight_array(weight: Weight, data: bytes) -> Any:
+    """A weight member's bytes as an array: the ``.npy`` header's dtype and
+    shape, else def.json's."""
+    numpy = _numpy()
+    what = f"weight {weight.name!r} ({weight.member})"
+    if data[:6] == b"\x93NUMPY":
+        fmt = numpy.lib.format
+        stream = io.BytesIO(data)
+        version = fmt.read_magic(stream)
+        read_header = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+        try:
+            shape, fortran, dtype = read_header(stream)
+        except ValueError:
+            # A descr numpy cannot read as is ('<V2' is read; anything else is refused).
+            raise NeffValueError(f"{what}: the .npy header cannot be read by numpy", "BadData",
+                                 member=weight.member) from None
+        offset = stream.tell()
+        if dtype.kind == "V" and dtype.itemsize == 2 and dtype.fields is None:
+            dtype = _bfloat16(numpy, what)
+    else:
+        offset, fortran = 0, False
+        name = weight.dtype or ""
+        shape = weight.shape
+        if shape is None:
+            raise NeffValueError(f"{what}: a raw weight with no shape in def.json", "BadData",
+                                 member=weight.member)
+        if name == "bfloat16":
+            dtype = _bfloat16(numpy, what)
+        else:
+            try:
+                dtype = numpy.dtype(name)
+            except TypeError:
+                raise NeffValueError(f"{what}: dtype {name!r} has no numpy equivalent", "BadData",
+                                     member=weight.member) from None
+    count = 1
+    for d in shape:
+        count *= int(d)
+    if len(data) - offset != count * dtype.itemsize:
+        raise NeffValueError(f"{what}: {len(data) - offset} data bytes, but {dtype} {tuple(shape)} "
+                             f"needs {count * dtype.itemsize}", "BadData", member=weight.member)
+    array = numpy.frombuffer(data, dtype=dtype, count=count, offset=offset)
+    return array.reshape(shape, order="F" if fortran else "C")
 
 
 def _identity(source: Union[str, bytes]) -> Optional[Tuple[int, int, int, int]]:

@@ -78,7 +78,10 @@ impl Members {
                 let file = File::open(&path).map_err(|e| {
                     loader_error(&Error::io(ErrorKind::Read, "cannot open", &path, e))
                 })?;
-                (Box::new(BufReader::with_capacity(1 << 20, file)), Some(path))
+                (
+                    Box::new(BufReader::with_capacity(1 << 20, file)),
+                    Some(path),
+                )
             }
             Err(_) => (Box::new(HeldBuffer::get(source)?.into_reader()), None),
         };

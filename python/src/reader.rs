@@ -12,8 +12,8 @@ use std::sync::Mutex;
 use neff_loader::diff::{member_key, open_members};
 use neff_loader::inputs::Input;
 use neff_loader::{
-    load_reader, verify_reader, Error, ErrorKind, InspectReport, Limits, MemoryReport, ProfileSettings,
-    RuntimeProfile, Verdict,
+    load_reader, verify_reader, Error, ErrorKind, InspectReport, Limits, MemoryReport,
+    ProfileSettings, RuntimeProfile, Verdict,
 };
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -137,7 +137,12 @@ fn verify_many(
         match input {
             Input::Path(path) => sources.push(Source::Path(path)),
             Input::Unreadable(path, e) => {
-                return Err(loader_error(&Error::io(ErrorKind::Read, "cannot read", &path, e)))
+                return Err(loader_error(&Error::io(
+                    ErrorKind::Read,
+                    "cannot read",
+                    &path,
+                    e,
+                )))
             }
         }
     }
@@ -145,7 +150,10 @@ fn verify_many(
         let named: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
         return Err(loader_error(&Error::new(
             ErrorKind::Read,
-            format!("no *.neff file in {}: nothing was checked", named.join(", ")),
+            format!(
+                "no *.neff file in {}: nothing was checked",
+                named.join(", ")
+            ),
         )));
     }
     let workers = threads

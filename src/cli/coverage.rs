@@ -6,8 +6,8 @@ use clap::Args;
 use neff::smith::coverage::{coverage, Shapes, Share};
 
 use super::documents::CoverageReport;
-use neff::loader::inputs::{expand, Input};
 use super::EXIT_OK;
+use neff::loader::inputs::{expand, Input};
 
 /// How many missing shapes of each kind the text report lists.
 const MISSING_SHOWN: usize = 40;

@@ -22,11 +22,14 @@ pub(super) fn weight_source(
     let source = data.into_source(&format!("{at}: weights"))?;
     match format {
         WeightFormat::Npy => npy_source(source, tensor, checked, at),
-        WeightFormat::Raw if checked => {
-            check_data_len(tensor, source.len(), &source, "", at)?;
+        WeightFormat::Raw => {
+            if checked {
+                check_data_len(tensor, source.len(), &source, "", at)?;
+            }
+            // neuronx-cc writes a weight var's `size`: its data bytes.
+            tensor.size = tensor.size.or(Some(source.len()));
             Ok(source)
         }
-        WeightFormat::Raw => Ok(source),
     }
 }
 
@@ -99,6 +102,9 @@ fn npy_source(
     }
     if tensor.shape.is_none() {
         tensor.shape = header.shape.clone();
+    }
+    if let Some(data_len) = len.checked_sub(header.data_offset()) {
+        tensor.size = tensor.size.or(Some(data_len));
     }
     if checked {
         let data_len = check_npy(&header, len, at)?;

@@ -174,8 +174,7 @@ impl<'py> FromPyObject<'_, 'py> for DataRef<'py> {
     type Error = PyErr;
 
     fn extract(obj: pyo3::Borrowed<'_, 'py, PyAny>) -> PyResult<Self> {
-        let (kind, value, npy): (String, Bound<'py, PyAny>, Option<NpyHeader>) =
-            obj.extract()?;
+        let (kind, value, npy): (String, Bound<'py, PyAny>, Option<NpyHeader>) = obj.extract()?;
         match kind.as_str() {
             "path" => Ok(DataRef::Path(value.extract()?)),
             _ => Ok(DataRef::Buffer(value, npy)),

@@ -9,9 +9,9 @@ use std::sync::mpsc;
 
 use neff::loader::{Error, ErrorKind, Gate, Limits, RuntimeProfile};
 
-use neff::loader::inputs::{self, Input};
 use super::{arch_names, check, input, Combined, VerifyArgs};
 use crate::cli::{print_json, EXIT_ERROR, EXIT_OK, EXIT_REJECTED};
+use neff::loader::inputs::{self, Input};
 
 /// What `neff verify --json` prints for several inputs or a folder.
 #[derive(serde::Serialize, schemars::JsonSchema)]
