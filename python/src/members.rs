@@ -23,13 +23,16 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Members>()
 }
 
+/// One member read (its key and data), or why the reading stopped.
+type Fetched = Result<(String, Vec<u8>), Error>;
+
 /// An iterator of `(key, bytes)` over the entries whose header offsets (in
 /// the tar stream) are `offsets`, in archive order. A worker thread reads
 /// the payload and hands over one member at a time (at most one waits), so
 /// memory stays at about two members and the GIL is free while it reads.
 #[pyclass(module = "neff._native")]
 pub struct Members {
-    next: Mutex<Option<Receiver<Result<(String, Vec<u8>), Error>>>>,
+    next: Mutex<Option<Receiver<Fetched>>>,
     /// What errors name: the path, or `<bytes>`.
     origin: Option<PathBuf>,
 }
@@ -39,7 +42,7 @@ pub struct Members {
 fn read_wanted(
     reader: Box<dyn Read + Send>,
     mut wanted: BTreeSet<u64>,
-    tx: SyncSender<Result<(String, Vec<u8>), Error>>,
+    tx: SyncSender<Fetched>,
 ) {
     let run = || -> Result<(), Error> {
         let mut opened = open_members(reader)?;
