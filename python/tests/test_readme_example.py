@@ -73,3 +73,29 @@ def test_readme_edit_example_edits_a_real_neff(
     weights = edited.read("sg00/value_sg0000_identity_82_CRSM.npy")
     assert weights is not None and b"(64, 256)" in weights[:128]
     assert b'"size": 32768' in (edited.read("sg00/def.json") or b"")  # 64*256*2 bytes
+
+
+def test_the_package_readme_runs_top_to_bottom(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every block of python/README.md between ``<!-- readme-block -->`` markers,
+    in order, in one namespace, on a real NEFF as ``model.neff``."""
+    pytest.importorskip("numpy")
+    path = next((p for p in REAL_NEFFS if "matmul_small" in p.name), None)
+    if path is None:
+        pytest.skip("the real NEFF ncc2.23_nkipy_matmul_small is missing")
+    text = (REPO / "python" / "README.md").read_text()
+    blocks = text.split("<!-- readme-block -->")[1::2]
+    assert len(blocks) == 5
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "model.neff").write_bytes(path.read_bytes())
+    namespace: dict = {}  # type: ignore[type-arg]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        for block in blocks:
+            fenced = re.search(r"```python\n(.*?)```", block, re.S)
+            assert fenced, block
+            exec(compile(fenced.group(1), "python/README.md", "exec"), namespace)
+    printed = out.getvalue()
+    assert "Unreadable" in printed.splitlines()[-1]
+    assert neff.verify(tmp_path / "tiny.neff").accepted
+    assert neff.verify(tmp_path / "edited.neff").accepted
+    assert "False" in printed
