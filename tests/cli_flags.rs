@@ -533,6 +533,7 @@ fn help_of_new_and_changed_commands_matches_the_golden_files() {
 /// refuses it; and a repack with those names as `--feature-bits` gives the
 /// same header mask.
 #[test]
+#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
 fn real_neffs_by_their_feature_names() {
     let mut checked = 0;
     for file in real_neffs() {

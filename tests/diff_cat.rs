@@ -396,6 +396,7 @@ fn real_neffs() -> Vec<PathBuf> {
 }
 
 #[test]
+#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
 fn real_neffs_equal_themselves_and_differ_from_each_other() {
     let files = real_neffs();
     let here = Path::new(".");
@@ -418,6 +419,7 @@ fn real_neffs_equal_themselves_and_differ_from_each_other() {
 }
 
 #[test]
+#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
 fn cat_of_neff_json_matches_gnu_tar_on_every_real_neff() {
     for file in real_neffs() {
         let f = file.to_str().unwrap();

@@ -121,6 +121,7 @@ const CATEGORIES: [&str; 8] = [
 ];
 
 #[test]
+#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
 fn memory_equals_an_independent_reading_on_every_real_neff() {
     let Some(dir) = common::real_neff_dir() else {
         return;
@@ -169,6 +170,7 @@ fn memory_equals_an_independent_reading_on_every_real_neff() {
 }
 
 #[test]
+#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
 fn memory_text_of_the_real_neffs_matches_its_golden_file() {
     let Some(dir) = common::real_neff_dir() else {
         return;
@@ -192,6 +194,7 @@ fn memory_text_of_the_real_neffs_matches_its_golden_file() {
 }
 
 #[test]
+#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
 fn show_weights_lists_every_file_variable() {
     let Some(dir) = common::real_neff_dir() else {
         return;
@@ -254,6 +257,7 @@ fn ntff_check(dir: &Path, neff_file: &str, ntff: &Path) -> Output {
 }
 
 #[test]
+#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
 fn ntff_belongs_to_its_neff_and_not_to_the_other() {
     let Some(dir) = common::real_neff_dir() else {
         return;
@@ -279,6 +283,7 @@ fn ntff_belongs_to_its_neff_and_not_to_the_other() {
 }
 
 #[test]
+#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
 fn a_truncated_or_foreign_ntff_is_an_error() {
     let Some(dir) = common::real_neff_dir() else {
         return;
@@ -397,6 +402,7 @@ print(json.dumps(out))
 "#;
 
 #[test]
+#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
 fn weights_show_the_npy_headers_dtype_and_shape_on_every_real_neff() {
     let Some(dir) = common::real_neff_dir() else {
         return;

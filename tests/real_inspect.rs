@@ -146,6 +146,7 @@ fn independent(bytes: &[u8]) -> Independent {
 }
 
 #[test]
+#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
 fn every_real_neff_has_its_tar_length_and_padding() {
     let Some(dir) = common::real_neff_dir() else {
         return;
@@ -199,6 +200,7 @@ fn every_real_neff_has_its_tar_length_and_padding() {
 }
 
 #[test]
+#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
 fn every_real_neff_shows_consistent_inputs_and_outputs() {
     let Some(dir) = common::real_neff_dir() else {
         return;
@@ -262,6 +264,7 @@ fn t(name: &str, dtype: &str, shape: &[u64], size: u64) -> (String, String, Vec<
 }
 
 #[test]
+#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
 fn conv2d_pool_2_18_inputs_and_outputs() {
     let Some(dir) = common::real_neff_dir() else {
         return;
@@ -288,6 +291,7 @@ fn conv2d_pool_2_18_inputs_and_outputs() {
 }
 
 #[test]
+#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
 fn stream_2_21_has_one_output_on_two_cores() {
     let Some(dir) = common::real_neff_dir() else {
         return;
@@ -307,6 +311,7 @@ fn stream_2_21_has_one_output_on_two_cores() {
 }
 
 #[test]
+#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
 fn bert_1_15_outputs_are_named_by_output_names() {
     let Some(dir) = common::real_neff_dir() else {
         return;
@@ -345,6 +350,7 @@ fn bert_1_15_outputs_are_named_by_output_names() {
 }
 
 #[test]
+#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
 fn bert_2_6_and_matmul_2_23() {
     let Some(dir) = common::real_neff_dir() else {
         return;
@@ -412,6 +418,7 @@ fn the_model_is_read_past_a_hash_refusal_but_the_verdict_stays() {
 }
 
 #[test]
+#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
 fn inspect_text_of_a_real_neff_matches_its_golden_file() {
     let Some(dir) = common::real_neff_dir() else {
         return;

@@ -162,6 +162,7 @@ fn repack(neff: &Path, work: &Path) -> std::path::PathBuf {
 }
 
 #[test]
+#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
 fn the_streamed_verdict_is_the_read_backs_on_real_neffs_repacked() {
     let Some(dir) = common::real_neff_dir() else {
         return;

@@ -332,6 +332,7 @@ fn the_arches_not_targeted_are_listed_each_when_they_fare_differently() {
 }
 
 #[test]
+#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
 fn every_real_neff_is_accepted_in_one_folder_run() {
     let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/real-neffs"));
     if !dir.is_dir() {
