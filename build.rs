@@ -5,7 +5,10 @@
 //! * `neff_libarchive` when the Python named by `NEFF_LIBARCHIVE_PYTHON`
 //!   (default `python3`) imports `libarchive` (libarchive-c) and `archi`
 //!   (the wheel that bundles libarchive 3.8), which the differential test
-//!   against the runtime's reader drives.
+//!   against the runtime's reader drives;
+//! * `neff_gnu_time` when GNU time is at `/usr/bin/time` (peak-RSS checks),
+//!   `neff_strace` when `strace` can trace a child here (fsync counts), and
+//!   `neff_jsonschema` when `python3` imports `jsonschema` (the schema checks).
 
 use std::path::Path;
 use std::process::Command;
@@ -13,6 +16,28 @@ use std::process::Command;
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(neff_real_neffs)");
     println!("cargo::rustc-check-cfg=cfg(neff_libarchive)");
+    for cfg in ["neff_gnu_time", "neff_strace", "neff_jsonschema"] {
+        println!("cargo::rustc-check-cfg=cfg({cfg})");
+    }
+    let runs = |program: &str, args: &[&str]| {
+        Command::new(program)
+            .args(args)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    // Installing a tool (apt-get) changes /usr/bin: probe again then.
+    if Path::new("/usr/bin").is_dir() {
+        println!("cargo::rerun-if-changed=/usr/bin");
+    }
+    if runs("/usr/bin/time", &["-f", "%M", "true"]) {
+        println!("cargo::rustc-cfg=neff_gnu_time");
+    }
+    if runs("strace", &["-o", "/dev/null", "true"]) {
+        println!("cargo::rustc-cfg=neff_strace");
+    }
+    if runs("python3", &["-c", "import jsonschema"]) {
+        println!("cargo::rustc-cfg=neff_jsonschema");
+    }
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/real-neffs");
     println!("cargo::rerun-if-changed={}", dir.display());
     if dir.is_dir() {
