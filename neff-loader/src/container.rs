@@ -174,6 +174,8 @@ pub struct Container {
     /// The layout in which the header stores the payload digest, when the hash
     /// was checked and matched (G9).
     pub hash_layout: Option<HashLayout>,
+    /// The payload's digest (standard layout), when it was computed.
+    pub digest: Option<Vec<u8>>,
     /// Length of the whole decompressed tar stream: entries, the
     /// end-of-archive blocks and any padding after them (Python's `tarfile`
     /// pads to 10240). `None` when the walk did not reach the end of the
@@ -533,6 +535,7 @@ fn close(
         _ => None,
     };
     if let Some(digest) = digest {
+        container.digest = Some(digest.to_vec());
         let stored = container.header.hash();
         let layouts = profile.hash_layout.layouts();
         match matching_layout(&digest, &stored, layouts) {

@@ -234,6 +234,11 @@ fn arch_loads<R: Read + Seek>(
                 .and_then(Target::parse_runtime);
         }
         report.hash_layout = tier1.container.as_ref().and_then(|c| c.hash_layout);
+        report.digest = tier1
+            .container
+            .as_ref()
+            .and_then(|c| c.digest.as_deref())
+            .map(neff_schema::hex::encode);
         out.push(Loaded {
             report,
             rejection,

@@ -83,6 +83,10 @@ pub struct Report {
     /// not known (spec §11.1), so this says what matched, not what a runtime
     /// would accept.
     pub hash_layout: Option<HashLayout>,
+    /// The payload's digest as hex in the standard layout (MD5 for pkg 2,
+    /// SHA-256 for pkg 1: what `hashlib.md5(payload).hexdigest()` prints),
+    /// when G9 computed it, matched or not.
+    pub digest: Option<String>,
     /// The KELF descriptor's target, once read and understood.
     pub target: Option<Target>,
     /// The full runtime profile.
@@ -112,6 +116,7 @@ impl Report {
             warnings,
             instance_arch: ArchScope::Arch(profile.instance_arch),
             hash_layout: None,
+            digest: None,
             target: None,
             profile: profile.clone(),
             tiers_run: tiers_run.iter().map(|t| t.to_string()).collect(),

@@ -314,7 +314,10 @@ pub struct HeaderFields {
     pub build_version: Text<BUILD_VERSION_LEN>,
     /// `unused_0` (+0xA8); 1 in every known artifact.
     pub unused_0: u32,
-    /// `hash`: MD5 in the first 16 bytes (pkg 2) or SHA-256 (pkg 1).
+    /// `hash`: MD5 in the first 16 bytes (pkg 2) or SHA-256 (pkg 1), in the
+    /// layout the producer wrote it. Serialized whole (64 hex digits, zeros
+    /// included); a shorter hex string reads as zero-filled.
+    #[serde(serialize_with = "full_hex")]
     pub hash: Blob<32>,
     /// `uuid`: the key of the runtime's parse cache.
     pub uuid: Uuid,
@@ -449,6 +452,11 @@ impl<'de, const N: usize> Deserialize<'de> for Blob<N> {
         let hex = String::deserialize(d)?;
         Ok(Blob(fixed_from_hex(&hex).map_err(D::Error::custom)?))
     }
+}
+
+/// A byte array as hex, every byte written (trailing zeros included).
+fn full_hex<S: Serializer, const N: usize>(blob: &Blob<N>, s: S) -> Result<S::Ok, S::Error> {
+    hex::encode(&blob.0).serialize(s)
 }
 
 fn trim_zeros(bytes: &[u8]) -> &[u8] {

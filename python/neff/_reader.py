@@ -72,7 +72,8 @@ class Header:
     build_version: str
     unused_0: int
     hash: str
-    """The payload digest, hex, trailing zero bytes trimmed (MD5 for pkg 2, SHA-256 for pkg 1)."""
+    """The whole 32-byte ``hash`` field as hex (64 digits): MD5 in the first 16 bytes (pkg 2)
+    or SHA-256 (pkg 1), in the layout the producer wrote (:attr:`hash_layout`)."""
     uuid: _uuid.UUID
     name: str
     requested_tpb_count: int
@@ -86,10 +87,15 @@ class Header:
     """The names of the set feature bits."""
     hash_layout: Optional[str] = None
     """The layout the payload digest matched in (``standard``, ``word-reversed``), if checked."""
+    digest: Optional[str] = None
+    """The payload's digest in the standard layout (``hashlib.md5(payload).hexdigest()`` for
+    pkg 2, SHA-256 for pkg 1), when it was computed."""
 
     @staticmethod
-    def _from(d: Mapping[str, Any], feature_names: Sequence[str] = (), hash_layout: Optional[str] = None) -> Header:
-        return _build(Header, d, uuid=_uuid.UUID(d["uuid"]), feature_names=tuple(feature_names), hash_layout=hash_layout)
+    def _from(d: Mapping[str, Any], feature_names: Sequence[str] = (), hash_layout: Optional[str] = None,
+              digest: Optional[str] = None) -> Header:
+        return _build(Header, d, uuid=_uuid.UUID(d["uuid"]), feature_names=tuple(feature_names),
+                      hash_layout=hash_layout, digest=digest)
 
 
 @dataclass(frozen=True)
@@ -255,6 +261,7 @@ class Report:
     instance_arch: str
     file: Optional[str] = None
     hash_layout: Optional[str] = None
+    digest: Optional[str] = None
     target: Optional[str] = None
     targeted_arches: Tuple[str, ...] = ()
     """The arches the NEFF targets (with ``instance_arch="all"``)."""
@@ -394,7 +401,8 @@ class Neff:
         if self._inspect.get("tar_size") is None or not self._inspect.get("header"):
             raise _unreadable(self._inspect["file"], verdict)
         self.header: Header = Header._from(
-            self._inspect["header"], self._inspect.get("feature_names", ()), verdict.get("hash_layout")
+            self._inspect["header"], self._inspect.get("feature_names", ()), verdict.get("hash_layout"),
+            verdict.get("digest"),
         )
         """The header."""
         model = self._inspect.get("model") or {}

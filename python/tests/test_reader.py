@@ -29,7 +29,7 @@ def test_header_fields_match_struct(path: Path) -> None:
                  "build_version", "unused_0", "name", "requested_tpb_count", "feature_bits", "vnc_size"):
         assert getattr(h, name) == ind.fields[name], name
     assert h.uuid == uuid.UUID(bytes=ind.fields["uuid"])
-    assert bytes.fromhex(h.hash) == ind.fields["hash"].rstrip(b"\0")
+    assert bytes.fromhex(h.hash) == ind.fields["hash"] and len(h.hash) == 64
     assert bytes.fromhex(h.tpb_per_node) == ind.fields["tpb_per_node"].rstrip(b"\0")
     bits = [n for n in h.feature_names]
     assert (h.feature_bits == 0) == (bits == [])
@@ -44,6 +44,8 @@ def test_payload_md5_is_the_header_hash_in_its_layout(path: Path) -> None:
     stored = ind.fields["hash"][:16]
     layout = {md5: "standard", word_reversed(md5): "word-reversed"}.get(stored)
     assert layout is not None and h.hash_layout == layout
+    # The digest a script computes, whatever the layout the producer stored.
+    assert h.digest == hashlib.md5(ind.payload).hexdigest() == neff.verify(path).digest
 
 
 @pytest.mark.parametrize("path", real_neffs())
