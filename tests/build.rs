@@ -460,7 +460,10 @@ fn timed_build(dir: &Path, n: usize) -> (f64, u64, Value) {
 /// times the work (the model I/O merge and the loader's I/O join were a
 /// search per tensor: 100× here).
 #[test]
-#[cfg_attr(not(neff_gnu_time), ignore = "GNU time (/usr/bin/time) is missing: apt-get install -y time")]
+#[cfg_attr(
+    not(neff_gnu_time),
+    ignore = "GNU time (/usr/bin/time) is missing: apt-get install -y time"
+)]
 fn a_hundred_thousand_inputs_build_in_linear_time_and_memory() {
     let dir = tempfile::tempdir().unwrap();
     let (small_cpu, small_kib, small_ok) = timed_build(dir.path(), 10_000);

@@ -392,3 +392,54 @@ fn reading_a_folder_as_a_neff_names_the_folder() {
     }
     assert!(!out.exists());
 }
+
+#[test]
+fn verify_merges_arches_that_read_alike_and_prints_each_warning_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("m.neff");
+    let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/allreduce.json");
+    let built = neff(&["build", s(&spec), "-o", s(&out)]);
+    exit(&built, 0);
+    let r = neff(&["verify", s(&out)]);
+    exit(&r, 0);
+    let text = String::from_utf8_lossy(&r.stdout).to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].ends_with(
+        "ACCEPTED on sunda, cayman, mariana (tiers run: container, manifests, sections, staging)"
+    ), "{text}");
+    assert_eq!(
+        lines.iter().filter(|l| l.contains("hash_layout")).count(),
+        1,
+        "{text}"
+    );
+    assert!(
+        !text.contains("NEURON_RT_VALIDATE_HASH"),
+        "the caveat is for -v: {text}"
+    );
+    let warnings: Vec<&&str> = lines.iter().filter(|l| l.contains("warning")).collect();
+    let mut distinct = warnings.clone();
+    distinct.dedup();
+    assert!(
+        !warnings.is_empty() && warnings.len() == distinct.len(),
+        "{text}"
+    );
+    assert!(lines
+        .last()
+        .unwrap()
+        .ends_with("ACCEPTED (targets sunda, cayman, mariana)"));
+    // -v: each arch in full, with the caveat.
+    let v = neff(&["verify", "-v", s(&out)]);
+    exit(&v, 0);
+    let verbose = String::from_utf8_lossy(&v.stdout).to_string();
+    assert_eq!(
+        verbose.matches("NEURON_RT_VALIDATE_HASH").count(),
+        3,
+        "{verbose}"
+    );
+    assert_eq!(
+        verbose
+            .matches("warning: Unable to find hlo_stats.json")
+            .count(),
+        3
+    );
+}

@@ -350,7 +350,10 @@ fn run_measured(dir: &Path, args: &[&str], out: &Path) -> (i32, u64) {
 }
 
 #[test]
-#[cfg_attr(not(neff_gnu_time), ignore = "GNU time (/usr/bin/time) is missing: apt-get install -y time")]
+#[cfg_attr(
+    not(neff_gnu_time),
+    ignore = "GNU time (/usr/bin/time) is missing: apt-get install -y time"
+)]
 fn cat_and_diff_stream_a_large_member() {
     const SIZE: usize = 64 << 20;
     let dir = tempfile::tempdir().unwrap();

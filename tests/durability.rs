@@ -203,7 +203,10 @@ fn sync_calls(args: &[&str]) -> Option<(usize, usize)> {
 }
 
 #[test]
-#[cfg_attr(not(neff_strace), ignore = "strace is missing or cannot trace here: apt-get install -y strace")]
+#[cfg_attr(
+    not(neff_strace),
+    ignore = "strace is missing or cannot trace here: apt-get install -y strace"
+)]
 fn a_folder_of_outputs_is_synced_once_and_no_fsync_syncs_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let at = |name: &str| dir.path().join(name);

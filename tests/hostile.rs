@@ -355,7 +355,10 @@ fn names_over_100_and_255_bytes_and_duplicates() {
 /// `neff verify` on a NEFF whose payload inflates to 4 GiB: a bounded pass,
 /// peak RSS measured with /usr/bin/time (Debian package `time`).
 #[test]
-#[cfg_attr(not(neff_gnu_time), ignore = "GNU time (/usr/bin/time) is missing: apt-get install -y time")]
+#[cfg_attr(
+    not(neff_gnu_time),
+    ignore = "GNU time (/usr/bin/time) is missing: apt-get install -y time"
+)]
 fn verify_of_a_4_gib_inflate_stays_under_256_mib() {
     const SIZE: u64 = 4 << 30;
     let dir = tempfile::tempdir().unwrap();

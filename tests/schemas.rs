@@ -271,7 +271,10 @@ fn p(path: &Path) -> &str {
 }
 
 #[test]
-#[cfg_attr(not(neff_jsonschema), ignore = "python3's jsonschema is missing: pip install jsonschema")]
+#[cfg_attr(
+    not(neff_jsonschema),
+    ignore = "python3's jsonschema is missing: pip install jsonschema"
+)]
 fn every_json_output_matches_its_schema() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
@@ -379,7 +382,10 @@ fn every_json_output_matches_its_schema() {
 /// The validator must be able to fail: a field of the wrong type, a field
 /// the schema does not declare, and a missing field are each refused.
 #[test]
-#[cfg_attr(not(neff_jsonschema), ignore = "python3's jsonschema is missing: pip install jsonschema")]
+#[cfg_attr(
+    not(neff_jsonschema),
+    ignore = "python3's jsonschema is missing: pip install jsonschema"
+)]
 fn the_validator_rejects_a_mistyped_or_stray_field() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("a.neff");

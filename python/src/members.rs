@@ -39,11 +39,7 @@ pub struct Members {
 
 /// Reads the wanted entries of the NEFF `reader` yields into `tx`, until
 /// they are all sent or the receiver is gone.
-fn read_wanted(
-    reader: Box<dyn Read + Send>,
-    mut wanted: BTreeSet<u64>,
-    tx: SyncSender<Fetched>,
-) {
+fn read_wanted(reader: Box<dyn Read + Send>, mut wanted: BTreeSet<u64>, tx: SyncSender<Fetched>) {
     let run = || -> Result<(), Error> {
         let mut opened = open_members(reader)?;
         while !wanted.is_empty() {

@@ -44,6 +44,11 @@ pub struct VerifyArgs {
     /// Print exactly one JSON object on stdout.
     #[arg(long)]
     json: bool,
+    /// Print each targeted arch's report in full, and what the hash layout
+    /// does and does not tell (by default, reports that read alike are
+    /// merged and each warning is printed once, naming its arches).
+    #[arg(short, long, conflicts_with_all = ["json", "quiet"])]
+    verbose: bool,
     /// Print nothing when a NEFF is accepted; a refusal (or, with several
     /// inputs, an unreadable one) is one line on stderr.
     #[arg(short, long)]
@@ -149,7 +154,7 @@ fn run_one(
     } else if args.quiet {
         super::quiet_verdict(Path::new(&name), &checked.report);
     } else {
-        print_checked(&name, &checked);
+        print_checked(&name, &checked, args.verbose);
     }
     Ok(if checked.report.accepted {
         EXIT_OK
@@ -196,11 +201,14 @@ fn check(
     })
 }
 
-/// One input's text output: each targeted arch's report in arch order, one
-/// line for the arches it does not target, then the verdict.
-fn print_checked(name: &str, checked: &Combined) {
+/// One input's text output: the targeted arches' reports, those that read
+/// alike on one line; the hash layout once; each distinct warning once,
+/// naming the arches it applies to when not all; one line for the arches it
+/// does not target; then the verdict. `verbose` prints each targeted arch's
+/// report in full instead, with the hash-layout caveat.
+fn print_checked(name: &str, checked: &Combined, verbose: bool) {
     let (Some(targeted), Some(per_arch)) = (&checked.targeted_arches, &checked.per_arch) else {
-        print_human(name, &checked.report);
+        print_human(name, &checked.report, verbose);
         return;
     };
     let reports = Arch::ALL.iter().filter_map(|a| per_arch.get(a.name()));
@@ -209,7 +217,11 @@ fn print_checked(name: &str, checked: &Combined) {
             .iter()
             .any(|&a| r.instance_arch == ArchScope::Arch(a))
     });
-    on.iter().for_each(|r| print_human(name, r));
+    if verbose {
+        on.iter().for_each(|r| print_human(name, r, true));
+    } else {
+        print_merged(name, &on);
+    }
     if !off.is_empty() {
         println!("  {}", not_targeted(&off));
     }
@@ -219,6 +231,70 @@ fn print_checked(name: &str, checked: &Combined) {
         "REJECTED"
     };
     println!("{name}: {verdict} (targets {})", arch_names(targeted));
+}
+
+/// The targeted arches' reports, merged: one summary per distinct outcome
+/// (with its arches), the hash layout once, each warning once.
+fn print_merged(name: &str, reports: &[&Report]) {
+    let outcome = |r: &Report| {
+        (
+            r.gate,
+            r.message.clone(),
+            r.detail.clone(),
+            r.error_cause.clone(),
+            r.tiers_run.clone(),
+        )
+    };
+    let mut groups: Vec<(Vec<&str>, &Report)> = Vec::new();
+    for r in reports {
+        match groups
+            .iter_mut()
+            .find(|(_, first)| outcome(first) == outcome(r))
+        {
+            Some((arches, _)) => arches.push(r.instance_arch.name()),
+            None => groups.push((vec![r.instance_arch.name()], r)),
+        }
+    }
+    for (arches, r) in &groups {
+        let line = match r.gate {
+            Some(_) => format!("{} (on {})", r.summary(), arches.join(", ")),
+            None => format!(
+                "ACCEPTED on {} (tiers run: {})",
+                arches.join(", "),
+                r.tiers_run.join(", ")
+            ),
+        };
+        println!("{name}: {line}");
+        if let Some(detail) = &r.detail {
+            println!("  detail: {detail}");
+        }
+        if let Some(cause) = &r.error_cause {
+            println!("  error cause: {cause}");
+        }
+    }
+    let layouts: Vec<&str> = reports
+        .iter()
+        .filter_map(|r| r.hash_layout)
+        .map(|l| l.name())
+        .collect();
+    if let Some(first) = layouts.first() {
+        println!("  hash_layout: {first}");
+    }
+    let mut warnings: Vec<(&str, Vec<&str>)> = Vec::new();
+    for r in reports {
+        for w in &r.warnings {
+            match warnings.iter_mut().find(|(text, _)| text == w) {
+                Some((_, arches)) => arches.push(r.instance_arch.name()),
+                None => warnings.push((w, vec![r.instance_arch.name()])),
+            }
+        }
+    }
+    for (text, arches) in warnings {
+        match arches.len() == reports.len() {
+            true => println!("  warning: {text}"),
+            false => println!("  warning ({}): {text}", arches.join(", ")),
+        }
+    }
 }
 
 /// `sunda, mariana`.
@@ -252,7 +328,7 @@ fn not_targeted(reports: &[&Report]) -> String {
     format!("not targeted: {listed}; --instance-arch ARCH shows one in full")
 }
 
-fn print_human(name: &str, r: &Report) {
+fn print_human(name: &str, r: &Report, verbose: bool) {
     println!("{name}: {}", r.summary());
     if let Some(detail) = &r.detail {
         println!("  detail: {detail}");
@@ -260,8 +336,12 @@ fn print_human(name: &str, r: &Report) {
     if let Some(cause) = &r.error_cause {
         println!("  error cause: {cause}");
     }
-    if let Some(line) = hash_line(r) {
-        println!("  {line}");
+    match (verbose, r.hash_layout) {
+        (true, _) => hash_line(r)
+            .into_iter()
+            .for_each(|line| println!("  {line}")),
+        (false, Some(layout)) => println!("  hash_layout: {}", layout.name()),
+        (false, None) => {}
     }
     for w in &r.warnings {
         println!("  warning: {w}");
