@@ -418,6 +418,8 @@ fn weights_show_the_npy_headers_dtype_and_shape_on_every_real_neff() {
             "i2" => "int16",
             "i4" => "int32",
             "i8" => "int64",
+            // The 2-byte void the compilers write bfloat16 weights as.
+            "V2" => "bfloat16",
             _ => descr,
         }
     }

@@ -21,7 +21,7 @@ use temp_dir::TempDir;
 
 /// Caps on what an unpack may write; an archive past one is refused, the
 /// entry past it before it is written.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ExtractLimits {
     /// Most tar entries (files, folders and repeated names all count).
     pub max_entries: u64,
@@ -29,6 +29,9 @@ pub struct ExtractLimits {
     pub max_bytes: u64,
     /// Most components (folders and the file name) in an entry's path.
     pub max_depth: usize,
+    /// When set, the stored payload bytes read so far are added here (for a
+    /// progress display).
+    pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
 }
 
 impl Default for ExtractLimits {
@@ -38,6 +41,7 @@ impl Default for ExtractLimits {
             max_entries: 1_000_000,
             max_bytes: 64 << 30,
             max_depth: 64,
+            progress: None,
         }
     }
 }
@@ -60,7 +64,8 @@ fn over_cap(what: String, flag: &str) -> Error {
 pub struct ExtractSummary {
     /// Files in place.
     pub files: usize,
-    /// Folders created for directory entries.
+    /// Folders in place: directory entries and the folders entries' paths
+    /// pass through (created as needed), each counted once.
     pub directories: usize,
     /// Bytes of member data in place.
     pub bytes: u64,
@@ -111,7 +116,10 @@ pub fn extract(
     let tier1 = crate::container::run_into(
         &mut BufReader::with_capacity(1 << 20, file),
         profile,
-        &Limits::default(),
+        &Limits {
+            progress: limits.progress.clone(),
+            ..Limits::default()
+        },
         &mut unpacker,
     )?;
     let container = accepted(tier1, profile)?;

@@ -9,6 +9,7 @@ use neff::loader::{EntryFate, Limits, RuntimeProfile};
 use neff::schema::hex;
 
 use super::input;
+use super::units::human_bytes;
 use super::{print_json, EXIT_OK, EXIT_REJECTED};
 
 /// Show every header field, the member table and the model the manifests describe.
@@ -65,6 +66,9 @@ pub struct InspectArgs {
     /// before the refusal; none when its container is unreadable).
     #[arg(long)]
     memory: bool,
+    /// With --memory: exact byte counts instead of binary units (KiB, MiB, GiB).
+    #[arg(long, requires = "memory")]
+    bytes: bool,
     /// Tell whether a runtime profile (.ntff) was recorded for this NEFF: the
     /// profile holds its NEFF's header UUID (16 raw bytes after the NEFF's
     /// file name, at offset 141 for `file.neff`). Exit 0 when it belongs, 1
@@ -103,7 +107,7 @@ pub fn run(args: InspectArgs) -> Result<u8, Box<dyn std::error::Error>> {
             if json {
                 print_json(&memory)?;
             } else {
-                print_memory(&memory);
+                print_memory(&memory, args.bytes);
             }
         }
         (Some(m), _, true, _) => print_weights(m),
@@ -176,28 +180,67 @@ fn print_weights(m: &ModelSummary) {
     }
 }
 
-/// `--memory`: one row per graph (physical core), then the NEFF's total.
-fn print_memory(r: &MemoryReport) {
-    println!("device memory per NeuronCore (bytes; see --help for each rule):");
-    println!(
-        "  {:<8} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12} {:>12}  {:>12}",
+/// `--memory`: one row per graph (physical core), then the NEFF's total; in
+/// binary units, or exact byte counts with `exact`.
+fn print_memory(r: &MemoryReport, exact: bool) {
+    const HEADERS: [&str; 9] = [
         "core",
         "model_code",
         "constants",
-        "shared_scr",
+        "shared_scratchpad",
         "scratchpad",
-        "dma_io",
-        "dma_spill",
+        "dma_rings_io",
+        "dma_rings_spill",
         "total",
-        "io_tensors"
-    );
-    let rows = r.cores.iter().map(|c| (c.graph.as_str(), &c.memory));
-    for (name, m) in rows.chain([("total", &r.total)]) {
-        let [code, constants, shared, private, io, spill] = m.categories();
-        println!(
-            "  {name:<8} {code:>12} {constants:>12} {shared:>12} {private:>12} {io:>12} {spill:>12} {:>12}  {:>12}",
-            m.total, m.io_tensors
-        );
+        "io_tensors",
+    ];
+    let shown = |n: u64| if exact { n.to_string() } else { human_bytes(n) };
+    let rows: Vec<[String; 9]> = r
+        .cores
+        .iter()
+        .map(|c| (c.graph.as_str(), &c.memory))
+        .chain([("total", &r.total)])
+        .map(|(name, m)| {
+            let [code, constants, shared, private, io, spill] = m.categories();
+            [
+                name.to_string(),
+                shown(code),
+                shown(constants),
+                shown(shared),
+                shown(private),
+                shown(io),
+                shown(spill),
+                shown(m.total),
+                shown(m.io_tensors),
+            ]
+        })
+        .collect();
+    let widths: Vec<usize> = (0..HEADERS.len())
+        .map(|i| {
+            rows.iter()
+                .map(|r| r[i].len())
+                .chain([HEADERS[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: &[&str]| {
+        let mut text = format!("  {:<w$}", cells[0], w = widths[0]);
+        for (i, cell) in cells.iter().enumerate().skip(1) {
+            text.push_str(&format!(" {:>w$}", cell, w = widths[i]));
+        }
+        text
+    };
+    let unit = if exact {
+        "bytes"
+    } else {
+        "binary units; --bytes for exact counts"
+    };
+    println!("device memory per NeuronCore ({unit}; see --help for each rule):");
+    println!("{}", line(&HEADERS));
+    for row in &rows {
+        let cells: Vec<&str> = row.iter().map(String::as_str).collect();
+        println!("{}", line(&cells));
     }
 }
 

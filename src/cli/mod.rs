@@ -15,6 +15,7 @@ mod pack;
 mod progress;
 mod schema;
 pub mod signals;
+mod units;
 mod unpack;
 mod verify;
 

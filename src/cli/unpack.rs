@@ -10,6 +10,8 @@ use neff::writer::lift::{Content, Model};
 use neff::writer::recover_framing;
 
 use super::documents::UnpackReport;
+use super::progress::Progress;
+use super::units::human_bytes;
 use super::{print_json, FsyncArgs, EXIT_OK, EXIT_REJECTED};
 
 /// Unpack every member of a NEFF into a directory, byte-exactly.
@@ -90,16 +92,23 @@ pub fn run(args: UnpackArgs) -> Result<u8, Box<dyn std::error::Error>> {
     for path in args.header_out.iter().chain(&args.spec) {
         refuse_inside(path, &args.output)?;
     }
+    let progress = Progress::start(
+        args.quiet || args.json,
+        || std::fs::metadata(&args.file).map_or(0, |m| m.len()),
+        "unpacking",
+    );
     let limits = ExtractLimits {
         max_entries: args.max_entries,
         max_bytes: args.max_bytes,
         max_depth: args.max_depth,
+        progress: progress.counter(),
     };
     let unpacked = match args.keep_refused {
         true => extract_refused(&args.file, &args.output, &profile, args.force, &limits),
         false => extract(&args.file, &args.output, &profile, args.force, &limits)
             .map(|(summary, container)| (summary, container, None)),
     };
+    drop(progress);
     let (summary, _container, mut refused) = match unpacked {
         Ok(done) => done,
         Err(e) => {
@@ -170,10 +179,10 @@ pub fn run(args: UnpackArgs) -> Result<u8, Box<dyn std::error::Error>> {
         print_json(&report)?;
     } else if !args.quiet {
         eprintln!(
-            "unpacked {} files and {} folders ({} bytes) into {}",
+            "unpacked {} files and {} folders ({}) into {}",
             summary.files,
             summary.directories,
-            summary.bytes,
+            human_bytes(summary.bytes),
             args.output.display()
         );
         if let Some((path, r)) = &repack {

@@ -150,6 +150,16 @@ impl Plan {
             .map(|(rel, t)| (rel.as_slice(), t.kind == EntryKind::Directory))
     }
 
+    /// Folders in place: directory entries and the folders entries' paths
+    /// pass through, each once.
+    fn folder_count(&self) -> usize {
+        let entries = self
+            .targets
+            .iter()
+            .filter(|(rel, t)| t.kind == EntryKind::Directory && !self.folders.contains(*rel));
+        self.folders.len() + entries.count()
+    }
+
     /// What the unpack wrote once every entry is in place.
     pub fn summary(&self) -> ExtractSummary {
         let files = self
@@ -159,7 +169,7 @@ impl Plan {
         ExtractSummary {
             stale_removed: Vec::new(),
             files: files.clone().count(),
-            directories: self.targets.len() - files.clone().count(),
+            directories: self.folder_count(),
             bytes: files.map(|t| t.size).sum(),
             replaced: self.replaced,
         }
