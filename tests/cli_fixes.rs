@@ -443,3 +443,35 @@ fn verify_merges_arches_that_read_alike_and_prints_each_warning_once() {
         3
     );
 }
+
+#[test]
+fn pack_infers_the_virtual_core_of_a_two_graph_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/two-subgraphs.json");
+    let built = dir.path().join("two.neff");
+    exit(&neff(&["build", s(&spec), "-o", s(&built)]), 0);
+    let tree = dir.path().join("tree");
+    exit(&neff(&["unpack", s(&built), "-o", s(&tree)]), 0);
+    // No flags: vnc_size 2 and the vnc bit come from the KELF's two graphs.
+    let out = dir.path().join("packed.neff");
+    let r = neff(&["pack", s(&tree), "-o", s(&out), "--json"]);
+    exit(&r, 0);
+    let report: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(report["header"]["vnc_size"], 2);
+    assert_eq!(report["header"]["feature_bits"], 0x400);
+    // A flag wins; the refusal names the flags that fix it.
+    let r = neff(&[
+        "pack",
+        s(&tree),
+        "-o",
+        s(&dir.path().join("one.neff")),
+        "--vnc-size",
+        "1",
+    ]);
+    exit(&r, 1);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(
+        err.contains("G29a") && err.contains("--vnc-size N --feature-bits vnc"),
+        "{err}"
+    );
+}

@@ -76,7 +76,7 @@ pub use gzip_writer::{gzip_header, GZIP_HEADER};
 pub use hashing_writer::Digests;
 pub use header_options::{HeaderFile, HeaderPatch, UuidChoice, DEFAULT_BUILD_VERSION};
 pub use member::{MemberName, MemberSource};
-pub use pack_settings::PackSettings;
+pub use pack_settings::{infer_virtual_core, PackSettings};
 pub use packager::{PackOptions, PackOutcome, Packager};
 pub use progress::{Phase, Progress};
 pub use recover::{recover_framing, Recovered};

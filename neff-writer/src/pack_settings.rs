@@ -51,6 +51,38 @@ fn bad(message: String) -> Error {
     Error::new(ErrorKind::BadOption, message)
 }
 
+/// For packing the tree at `dir`: with no vnc_size from a flag or a header
+/// file, a tree whose KELF descriptor lists N > 1 graphs gets vnc_size N and,
+/// unless feature bits were given, the `neff_feature_vnc` bit, as the builder
+/// sets them. Returns a note saying so, when it did.
+pub fn infer_virtual_core(dir: &std::path::Path, options: &mut PackOptions) -> Option<String> {
+    if options.header.vnc_size.is_some() {
+        return None;
+    }
+    let graphs = graphs_in_tree(dir).filter(|&n| n > 1)?;
+    options.header.vnc_size = u32::try_from(graphs).ok();
+    let bit = options.header.feature_bits.is_none();
+    if bit {
+        options.header.feature_bits = Some(neff_schema::features::VNC);
+    }
+    Some(format!(
+        "the KELF descriptor lists {graphs} graphs: vnc_size {graphs}{} (--vnc-size and --feature-bits choose otherwise)",
+        if bit { " and feature bit neff_feature_vnc" } else { "" }
+    ))
+}
+
+/// How many graphs the tree's KELF descriptor lists (`neff.json`'s `__kelf`
+/// node names it), when both can be read.
+fn graphs_in_tree(dir: &std::path::Path) -> Option<usize> {
+    use neff_schema::manifest::{KelfDescriptor, NeffJson};
+    let read = |name: &str| std::fs::read(dir.join(name)).ok();
+    let neff_json: NeffJson = serde_json::from_slice(&read("neff.json")?).ok()?;
+    let node = neff_json.nodes.get(neff_json.kelf_node()?)?;
+    let member = node.attrs.as_ref()?.kelf.clone()?;
+    let kelf: KelfDescriptor = serde_json::from_slice(&read(&member)?).ok()?;
+    Some(kelf.graphs.len())
+}
+
 impl PackSettings {
     /// The writer's options: these settings over `file` (a `--header` file,
     /// or `HeaderFile::default()`). A text too long for its header field,

@@ -73,7 +73,7 @@ class BuildOutcome:
 
     @staticmethod
     def _from(d: Dict[str, Any]) -> BuildOutcome:
-        return BuildOutcome(Header._from(d["header"]), Report._from(d["report"]), d["tar_size"],
+        return BuildOutcome(Header._written(d["header"], d["report"]), Report._from(d["report"]), d["tar_size"],
                             d["files"], d["directories"])
 
 

@@ -92,10 +92,16 @@ class Header:
     pkg 2, SHA-256 for pkg 1), when it was computed."""
 
     @staticmethod
-    def _from(d: Mapping[str, Any], feature_names: Sequence[str] = (), hash_layout: Optional[str] = None,
-              digest: Optional[str] = None) -> Header:
-        return _build(Header, d, uuid=_uuid.UUID(d["uuid"]), feature_names=tuple(feature_names),
+    def _from(d: Mapping[str, Any], feature_names: Optional[Sequence[str]] = None,
+              hash_layout: Optional[str] = None, digest: Optional[str] = None) -> Header:
+        names = _native.feature_names(int(d["feature_bits"])) if feature_names is None else feature_names
+        return _build(Header, d, uuid=_uuid.UUID(d["uuid"]), feature_names=tuple(names),
                       hash_layout=hash_layout, digest=digest)
+
+    @staticmethod
+    def _written(d: Mapping[str, Any], report: Mapping[str, Any]) -> Header:
+        """The header of a NEFF just written, with what its check computed."""
+        return Header._from(d, None, report.get("hash_layout"), report.get("digest"))
 
 
 @dataclass(frozen=True)
@@ -401,7 +407,7 @@ class Neff:
         if self._inspect.get("tar_size") is None or not self._inspect.get("header"):
             raise _unreadable(self._inspect["file"], verdict)
         self.header: Header = Header._from(
-            self._inspect["header"], self._inspect.get("feature_names", ()), verdict.get("hash_layout"),
+            self._inspect["header"], self._inspect.get("feature_names"), verdict.get("hash_layout"),
             verdict.get("digest"),
         )
         """The header."""
@@ -810,7 +816,7 @@ def pack(
         "fsync": fsync,
     }
     d = json.loads(_native.pack(os.fspath(dir), os.fspath(out), options))
-    return _build(PackOutcome, d, header=Header._from(d["header"]), report=Report._from(d["report"]))
+    return _build(PackOutcome, d, header=Header._written(d["header"], d["report"]), report=Report._from(d["report"]))
 
 
 def unpack(

@@ -28,6 +28,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(lift, m)?)?;
     m.add_function(wrap_pyfunction!(replace_weight, m)?)?;
     m.add_function(wrap_pyfunction!(dtype_known, m)?)?;
+    m.add_function(wrap_pyfunction!(feature_names, m)?)?;
     m.add_class::<model::Model>()?;
     Ok(())
 }
@@ -199,6 +200,12 @@ fn replace_weight(spec: &str, def_json: String, var: String, npy: PathBuf) -> Py
     doc["payload"] =
         serde_json::to_value(&model.payload).map_err(|e| spec_error(format!("payload: {e}")))?;
     Ok(doc.to_string())
+}
+
+/// The names of the feature bits set in `bits` (unknown bits as `0x…`).
+#[pyfunction]
+fn feature_names(bits: u64) -> Vec<String> {
+    neff_schema::features::names(bits)
 }
 
 /// Whether `name` is a dtype the runtime knows (`float32`, `bfloat16`…).

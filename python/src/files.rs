@@ -88,7 +88,8 @@ fn pack(
     options: &Bound<'_, PyAny>,
 ) -> PyResult<String> {
     let args: PackArgs = options.extract()?;
-    let options = pack_options(&args)?;
+    let mut options = pack_options(&args)?;
+    neff_writer::infer_virtual_core(&dir, &mut options);
     let outcome = py
         .detach(|| Packager::from_dir(&dir)?.write_to_path(&out, &options))
         .map_err(|e| writer_error(&e))?;

@@ -76,3 +76,14 @@ def test_unpack_refuses_a_non_empty_folder_unless_forced(real: Path, tmp_path: P
         neff.unpack(real, tmp_path)
     assert caught.value.kind == "NotEmpty" and caught.value.path == str(tmp_path)
     assert neff.unpack(real, tmp_path, force=True).files > 0
+
+
+def test_pack_infers_the_virtual_core_of_a_two_graph_tree(tmp_path: Path) -> None:
+    b = neff.Builder(name="two")
+    for name in ("sg00", "sg01"):
+        b.subgraph(name).input("x", "float32", (4,)).output("y", "float32", (4,))
+    b.write(tmp_path / "two.neff")
+    neff.unpack(tmp_path / "two.neff", tmp_path / "tree")
+    out = neff.pack(tmp_path / "tree", tmp_path / "again.neff")
+    assert out.report.accepted and out.header.vnc_size == 2
+    assert out.header.feature_names == ("neff_feature_vnc",) and out.header.digest == out.report.digest

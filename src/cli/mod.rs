@@ -252,6 +252,20 @@ pub fn write_binary(
 /// Reports the result of writing a NEFF (`pack`, `build`): a refusal by the
 /// read-back gates is exit 1 with the gate and how to force it; success prints
 /// a summary on stderr, or the header and verdict as JSON on stdout.
+/// The flags that change what a refusal with this gate is about, where one
+/// flag settles it.
+fn fixing_flags(report: &neff::loader::Report) -> Option<&'static str> {
+    use neff::loader::Gate;
+    match report.gate? {
+        Gate::G29a | Gate::G29b => {
+            Some("--vnc-size N --feature-bits vnc sets the virtual core size to the N graphs")
+        }
+        Gate::G5 => Some("--feature-bits sets the header's feature bits"),
+        Gate::G16 | Gate::G17 => Some("the KELF descriptor's `target` chooses the arch"),
+        _ => None,
+    }
+}
+
 pub fn report_written(
     result: Result<neff::writer::PackOutcome, neff::writer::Error>,
     out: &Output<'_>,
@@ -276,7 +290,11 @@ pub fn report_written(
             if let Some(detail) = &report.detail {
                 eprintln!("  detail: {detail}");
             }
-            eprintln!("  (pass --keep-refused to write it anyway)");
+            if let Some(fix) = fixing_flags(report) {
+                eprintln!("  ({fix}; or pass --keep-refused to write it anyway)");
+            } else {
+                eprintln!("  (pass --keep-refused to write it anyway)");
+            }
             return Ok(EXIT_REJECTED);
         }
     };

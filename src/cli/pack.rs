@@ -126,6 +126,11 @@ pub fn run(args: PackArgs) -> Result<u8, Box<dyn std::error::Error>> {
         no_fsync: !args.fsync.fsync(),
     };
     let mut options = settings.options(file)?;
+    if let Some(note) = neff::writer::infer_virtual_core(&args.dir, &mut options) {
+        if !(args.quiet || args.json) {
+            eprintln!("neff: note: {note}");
+        }
+    }
     args.framing.apply(&mut options.framing);
     let side_inputs: Vec<&Path> = args.header.iter().map(PathBuf::as_path).collect();
     let out = Output::new(&args.output, args.json, args.quiet, &side_inputs)?;
