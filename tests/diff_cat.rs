@@ -325,6 +325,23 @@ fn cat_writes_a_member_and_names_the_members_when_missing() {
     assert_eq!(r.stdout, fs::read(d.join("tree/neff.json")).unwrap());
 }
 
+#[test]
+fn cat_writes_the_entry_the_runtime_keeps_when_a_name_repeats() {
+    let dir = tempfile::tempdir().unwrap();
+    let tar = tar_of(&[("a.txt", b"first"), ("b.txt", b"other"), ("./a.txt", b"second")]);
+    let path = dir.path().join("dup.neff");
+    fs::write(&path, neff_with_payload(2, &gzip(&tar))).unwrap();
+    let r = neff(&["cat", s(&path), "a.txt"]);
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    assert_eq!(r.stdout, b"second");
+    let r = Command::new(env!("CARGO_BIN_EXE_neff"))
+        .args(["cat", "-", "a.txt"])
+        .stdin(fs::File::open(&path).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(r.stdout, b"second");
+}
+
 /// Runs `neff <args>` under `/usr/bin/time -v` with stdout to `out`;
 /// returns the exit code and the child's peak RSS in KiB.
 fn run_measured(dir: &Path, args: &[&str], out: &Path) -> (i32, u64) {

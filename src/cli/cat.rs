@@ -1,71 +1,85 @@
 //! `neff cat`: one member's bytes to stdout, streamed.
 
-use std::fs::File;
-use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::io::{self, BufWriter, IsTerminal, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 
 use clap::Args;
 use neff::loader::diff::{member_key, open_members};
 use neff::loader::EntryKind;
 
-use super::EXIT_OK;
+use super::{input, EXIT_OK};
 
 /// Members named in the "no member" error before the rest are counted.
 const NAMES_SHOWN: usize = 20;
 
 /// Write one member's bytes to stdout.
 ///
-/// The member is streamed out of the payload: no temp file, no unpack, memory of one
-/// buffer. MEMBER is the name as `neff inspect` lists it (a leading `./` is optional).
-/// When the archive repeats a name, the first entry of that name is written (the
-/// runtime keeps the last). cat does not check the header's hash, which covers the
-/// whole payload: it writes as it reads. Run `neff verify` for that.
+/// The member is streamed out of the payload: no unpack, memory of one buffer. MEMBER
+/// is the name as `neff inspect` lists it (a leading `./` is optional). When the
+/// archive repeats a name, the last entry of that name is written, as the runtime keeps
+/// the last (the payload is read twice then: once to find it, once to write it). cat
+/// does not check the header's hash, which covers the whole payload: run `neff verify`
+/// for that. Binary output to a terminal is refused unless --force.
 #[derive(Args, Debug)]
 pub struct CatArgs {
-    /// The NEFF (`-` reads stdin).
+    /// The NEFF (`-` reads stdin; a pipe is spooled to an unlinked temp file).
     file: PathBuf,
     /// The member to write, e.g. neff.json or sg00/def.json.
     member: String,
+    /// Write to stdout even when it is a terminal.
+    #[arg(long)]
+    force: bool,
 }
 
 pub fn run(args: CatArgs) -> Result<u8, Box<dyn std::error::Error>> {
-    let shown = args.file.display();
-    let source: Box<dyn Read> = if args.file.as_os_str() == "-" {
-        Box::new(io::stdin().lock())
-    } else {
-        let file = File::open(&args.file).map_err(|e| format!("{shown}: {e}"))?;
-        Box::new(BufReader::new(file))
-    };
+    if io::stdout().is_terminal() && !args.force {
+        return Err("stdout is a terminal: redirect it (`neff cat FILE MEMBER > out`), or pass --force".into());
+    }
+    let shown = input::name(&args.file);
+    let fail = |e: &dyn std::fmt::Display| format!("{shown}: {e}");
+    let mut source = input::open(&args.file).map_err(|e| fail(&e))?;
     let wanted = args.member.strip_prefix("./").unwrap_or(&args.member);
-    let mut tar = open_members(source)
-        .map_err(|e| format!("{shown}: {e}"))?
-        .tar;
+    let matches = |key: &str| key.trim_end_matches('/') == wanted.trim_end_matches('/');
+    // Pass 1: the last entry of that name (the runtime's), and the names for
+    // the error when there is none.
+    let mut tar = open_members(&mut source).map_err(|e| fail(&e))?.tar;
+    let mut last = None;
     let mut names = Vec::new();
     let mut count = 0usize;
-    while let Some(entry) = tar.next_entry().map_err(|e| format!("{shown}: {e}"))? {
+    while let Some(entry) = tar.next_entry().map_err(|e| fail(&e))? {
         let key = member_key(&entry);
-        if key.trim_end_matches('/') == wanted.trim_end_matches('/') {
-            if entry.kind != EntryKind::File {
-                let kind = entry.kind.name();
-                return Err(format!("{shown}: {wanted} is a {kind}, not a file").into());
-            }
-            let mut out = BufWriter::with_capacity(64 << 10, io::stdout().lock());
-            tar.copy_data(&mut out)
-                .map_err(|e| format!("{shown}: {wanted}: {e}"))?;
-            out.flush()?;
-            return Ok(EXIT_OK);
-        }
-        if entry.kind != EntryKind::Directory {
+        if matches(&key) {
+            last = Some((entry.header_offset, entry.kind));
+        } else if entry.kind != EntryKind::Directory {
             count += 1;
             if names.len() < NAMES_SHOWN {
                 names.push(key);
             }
         }
     }
-    let more = match count - names.len() {
-        0 => String::new(),
-        n => format!(", … {n} more"),
+    drop(tar);
+    let Some((offset, kind)) = last else {
+        let more = match count - names.len() {
+            0 => String::new(),
+            n => format!(", … {n} more"),
+        };
+        let names = names.join(", ");
+        return Err(format!("{shown}: no member {wanted} (members: {names}{more})").into());
     };
-    let names = names.join(", ");
-    Err(format!("{shown}: no member {wanted} (members: {names}{more})").into())
+    if kind != EntryKind::File {
+        return Err(format!("{shown}: {wanted} is a {}, not a file", kind.name()).into());
+    }
+    // Pass 2: stream that entry out.
+    source.seek(SeekFrom::Start(0)).map_err(|e| fail(&e))?;
+    let mut tar = open_members(&mut source).map_err(|e| fail(&e))?.tar;
+    while let Some(entry) = tar.next_entry().map_err(|e| fail(&e))? {
+        if entry.header_offset == offset {
+            let mut out = BufWriter::with_capacity(64 << 10, io::stdout().lock());
+            tar.copy_data(&mut out)
+                .map_err(|e| format!("{shown}: {wanted}: {e}"))?;
+            out.flush()?;
+            return Ok(EXIT_OK);
+        }
+    }
+    Err(format!("{shown}: {wanted}: the input changed while it was read").into())
 }
