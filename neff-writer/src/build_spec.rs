@@ -411,6 +411,53 @@ impl BuildSpec {
     }
 }
 
+/// serde's "unknown field `x`, expected one of `a`, `b`" with the nearest
+/// expected key suggested when one is close (`inptus` → `inputs`).
+fn with_suggestion(message: &str) -> String {
+    let Some(rest) = message.strip_prefix("unknown field `") else {
+        return message.to_string();
+    };
+    let Some((field, expected)) = rest.split_once("`, expected ") else {
+        return message.to_string();
+    };
+    let nearest = expected
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(|candidate| (edit_distance(field, candidate), candidate))
+        .filter(|&(d, c)| d <= (c.len().max(field.len()) / 3).max(1))
+        .min();
+    match nearest {
+        Some((_, candidate)) => message.replacen(
+            &format!("`{field}`,"),
+            &format!("`{field}` (did you mean `{candidate}`?),"),
+            1,
+        ),
+        None => message.to_string(),
+    }
+}
+
+/// Levenshtein distance (insertions, deletions, substitutions; a swap of two
+/// neighbours counts 1).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut rows = vec![(0..=b.len()).collect::<Vec<usize>>(); 3];
+    for i in 1..=a.len() {
+        rows[i % 3][0] = i;
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let prev = &rows[(i + 2) % 3];
+            let mut best = (prev[j] + 1).min(prev[j - 1] + cost);
+            best = best.min(rows[i % 3][j - 1] + 1);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(rows[(i + 1) % 3][j - 2] + 1);
+            }
+            rows[i % 3][j] = best;
+        }
+    }
+    rows[a.len() % 3][b.len()]
+}
+
 /// Parses `bytes` as a `T` of the build spec at `prefix` (`""` for a whole
 /// spec, `subgraphs[0].inputs[1]` for one entry): an error names the key of
 /// the value at fault (`subgraphs[0].inputs[1].shape[0]`) and `path`.
@@ -426,9 +473,10 @@ pub fn parse_at<T: serde::de::DeserializeOwned>(
             (p, k) if k.starts_with('[') => format!("{p}{k}"),
             (p, k) => format!("{p}.{k}"),
         };
+        let inner_text = with_suggestion(&inner.to_string());
         let message = match key.as_str() {
-            "" => inner.to_string(),
-            k => format!("{k}: {inner}"),
+            "" => inner_text,
+            k => format!("{k}: {inner_text}"),
         };
         let error = Error::new(ErrorKind::Spec, message).at_path(path);
         match key.as_str() {
@@ -695,5 +743,30 @@ mod tests {
         );
         assert_eq!(build.bytes("sg00/pe.bin"), Some(&b"from pe.bin"[..]));
         assert_eq!(build.bytes("notes.txt"), Some(&b"as written"[..]));
+    }
+}
+
+#[cfg(test)]
+mod suggestion_tests {
+    use super::{edit_distance, with_suggestion};
+
+    #[test]
+    fn distances() {
+        assert_eq!(edit_distance("inptus", "inputs"), 1);
+        assert_eq!(edit_distance("nmae", "name"), 1);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+
+    #[test]
+    fn the_nearest_key_is_suggested_when_close() {
+        let m = "unknown field `inptus`, expected one of `name`, `inputs`, `outputs` at line 1 column 37";
+        assert_eq!(
+            with_suggestion(m),
+            "unknown field `inptus` (did you mean `inputs`?), expected one of `name`, `inputs`, `outputs` at line 1 column 37"
+        );
+        let far = "unknown field `zzzzzz`, expected one of `name`, `inputs`";
+        assert_eq!(with_suggestion(far), far);
+        assert_eq!(with_suggestion("missing field `name`"), "missing field `name`");
     }
 }
