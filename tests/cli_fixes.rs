@@ -475,3 +475,57 @@ fn pack_infers_the_virtual_core_of_a_two_graph_tree() {
         "{err}"
     );
 }
+
+/// Runs `neff args` with `stdin` as its standard input.
+fn neff_stdin(args: &[&str], stdin: &Path, cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_neff"))
+        .args(args)
+        .current_dir(cwd)
+        .stdin(fs::File::open(stdin).unwrap())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn unpack_build_and_diff_read_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let spec = examples.join("allreduce.json");
+    let from_file = dir.path().join("file.neff");
+    exit(&neff(&["build", s(&spec), "-o", s(&from_file)]), 0);
+    // build -: blob paths are relative to the working folder.
+    let from_stdin = dir.path().join("stdin.neff");
+    exit(
+        &neff_stdin(&["build", "-", "-o", s(&from_stdin)], &spec, &examples),
+        0,
+    );
+    assert_eq!(
+        fs::read(&from_file).unwrap(),
+        fs::read(&from_stdin).unwrap()
+    );
+    // unpack -: the same tree as from the file.
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    exit(&neff(&["unpack", s(&from_file), "-o", s(&a)]), 0);
+    exit(
+        &neff_stdin(&["unpack", "-", "-o", s(&b)], &from_file, dir.path()),
+        0,
+    );
+    assert_eq!(
+        fs::read(a.join("neff.json")).unwrap(),
+        fs::read(b.join("neff.json")).unwrap()
+    );
+    // A refused stdin is named <stdin>, not the spool's path.
+    let junk = dir.path().join("junk");
+    fs::write(&junk, b"not a NEFF").unwrap();
+    let r = neff_stdin(
+        &["unpack", "-", "-o", s(&dir.path().join("c"))],
+        &junk,
+        dir.path(),
+    );
+    exit(&r, 1);
+    assert!(String::from_utf8_lossy(&r.stderr).contains("neff: <stdin>: REJECTED by G2"));
+    // diff - B.
+    let r = neff_stdin(&["diff", "-", s(&from_file)], &from_stdin, dir.path());
+    exit(&r, 0);
+    exit(&neff_stdin(&["diff", "-", "-"], &from_file, dir.path()), 2);
+}

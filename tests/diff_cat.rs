@@ -328,7 +328,11 @@ fn cat_writes_a_member_and_names_the_members_when_missing() {
 #[test]
 fn cat_writes_the_entry_the_runtime_keeps_when_a_name_repeats() {
     let dir = tempfile::tempdir().unwrap();
-    let tar = tar_of(&[("a.txt", b"first"), ("b.txt", b"other"), ("./a.txt", b"second")]);
+    let tar = tar_of(&[
+        ("a.txt", b"first"),
+        ("b.txt", b"other"),
+        ("./a.txt", b"second"),
+    ]);
     let path = dir.path().join("dup.neff");
     fs::write(&path, neff_with_payload(2, &gzip(&tar))).unwrap();
     let r = neff(&["cat", s(&path), "a.txt"]);

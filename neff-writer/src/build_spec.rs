@@ -767,6 +767,9 @@ mod suggestion_tests {
         );
         let far = "unknown field `zzzzzz`, expected one of `name`, `inputs`";
         assert_eq!(with_suggestion(far), far);
-        assert_eq!(with_suggestion("missing field `name`"), "missing field `name`");
+        assert_eq!(
+            with_suggestion("missing field `name`"),
+            "missing field `name`"
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! `neff build`: a JSON build spec → a NEFF, manifests generated.
 
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use neff::writer::build_spec::{parse_uuid, BuildSpec};
@@ -71,7 +71,7 @@ pub struct BuildArgs {
 }
 
 pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
-    let mut spec = BuildSpec::from_path(&args.spec)?;
+    let mut spec = read_spec(&args.spec)?;
     if spec.is_lifted() {
         return run_lifted(spec, &args);
     }
@@ -194,4 +194,29 @@ fn run_lifted(spec: BuildSpec, args: &BuildArgs) -> Result<u8, Box<dyn std::erro
     };
     drop(progress);
     report_written(result, &out, "built")
+}
+
+/// The build spec at `path`, or on stdin for `-` (at most as large as a spec
+/// file may be; blob paths are then relative to the working folder).
+fn read_spec(path: &Path) -> Result<BuildSpec, Box<dyn std::error::Error>> {
+    if !super::input::is_stdin(path) {
+        return Ok(BuildSpec::from_path(path)?);
+    }
+    let stdin = std::io::stdin();
+    if std::io::IsTerminal::is_terminal(&stdin) {
+        return Err(
+            "stdin is a terminal: redirect a build spec into it (`neff build - < spec.json`)"
+                .into(),
+        );
+    }
+    let limit = neff::writer::small_file::SPEC_MAX;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(stdin.lock(), limit + 1),
+        &mut bytes,
+    )?;
+    if bytes.len() as u64 > limit {
+        return Err(format!("<stdin>: the build spec is larger than {limit} bytes").into());
+    }
+    Ok(BuildSpec::from_slice(Path::new("<stdin>"), &bytes)?)
 }

@@ -33,7 +33,10 @@ pub struct CatArgs {
 
 pub fn run(args: CatArgs) -> Result<u8, Box<dyn std::error::Error>> {
     if io::stdout().is_terminal() && !args.force {
-        return Err("stdout is a terminal: redirect it (`neff cat FILE MEMBER > out`), or pass --force".into());
+        return Err(
+            "stdout is a terminal: redirect it (`neff cat FILE MEMBER > out`), or pass --force"
+                .into(),
+        );
     }
     let shown = input::name(&args.file);
     let fail = |e: &dyn std::fmt::Display| format!("{shown}: {e}");

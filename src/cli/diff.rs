@@ -1,7 +1,5 @@
 //! `neff diff`: compare two NEFFs.
 
-use std::fs::File;
-use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 use clap::builder::PossibleValuesParser;
@@ -25,9 +23,9 @@ use super::{print_json, EXIT_OK, EXIT_REJECTED};
 /// Exit status: 0 equal, 1 different, 2 a file cannot be read.
 #[derive(Args, Debug)]
 pub struct DiffArgs {
-    /// The first NEFF (A).
+    /// The first NEFF (A; `-` reads stdin).
     a: PathBuf,
-    /// The second NEFF (B).
+    /// The second NEFF (B; `-` reads stdin, when A is not `-`).
     b: PathBuf,
     /// Do not compare these (comma list, repeatable): a header field by name; `mtime`
     /// (the members' mtimes and the gzip MTIME); `framing` (data_size, hash,
@@ -55,6 +53,9 @@ pub fn run(args: DiffArgs) -> Result<u8, Box<dyn std::error::Error>> {
     for name in &args.ignore {
         options.ignore(name)?;
     }
+    if super::input::is_stdin(&args.a) && super::input::is_stdin(&args.b) {
+        return Err("only one of A and B can be `-` (stdin)".into());
+    }
     let (a, b) = (snapshot(&args.a)?, snapshot(&args.b)?);
     let report = diff(&a, &b, &options);
     if args.json {
@@ -67,10 +68,10 @@ pub fn run(args: DiffArgs) -> Result<u8, Box<dyn std::error::Error>> {
 
 /// Reads one NEFF, naming it in the error.
 fn snapshot(path: &Path) -> Result<Snapshot, String> {
-    let fail = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
-    let file = File::open(path).map_err(|e| fail(&e))?;
-    let size = file.metadata().map_err(|e| fail(&e))?.len();
-    Snapshot::read(BufReader::new(file), size).map_err(|e| fail(&e))
+    let fail = |e: &dyn std::fmt::Display| format!("{}: {e}", super::input::name(path));
+    let source = super::input::open(path).map_err(|e| fail(&e))?;
+    let size = source.get_ref().metadata().map_err(|e| fail(&e))?.len();
+    Snapshot::read(source, size).map_err(|e| fail(&e))
 }
 
 /// A member name for a line of text: cut short past 256 characters.

@@ -55,6 +55,21 @@ pub fn verify(path: &Path, profile: &RuntimeProfile, limits: &Limits) -> Result<
     Ok(verdict)
 }
 
+/// Stdin copied into a named temp file (removed when dropped), for commands
+/// that read their input by path.
+pub fn spool_stdin() -> io::Result<tempfile::NamedTempFile> {
+    let stdin = io::stdin();
+    if stdin.is_terminal() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "stdin is a terminal: redirect a NEFF into it (`neff unpack - -o DIR < FILE`)",
+        ));
+    }
+    let mut spool = tempfile::NamedTempFile::new()?;
+    io::copy(&mut stdin.lock(), spool.as_file_mut())?;
+    Ok(spool)
+}
+
 /// Stdin as a seekable file: itself when it is one, else spooled.
 fn stdin_file() -> io::Result<File> {
     let stdin = io::stdin();

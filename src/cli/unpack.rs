@@ -29,7 +29,7 @@ use super::{print_json, FsyncArgs, EXIT_OK, EXIT_REJECTED};
 /// `neff pack DIR --header HEADER.json` then rebuilds the same bytes.
 #[derive(Args, Debug)]
 pub struct UnpackArgs {
-    /// The NEFF to unpack.
+    /// The NEFF to unpack (`-` reads stdin, spooled to a temp file first).
     file: PathBuf,
     /// Destination directory (created if absent; must be empty unless --force).
     #[arg(short, long, value_name = "DIR")]
@@ -84,7 +84,25 @@ pub struct UnpackArgs {
     quiet: bool,
 }
 
-pub fn run(args: UnpackArgs) -> Result<u8, Box<dyn std::error::Error>> {
+pub fn run(mut args: UnpackArgs) -> Result<u8, Box<dyn std::error::Error>> {
+    if !super::input::is_stdin(&args.file) {
+        let shown = args.file.display().to_string();
+        return unpack(args, &shown);
+    }
+    // The unpack reads the file by path (twice, for --spec): stdin is spooled
+    // to a temp file, which errors name as <stdin>.
+    let spool = super::input::spool_stdin()?;
+    let spooled = spool.path().display().to_string();
+    args.file = spool.path().to_path_buf();
+    unpack(args, super::input::STDIN_NAME).map_err(|e| {
+        e.to_string()
+            .replace(&spooled, super::input::STDIN_NAME)
+            .into()
+    })
+}
+
+/// Unpacks `args.file`, which messages call `shown`.
+fn unpack(args: UnpackArgs, shown: &str) -> Result<u8, Box<dyn std::error::Error>> {
     let profile = RuntimeProfile {
         verify_hash: !args.no_verify_hash,
         ..RuntimeProfile::default()
@@ -118,7 +136,7 @@ pub fn run(args: UnpackArgs) -> Result<u8, Box<dyn std::error::Error>> {
             if args.json {
                 print_json(&UnpackReport::refused(report.clone()))?;
             }
-            eprintln!("neff: {}: {}", args.file.display(), report.summary());
+            eprintln!("neff: {shown}: {}", report.summary());
             if let Some(detail) = &report.detail {
                 eprintln!("  detail: {detail}");
             }
