@@ -529,3 +529,31 @@ fn unpack_build_and_diff_read_stdin() {
     exit(&r, 0);
     exit(&neff_stdin(&["diff", "-", "-"], &from_file, dir.path()), 2);
 }
+
+#[test]
+fn a_missing_input_is_one_json_error_kind_with_its_path_in_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing");
+    let out = dir.path().join("out");
+    let m = s(&missing);
+    let o = s(&out);
+    let commands: [&[&str]; 7] = [
+        &["verify", m, "--json"],
+        &["inspect", m, "--json"],
+        &["diff", m, m, "--json"],
+        &["unpack", m, "-o", o, "--json"],
+        &["pack", m, "-o", o, "--json"],
+        &["build", m, "-o", o, "--json"],
+        &["barrier", "decode", m, "--json"],
+    ];
+    for args in commands {
+        let r = neff(args);
+        exit(&r, 2);
+        let doc: serde_json::Value = serde_json::from_slice(&r.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&r.stdout)));
+        let error = &doc["error"];
+        assert_eq!(error["kind"], "io", "{args:?}: {doc}");
+        assert_eq!(error["io_kind"], "not_found", "{args:?}: {doc}");
+        assert_eq!(error["path"], m, "{args:?}: {doc}");
+    }
+}

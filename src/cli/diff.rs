@@ -67,11 +67,15 @@ pub fn run(args: DiffArgs) -> Result<u8, Box<dyn std::error::Error>> {
 }
 
 /// Reads one NEFF, naming it in the error.
-fn snapshot(path: &Path) -> Result<Snapshot, String> {
-    let fail = |e: &dyn std::fmt::Display| format!("{}: {e}", super::input::name(path));
-    let source = super::input::open(path).map_err(|e| fail(&e))?;
-    let size = source.get_ref().metadata().map_err(|e| fail(&e))?.len();
-    Snapshot::read(source, size).map_err(|e| fail(&e))
+fn snapshot(path: &Path) -> Result<Snapshot, neff::loader::Error> {
+    let named = |e: neff::loader::Error| e.at_path(super::input::name(path));
+    let source = super::input::open(path).map_err(named)?;
+    let size = source
+        .get_ref()
+        .metadata()
+        .map_err(|e| named(e.into()))?
+        .len();
+    Snapshot::read(source, size).map_err(named)
 }
 
 /// A member name for a line of text: cut short past 256 characters.

@@ -147,11 +147,17 @@ pub struct ErrorDocument {
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ErrorObject {
-    /// The error's kind in snake_case: a loader or writer error kind (`read`,
-    /// `write`, `io`, `spec`, `tar`, `gzip`, `limit`, `not_empty`, …), a data
-    /// model kind (`bad_uuid`, …), `usage` for a bad command line, `other`
-    /// for anything else.
+    /// The error's kind in snake_case, one vocabulary for every command:
+    /// `io` whenever the operating system refused (opening, reading or
+    /// writing a file; `io_kind` says how), else a loader or writer error
+    /// kind (`spec`, `tar`, `gzip`, `limit`, `not_empty`, …), a data model
+    /// kind (`bad_uuid`, …), `usage` for a bad command line, `other` for
+    /// anything else.
     pub kind: String,
+    /// For `io`: the operating system's error kind in snake_case
+    /// (`not_found`, `permission_denied`, `is_a_directory`, …).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub io_kind: Option<String>,
     /// What went wrong (without the location, given in the other keys).
     pub message: String,
     /// The file on disk.
@@ -172,16 +178,41 @@ impl ErrorDocument {
     /// The document of any error: the crates' errors give their kind and
     /// location; others are `other` with their text.
     pub fn of(e: &(dyn std::error::Error + 'static)) -> Self {
-        let (kind, message, location) = if let Some(e) = e.downcast_ref::<neff::loader::Error>() {
-            (format!("{:?}", e.kind()), e.message(), e.location())
+        let (kind, message, location, io) = if let Some(e) = e.downcast_ref::<neff::loader::Error>()
+        {
+            (
+                format!("{:?}", e.kind()),
+                e.message(),
+                e.location(),
+                e.io_kind(),
+            )
         } else if let Some(e) = e.downcast_ref::<neff::writer::Error>() {
-            (format!("{:?}", e.kind()), e.message(), e.location())
+            (
+                format!("{:?}", e.kind()),
+                e.message(),
+                e.location(),
+                e.io_kind(),
+            )
         } else if let Some(e) = e.downcast_ref::<neff::schema::Error>() {
-            (format!("{:?}", e.kind()), e.message(), e.location())
+            (
+                format!("{:?}", e.kind()),
+                e.message(),
+                e.location(),
+                e.io_kind(),
+            )
+        } else if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            let mut doc = ErrorDocument::plain("io", e.to_string());
+            doc.error.io_kind = Some(snake_case(&format!("{:?}", io.kind())));
+            return doc;
         } else {
             return ErrorDocument::plain("other", e.to_string());
         };
-        ErrorDocument::of_location(&snake_case(&kind), message.to_string(), location)
+        let mut doc = match io {
+            Some(_) => ErrorDocument::of_location("io", message.to_string(), location),
+            None => ErrorDocument::of_location(&snake_case(&kind), message.to_string(), location),
+        };
+        doc.error.io_kind = io.map(|k| snake_case(&format!("{k:?}")));
+        doc
     }
 
     /// An error with only a kind and a message.
@@ -193,6 +224,7 @@ impl ErrorDocument {
         ErrorDocument {
             error: ErrorObject {
                 kind: kind.to_string(),
+                io_kind: None,
                 message,
                 path: location.path.as_ref().map(|p| p.display().to_string()),
                 member: location.member.clone(),
