@@ -89,22 +89,22 @@ const SCHEMAS: &[Entry] = &[
     ),
     (
         "neff-json",
-        "neff.json: the graph with the __kelf node (spec §4.1)",
+        "neff.json: the graph with the __kelf node (docs/format.md §4.1)",
         || schemars::schema_for!(NeffJson),
     ),
     (
         "kelf",
-        "kelf-<i>.json: the KELF descriptor (spec §4.2)",
+        "kelf-<i>.json: the KELF descriptor (docs/format.md §4.2)",
         || schemars::schema_for!(KelfDescriptor),
     ),
     (
         "def-json",
-        "sgNN/def.json: one subgraph (spec §4.3-§4.8)",
+        "sgNN/def.json: one subgraph (docs/format.md §4.3)",
         || schemars::schema_for!(DefJson),
     ),
     (
         "engine",
-        "sgNN/<eng>.json: one engine's program (spec §4.5)",
+        "sgNN/<eng>.json: one engine's program (docs/format.md §4.4)",
         || schemars::schema_for!(EngineJson),
     ),
     (
@@ -114,12 +114,12 @@ const SCHEMAS: &[Entry] = &[
     ),
     (
         "ucode-lib",
-        "sgNN/ucode_lib.json: GPSIMD ucode libraries (spec §4.6)",
+        "sgNN/ucode_lib.json: GPSIMD ucode libraries (docs/format.md §4.3)",
         || schemars::schema_for!(UcodeLibJson),
     ),
     (
         "barrier",
-        "a barrier config in the firmware logger's shape (spec §6.4)",
+        "a barrier config in the firmware logger's shape (docs/format.md §8)",
         || schemars::schema_for!(neff::schema::barrier::json::BarrierConfigsJson),
     ),
     (
