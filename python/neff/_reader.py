@@ -399,6 +399,20 @@ class Neff:
         self._source = _source(source)
         self._closed = False
         self._identity = _identity(self._source)
+        # A path stays open until close(): where the OS names an open file
+        # (/proc/self/fd on Linux), members are read through it, so a file
+        # replaced at the path since (a cache's rename) is still the one read.
+        self._file: Optional[BinaryIO] = None
+        self._fd_path: Optional[str] = None
+        if isinstance(self._source, str):
+            try:
+                self._file = builtins.open(self._source, "rb")
+            except OSError:
+                pass  # the native reader reports it, naming the path
+            else:
+                fd_path = f"/proc/self/fd/{self._file.fileno()}"
+                if os.path.exists(fd_path) and _identity(fd_path) == self._identity:
+                    self._fd_path = fd_path
         inspect, memory, verified = _native.inspect(self._source)
         self._check_identity("while it was opened")
         self._inspect: Dict[str, Any] = json.loads(inspect)
@@ -431,13 +445,17 @@ class Neff:
         self.close()
 
     def close(self) -> None:
-        """Ends reading: later member reads raise ``ValueError`` (the header,
+        """Closes the file: later member reads raise ``ValueError`` (the header,
         graphs and report stay). Closing twice is allowed.
 
         >>> n = neff.open("m.neff"); n.close(); n.closed
         True
         """
         self._closed = True
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+            self._fd_path = None
 
     @property
     def closed(self) -> bool:
@@ -448,11 +466,17 @@ class Neff:
         if self._closed:
             raise ValueError("I/O operation on a closed NEFF")
 
+    def _members_source(self) -> Union[str, bytes]:
+        """Where member data is read: the open file, else the path (or bytes)."""
+        return self._fd_path or self._source
+
     def _check_identity(self, when: str) -> None:
-        """Refuses to go on when the file at the path is no longer the one
-        opened (replaced by a rename, as compile caches and ``neff pack`` do,
-        or rewritten): its members would not match this header and graphs."""
-        if self._identity is None or _identity(self._source) == self._identity:
+        """Refuses to go on when the file read is no longer the one opened:
+        rewritten in place, or (where the path is read again) replaced by a
+        rename, as compile caches and ``neff pack`` do. Its members would not
+        match this header and graphs."""
+        current = _identity(self._fd_path) if self._fd_path else _identity(self._source)
+        if self._identity is None or current == self._identity:
             return
         assert isinstance(self._source, str)
         raise NeffError(f"{self._source} was replaced or changed {when}: its members may not "
@@ -511,7 +535,7 @@ class Neff:
                 raise self._missing(name)
         self._check_identity("since it was opened")
         offsets = [self._stored[n].header_offset for n in wanted]
-        for name, data in _native.Members(self._source, offsets):
+        for name, data in _native.Members(self._members_source(), offsets):
             self._check_identity("while it was read")
             yield name, data
 
@@ -594,7 +618,7 @@ class Neff:
         """
         self._check_open()
         self._check_identity("since it was opened")
-        data = _native.read_member(self._source, name)
+        data = _native.read_member(self._members_source(), name)
         self._check_identity("while it was read")
         if data is None:
             raise self._missing(name)
