@@ -440,11 +440,11 @@ fn json_prints_one_document_on_failure() {
     let out = d.join("out.neff");
     for cmd in ["verify", "inspect", "info"] {
         let r = neff(&[cmd, "--json", s(&missing)]);
-        assert_error_document(&r, "read", cmd);
+        assert_error_document(&r, "io", cmd);
         assert_eq!(one_json(&r)["error"]["path"], s(&missing));
     }
     let r = neff(&["unpack", "--json", s(&missing), "-o", s(&d.join("u"))]);
-    assert_error_document(&r, "read", "unpack");
+    assert_error_document(&r, "io", "unpack");
     let r = neff(&["pack", "--json", s(&d.join("no-dir")), "-o", s(&out)]);
     assert_error_document(&r, "io", "pack of a missing folder");
     let r = neff(&["build", "--json", s(&d.join("no-spec.json")), "-o", s(&out)]);

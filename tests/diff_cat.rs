@@ -236,10 +236,8 @@ fn the_json_report_has_the_schema_s_shape() {
     let r = neff_in(d, &["diff", "--json", "missing.neff", "a.neff"]);
     assert_eq!(code(&r), 2);
     let error: Value = serde_json::from_slice(&r.stdout).expect("an error object");
-    assert!(error["error"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("missing.neff"));
+    assert_eq!(error["error"]["path"], "missing.neff", "{error}");
+    assert_eq!(error["error"]["kind"], "io", "{error}");
 }
 
 #[test]
