@@ -57,21 +57,12 @@ fn replay(inputs: Vec<(PathBuf, Vec<u8>)>, check: fn(&[u8])) -> usize {
     inputs.len()
 }
 
+/// The committed seeds, and any saved `read_verify-*` crash (none so far).
 #[test]
-fn read_verify_regressions() {
-    // No crash has been found yet; saved ones are replayed when they exist.
-    replay(
-        inputs(Path::new("tests/regressions"), "read_verify-"),
-        checks::read_verify,
-    );
-}
-
-#[test]
-fn read_verify_seeds() {
-    let n = replay(
-        inputs(Path::new("fuzz/seeds/read_verify"), ""),
-        checks::read_verify,
-    );
+fn read_verify_seeds_and_regressions() {
+    let mut cases = inputs(Path::new("fuzz/seeds/read_verify"), "");
+    cases.extend(inputs(Path::new("tests/regressions"), "read_verify-"));
+    let n = replay(cases, checks::read_verify);
     assert!(n >= 8, "only {n} seeds");
 }
 

@@ -13,8 +13,9 @@ pub const RUNTIME_VERSION: &str = "2.31";
 /// The GPSIMD ucode ABI version of runtime 2.31 (`.rodata 0x84fe68`).
 pub const UCODE_ABI_2_31: &str = "1.21.1.0";
 
-/// The state-buffer offset an EVTACCEL carveout must have (INFERRED, §9 C17).
-pub const EVTACCEL_OFFSET: u64 = 0x37FF8;
+/// The state-buffer offset an EVTACCEL carveout must have (INFERRED, §9 C17):
+/// the data model's constant, re-exported.
+pub use neff_schema::manifest::def_json::EVTACCEL_OFFSET;
 
 /// What the simulated runtime is and how it was configured for the load.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
