@@ -543,3 +543,37 @@ fn a_damaged_payload_compares_as_far_as_the_walk_goes() {
         stderr(&r)
     );
 }
+
+#[test]
+fn diff_shows_the_payload_digest_in_the_standard_layout() {
+    let dir = workdir();
+    let d = dir.path();
+    pack(d, "a.neff", &[]);
+    flip(d, "sg00/b1.bin");
+    pack(d, "b.neff", &[]);
+    let r = diff(d, &["--json"]);
+    let report: Value = serde_json::from_slice(&r.stdout).unwrap();
+    let digest = report["header"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["field"] == "digest")
+        .expect("a digest line")
+        .clone();
+    for (side, file) in [("a", "a.neff"), ("b", "b.neff")] {
+        let bytes = fs::read(d.join(file)).unwrap();
+        let size = u64::from_le_bytes(bytes[16..24].try_into().unwrap()) as usize;
+        let md5 = format!(
+            "{:x}",
+            <md5::Md5 as md5::Digest>::digest(&bytes[1024..1024 + size])
+        );
+        assert_eq!(digest[side], md5, "{file}");
+    }
+    let r = diff(d, &["--json", "--ignore", "framing"]);
+    let report: Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert!(!report["header"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["field"] == "digest"));
+}

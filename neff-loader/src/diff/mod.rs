@@ -58,13 +58,14 @@ pub const HEADER_FIELDS: [&str; 15] = [
 
 /// Names [`DiffOptions::ignore`] accepts besides [`HEADER_FIELDS`], each with
 /// what it ignores.
-pub const IGNORE_GROUPS: [(&str, &[&str]); 4] = [
+pub const IGNORE_GROUPS: [(&str, &[&str]); 5] = [
     ("compression", &["compression"]),
     ("gzip_mtime", &["gzip_mtime"]),
+    ("digest", &["digest"]),
     ("mtime", &["mtime", "gzip_mtime"]),
     (
         "framing",
-        &["data_size", "hash", "compression", "gzip_mtime"],
+        &["data_size", "hash", "digest", "compression", "gzip_mtime"],
     ),
 ];
 
@@ -101,7 +102,7 @@ impl DiffOptions {
 
     /// Ignores a header field (by name), or a group of [`IGNORE_GROUPS`]:
     /// `mtime` (member mtimes and the gzip MTIME) or `framing` (`data_size`,
-    /// `hash`, `compression`, `gzip_mtime`). An unknown name is an error
+    /// `hash`, `digest`, `compression`, `gzip_mtime`). An unknown name is an error
     /// listing the valid ones.
     pub fn ignore(&mut self, name: &str) -> Result<(), String> {
         if let Some(field) = HEADER_FIELDS.into_iter().find(|f| *f == name) {
@@ -262,6 +263,7 @@ fn header_values(s: &Snapshot) -> Vec<(&'static str, String)> {
         Compression::None => "none",
         Compression::Gzip => "gzip",
     };
+    out.push(("digest", or_dash(s.digest.as_deref())));
     out.push(("compression", compression.to_string()));
     out.push(("gzip_mtime", or_dash(s.gzip_mtime)));
     let walk = s.walk_error.clone().unwrap_or_else(|| "complete".into());

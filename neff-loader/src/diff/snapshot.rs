@@ -1,14 +1,17 @@
 //! What [`super::diff`] reads of one NEFF, in one streaming pass: the header,
 //! each member's size, SHA-256 and mtime, and the JSON members' trees.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::io::{self, Cursor, Read};
+use std::rc::Rc;
 
-use neff_schema::{NeffHeader, HEADER_LEN};
+use neff_schema::{NeffHeader, PkgVersion, HEADER_LEN};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::container::{payload_stream, Compression};
+use crate::digest::Digester;
 use crate::error::{Error, ErrorKind};
 use crate::json::{parse_reader, Budget, Doc};
 use crate::tar_reader::{escape_name, Entry, EntryKind, TarReader};
@@ -104,6 +107,59 @@ pub struct Snapshot {
     pub members: BTreeMap<String, MemberFacts>,
     /// The members named `*.json` that parsed as JSON.
     pub(super) docs: BTreeMap<String, Doc>,
+    /// The stored payload's digest in the standard layout (MD5 for pkg 2,
+    /// SHA-256 for pkg 1; none for another pkg), as `verify` reports it.
+    pub digest: Option<String>,
+}
+
+/// The source of a snapshot, shared by the walk (through [`Tapped`]) and
+/// the drain after it: every stored payload byte read goes through the
+/// digest `pkg_version` selects.
+struct Tap<R> {
+    inner: R,
+    /// Bytes read so far, header included.
+    read: u64,
+    header: Vec<u8>,
+    /// `1024 + data_size`, once the header is read.
+    end: Option<u64>,
+    digester: Option<Digester>,
+}
+
+impl<R: Read> Tap<R> {
+    fn read_some(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let mut taken = &buf[..n];
+        if self.read < HEADER_LEN as u64 {
+            let head = (HEADER_LEN as u64 - self.read).min(n as u64) as usize;
+            self.header.extend_from_slice(&taken[..head]);
+            taken = &taken[head..];
+            if self.header.len() == HEADER_LEN {
+                let mut bytes = [0u8; HEADER_LEN];
+                bytes.copy_from_slice(&self.header);
+                let header = NeffHeader::from_bytes(bytes);
+                self.end = Some((HEADER_LEN as u64).saturating_add(header.data_size()));
+                let pkg = PkgVersion::from_value(header.pkg_version());
+                self.digester = Some(Digester::for_payload(true, pkg));
+            }
+        }
+        let payload_at = self.read.max(HEADER_LEN as u64);
+        let room = self.end.map_or(0, |end| end.saturating_sub(payload_at));
+        let hashed = (taken.len() as u64).min(room) as usize;
+        if let Some(d) = &mut self.digester {
+            d.update(&taken[..hashed]);
+        }
+        self.read += n as u64;
+        Ok(n)
+    }
+}
+
+/// The walk's handle on a [`Tap`].
+struct Tapped<R>(Rc<RefCell<Tap<R>>>);
+
+impl<R: Read> Read for Tapped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.borrow_mut().read_some(buf)
+    }
 }
 
 impl Snapshot {
@@ -112,7 +168,14 @@ impl Snapshot {
     /// loader's floor). `Err` only when the header cannot be read: a damaged
     /// payload is recorded in [`Snapshot::walk_error`].
     pub fn read<R: Read>(source: R, stored: u64) -> Result<Snapshot, Error> {
-        let opened = open_members(source)?;
+        let tap = Rc::new(RefCell::new(Tap {
+            inner: source,
+            read: 0,
+            header: Vec::with_capacity(HEADER_LEN),
+            end: None,
+            digester: None,
+        }));
+        let opened = open_members(Tapped(Rc::clone(&tap)))?;
         let mut snapshot = Snapshot {
             header: opened.header,
             compression: opened.compression,
@@ -120,6 +183,7 @@ impl Snapshot {
             walk_error: None,
             members: BTreeMap::new(),
             docs: BTreeMap::new(),
+            digest: None,
         };
         let mut budget = Budget::for_stored(stored);
         let mut names = NameBudget::for_stored(stored);
@@ -127,6 +191,28 @@ impl Snapshot {
         if let Err(e) = snapshot.walk(&mut tar, &mut budget, &mut names) {
             snapshot.walk_error = Some(format!("{e} (tar offset {})", tar.offset()));
         }
+        drop(tar);
+        // The rest of the stored payload (past the archive's end, padding)
+        // still counts in the digest.
+        let mut tap = tap.borrow_mut();
+        let mut buf = vec![0u8; 64 << 10];
+        while tap.end.is_some_and(|end| tap.read < end) {
+            let want = tap
+                .end
+                .map_or(0, |end| end - tap.read)
+                .min(buf.len() as u64) as usize;
+            match tap.read_some(&mut buf[..want]) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+        let complete = tap.end.is_some_and(|end| tap.read >= end);
+        snapshot.digest = tap
+            .digester
+            .take()
+            .and_then(Digester::finish)
+            .filter(|_| complete)
+            .map(|d| neff_schema::hex::encode(&d));
         Ok(snapshot)
     }
 
