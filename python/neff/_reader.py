@@ -35,7 +35,8 @@ __all__ = [
 PathLike = Union[str, "os.PathLike[str]"]
 """A path: ``str`` or any :class:`os.PathLike`."""
 Source = Union[PathLike, bytes, BinaryIO]
-"""A NEFF: a path (read on demand), its bytes, or a binary file object (read whole)."""
+"""A NEFF: a path (read on demand), its bytes, or a binary file object (a file on disk is
+read by its path; any other is read whole)."""
 Features = Union[int, str, Iterable[Union[int, str]]]
 """Feature bits: an int, a name (``"vnc"``, ``"neff_feature_vnc"``) or several."""
 
@@ -332,11 +333,21 @@ class UnpackSummary:
 
 
 def _source(source: Source) -> Union[str, bytes]:
-    """A path as ``str``, bytes as they are, a binary file object's bytes (read from where it is)."""
+    """A path as ``str``, bytes as they are; a binary file object: the path of the file on
+    disk it is open on, else its bytes (read from where it is)."""
     if isinstance(source, bytes):
         return source
     if isinstance(source, (str, os.PathLike)):
         return os.fspath(source)
+    name = getattr(source, "name", None)
+    fileno = getattr(source, "fileno", None)
+    if isinstance(name, str) and fileno is not None:
+        # A file on disk is read by its path, streamed, not copied into memory.
+        try:
+            if os.path.samestat(os.fstat(fileno()), os.stat(name)):
+                return name
+        except (OSError, ValueError, io.UnsupportedOperation):
+            pass
     read = getattr(source, "read", None)
     if read is None:
         raise TypeError(f"expected a path, bytes or a binary file object, not {type(source).__name__}")

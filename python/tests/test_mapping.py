@@ -36,6 +36,11 @@ def test_opened_from_a_path_bytes_or_a_file_object(path: Path) -> None:
         with path.open("rb") as f, neff.open(f) as c:
             assert a.names() == b.names() == c.names()
             assert dict(a.items()) == dict(b.items()) == dict(c.items())
+    # A file object of a file on disk is read by its path (nothing copied);
+    # any other binary stream is read whole.
+    with path.open("rb") as f:
+        assert neff.open(f).inspect()["file"] == str(path)
+    assert neff.open(io.BytesIO(path.read_bytes())).names() == a.names()
     with pytest.raises(TypeError, match="binary mode"):
         neff.open(io.StringIO("text"))  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="binary file object"):
