@@ -31,8 +31,9 @@
 //!   written; the builder itself only refuses what the loader cannot know
 //!   (names that clash, a shape whose element count or byte size overflows
 //!   64 bits, weight data whose length is not its dtype × shape, an
-//!   unreadable or malformed `.npy`…). Writing then reads the file back
-//!   through every gate;
+//!   unreadable or malformed `.npy`…). Writing then runs every gate again
+//!   on the bytes as they are written (the streamed check; with
+//!   [`NeffBuilder::paranoid_readback`], on the whole file read back);
 //! * **unchecked**: [`NeffBuilder::unchecked`] skips that check, and
 //!   [`NeffBuilder::keep_refused`] (a separate choice) keeps an output the
 //!   output check refuses; with them [`NeffBuilder::raw_member`] /
