@@ -557,3 +557,33 @@ fn a_missing_input_is_one_json_error_kind_with_its_path_in_every_command() {
         assert_eq!(error["path"], m, "{args:?}: {doc}");
     }
 }
+
+#[test]
+fn a_dtype_typo_is_named_with_the_nearest_dtype() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("spec.json");
+    fs::write(
+        &path,
+        r#"{"subgraphs":[{"name":"sg00","outputs":[{"name":"y","dtype":"float32","shape":[4]}],
+            "tmp_bufs":[{"name":"t","dtype":"floot32","shape":[4]}]}]}"#,
+    )
+    .unwrap();
+    let r = neff(&[
+        "build",
+        s(&path),
+        "-o",
+        s(&dir.path().join("m.neff")),
+        "--json",
+    ]);
+    exit(&r, 2);
+    let doc: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
+    assert_eq!(
+        doc["error"]["key"], "subgraphs[0].tmp_bufs[0].dtype",
+        "{doc}"
+    );
+    let message = doc["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(r#"dtype "floot32""#) && message.contains(r#"did you mean "float32"?"#),
+        "{message}"
+    );
+}

@@ -420,21 +420,27 @@ fn with_suggestion(message: &str) -> String {
     let Some((field, expected)) = rest.split_once("`, expected ") else {
         return message.to_string();
     };
-    let nearest = expected
-        .split('`')
-        .skip(1)
-        .step_by(2)
-        .map(|candidate| (edit_distance(field, candidate), candidate))
-        .filter(|&(d, c)| d <= (c.len().max(field.len()) / 3).max(1))
-        .min();
-    match nearest {
-        Some((_, candidate)) => message.replacen(
+    match nearest(field, expected.split('`').skip(1).step_by(2)) {
+        Some(candidate) => message.replacen(
             &format!("`{field}`,"),
             &format!("`{field}` (did you mean `{candidate}`?),"),
             1,
         ),
         None => message.to_string(),
     }
+}
+
+/// The candidate nearest to `word`, when it is close (a third of its
+/// length, at least one edit).
+pub(crate) fn nearest<'a>(
+    word: &str,
+    candidates: impl Iterator<Item = &'a str>,
+) -> Option<&'a str> {
+    candidates
+        .map(|candidate| (edit_distance(word, candidate), candidate))
+        .filter(|&(d, c)| d <= (c.len().max(word.len()) / 3).max(1))
+        .min()
+        .map(|(_, candidate)| candidate)
 }
 
 /// Levenshtein distance (insertions, deletions, substitutions; a swap of two

@@ -717,9 +717,11 @@ impl Subgraph {
             }
             if checked {
                 if let Some(Dtype::Other(name)) = &tensor.dtype {
+                    let hint = crate::build_spec::nearest(name, Dtype::known_names())
+                        .map_or_else(String::new, |n| format!(" (did you mean {n:?}?)"));
                     return Err(Error::new(
                         ErrorKind::Invalid,
-                        format!("{at}: dtype {name:?} is not a dtype the runtime knows (see `neff schema build-spec`; the unchecked path writes it anyway)"),
+                        format!("{at}: dtype {name:?} is not a dtype the runtime knows{hint} (see `neff schema build-spec`; the unchecked path writes it anyway)"),
                     )
                     .at_key(format!("{}.dtype", decl.key)));
                 }
