@@ -27,6 +27,8 @@ pub enum ErrorKind {
     ManifestEncode,
     /// JSON that cannot become a barrier config.
     BarrierJson,
+    /// Bytes that are not a barrier config (not 296 bytes long).
+    BarrierBytes,
     /// Bytes that are not a `.npy` v1 file, or a malformed header dict.
     Npy,
 }

@@ -139,7 +139,7 @@ pub fn run(args: BarrierArgs) -> Result<u8, Box<dyn std::error::Error>> {
         } => {
             let text =
                 neff::writer::small_file::read_small_file(&file, SMALL_MAX, "barrier input")?;
-            let configs = from_json(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+            let configs = from_json(&text).map_err(|e| e.at_path(&file))?;
             write_binary(&output, configs.as_bytes(), fsync)?;
             if !quiet {
                 eprintln!("wrote {} ({BARRIER_CONFIGS_LEN} bytes)", output.display());
@@ -154,7 +154,9 @@ pub fn run(args: BarrierArgs) -> Result<u8, Box<dyn std::error::Error>> {
 
 fn read_bin(file: &Path) -> Result<BarrierConfigs, Box<dyn std::error::Error>> {
     let bytes = neff::writer::small_file::read_small_file(file, SMALL_MAX, "barrier input")?;
-    Ok(BarrierConfigs::from_slice(&bytes).map_err(|e| format!("{}: {e}", file.display()))?)
+    Ok(BarrierConfigs::from_slice(&bytes).map_err(|e| {
+        neff::schema::Error::new(neff::schema::ErrorKind::BarrierBytes, e.to_string()).at_path(file)
+    })?)
 }
 
 fn compose_cmd(c: ComposeArgs, quiet: bool) -> Result<(), Box<dyn std::error::Error>> {

@@ -109,7 +109,7 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
     let base = neff::writer::parent_dir(&args.spec);
     let mut builder = spec
         .into_builder(base)
-        .map_err(|e| format!("{}: {e}", args.spec.display()))?
+        .map_err(|e| in_spec(e, &args.spec))?
         .fsync(args.fsync.fsync());
     if let Some(threads) = args.threads {
         builder = builder.threads(threads as usize);
@@ -117,14 +117,13 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
     if let Some(framing) = header_framing {
         builder = builder.framing_with(framing);
     }
-    let spec_name = args.spec.display().to_string();
     let mut build = match builder.build() {
         Ok(build) => build,
         // The loader's gates, run before writing: reported as a read-back refusal.
         Err(e) if e.kind() == neff::writer::ErrorKind::Refused => {
             return report_written(Err(e), &out, "built");
         }
-        Err(e) => return Err(format!("{spec_name}: {e}").into()),
+        Err(e) => return Err(in_spec(e, &args.spec).into()),
     };
     args.framing.apply(&mut build.options_mut().framing);
     if let Some(level) = args.level {
@@ -145,10 +144,9 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
 /// The lifted form: the payload's members as they are (typed manifests
 /// encoded as their sources' bytes or style), the recorded header and framing.
 fn run_lifted(spec: BuildSpec, args: &BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
-    let spec_name = args.spec.display().to_string();
     let (mut model, mut settings) = spec
         .into_model(neff::writer::parent_dir(&args.spec))
-        .map_err(|e| format!("{spec_name}: {e}"))?;
+        .map_err(|e| in_spec(e, &args.spec))?;
     if let Some(path) = &args.header {
         let file = neff::writer::HeaderFile::from_path(path)?;
         model
@@ -179,7 +177,7 @@ fn run_lifted(spec: BuildSpec, args: &BuildArgs) -> Result<u8, Box<dyn std::erro
     let base = neff::writer::parent_dir(&args.spec);
     let (packager, mut options) = model
         .prepare(base, &settings)
-        .map_err(|e| format!("{spec_name}: {e}"))?;
+        .map_err(|e| in_spec(e, &args.spec))?;
     args.framing.apply(&mut options.framing);
     let progress = Progress::start(
         args.quiet || args.json,
@@ -219,4 +217,13 @@ fn read_spec(path: &Path) -> Result<BuildSpec, Box<dyn std::error::Error>> {
         return Err(format!("<stdin>: the build spec is larger than {limit} bytes").into());
     }
     Ok(BuildSpec::from_slice(Path::new("<stdin>"), &bytes)?)
+}
+
+/// A writer error located in the spec file, unless it already names a file
+/// (a blob's).
+fn in_spec(e: neff::writer::Error, spec: &Path) -> neff::writer::Error {
+    match e.location().path {
+        Some(_) => e,
+        None => e.at_path(spec),
+    }
 }
