@@ -80,7 +80,7 @@ class BuildOutcome:
 def _error(key: str, message: str) -> NeffError:
     """A spec error at ``key``, made as the native errors are."""
     location = {"path": None, "member": None, "key": key, "offset": None}
-    return _from_native("Spec", f"{key}: {message}", location, None, None)
+    return _from_native("Spec", "error", f"{key}: {message}", location, None, None)
 
 
 def _numpy_array(data: object) -> bool:

@@ -131,19 +131,16 @@ class Rejected(NeffError):
         self.detail = report.get("detail")
 
 
-_IO_KINDS = {"Read", "Write", "Io"}
-
-
 def _from_native(
-    kind: str, message: str, where: Dict[str, Any], errno: Optional[int], report: Optional[str]
+    kind: str, cls: str, message: str, where: Dict[str, Any], errno: Optional[int], report: Optional[str]
 ) -> NeffError:
-    """The exception for an error of the Rust core (called by ``neff._native``)."""
-    base = kind.split("(", 1)[0]
-    if report is not None:
+    """The exception for an error of the Rust core (called by ``neff._native``, which
+    chose ``cls``: ``rejected``, ``io``, ``value`` or ``error``)."""
+    if report is not None:  # a refusal by the gates, whatever carried it
         return Rejected(message, kind, json.loads(report), **where)
-    if base in _IO_KINDS or kind.startswith("ReadBack(Read"):
+    if cls == "io":
         return _io_error(errno)(message, kind, errno, **where)
-    if base in {"BadOption", "BadName"}:
+    if cls == "value":
         return NeffValueError(message, kind, **where)
     return NeffError(message, kind, **where)
 

@@ -8,9 +8,55 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+/// Which Python class an error becomes: `neff.Rejected` (a refusal with
+/// a report), `neff.NeffIOError` (the OS refused), `neff.NeffValueError` (a
+/// bad argument), else `neff.NeffError`. Chosen here, from the typed kind,
+/// so Python never parses a kind's text.
+#[derive(Clone, Copy)]
+enum Class {
+    Rejected,
+    Io,
+    Value,
+    Plain,
+}
+
+impl Class {
+    fn name(self) -> &'static str {
+        match self {
+            Class::Rejected => "rejected",
+            Class::Io => "io",
+            Class::Value => "value",
+            Class::Plain => "error",
+        }
+    }
+}
+
+/// The class of a loader error kind.
+fn loader_class(kind: &neff_loader::ErrorKind) -> Class {
+    use neff_loader::ErrorKind as K;
+    match kind {
+        K::Refused => Class::Rejected,
+        K::Read | K::Write => Class::Io,
+        _ => Class::Plain,
+    }
+}
+
+/// The class of a writer error kind.
+fn writer_class(kind: &neff_writer::ErrorKind) -> Class {
+    use neff_writer::ErrorKind as K;
+    match kind {
+        K::Refused => Class::Rejected,
+        K::Io => Class::Io,
+        K::ReadBack(inner) => loader_class(inner),
+        K::BadOption | K::BadName => Class::Value,
+        _ => Class::Plain,
+    }
+}
+
 /// What a Rust error tells Python.
 struct Native<'a> {
     kind: String,
+    class: Class,
     message: &'a str,
     location: &'a Location,
     errno: Option<i32>,
@@ -38,6 +84,7 @@ fn report_json(report: Option<&neff_loader::Report>) -> Option<String> {
 pub fn loader_error(e: &neff_loader::Error) -> PyErr {
     crate_error(
         format!("{:?}", e.kind()),
+        loader_class(&e.kind()),
         e.message(),
         e.location(),
         e,
@@ -49,6 +96,7 @@ pub fn loader_error(e: &neff_loader::Error) -> PyErr {
 pub fn writer_error(e: &neff_writer::Error) -> PyErr {
     crate_error(
         format!("{:?}", e.kind()),
+        writer_class(&e.kind()),
         e.message(),
         e.location(),
         e,
@@ -60,13 +108,20 @@ pub fn writer_error(e: &neff_writer::Error) -> PyErr {
 /// location, the OS error behind it and the refusal's report.
 fn crate_error(
     kind: String,
+    class: Class,
     message: &str,
     location: &Location,
     e: &dyn std::error::Error,
     report: Option<&neff_loader::Report>,
 ) -> PyErr {
+    // An error the OS caused is an I/O error, whatever the kind that carries it.
+    let class = match (class, errno(e)) {
+        (Class::Plain, Some(_)) => Class::Io,
+        (class, _) => class,
+    };
     to_pyerr(Native {
         kind,
+        class,
         message,
         location,
         errno: errno(e),
@@ -78,6 +133,7 @@ fn crate_error(
 pub fn bad_argument(message: &str) -> PyErr {
     to_pyerr(Native {
         kind: "BadOption".to_string(),
+        class: Class::Value,
         message,
         location: &Location::default(),
         errno: None,
@@ -96,7 +152,14 @@ fn to_pyerr(n: Native<'_>) -> PyErr {
             location.set_item("key", l.key.as_deref())?;
             location.set_item("offset", l.offset)?;
             let factory = py.import("neff._errors")?.getattr("_from_native")?;
-            let args = (n.kind.as_str(), n.message, location, n.errno, n.report);
+            let args = (
+                n.kind.as_str(),
+                n.class.name(),
+                n.message,
+                location,
+                n.errno,
+                n.report,
+            );
             Ok(PyErr::from_value(factory.call1(args)?))
         })();
         built.unwrap_or_else(|e| PyRuntimeError::new_err(format!("{}: {e}", n.message)))
