@@ -455,6 +455,13 @@ class Neff:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def __del__(self) -> None:
+        # As zipfile does: a one-liner (`neff.open(p).header`) closes its file
+        # when collected, without a ResourceWarning.
+        file = getattr(self, "_file", None)
+        if file is not None:
+            file.close()
+
     def close(self) -> None:
         """Closes the file: later member reads raise ``ValueError`` (the header,
         graphs and report stay). Closing twice is allowed.
