@@ -215,7 +215,7 @@ fn a_typed_edit_loads_and_differs_by_that_edit_only() {
             .map(|h| h["field"].as_str().unwrap())
             .collect();
         assert!(
-            header.is_subset(&BTreeSet::from(["data_size", "hash", "uuid"])),
+            header.is_subset(&BTreeSet::from(["data_size", "hash", "digest", "uuid"])),
             "{name}: {header:?}"
         );
         let text = diff["manifests"].to_string();
