@@ -418,7 +418,14 @@ mod tests {
         let ignored: Vec<_> = options.ignored.iter().copied().collect();
         assert_eq!(
             ignored,
-            ["compression", "data_size", "digest", "gzip_mtime", "hash", "uuid"]
+            [
+                "compression",
+                "data_size",
+                "digest",
+                "gzip_mtime",
+                "hash",
+                "uuid"
+            ]
         );
         options.ignore("mtime").unwrap();
         assert!(options.ignores("mtime") && !options.ignores("name"));
