@@ -42,8 +42,9 @@ pub struct Source {
     /// The typed model (member blobs are absolute paths into `_tree`).
     pub model: Model,
     /// Every member's bytes as the model packs them, by name: an unchanged
-    /// member of a seed is packed from here, not encoded again.
-    bytes: BTreeMap<String, Vec<u8>>,
+    /// member of a seed is packed from here (shared, not copied), not
+    /// encoded again.
+    bytes: BTreeMap<String, Arc<[u8]>>,
     _tree: tempfile::TempDir,
 }
 
@@ -89,7 +90,7 @@ impl Source {
                 .open()
                 .and_then(|mut r| r.read_to_end(&mut data))
                 .map_err(|e| fail(format!("{}: {e}", member.name)))?;
-            bytes.insert(member.name.clone(), data);
+            bytes.insert(member.name.clone(), Arc::from(data));
         }
         Ok(Source {
             path: path.to_path_buf(),
@@ -125,7 +126,10 @@ pub fn seed_from(
     for (i, member) in model.payload.iter().enumerate() {
         let kept = source.model.member(&member.name) == Some(member);
         let bytes = match source.bytes.get(&member.name) {
-            Some(bytes) if kept => MemberSource::Bytes(bytes.clone()),
+            Some(bytes) if kept => MemberSource::Reader {
+                len: bytes.len() as u64,
+                reader: Box::new(std::io::Cursor::new(Arc::clone(bytes))),
+            },
             _ => model.member_source(Path::new("/"), i).ok()?,
         };
         packager.add(&member.name, bytes).ok()?;

@@ -72,13 +72,18 @@ pub fn infer_virtual_core(dir: &std::path::Path, options: &mut PackOptions) -> O
 }
 
 /// How many graphs the tree's KELF descriptor lists (`neff.json`'s `__kelf`
-/// node names it), when both can be read.
+/// node names it), when both can be read: regular files within the
+/// loader's manifest cap, the KELF named by a valid member name (never a
+/// path out of `dir`).
 fn graphs_in_tree(dir: &std::path::Path) -> Option<usize> {
     use neff_schema::manifest::{KelfDescriptor, NeffJson};
-    let read = |name: &str| std::fs::read(dir.join(name)).ok();
+    let read = |name: &str| {
+        crate::small_file::read_small_file(&dir.join(name), neff_loader::MANIFEST_MAX, name).ok()
+    };
     let neff_json: NeffJson = serde_json::from_slice(&read("neff.json")?).ok()?;
     let node = neff_json.nodes.get(neff_json.kelf_node()?)?;
     let member = node.attrs.as_ref()?.kelf.clone()?;
+    crate::MemberName::new(&member).ok()?;
     let kelf: KelfDescriptor = serde_json::from_slice(&read(&member)?).ok()?;
     Some(kelf.graphs.len())
 }

@@ -391,3 +391,12 @@ def test_weights_of_dtypes_the_runtime_does_not_know_are_refused(make: Any, word
         sg.weight("w", make(np))
     assert words in str(caught.value) and caught.value.key is not None
     assert "dtype" in caught.value.key
+
+
+def test_a_value_that_contains_itself_is_an_error_not_a_crash() -> None:
+    sg = small_model(neff.Builder())
+    looped: Dict[str, Any] = {}
+    looped["a"] = looped
+    with pytest.raises(neff.NeffError, match="contains itself") as caught:
+        sg.key("debug_info", looped)
+    assert caught.value.key is not None and caught.value.key.startswith("subgraphs[0].extra.debug_info")

@@ -92,13 +92,29 @@ pub fn run(mut args: UnpackArgs) -> Result<u8, Box<dyn std::error::Error>> {
     // The unpack reads the file by path (twice, for --spec): stdin is spooled
     // to a temp file, which errors name as <stdin>.
     let spool = super::input::spool_stdin()?;
-    let spooled = spool.path().display().to_string();
     args.file = spool.path().to_path_buf();
-    unpack(args, super::input::STDIN_NAME).map_err(|e| {
-        e.to_string()
-            .replace(&spooled, super::input::STDIN_NAME)
-            .into()
-    })
+    unpack(args, super::input::STDIN_NAME).map_err(|e| named_stdin(e, spool.path()))
+}
+
+/// An error about the spool at `spooled` names `<stdin>` instead, keeping
+/// its kind and the rest of its location (for `--json`).
+fn named_stdin(e: Box<dyn std::error::Error>, spooled: &Path) -> Box<dyn std::error::Error> {
+    let stdin = super::input::STDIN_NAME;
+    let e = match e.downcast::<neff::loader::Error>() {
+        Ok(e) if e.location().path.as_deref() == Some(spooled) => {
+            return Box::new(e.at_path(stdin))
+        }
+        Ok(e) => return e,
+        Err(e) => e,
+    };
+    match e.downcast::<neff::writer::Error>() {
+        Ok(e) if e.location().path.as_deref() == Some(spooled) => Box::new(e.at_path(stdin)),
+        Ok(e) => e,
+        Err(e) => e
+            .to_string()
+            .replace(&spooled.display().to_string(), stdin)
+            .into(),
+    }
 }
 
 /// Unpacks `args.file`, which messages call `shown`.

@@ -35,6 +35,21 @@ fn spec_error(key: &str, message: String) -> PyErr {
 /// tuples and dicts with string keys; anything with `__index__`, such as a
 /// numpy integer, as an integer).
 fn json_of(value: &Bound<'_, PyAny>, key: &str) -> PyResult<Value> {
+    json_at(value, key, 0)
+}
+
+/// Deepest nesting [`json_of`] follows: the loader's JSON depth (simdjson's
+/// default). A deeper or self-containing value (`d["a"] = d`) is an error,
+/// not a stack overflow.
+const MAX_DEPTH: usize = 1024;
+
+fn json_at(value: &Bound<'_, PyAny>, key: &str, depth: usize) -> PyResult<Value> {
+    if depth > MAX_DEPTH {
+        return Err(spec_error(
+            key,
+            format!("nested more than {MAX_DEPTH} deep (or it contains itself)"),
+        ));
+    }
     if value.is_none() {
         return Ok(Value::Null);
     }
@@ -50,7 +65,7 @@ fn json_of(value: &Bound<'_, PyAny>, key: &str) -> PyResult<Value> {
             let k: String = k.extract().map_err(|_| {
                 spec_error(key, format!("a key is {}, not a string", type_name(&k)))
             })?;
-            let value = json_of(&v, &format!("{key}.{k}"))?;
+            let value = json_at(&v, &format!("{key}.{k}"), depth + 1)?;
             object.insert(k, value);
         }
         return Ok(Value::Object(object));
@@ -60,7 +75,7 @@ fn json_of(value: &Bound<'_, PyAny>, key: &str) -> PyResult<Value> {
         let values = items
             .iter()
             .enumerate()
-            .map(|(i, item)| json_of(item, &format!("{key}[{i}]")))
+            .map(|(i, item)| json_at(item, &format!("{key}[{i}]"), depth + 1))
             .collect::<PyResult<Vec<_>>>()?;
         return Ok(Value::Array(values));
     }
@@ -119,9 +134,7 @@ fn typed_with<T: serde::de::DeserializeOwned>(
         };
         object.insert(k, json_of(&v, &sub)?);
     }
-    let text =
-        serde_json::to_vec(&Value::Object(object)).map_err(|e| spec_error(key, e.to_string()))?;
-    parse_at(Path::new(ORIGIN), key, &text).map_err(|e| writer_error(&e))
+    from_json(Value::Object(object), key)
 }
 
 /// A model being described by `neff.Builder`: the spec (its blobs paths,
