@@ -186,7 +186,10 @@ fn model(u: &mut Unstructured<'_>, config: &GenConfig) -> Result<BuildSpec> {
         target: Some((*pick(u, &config.targets)?).to_string()),
         kelf_member: u.ratio(1, 4)?.then(|| "kelf-a.json".to_string()),
         subgraphs,
-        members,
+        members: members
+            .into_iter()
+            .map(|(k, v)| (k, Data::Blob(v)))
+            .collect(),
         pkg_version: Some(*pick(u, &config.pkg_versions)?),
         framing: Some(FramingSpec::Preset(framing.to_string())),
         level: Some(u.int_in_range(1..=9u32)?),

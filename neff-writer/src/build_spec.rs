@@ -21,7 +21,7 @@ use serde::Deserialize;
 
 use crate::builder::{Data, NeffBuilder, Subgraph};
 use crate::error::{spec_error as invalid, Error, ErrorKind};
-use crate::header_options::{HeaderPatch, UuidChoice};
+use crate::header_options::{HeaderFile, HeaderPatch, UuidChoice};
 use crate::lift::{Model, PayloadMember, WeightEdit};
 use crate::PackSettings;
 
@@ -82,11 +82,11 @@ pub struct BuildSpec {
     /// Members no manifest generates (`hlo_stats.json`, `.asm` listings, ...):
     /// member name → blob. Clashing with a generated member is an error.
     #[serde(default)]
-    pub members: BTreeMap<String, Blob>,
+    pub members: BTreeMap<String, Data>,
     /// The unchecked path: member name → blob replaces (or adds) that member
     /// after generation; `null` leaves a generated member out.
     #[serde(default)]
-    pub raw_members: BTreeMap<String, Option<Blob>>,
+    pub raw_members: BTreeMap<String, Option<Data>>,
     /// Packaging: 2 (gzip + MD5, default) or 1 (raw tar + SHA-256).
     #[serde(default)]
     pub pkg_version: Option<u64>,
@@ -111,8 +111,9 @@ pub struct BuildSpec {
     pub features: Vec<String>,
     /// Header fields set over everything computed (as `neff inspect --json`
     /// prints them under `header`); `feature_bits` and `vnc_size` here replace
-    /// the computed values, and `pkg_version` selects the packaging unless
-    /// the spec's own `pkg_version` is set.
+    /// the computed values; a `pkg_version` of 1 or 2 here selects the
+    /// packaging unless the spec's own `pkg_version` is set, and any other
+    /// is written as it is (the loader's G7 refuses it).
     #[serde(default)]
     pub header: Option<HeaderPatch>,
     /// Skip the builder's checks before writing (the unchecked path: a
@@ -266,7 +267,7 @@ impl BuildSpec {
     /// `weights` edits applied (blob paths relative to `base`, the spec's
     /// folder). Keys that only shape generated manifests are refused, naming
     /// the key.
-    pub fn into_model(self, base: &Path) -> Result<(Model, PackSettings), Error> {
+    pub fn into_model(mut self, base: &Path) -> Result<(Model, PackSettings), Error> {
         let generated = [
             ("subgraphs", !self.subgraphs.is_empty()),
             ("members", !self.members.is_empty()),
@@ -284,36 +285,16 @@ impl BuildSpec {
                 "shapes generated manifests; a spec with a payload has none (edit the payload's members instead)",
             );
         }
-        let mut settings = PackSettings {
-            name: self.name,
-            level: self.level,
-            uuid: self.uuid,
-            keep_refused: self.keep_refused,
-            ..PackSettings::default()
+        let (settings, file, bits) = self.packaging()?;
+        let mut header = file.header;
+        header.feature_bits = match (header.feature_bits, bits) {
+            (given, 0) => given,
+            (given, bits) => Some(given.unwrap_or(0) | bits),
         };
-        if let Some(pkg) = self.pkg_version {
-            settings.pkg_version = Some(PkgVersion::from_value(pkg).map_or_else(
-                || invalid("pkg_version", format!("{pkg} is not 1 or 2")),
-                Ok,
-            )?);
-        }
-        let mut framing = None;
-        match self.framing {
-            Some(FramingSpec::Preset(name)) => settings.framing = Some(FramingSpec::preset(&name)?),
-            Some(FramingSpec::Exact(f)) => framing = Some(*f),
-            None => {}
-        }
-        let mut header = self.header;
-        if !self.features.is_empty() {
-            let bits = features::mask_of(&self.features)
-                .or_else(|e| invalid("features", e.to_string()))?;
-            let h = header.get_or_insert_with(HeaderPatch::default);
-            h.feature_bits = Some(h.feature_bits.unwrap_or(0) | bits);
-        }
         let mut model = Model {
-            header,
-            framing,
-            source_hash: self.source_hash,
+            header: Some(header),
+            framing: file.framing,
+            source_hash: file.source_hash,
             payload: self.payload,
         };
         for (i, edit) in self.weights.into_iter().enumerate() {
@@ -336,7 +317,7 @@ impl BuildSpec {
     /// caller with data of its own (the Python bindings' buffers) maps its
     /// placeholders here.
     pub fn into_builder_with(
-        self,
+        mut self,
         resolve: &mut dyn FnMut(&str, Blob) -> Result<Data, Error>,
     ) -> Result<NeffBuilder, Error> {
         if self.is_lifted() {
@@ -351,63 +332,72 @@ impl BuildSpec {
                 "edits a lifted model's weights (a spec with a payload); here give each weight in its subgraph",
             );
         }
-        let mut blobs = Blobs { resolve };
-        let mut b = NeffBuilder::new()
-            .unchecked(self.unchecked)
-            .keep_refused(self.keep_refused)
-            .maybe(self.name, NeffBuilder::name)
-            .maybe(self.target, NeffBuilder::target_text)
-            .maybe(self.kelf_member, NeffBuilder::kelf_member)
-            .maybe(self.kelf_node_name, NeffBuilder::kelf_node_name)
-            .maybe(self.kelf_version, NeffBuilder::kelf_version)
-            .each(self.kelf_extra, |b, (k, v)| b.kelf_key(k, v))
-            .each(self.neff_json_extra, |b, (k, v)| b.neff_json_key(k, v));
-        for (i, mut sg) in self.subgraphs.into_iter().enumerate() {
-            sg.resolve_blobs(&format!("subgraphs[{i}]"), &mut |k, blob| {
-                blobs.data(k, blob)
-            })?;
-            b = b.add_subgraph(sg);
+        self.resolve_blobs(resolve)?;
+        Ok(NeffBuilder::from_spec(self))
+    }
+
+    /// Turns every blob the spec gives ([`Data::Blob`]) into data with
+    /// `resolve(key, blob)`.
+    pub fn resolve_blobs(
+        &mut self,
+        resolve: &mut dyn FnMut(&str, Blob) -> Result<Data, Error>,
+    ) -> Result<(), Error> {
+        for (i, sg) in self.subgraphs.iter_mut().enumerate() {
+            sg.resolve_blobs(&format!("subgraphs[{i}]"), resolve)?;
         }
-        for (name, blob) in self.members {
-            let data = blobs.data(&format!("members.{name:?}"), blob)?;
-            b = b.member(name, data);
-        }
-        for (name, blob) in self.raw_members {
-            b = match blob {
-                Some(blob) => {
-                    let data = blobs.data(&format!("raw_members.{name:?}"), blob)?;
-                    b.raw_member(name, data)
-                }
-                None => b.omit_member(name),
-            };
-        }
-        // A pkg_version in the header selects the packaging (as in `neff pack`),
-        // unless the spec's own pkg_version says otherwise.
-        let mut header = self.header;
-        let header_pkg = header.as_mut().and_then(|h| h.pkg_version.take());
-        if let Some(pkg) = self.pkg_version.or(header_pkg) {
-            let Some(pkg) = PkgVersion::from_value(pkg) else {
-                return invalid("pkg_version", format!("{pkg} is not 1 or 2"));
-            };
-            b = b.pkg_version(pkg);
-        }
-        match self.framing {
-            Some(FramingSpec::Preset(name)) => b = b.framing(FramingSpec::preset(&name)?),
-            Some(FramingSpec::Exact(framing)) => b = b.framing_with(*framing),
-            None => {}
-        }
-        if let Some(level) = self.level {
-            if !(1..=9).contains(&level) {
-                return invalid("level", format!("{level} is out of range: use 1 to 9"));
+        let mut one = |key: String, data: &mut Data| -> Result<(), Error> {
+            if let Data::Blob(blob) = std::mem::take(data) {
+                *data = resolve(&key, blob)?;
             }
-            b = b.level(level);
+            Ok(())
+        };
+        for (name, data) in &mut self.members {
+            one(format!("members.{name:?}"), data)?;
         }
-        if let Some(uuid) = self.uuid {
-            b = b.uuid(parse_uuid(&uuid).or_else(|e| invalid("uuid", e))?);
+        for (name, data) in &mut self.raw_members {
+            if let Some(data) = data {
+                one(format!("raw_members.{name:?}"), data)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The packaging keys as `neff pack`'s settings and header file, taken
+    /// out of the spec ([`PackSettings::options`] is the one mapping from
+    /// them to the writer's options), and the feature bits `features` names.
+    pub(crate) fn packaging(&mut self) -> Result<(PackSettings, HeaderFile, u64), Error> {
+        let mut settings = PackSettings {
+            name: self.name.take(),
+            level: self.level,
+            uuid: self.uuid.take(),
+            keep_refused: self.keep_refused,
+            ..PackSettings::default()
+        };
+        if let Some(pkg) = self.pkg_version {
+            settings.pkg_version = Some(PkgVersion::from_value(pkg).map_or_else(
+                || invalid("pkg_version", format!("{pkg} is not 1 or 2")),
+                Ok,
+            )?);
+        }
+        if let Some(level) = self.level.filter(|l| !(1..=9).contains(l)) {
+            return invalid("level", format!("{level} is out of range: use 1 to 9"));
+        }
+        if let Some(uuid) = settings.uuid.as_deref().filter(|u| *u != "keep") {
+            parse_uuid(uuid).or_else(|e| invalid("uuid", e))?;
+        }
+        let mut file = HeaderFile {
+            header: self.header.take().unwrap_or_default(),
+            source_hash: self.source_hash.take(),
+            ..HeaderFile::default()
+        };
+        match self.framing.take() {
+            Some(FramingSpec::Preset(name)) => settings.framing = Some(FramingSpec::preset(&name)?),
+            Some(FramingSpec::Exact(f)) => file.framing = Some(*f),
+            None => {}
         }
         let bits =
             features::mask_of(&self.features).or_else(|e| invalid("features", e.to_string()))?;
-        Ok(b.feature_bits(bits).maybe(header, NeffBuilder::header))
+        Ok((settings, file, bits))
     }
 }
 
@@ -534,16 +524,6 @@ pub fn parse_uuid(text: &str) -> Result<UuidChoice, String> {
         .map_err(|e| e.to_string())
 }
 
-struct Blobs<'a> {
-    resolve: &'a mut dyn FnMut(&str, Blob) -> Result<Data, Error>,
-}
-
-impl Blobs<'_> {
-    fn data(&mut self, key: &str, blob: Blob) -> Result<Data, Error> {
-        (self.resolve)(key, blob)
-    }
-}
-
 /// A blob's data: a path relative to `base` (checked to be a regular file,
 /// streamed when written), decoded base64 or the text's bytes; `key` names
 /// the blob in errors.
@@ -563,28 +543,6 @@ pub fn blob_data(base: &Path, key: &str, blob: Blob) -> Result<Data, Error> {
         Blob::Text(text) => Ok(Data::bytes(text.into_bytes())),
     }
 }
-
-/// Builder steps for optional and repeated spec values.
-trait Steps: Sized {
-    /// `step(self, value)` when there is a value.
-    fn maybe<T>(self, value: Option<T>, step: impl FnOnce(Self, T) -> Self) -> Self {
-        match value {
-            Some(v) => step(self, v),
-            None => self,
-        }
-    }
-
-    /// `step` once for each item, in order.
-    fn each<T>(
-        self,
-        items: impl IntoIterator<Item = T>,
-        step: impl FnMut(Self, T) -> Self,
-    ) -> Self {
-        items.into_iter().fold(self, step)
-    }
-}
-
-impl<B> Steps for B {}
 
 #[cfg(test)]
 mod tests {
@@ -654,6 +612,13 @@ mod tests {
         );
     }
 
+    fn blob(data: &Data) -> Blob {
+        match data {
+            Data::Blob(blob) => blob.clone(),
+            other => panic!("not a blob: {other:?}"),
+        }
+    }
+
     #[test]
     fn blobs_in_every_form() {
         let spec = parse(
@@ -661,10 +626,10 @@ mod tests {
                 "a": "rel/a.bin", "b": {"path": "b.bin"}, "c": {"base64": "aGk="}, "d": {"text": "hi"}}}"#,
         )
         .unwrap();
-        assert_eq!(spec.members["a"], Blob::Path("rel/a.bin".into()));
-        assert_eq!(spec.members["b"], Blob::Path("b.bin".into()));
-        assert_eq!(spec.members["c"], Blob::Base64("aGk=".into()));
-        assert_eq!(spec.members["d"], Blob::Text("hi".into()));
+        assert_eq!(blob(&spec.members["a"]), Blob::Path("rel/a.bin".into()));
+        assert_eq!(blob(&spec.members["b"]), Blob::Path("b.bin".into()));
+        assert_eq!(blob(&spec.members["c"]), Blob::Base64("aGk=".into()));
+        assert_eq!(blob(&spec.members["d"]), Blob::Text("hi".into()));
         let err = parse(r#"{"subgraphs": [], "members": {"a": {"path": "x", "text": "y"}}}"#)
             .unwrap_err()
             .to_string();
@@ -713,6 +678,7 @@ mod tests {
             let err = parse(text)
                 .unwrap()
                 .into_builder(&dir)
+                .and_then(NeffBuilder::build)
                 .err()
                 .unwrap()
                 .to_string();

@@ -91,16 +91,20 @@ fn graphs_in_tree(dir: &std::path::Path) -> Option<usize> {
 impl PackSettings {
     /// The writer's options: these settings over `file` (a `--header` file,
     /// or `HeaderFile::default()`). A text too long for its header field,
-    /// a bad UUID, level or pkg version is a `BadOption` error naming it.
+    /// a bad UUID or level is a `BadOption` error naming it.
     pub fn options(&self, file: HeaderFile) -> Result<PackOptions, Error> {
         let mut patch = file.header;
-        let recorded_pkg = patch.pkg_version.take();
-        let pkg_version = match (self.pkg_version, recorded_pkg) {
-            (Some(pkg), _) => pkg,
-            (None, Some(value)) => PkgVersion::from_value(value)
-                .ok_or_else(|| bad(format!("header pkg_version {value} is not 1 or 2")))?,
-            (None, None) => PkgVersion::Md5Gzip,
-        };
+        // A recorded pkg_version the packagers know selects the packaging
+        // (unless one is given); one they do not know stays a header field,
+        // written as it is, which the loader's G7 refuses (a negative fixture).
+        let recorded_pkg = patch.pkg_version.and_then(PkgVersion::from_value);
+        if recorded_pkg.is_some() {
+            patch.pkg_version = None;
+        }
+        let pkg_version = self
+            .pkg_version
+            .or(recorded_pkg)
+            .unwrap_or(PkgVersion::Md5Gzip);
         let text =
             |key: &str, value: &str, e: neff_schema::Error| bad(format!("{key} {value:?}: {e}"));
         if let Some(name) = &self.name {

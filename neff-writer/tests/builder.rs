@@ -611,7 +611,7 @@ fn checked_rules_name_the_subgraph_and_key() {
             NeffBuilder::new()
                 .name("n".repeat(300))
                 .subgraph("sg00", base),
-            "model name",
+            "name \"nnn",
         ),
     ];
     for (builder, needle) in cases {

@@ -114,9 +114,6 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
     if let Some(threads) = args.threads {
         builder = builder.threads(threads as usize);
     }
-    if let Some(framing) = header_framing {
-        builder = builder.framing_with(framing);
-    }
     let mut build = match builder.build() {
         Ok(build) => build,
         // The loader's gates, run before writing: reported as a read-back refusal.
@@ -125,6 +122,11 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
         }
         Err(e) => return Err(in_spec(e, &args.spec).into()),
     };
+    if let Some(framing) = header_framing {
+        // The header file's recorded framing, over the spec's (the spec's
+        // preset still chooses the content style and header conventions).
+        build.options_mut().framing = framing;
+    }
     args.framing.apply(&mut build.options_mut().framing);
     if let Some(level) = args.level {
         build.options_mut().set_level(level);

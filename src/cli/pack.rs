@@ -77,7 +77,8 @@ pub struct PackArgs {
     /// "header"; every key optional), e.g. from `neff unpack --header-out`, whose
     /// "framing" key (tar fields, member order, gzip header, deflate, padding, hash
     /// layout) makes the repack byte-identical. The flags above win over it. A
-    /// pkg_version here selects the packaging.
+    /// pkg_version of 1 or 2 here selects the packaging; any other is written as
+    /// it is (for a negative fixture).
     #[arg(long, value_name = "HEADER.json")]
     header: Option<PathBuf>,
     /// Keep the NEFF even when the loader's gates refuse it (for negative

@@ -74,13 +74,12 @@ use std::path::{Path, PathBuf};
 
 use neff_loader::{MemberData, RuntimeProfile};
 use neff_schema::features;
-use neff_schema::header::Text;
 use neff_schema::manifest::neff_json::IoTensor;
-use neff_schema::manifest::{self, Extra, KelfDescriptor, Manifest, NeffJson};
+use neff_schema::manifest::{self, KelfDescriptor, Manifest, NeffJson};
 use neff_schema::{Framing, FramingPreset, NeffHeader, PkgVersion, Target};
 
-use crate::build_spec::{blob_data, Blob};
-use crate::error::{Error, ErrorKind};
+use crate::build_spec::{blob_data, Blob, BuildSpec, FramingSpec};
+use crate::error::{spec_error as spec_invalid, Error, ErrorKind};
 use crate::header_options::{HeaderPatch, UuidChoice};
 use crate::member::{MemberName, MemberSource};
 use crate::packager::{PackOptions, PackOutcome, Packager};
@@ -246,56 +245,43 @@ pub(crate) fn invalid<T>(message: impl Into<String>) -> Result<T, Error> {
 /// [`NeffBuilder::barrier_config`]).
 pub const BARRIER_CONFIG_MEMBER: &str = "barrier_config.json";
 
-/// Builds a NEFF from subgraphs, tensors, weights, queues and programs.
-#[derive(Debug)]
+/// Builds a NEFF from subgraphs, tensors, weights, queues and programs:
+/// convenience over the model's one statement, [`BuildSpec`] (each method
+/// sets the spec key of its name), plus how to write it (threads, fsync,
+/// read-back, the runtime profile).
+#[derive(Debug, Default)]
 pub struct NeffBuilder {
-    name: Option<String>,
-    target: String,
-    kelf_member: String,
-    kelf_node_name: String,
-    kelf_version: String,
-    kelf_extra: Extra,
-    neff_json_extra: Extra,
-    subgraphs: Vec<Subgraph>,
-    members: Vec<(String, Data)>,
-    raw: BTreeMap<String, Option<Data>>,
-    feature_bits: u64,
-    unchecked: bool,
-    style: ContentStyle,
+    spec: BuildSpec,
+    style: Option<ContentStyle>,
     options: PackOptions,
-}
-
-impl Default for NeffBuilder {
-    fn default() -> Self {
-        NeffBuilder::new()
-    }
 }
 
 impl NeffBuilder {
     /// An empty model: target `"*"`, KELF member `kelf-0.json`, pkg 2 level 1,
     /// content-derived UUID.
     pub fn new() -> NeffBuilder {
+        NeffBuilder::default()
+    }
+
+    /// The generated form of a build spec, its blobs resolved
+    /// ([`BuildSpec::resolve_blobs`]; an unresolved path is relative to the
+    /// working directory). A lifted spec (`payload`) is built as a
+    /// [`crate::lift::Model`] instead: [`NeffBuilder::build`] refuses it.
+    pub fn from_spec(spec: BuildSpec) -> NeffBuilder {
         NeffBuilder {
-            name: None,
-            target: Target::Any.as_str().to_string(),
-            kelf_member: DEFAULT_KELF_MEMBER.to_string(),
-            kelf_node_name: DEFAULT_KELF_NODE_NAME.to_string(),
-            kelf_version: manifest::kelf::KELF_VERSION.to_string(),
-            kelf_extra: Extra::new(),
-            neff_json_extra: Extra::new(),
-            subgraphs: Vec::new(),
-            members: Vec::new(),
-            raw: BTreeMap::new(),
-            feature_bits: 0,
-            unchecked: false,
-            style: ContentStyle::Plain,
-            options: PackOptions::default(),
+            spec,
+            ..NeffBuilder::default()
         }
+    }
+
+    /// The model as described so far.
+    pub fn spec(&self) -> &BuildSpec {
+        &self.spec
     }
 
     /// The model name stored in the header (at most 255 bytes).
     pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = Some(name.into());
+        self.spec.name = Some(name.into());
         self
     }
 
@@ -308,32 +294,32 @@ impl NeffBuilder {
     /// G16 refuses one the runtime does not know (`"Cayman"`: it compares
     /// exactly).
     pub fn target_text(mut self, target: impl Into<String>) -> Self {
-        self.target = target.into();
+        self.spec.target = Some(target.into());
         self
     }
 
     /// The KELF descriptor's member name (default `kelf-0.json`; the
     /// runtime's fixture uses `kelf-a.json`).
     pub fn kelf_member(mut self, member: impl Into<String>) -> Self {
-        self.kelf_member = member.into();
+        self.spec.kelf_member = Some(member.into());
         self
     }
 
     /// The `__kelf` node's name in `neff.json` (default `sg_tonga0`).
     pub fn kelf_node_name(mut self, name: impl Into<String>) -> Self {
-        self.kelf_node_name = name.into();
+        self.spec.kelf_node_name = Some(name.into());
         self
     }
 
     /// The KELF descriptor's `version` (default `"0.5"`; must contain a `.`).
     pub fn kelf_version(mut self, version: impl Into<String>) -> Self {
-        self.kelf_version = version.into();
+        self.spec.kelf_version = Some(version.into());
         self
     }
 
     /// An extra key in the KELF descriptor.
     pub fn kelf_key(mut self, key: impl Into<String>, value: impl Into<serde_json::Value>) -> Self {
-        self.kelf_extra.insert(key.into(), value.into());
+        self.spec.kelf_extra.insert(key.into(), value.into());
         self
     }
 
@@ -343,7 +329,7 @@ impl NeffBuilder {
         key: impl Into<String>,
         value: impl Into<serde_json::Value>,
     ) -> Self {
-        self.neff_json_extra.insert(key.into(), value.into());
+        self.spec.neff_json_extra.insert(key.into(), value.into());
         self
     }
 
@@ -360,7 +346,7 @@ impl NeffBuilder {
 
     /// Adds a subgraph built separately.
     pub fn add_subgraph(mut self, subgraph: Subgraph) -> Self {
-        self.subgraphs.push(subgraph);
+        self.spec.subgraphs.push(subgraph);
         self
     }
 
@@ -368,7 +354,7 @@ impl NeffBuilder {
     /// `.asm` listings). Clashing with a generated member is an error; use
     /// [`NeffBuilder::raw_member`] to replace one.
     pub fn member(mut self, name: impl Into<String>, data: impl Into<Data>) -> Self {
-        self.members.push((name.into(), data.into()));
+        self.spec.members.insert(name.into(), data.into());
         self
     }
 
@@ -383,19 +369,19 @@ impl NeffBuilder {
     /// The unchecked path: sets member `name` to `data` after everything is
     /// generated, replacing a generated member of that name if there is one.
     pub fn raw_member(mut self, name: impl Into<String>, data: impl Into<Data>) -> Self {
-        self.raw.insert(name.into(), Some(data.into()));
+        self.spec.raw_members.insert(name.into(), Some(data.into()));
         self
     }
 
     /// The unchecked path: leaves generated member `name` out.
     pub fn omit_member(mut self, name: impl Into<String>) -> Self {
-        self.raw.insert(name.into(), None);
+        self.spec.raw_members.insert(name.into(), None);
         self
     }
 
     /// Packaging version (default 2: gzip + MD5).
     pub fn pkg_version(mut self, pkg: PkgVersion) -> Self {
-        self.options.pkg_version = pkg;
+        self.spec.pkg_version = Some(pkg.value());
         self
     }
 
@@ -406,31 +392,25 @@ impl NeffBuilder {
     /// [`NeffBuilder::level`] to keep a chosen level, and before
     /// [`NeffBuilder::content_style`] to override the content style.
     pub fn framing(mut self, preset: FramingPreset) -> Self {
-        self.options.framing = preset.framing();
-        self.options.compiler_header = preset.is_compiler_like();
-        self.style = if preset.is_compiler_like() {
-            ContentStyle::Compiler
-        } else {
-            ContentStyle::Plain
-        };
+        self.spec.framing = Some(FramingSpec::Preset(preset.name().to_string()));
         self
     }
 
     /// How the generated manifests look (default: the framing preset's).
     pub fn content_style(mut self, style: ContentStyle) -> Self {
-        self.style = style;
+        self.style = Some(style);
         self
     }
 
     /// A framing given field by field (for example a preset with overrides).
     pub fn framing_with(mut self, framing: Framing) -> Self {
-        self.options.framing = framing;
+        self.spec.framing = Some(FramingSpec::Exact(Box::new(framing)));
         self
     }
 
     /// gzip level 1–9 (default 1).
     pub fn level(mut self, level: u32) -> Self {
-        self.options.set_level(level);
+        self.spec.level = Some(level);
         self
     }
 
@@ -457,20 +437,35 @@ impl NeffBuilder {
 
     /// How the header UUID is chosen (default: from the content).
     pub fn uuid(mut self, uuid: UuidChoice) -> Self {
-        self.options.uuid = uuid;
+        self.spec.uuid = match uuid {
+            UuidChoice::FromContent => None,
+            UuidChoice::Random => Some("random".to_string()),
+            UuidChoice::Explicit(uuid) => Some(uuid.to_string()),
+            UuidChoice::Recorded { uuid, payload_hash } => {
+                self.spec.source_hash = Some(payload_hash);
+                self.spec
+                    .header
+                    .get_or_insert_with(HeaderPatch::default)
+                    .uuid = Some(uuid);
+                None
+            }
+        };
         self
     }
 
     /// Header fields to set over everything the builder computes (a
     /// `feature_bits`, `vnc_size` or `name` here replaces the computed one).
     pub fn header(mut self, patch: HeaderPatch) -> Self {
-        self.options.header = patch;
+        self.spec.header = Some(patch);
         self
     }
 
     /// Feature bits to set in addition to those the content implies.
     pub fn feature_bits(mut self, bits: u64) -> Self {
-        self.feature_bits |= bits;
+        let named = (0..64).filter(|i| bits >> i & 1 == 1);
+        self.spec
+            .features
+            .extend(named.map(|i| format!("{:#x}", 1u64 << i)));
         self
     }
 
@@ -480,7 +475,7 @@ impl NeffBuilder {
     /// [`NeffBuilder::omit_member`], for deliberately invalid inputs). The
     /// output check still runs; see [`NeffBuilder::keep_refused`].
     pub fn unchecked(mut self, unchecked: bool) -> Self {
-        self.unchecked = unchecked;
+        self.spec.unchecked = unchecked;
         self
     }
 
@@ -490,7 +485,7 @@ impl NeffBuilder {
     /// this; one the builder's own rules refuse (a var with no data) also
     /// needs `unchecked`.
     pub fn keep_refused(mut self, keep: bool) -> Self {
-        self.options.keep_refused = keep;
+        self.spec.keep_refused = keep;
         self
     }
 
@@ -505,8 +500,40 @@ impl NeffBuilder {
     /// NEFF targets (the ones that need the written file run when it is
     /// written).
     pub fn build(self) -> Result<Build, Error> {
-        let checked = !self.unchecked;
-        for sg in &self.subgraphs {
+        let NeffBuilder {
+            mut spec,
+            style,
+            options: run,
+        } = self;
+        if spec.is_lifted() {
+            return spec_invalid(
+                "payload",
+                "a spec with a payload is built as a model (BuildSpec::into_model)",
+            );
+        }
+        if !spec.weights.is_empty() {
+            return spec_invalid(
+                "weights",
+                "edits a lifted model's weights (a spec with a payload); here give each weight in its subgraph",
+            );
+        }
+        let checked = !spec.unchecked;
+        let (settings, file, feature_bits) = spec.packaging()?;
+        let preset = settings.framing.unwrap_or_default();
+        let style = style.unwrap_or(if preset.is_compiler_like() {
+            ContentStyle::Compiler
+        } else {
+            ContentStyle::Plain
+        });
+        let options = settings.options(file)?;
+        let options = PackOptions {
+            threads: run.threads,
+            paranoid_readback: run.paranoid_readback,
+            fsync: run.fsync,
+            profile: run.profile,
+            ..options
+        };
+        for sg in &spec.subgraphs {
             let name = sg.name();
             if name.is_empty() || name.contains('/') || MemberName::new(name).is_err() {
                 return invalid(format!(
@@ -514,9 +541,7 @@ impl NeffBuilder {
                 ));
             }
         }
-
-        let style = self.style;
-        let vnc = self.subgraphs.len() > 1;
+        let vnc = spec.subgraphs.len() > 1;
         let mut ctx = subgraph::Context {
             checked,
             style,
@@ -524,15 +549,26 @@ impl NeffBuilder {
         };
         let mut members: BTreeMap<String, MemberSource> = BTreeMap::new();
         let mut kelf = KelfDescriptor::new(Target::Any);
-        kelf.target = Some(self.target);
-        kelf.version = self.kelf_version.clone();
-        kelf.extra = self.kelf_extra.clone();
+        kelf.target = Some(
+            spec.target
+                .unwrap_or_else(|| Target::Any.as_str().to_string()),
+        );
+        kelf.version = spec
+            .kelf_version
+            .unwrap_or_else(|| manifest::kelf::KELF_VERSION.to_string());
+        kelf.extra = spec.kelf_extra;
+        let kelf_member = spec
+            .kelf_member
+            .unwrap_or_else(|| DEFAULT_KELF_MEMBER.to_string());
+        let kelf_node_name = spec
+            .kelf_node_name
+            .unwrap_or_else(|| DEFAULT_KELF_NODE_NAME.to_string());
         let mut inputs = ModelIo::default();
         let mut outputs = ModelIo::default();
         let mut custom_ops = false;
-        let subgraph_count = self.subgraphs.len();
+        let subgraph_count = spec.subgraphs.len();
         let mut names = BTreeSet::new();
-        for (index, sg) in self.subgraphs.into_iter().enumerate() {
+        for (index, sg) in spec.subgraphs.into_iter().enumerate() {
             let name = sg.name().to_string();
             let out = sg.generate(&mut ctx, index)?;
             kelf = kelf.graph(&name);
@@ -553,29 +589,25 @@ impl NeffBuilder {
             }
         }
         let mut graph = NeffJson::single_kelf(
-            &self.kelf_node_name,
-            &self.kelf_member,
+            &kelf_node_name,
+            &kelf_member,
             &inputs.tensors,
             &outputs.tensors,
         );
         if style == ContentStyle::Compiler {
             style::compiler_graph(&mut graph);
         }
-        graph.extra = self.neff_json_extra;
+        graph.extra = spec.neff_json_extra;
         insert_member(&mut members, "neff.json".into(), style.graph_json(&graph)?)?;
-        insert_member(
-            &mut members,
-            self.kelf_member.clone(),
-            style.graph_json(&kelf)?,
-        )?;
+        insert_member(&mut members, kelf_member, style.graph_json(&kelf)?)?;
 
-        let info = info_json(&self.options.header, self.options.compiler_header);
+        let info = info_json(&options.header, options.compiler_header);
         insert_member(
             &mut members,
             INFO_MEMBER.to_string(),
             MemberSource::Bytes(info),
         )?;
-        for (name, data) in self.members {
+        for (name, data) in spec.members {
             check_name(&name)?;
             let source = data.into_source(&format!("member {name}"))?;
             if members.contains_key(&name) {
@@ -585,7 +617,7 @@ impl NeffBuilder {
             }
             members.insert(name, source);
         }
-        for (name, data) in self.raw {
+        for (name, data) in spec.raw_members {
             check_name(&name)?;
             match data {
                 Some(data) => {
@@ -598,16 +630,9 @@ impl NeffBuilder {
             }
         }
 
-        let mut options = self.options;
+        let mut options = options;
         let patch = &mut options.header;
-        if patch.name.is_none() {
-            if let Some(name) = &self.name {
-                patch.name = Some(Text::new(name).map_err(|e| {
-                    Error::new(ErrorKind::Invalid, format!("model name {name:?}: {e}"))
-                })?);
-            }
-        }
-        let mut bits = self.feature_bits;
+        let mut bits = feature_bits;
         if custom_ops {
             bits |= features::CUSTOM_OPS;
         }

@@ -332,21 +332,15 @@ impl Model {
     /// Adds member `name` (one no manifest generates).
     fn member(&mut self, name: String, data: DataRef<'_>) -> PyResult<()> {
         let data = self.blob(data);
-        let Data::Blob(blob) = data else {
-            return Err(spec_error("members", "unexpected data".into()));
-        };
-        self.spec_mut().members.insert(name, blob);
+        self.spec_mut().members.insert(name, data);
         Ok(())
     }
 
     /// Replaces (or adds, or with `None` leaves out) member `name` after
     /// generation.
     fn raw_member(&mut self, name: String, data: Option<DataRef<'_>>) -> PyResult<()> {
-        let blob = match data.map(|d| self.blob(d)) {
-            Some(Data::Blob(blob)) => Some(blob),
-            _ => None,
-        };
-        self.spec_mut().raw_members.insert(name, blob);
+        let data = data.map(|d| self.blob(d));
+        self.spec_mut().raw_members.insert(name, data);
         Ok(())
     }
 
