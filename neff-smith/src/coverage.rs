@@ -13,7 +13,7 @@ use neff_writer::lift::{Content, Model};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::real::{value_of, LiftError, Source};
+use crate::real::{value_of, LiftError};
 
 /// The key paths the runtime reads (or `neff inspect` shows), per typed
 /// manifest; map keys are `*`, array items `[]`. Taken from the loader's
@@ -347,9 +347,10 @@ impl Shapes {
         }
     }
 
-    /// The shapes of the NEFF at `path` (lifted as `neff unpack --spec` does).
+    /// The shapes of the NEFF at `path` (lifted as `neff unpack --spec`
+    /// does, without recovering its framing: shapes do not depend on it).
     pub fn add_file(&mut self, path: &Path) -> Result<(), LiftError> {
-        self.add_model(&Source::lift(path)?.model);
+        self.add_model(&crate::real::lifted(path, false)?.0);
         Ok(())
     }
 }

@@ -68,15 +68,7 @@ impl Source {
             path: path.display().to_string(),
             message,
         };
-        let tree = tempfile::tempdir().map_err(|e| fail(e.to_string()))?;
-        let dir = tree.path().join("tree");
-        let profile = neff_loader::RuntimeProfile::default();
-        let limits = neff_loader::ExtractLimits::default();
-        neff_loader::extract_refused(path, &dir, &profile, false, &limits)
-            .map_err(|e| fail(e.to_string()))?;
-        let recovered = neff_writer::recover_framing(path).map_err(|e| fail(e.to_string()))?;
-        let (model, _) =
-            Model::from_tree(&dir, recovered.file, None).map_err(|e| fail(e.to_string()))?;
+        let (model, tree) = lifted(path, true)?;
         let mut bytes = BTreeMap::new();
         for (i, member) in model.payload.iter().enumerate() {
             let source = model
@@ -99,6 +91,32 @@ impl Source {
             _tree: tree,
         })
     }
+}
+
+/// The NEFF at `path` as a typed model (member blobs are absolute paths into
+/// the returned folder), its framing recovered when `framing` (that deflates
+/// the payload again: costly, and only a repack needs it).
+pub fn lifted(path: &Path, framing: bool) -> Result<(Model, tempfile::TempDir), LiftError> {
+    let fail = |message: String| LiftError {
+        path: path.display().to_string(),
+        message,
+    };
+    let tree = tempfile::tempdir().map_err(|e| fail(e.to_string()))?;
+    let dir = tree.path().join("tree");
+    let profile = neff_loader::RuntimeProfile::default();
+    let limits = neff_loader::ExtractLimits::default();
+    neff_loader::extract_refused(path, &dir, &profile, false, &limits)
+        .map_err(|e| fail(e.to_string()))?;
+    let file = match framing {
+        true => {
+            neff_writer::recover_framing(path)
+                .map_err(|e| fail(e.to_string()))?
+                .file
+        }
+        false => neff_writer::HeaderFile::default(),
+    };
+    let (model, _) = Model::from_tree(&dir, file, None).map_err(|e| fail(e.to_string()))?;
+    Ok((model, tree))
 }
 
 /// Seed `index` for `seed`: a source drawn from `sources`, one change
