@@ -1,91 +1,59 @@
-//! Standard base64 (RFC 4648 §4), for blobs written inline in build specs.
-//! Whitespace is ignored and the `=` padding is optional.
+//! Standard base64 (RFC 4648 §4), for blobs written inline in build specs,
+//! through the `base64` crate. ASCII whitespace is ignored and the `=`
+//! padding is optional; an error names the offset of the character at fault.
+
+use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, STANDARD};
+use base64::engine::DecodePaddingMode;
+use base64::{alphabet, DecodeError, Engine};
 
 use crate::error::{Error, ErrorKind};
 
-const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/// Padding in the middle, too much padding, or a dangling last character.
-fn bad_length(why: &str) -> Error {
-    Error::new(
-        ErrorKind::Base64,
-        format!("invalid base64 length or padding: {why}"),
-    )
-}
-
-fn value(c: u8) -> Option<u32> {
-    Some(match c {
-        b'A'..=b'Z' => c - b'A',
-        b'a'..=b'z' => c - b'a' + 26,
-        b'0'..=b'9' => c - b'0' + 52,
-        b'+' => 62,
-        b'/' => 63,
-        _ => return None,
-    } as u32)
-}
+/// Standard alphabet; padding accepted when canonical, or left out.
+const LENIENT: GeneralPurpose = GeneralPurpose::new(
+    &alphabet::STANDARD,
+    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+);
 
 /// Decodes standard base64.
-/// A character outside the alphabet has its byte offset in the error.
 pub fn decode(text: &str) -> Result<Vec<u8>, Error> {
-    let mut out = Vec::with_capacity(text.len() / 4 * 3);
-    let mut acc = 0u32;
-    let mut bits = 0u32;
-    let mut symbols = 0usize;
-    let mut padding = 0usize;
-    for (offset, c) in text.char_indices() {
-        if c.is_ascii_whitespace() {
-            continue;
+    let kept: Vec<usize> = (0..text.len())
+        .filter(|&i| !text.as_bytes()[i].is_ascii_whitespace())
+        .collect();
+    let compact: Vec<u8> = kept.iter().map(|&i| text.as_bytes()[i]).collect();
+    if compact.last() == Some(&b'=') && compact.len() % 4 != 0 {
+        return Err(Error::new(
+            ErrorKind::Base64,
+            "invalid base64 length or padding: wrong amount of '=' padding",
+        ));
+    }
+    LENIENT.decode(&compact).map_err(|e| match e {
+        DecodeError::InvalidByte(at, b'=') | DecodeError::InvalidLastSymbol(at, b'=') => {
+            let offset = kept.get(at).copied().unwrap_or(text.len());
+            Error::new(
+                ErrorKind::Base64,
+                format!("invalid base64 padding at offset {offset}"),
+            )
+            .at_offset(offset as u64)
         }
-        if c == '=' {
-            padding += 1;
-            continue;
-        }
-        if padding > 0 {
-            return Err(bad_length("data after '=' padding"));
-        }
-        let v = u8::try_from(c).ok().and_then(value).ok_or_else(|| {
+        DecodeError::InvalidByte(at, _) | DecodeError::InvalidLastSymbol(at, _) => {
+            let offset = kept.get(at).copied().unwrap_or(text.len());
+            let c = text
+                .get(offset..)
+                .and_then(|t| t.chars().next())
+                .unwrap_or('?');
             let message = format!("invalid base64 character {c:?} at offset {offset}");
             Error::new(ErrorKind::Base64, message).at_offset(offset as u64)
-        })?;
-        acc = (acc << 6) | v;
-        bits += 6;
-        symbols += 1;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-            acc &= (1 << bits) - 1;
         }
-    }
-    match symbols % 4 {
-        1 => return Err(bad_length("a single character cannot end a group")),
-        0 if padding > 0 => return Err(bad_length("padding after a full group")),
-        rest if padding > 0 && rest + padding != 4 => {
-            return Err(bad_length("wrong amount of '=' padding"))
-        }
-        _ => {}
-    }
-    Ok(out)
+        DecodeError::InvalidLength(_) | DecodeError::InvalidPadding => Error::new(
+            ErrorKind::Base64,
+            format!("invalid base64 length or padding: {e}"),
+        ),
+    })
 }
 
 /// Encodes as standard base64 with padding.
 pub fn encode(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    STANDARD.encode(bytes)
 }
 
 #[cfg(test)]

@@ -902,18 +902,19 @@ fn compiler_header(h: &mut HeaderFields, patch: &HeaderPatch) {
     h.neff_version_major = if features == 0 { 1 } else { 2 };
 }
 
-/// A random v4 UUID from the standard library's per-process random keys.
+/// A random v4 UUID from the operating system's random source (the standard
+/// library's hash keys and the clock when it cannot be read).
 fn random_uuid() -> Uuid {
-    use std::collections::hash_map::RandomState;
-    use std::hash::{BuildHasher, Hasher};
     let mut bytes = [0u8; 16];
-    for (i, half) in bytes.chunks_mut(8).enumerate() {
-        let mut h = RandomState::new().build_hasher();
-        h.write_usize(i);
-        if let Ok(t) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
-            h.write_u128(t.as_nanos());
+    if getrandom::fill(&mut bytes).is_err() {
+        use std::hash::{BuildHasher, Hasher};
+        let state = std::collections::hash_map::RandomState::new();
+        for (i, half) in bytes.chunks_mut(8).enumerate() {
+            let mut h = state.build_hasher();
+            h.write_usize(i);
+            h.write_u128(std::time::UNIX_EPOCH.elapsed().map_or(0, |t| t.as_nanos()));
+            half.copy_from_slice(&h.finish().to_le_bytes());
         }
-        half.copy_from_slice(&h.finish().to_le_bytes());
     }
     Uuid::v4_from_bytes(bytes)
 }
