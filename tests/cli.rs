@@ -98,7 +98,7 @@ fn verify_json_is_one_object_with_the_verdict() {
     );
     assert_eq!(v["profile"]["verify_hash"], true);
     assert_eq!(v["tiers_run"], serde_json::json!(["container"]));
-    assert_eq!(v["tiers_not_implemented"], serde_json::json!([]));
+    assert!(v.get("tiers_not_implemented").is_none());
     assert_eq!(v["per_arch"]["sunda"]["gate"], "G9");
 
     let r = neff(&["verify", s(&bad), "--json", "--no-verify-hash"]);

@@ -169,7 +169,12 @@ fn accepted(tier1: Tier1, profile: &RuntimeProfile) -> Result<Container, Error> 
     match (tier1.rejection, tier1.container) {
         (None, Some(c)) => Ok(c),
         (rejection, _) => {
-            let report = Report::new(profile, rejection.as_ref(), tier1.warnings, &["container"]);
+            let report = Report::new(
+                profile,
+                rejection.as_ref(),
+                tier1.warnings,
+                &[crate::Tier::Container],
+            );
             Err(Error::refused(report))
         }
     }

@@ -90,7 +90,7 @@ pub use profile::{
     parse_features, parse_mask, ProfileSettings, RuntimeProfile, EVTACCEL_OFFSET, RUNTIME_VERSION,
     UCODE_ABI_2_31,
 };
-pub use report::{ArchScope, Report, TIERS};
+pub use report::{tier_names, ArchScope, Report, Tier};
 pub use stream_check::{StreamCheck, StreamedDigests};
 pub use tar_reader::{Dialect, Entry, EntryKind, TarReader};
 
@@ -222,9 +222,9 @@ fn arch_loads<R: Read + Seek>(
                     past: refusal.gate,
                     then: m.rejection,
                 });
-                (Some(refusal.clone()), Some(m.model), vec!["container"])
+                (Some(refusal.clone()), Some(m.model), vec![Tier::Container])
             }
-            (rejection, None) => (rejection.clone(), None, vec!["container"]),
+            (rejection, None) => (rejection.clone(), None, vec![Tier::Container]),
         };
         let mut report = Report::new(&profile, rejection.as_ref(), warnings, &tiers);
         if past_refusal.is_none() {
@@ -262,7 +262,7 @@ fn reborrow<'s>(source: &'s mut Option<&mut dyn Source>) -> Option<&'s mut dyn S
 struct ManifestOutcome {
     rejection: Option<Rejection>,
     model: ModelSummary,
-    tiers: Vec<&'static str>,
+    tiers: Vec<Tier>,
     warnings: Vec<String>,
 }
 
@@ -291,10 +291,10 @@ fn manifest_tiers(
             ..profile.clone()
         };
         let mut ctx = Ctx::resume(container, None, &load, &profile, tier2.clone());
-        let mut tiers = vec!["container", "manifests"];
+        let mut tiers = vec![Tier::Container, Tier::Manifests];
         let result = descriptor.clone().and_then(|d| {
             let kelf = manifests::arch_check(&mut ctx, &d)?;
-            tiers.push("sections");
+            tiers.push(Tier::Sections);
             let cayman = kelf.resolved == Arch::Cayman;
             let run = match runs.iter().position(|r| !arch_dependent || r.0 == cayman) {
                 Some(i) => &runs[i],
@@ -308,7 +308,7 @@ fn manifest_tiers(
             };
             ctx.append(&run.1);
             let staging = run.2.clone()?;
-            tiers.push("staging");
+            tiers.push(Tier::Staging);
             staging::run(&mut ctx, &staging)
         });
         ctx.finish_references();
@@ -446,7 +446,7 @@ pub fn load_buffer(buffer: Option<&[u8]>, profile: &RuntimeProfile) -> Loaded {
         Err(e) => {
             let rejection = Rejection::new(Gate::G1, "Invalid NEFF buffer").detail(e.to_string());
             Loaded {
-                report: Report::new(profile, Some(&rejection), Vec::new(), &["container"]),
+                report: Report::new(profile, Some(&rejection), Vec::new(), &[Tier::Container]),
                 rejection: Some(rejection),
                 container: None,
                 model: None,

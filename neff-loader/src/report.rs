@@ -6,11 +6,48 @@ use serde::Serialize;
 use crate::gate::{Gate, NrtStatus, Rejection};
 use crate::profile::RuntimeProfile;
 
-/// Loader tiers, in load order.
-pub const TIERS: [&str; 4] = ["container", "manifests", "sections", "staging"];
+/// A loader tier: a group of gates the runtime runs together, in load order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Tier {
+    /// The header, the payload's framing and the member table (G1–G12).
+    Container,
+    /// neff.json, the KELF descriptor and def.json.
+    Manifests,
+    /// The def.json sections: vars, queues, engines, ucode libraries.
+    Sections,
+    /// What is staged for the device.
+    Staging,
+}
 
-/// Tiers this version implements.
-pub const TIERS_IMPLEMENTED: [&str; 4] = TIERS;
+impl Tier {
+    /// Every tier, in load order.
+    pub const ALL: [Tier; 4] = [
+        Tier::Container,
+        Tier::Manifests,
+        Tier::Sections,
+        Tier::Staging,
+    ];
+
+    /// The name reports use (`"container"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Tier::Container => "container",
+            Tier::Manifests => "manifests",
+            Tier::Sections => "sections",
+            Tier::Staging => "staging",
+        }
+    }
+}
+
+/// The names of tiers, comma-separated.
+pub fn tier_names(tiers: &[Tier]) -> String {
+    tiers
+        .iter()
+        .map(|t| t.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 
 /// Which instance a report speaks for: one arch, or every arch the NEFF
 /// targets (the all-arch verdict). Serializes as `"all"` or the arch name.
@@ -92,9 +129,7 @@ pub struct Report {
     /// The full runtime profile.
     pub profile: RuntimeProfile,
     /// Tiers whose gates ran (a refusal stops the load inside the last one).
-    pub tiers_run: Vec<String>,
-    /// Tiers this version of the verifier does not implement yet.
-    pub tiers_not_implemented: Vec<String>,
+    pub tiers_run: Vec<Tier>,
 }
 
 impl Report {
@@ -103,7 +138,7 @@ impl Report {
         profile: &RuntimeProfile,
         rejection: Option<&Rejection>,
         warnings: Vec<String>,
-        tiers_run: &[&str],
+        tiers_run: &[Tier],
     ) -> Report {
         Report {
             file: None,
@@ -119,12 +154,7 @@ impl Report {
             digest: None,
             target: None,
             profile: profile.clone(),
-            tiers_run: tiers_run.iter().map(|t| t.to_string()).collect(),
-            tiers_not_implemented: TIERS
-                .iter()
-                .filter(|t| !TIERS_IMPLEMENTED.contains(t))
-                .map(|t| t.to_string())
-                .collect(),
+            tiers_run: tiers_run.to_vec(),
         }
     }
 
@@ -144,12 +174,12 @@ impl Report {
             ),
             _ if self.instance_arch == ArchScope::All => format!(
                 "ACCEPTED on every targeted arch (tiers run: {})",
-                self.tiers_run.join(", ")
+                tier_names(&self.tiers_run)
             ),
             _ => format!(
                 "ACCEPTED on {} (tiers run: {})",
                 self.instance_arch.name(),
-                self.tiers_run.join(", ")
+                tier_names(&self.tiers_run)
             ),
         }
     }

@@ -261,7 +261,7 @@ fn print_merged(name: &str, reports: &[&Report]) {
             None => format!(
                 "ACCEPTED on {} (tiers run: {})",
                 arches.join(", "),
-                r.tiers_run.join(", ")
+                neff::loader::tier_names(&r.tiers_run)
             ),
         };
         println!("{name}: {line}");
