@@ -76,10 +76,11 @@ fn the_corpus_matches_neff_verify_covers_every_gate_and_is_reproducible() {
     // Each entry agrees with the built binary's verdict.
     for f in &manifest.fixtures {
         let path = a.join(&f.file);
+        let flags = verify_flags(f);
         let mut args = vec!["verify", path.to_str().unwrap(), "--json"];
-        args.extend(f.verify_args.iter().map(String::as_str));
+        args.extend(flags.iter().map(String::as_str));
         let r = neff(&args);
-        let what = format!("{} {}", f.file, f.verify_args.join(" "));
+        let what = format!("{} {}", f.file, flags.join(" "));
         let want_code = if f.expected.accepted { 0 } else { 1 };
         assert_eq!(
             r.status.code(),
@@ -160,7 +161,7 @@ fn the_corpus_matches_neff_verify_covers_every_gate_and_is_reproducible() {
             .filter(|f| f.file.starts_with(&format!("negative/{gate}-")))
             .collect();
         let legacy = |f: &&&neff::smith::fixtures::Fixture| {
-            f.verify_args.iter().any(|a| a == "--allow-legacy-neff")
+            f.profile.get("allow_legacy_neff") == Some(&Value::Bool(true))
         };
         assert!(
             entries
@@ -179,8 +180,8 @@ fn the_corpus_matches_neff_verify_covers_every_gate_and_is_reproducible() {
     let g17: Vec<_> = manifest
         .fixtures
         .iter()
-        .filter(|f| f.file == "negative/G17-target-cayman.neff" && f.verify_args.len() == 2)
-        .map(|f| (f.verify_args[1].as_str(), f.expected.accepted))
+        .filter(|f| f.file == "negative/G17-target-cayman.neff" && f.profile.is_empty())
+        .map(|f| (f.instance_arch.name(), f.expected.accepted))
         .collect();
     assert!(g17.contains(&("cayman", true)) && g17.contains(&("sunda", false)));
 
@@ -199,6 +200,31 @@ fn the_corpus_matches_neff_verify_covers_every_gate_and_is_reproducible() {
     assert!(tree(&a) == ta, "--force restores the same tree");
 }
 
+/// The `neff verify` flags of an entry's runtime: its `instance_arch` and
+/// each profile key that differs from the default (an independent mapping,
+/// checked against the CLI's).
+fn verify_flags(f: &neff::smith::fixtures::Fixture) -> Vec<String> {
+    let mut flags = vec!["--instance-arch".to_string(), f.instance_arch.name().into()];
+    for (key, value) in &f.profile {
+        let text = || match value {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        match (key.as_str(), value) {
+            ("allow_legacy_neff", Value::Bool(true)) => flags.push("--allow-legacy-neff".into()),
+            ("verify_hash", Value::Bool(false)) => flags.push("--no-verify-hash".into()),
+            ("check_var_ids", Value::Bool(false)) => flags.push("--no-check-var-ids".into()),
+            (
+                "hash_layout" | "supported_features" | "evtaccel_offset" | "virtual_core_size"
+                | "ucode_abi",
+                _,
+            ) => flags.extend([format!("--{}", key.replace('_', "-")), text()]),
+            _ => panic!("{}: no verify flag for {key} = {value}", f.file),
+        }
+    }
+    flags
+}
+
 #[test]
 fn the_manifest_schema_is_published() {
     let r = neff(&["schema", "fixtures-manifest"]);
@@ -207,7 +233,13 @@ fn the_manifest_schema_is_published() {
     let props = &schema["properties"];
     assert!(props["fixtures"].is_object() && props["unreachable"].is_object());
     let text = String::from_utf8(r.stdout).unwrap();
-    for key in ["verify_args", "expected", "error_cause", "warnings"] {
+    for key in [
+        "instance_arch",
+        "profile",
+        "expected",
+        "error_cause",
+        "warnings",
+    ] {
         assert!(text.contains(key), "{key}");
     }
 }

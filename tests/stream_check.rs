@@ -9,8 +9,8 @@ use std::path::Path;
 
 use md5::Digest as _;
 use neff::loader::{
-    extract, verify_file, verify_reader, ExtractLimits, Limits, ProfileSettings, RuntimeProfile,
-    StreamCheck, StreamedDigests, Verdict,
+    extract, verify_file, verify_reader, ExtractLimits, Limits, RuntimeProfile, StreamCheck,
+    StreamedDigests, Verdict,
 };
 use neff::schema::{NeffHeader, HEADER_LEN};
 use neff::smith::corpus::seed_file;
@@ -84,10 +84,17 @@ fn the_streamed_verdict_is_the_read_backs_on_every_fixture() {
     let mut gates = std::collections::BTreeSet::new();
     for fixture in &manifest.fixtures {
         let bytes = std::fs::read(dir.path().join(&fixture.file)).unwrap();
-        let profile = ProfileSettings::from_args(&fixture.verify_args)
-            .unwrap()
-            .profile();
-        let name = format!("{} {:?}", fixture.file, fixture.verify_args);
+        let mut profile: RuntimeProfile =
+            serde_json::from_value(serde_json::Value::Object(fixture.profile.clone())).unwrap();
+        if let Some(arch) = fixture.instance_arch.arch() {
+            profile.instance_arch = arch;
+        }
+        let name = format!(
+            "{} {} {:?}",
+            fixture.file,
+            fixture.instance_arch.name(),
+            fixture.profile
+        );
         gates.extend(same_verdict(&name, &bytes, &profile));
     }
     for gate in ["G3", "G9", "G10", "G11", "G12", "G13", "G20a", "G31"] {

@@ -10,7 +10,8 @@
 //!   simulated runtime), giving a [`Loaded`] with its [`Report`];
 //! * [`verify_file`]: a load on every instance arch, giving a [`Verdict`]
 //!   (accepted when the NEFF loads on every arch it targets);
-//! * [`ProfileSettings`]: a profile as `neff verify` flags, both ways.
+//! * [`verify_in`]: `neff verify FILE`'s report, on one arch or on all;
+//!   the [`RuntimeProfile`] is data (serde), with defaults.
 //!
 //! ```
 //! use neff_loader::{load_file, verify_file, RuntimeProfile};
@@ -87,7 +88,7 @@ pub use memory::{check_members, MemberData};
 pub use model::*;
 pub use ntff::{ntff_neff_uuid, NTFF_UUID_OFFSET};
 pub use profile::{
-    parse_features, parse_mask, ProfileSettings, RuntimeProfile, EVTACCEL_OFFSET, RUNTIME_VERSION,
+    parse_features, parse_mask, verify_in, RuntimeProfile, EVTACCEL_OFFSET, RUNTIME_VERSION,
     UCODE_ABI_2_31,
 };
 pub use report::{tier_names, ArchScope, Report, Tier};

@@ -2,10 +2,10 @@
 
 use neff_schema::features::{self, SUPPORTED_FEATURES_2_31};
 use neff_schema::{Arch, HashLayoutPolicy};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::Path;
 
-use crate::report::Report;
+use crate::report::{ArchScope, Report};
 
 /// The Neuron runtime release whose loader the gates model.
 pub const RUNTIME_VERSION: &str = "2.31";
@@ -18,7 +18,14 @@ pub const UCODE_ABI_2_31: &str = "1.21.1.0";
 pub use neff_schema::manifest::def_json::EVTACCEL_OFFSET;
 
 /// What the simulated runtime is and how it was configured for the load.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+///
+/// It is data: `neff verify`'s flags, Python's keyword arguments and the
+/// fixture manifest's `profile` objects are this struct (JSON keys are the
+/// field names; a key left out keeps its default; masks and offsets are a
+/// number or text as `neff verify` reads them, `supported_features` also
+/// feature names or a list).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
 pub struct RuntimeProfile {
     /// The live instance's NeuronCore architecture (`al_hal_tpb_get_arch_type()`).
     pub instance_arch: Arch,
@@ -32,7 +39,7 @@ pub struct RuntimeProfile {
     /// `NEURON_RT_VALIDATE_HASH=true` computes is not known.
     pub hash_layout: HashLayoutPolicy,
     /// Feature bits the runtime understands; others trip the trapdoor (G5).
-    #[serde(serialize_with = "serialize_hex")]
+    #[serde(serialize_with = "serialize_hex", deserialize_with = "features_of")]
     #[schemars(with = "String")]
     pub supported_features: u64,
     /// The runtime's GPSIMD ucode ABI version; a ucode lib's major version must
@@ -40,7 +47,7 @@ pub struct RuntimeProfile {
     pub ucode_abi: String,
     /// The offset an EVTACCEL carveout must have on Cayman (G30). Default
     /// 0x37FF8: read from an IDA operand, INFERRED·MED (spec §9 C17).
-    #[serde(serialize_with = "serialize_hex")]
+    #[serde(serialize_with = "serialize_hex", deserialize_with = "mask_of")]
     #[schemars(with = "String")]
     pub evtaccel_offset: u64,
     /// Enforce dense var_ids (`max(var_id) + 1 == count`, G20a). The spec cannot
@@ -94,180 +101,27 @@ impl RuntimeProfile {
     }
 }
 
-/// The settings of a simulated runtime as `neff verify` takes them on its
-/// command line: the one mapping between verify flags and a [`RuntimeProfile`].
-/// The CLI maps its parsed flags onto these fields; the fixture corpus records
-/// them as arguments with [`ProfileSettings::args`] and reads them back with
-/// [`ProfileSettings::from_args`].
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ProfileSettings {
-    /// `--instance-arch`: one arch, or `None` for `all` (every arch, accepted
-    /// when it loads on every arch it targets).
-    pub instance_arch: Option<Arch>,
-    /// `--allow-legacy-neff`.
-    pub allow_legacy_neff: bool,
-    /// `--no-verify-hash`.
-    pub no_verify_hash: bool,
-    /// `--hash-layout POLICY` (`None`: the default, `any`).
-    pub hash_layout: Option<HashLayoutPolicy>,
-    /// `--supported-features MASK`.
-    pub supported_features: Option<u64>,
-    /// `--evtaccel-offset OFFSET`.
-    pub evtaccel_offset: Option<u64>,
-    /// `--no-check-var-ids`.
-    pub no_check_var_ids: bool,
-    /// `--virtual-core-size N`.
-    pub virtual_core_size: Option<u32>,
-    /// `--ucode-abi VERSION`.
-    pub ucode_abi: Option<String>,
-}
-
-impl ProfileSettings {
-    /// The default runtime on one instance arch.
-    pub fn on(arch: Arch) -> ProfileSettings {
-        ProfileSettings {
-            instance_arch: Some(arch),
-            ..ProfileSettings::default()
-        }
-    }
-
-    /// The default runtime on every arch (`--instance-arch all`).
-    pub fn all() -> ProfileSettings {
-        ProfileSettings::default()
-    }
-
-    /// The `neff verify` arguments, `--instance-arch` always first.
-    pub fn args(&self) -> Vec<String> {
-        let mut args = vec![
-            "--instance-arch".to_string(),
-            self.instance_arch.map_or("all", Arch::name).to_string(),
-        ];
-        if self.allow_legacy_neff {
-            args.push("--allow-legacy-neff".into());
-        }
-        if self.no_verify_hash {
-            args.push("--no-verify-hash".into());
-        }
-        if let Some(policy) = self.hash_layout {
-            args.extend(["--hash-layout".into(), policy.name().to_string()]);
-        }
-        if let Some(mask) = self.supported_features {
-            args.extend(["--supported-features".into(), format!("{mask:#x}")]);
-        }
-        if let Some(offset) = self.evtaccel_offset {
-            args.extend(["--evtaccel-offset".into(), format!("{offset:#x}")]);
-        }
-        if self.no_check_var_ids {
-            args.push("--no-check-var-ids".into());
-        }
-        if let Some(n) = self.virtual_core_size {
-            args.extend(["--virtual-core-size".into(), n.to_string()]);
-        }
-        if let Some(abi) = &self.ucode_abi {
-            args.extend(["--ucode-abi".into(), abi.clone()]);
-        }
-        args
-    }
-
-    /// Parses `neff verify` profile arguments (those [`ProfileSettings::args`]
-    /// writes, as `--flag value` or `--flag=value`). `--json` is ignored;
-    /// anything else is an error.
-    pub fn from_args<S: AsRef<str>>(args: &[S]) -> Result<ProfileSettings, String> {
-        let mut s = ProfileSettings::default();
-        let mut it = args.iter().map(AsRef::as_ref);
-        while let Some(arg) = it.next() {
-            let (flag, inline) = match arg.split_once('=') {
-                Some((f, v)) if f.starts_with("--") => (f, Some(v)),
-                _ => (arg, None),
+/// Checks a NEFF file as `neff verify FILE` does under `profile` and returns
+/// the report whose fields `--json` prints at top level: on one arch (which
+/// replaces the profile's), that arch's report; on every targeted arch, the
+/// deciding report, with `accepted` the all-arch verdict and `instance_arch`
+/// `"all"`.
+pub fn verify_in(
+    path: impl AsRef<Path>,
+    scope: ArchScope,
+    profile: &RuntimeProfile,
+) -> Result<Report, crate::Error> {
+    let path = path.as_ref();
+    Ok(match scope {
+        ArchScope::Arch(arch) => {
+            let profile = RuntimeProfile {
+                instance_arch: arch,
+                ..profile.clone()
             };
-            let mut value = |what: &str| -> Result<String, String> {
-                inline
-                    .map(str::to_string)
-                    .or_else(|| it.next().map(str::to_string))
-                    .ok_or_else(|| format!("{flag} needs {what}"))
-            };
-            match flag {
-                "--json" => {}
-                "--instance-arch" => {
-                    let v = value("an arch")?;
-                    s.instance_arch = match v.as_str() {
-                        "all" => None,
-                        other => Some(other.parse().map_err(|e| format!("{flag}: {e}"))?),
-                    };
-                }
-                "--allow-legacy-neff" => s.allow_legacy_neff = true,
-                "--no-verify-hash" => s.no_verify_hash = true,
-                "--no-check-var-ids" => s.no_check_var_ids = true,
-                "--hash-layout" => {
-                    let v = value("a layout")?;
-                    s.hash_layout = Some(
-                        [
-                            HashLayoutPolicy::Any,
-                            HashLayoutPolicy::Standard,
-                            HashLayoutPolicy::WordReversed,
-                        ]
-                        .into_iter()
-                        .find(|p| p.name() == v)
-                        .ok_or_else(|| {
-                            format!("{flag}: {v:?} is not any, standard or word-reversed")
-                        })?,
-                    );
-                }
-                "--supported-features" => {
-                    s.supported_features = Some(
-                        parse_features(&value("a mask")?).map_err(|e| format!("{flag}: {e}"))?,
-                    )
-                }
-                "--evtaccel-offset" => {
-                    s.evtaccel_offset = Some(parse_number(flag, &value("an offset")?)?)
-                }
-                "--virtual-core-size" => {
-                    let v = value("a number")?;
-                    s.virtual_core_size = Some(
-                        v.parse()
-                            .map_err(|_| format!("{flag}: {v:?} is not a u32"))?,
-                    );
-                }
-                "--ucode-abi" => s.ucode_abi = Some(value("a version")?),
-                other => return Err(format!("unknown verify argument {other:?}")),
-            }
+            crate::load_file(path, &profile)?.report
         }
-        Ok(s)
-    }
-
-    /// The runtime profile these settings describe (`instance_arch` is
-    /// Cayman, the profile default, under `all`; [`ProfileSettings::verify`]
-    /// replaces it per arch).
-    pub fn profile(&self) -> RuntimeProfile {
-        let defaults = RuntimeProfile::default();
-        RuntimeProfile {
-            instance_arch: self.instance_arch.unwrap_or(defaults.instance_arch),
-            allow_legacy_neff: self.allow_legacy_neff,
-            verify_hash: !self.no_verify_hash,
-            hash_layout: self.hash_layout.unwrap_or(defaults.hash_layout),
-            supported_features: self
-                .supported_features
-                .unwrap_or(defaults.supported_features),
-            evtaccel_offset: self.evtaccel_offset.unwrap_or(defaults.evtaccel_offset),
-            check_var_ids: !self.no_check_var_ids,
-            virtual_core_size: self.virtual_core_size,
-            ucode_abi: self.ucode_abi.clone().unwrap_or(defaults.ucode_abi),
-            ..defaults
-        }
-    }
-
-    /// Checks a NEFF file as `neff verify FILE` does with these settings and
-    /// returns the report whose fields `--json` prints at top level: under one
-    /// arch that arch's report; under `all` the deciding report, with
-    /// `accepted` the all-arch verdict and `instance_arch` `"all"`.
-    pub fn verify(&self, path: impl AsRef<Path>) -> Result<Report, crate::Error> {
-        let path = path.as_ref();
-        let profile = self.profile();
-        Ok(match self.instance_arch {
-            Some(_) => crate::load_file(path, &profile)?.report,
-            None => crate::verify_file(path, &profile)?.combined_report(),
-        })
-    }
+        ArchScope::All => crate::verify_file(path, profile)?.combined_report(),
+    })
 }
 
 /// A 64-bit number as `verify` reads masks: `0x` hex, `0b` binary or decimal
@@ -304,8 +158,40 @@ fn feature_item(item: &str) -> Result<u64, String> {
     features::bit_of(item).ok_or_else(|| features::unknown_feature(item).to_string())
 }
 
-fn parse_number(flag: &str, text: &str) -> Result<u64, String> {
-    parse_mask(text).map_err(|e| format!("{flag}: {e}"))
+/// A number, or text as [`parse_mask`] reads it.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum NumberOrText {
+    Number(u64),
+    Text(String),
+}
+
+/// `supported_features`: a mask, text as [`parse_features`] reads it, or a
+/// list of numbers and names.
+fn features_of<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Features {
+        One(NumberOrText),
+        Many(Vec<NumberOrText>),
+    }
+    let item = |v: NumberOrText| match v {
+        NumberOrText::Number(n) => Ok(n),
+        NumberOrText::Text(t) => parse_features(&t),
+    };
+    match Features::deserialize(d)? {
+        Features::One(v) => item(v),
+        Features::Many(vs) => vs.into_iter().try_fold(0, |mask, v| Ok(mask | item(v)?)),
+    }
+    .map_err(serde::de::Error::custom)
+}
+
+/// A number, or text as [`parse_mask`] reads it.
+fn mask_of<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    match NumberOrText::deserialize(d)? {
+        NumberOrText::Number(n) => Ok(n),
+        NumberOrText::Text(t) => parse_mask(&t).map_err(serde::de::Error::custom),
+    }
 }
 
 fn serialize_hex<S: serde::Serializer>(value: &u64, s: S) -> Result<S::Ok, S::Error> {
@@ -317,32 +203,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn settings_args_round_trip() {
-        let s = ProfileSettings {
-            instance_arch: Some(Arch::Sunda),
-            allow_legacy_neff: true,
-            no_verify_hash: true,
-            hash_layout: Some(HashLayoutPolicy::WordReversed),
-            supported_features: Some(0xFFF_FFFF),
-            evtaccel_offset: Some(0x1000),
-            no_check_var_ids: true,
-            virtual_core_size: Some(2),
-            ucode_abi: Some("2.0.0.0".into()),
-        };
-        assert_eq!(ProfileSettings::from_args(&s.args()), Ok(s));
+    fn a_profile_is_data_with_defaults() {
+        let p: RuntimeProfile = serde_json::from_str(
+            r#"{"verify_hash": false, "supported_features": ["vnc", 2], "evtaccel_offset": "0x1000"}"#,
+        )
+        .unwrap();
         assert_eq!(
-            ProfileSettings::from_args(&["--instance-arch=all", "--json"]),
-            Ok(ProfileSettings::all())
+            p,
+            RuntimeProfile {
+                verify_hash: false,
+                supported_features: 0x402,
+                evtaccel_offset: 0x1000,
+                ..RuntimeProfile::default()
+            }
         );
-        assert!(ProfileSettings::from_args(&["--bogus"]).is_err());
-        assert!(ProfileSettings::from_args(&["--instance-arch"]).is_err());
-        assert!(ProfileSettings::from_args(&["--supported-features", "zz"]).is_err());
-        assert!(ProfileSettings::from_args(&["--hash-layout", "zz"]).is_err());
-        assert_eq!(
-            ProfileSettings::from_args(&["--supported-features", "vnc,0x2"])
-                .map(|s| s.supported_features),
-            Ok(Some(0x402))
-        );
+        let back: RuntimeProfile =
+            serde_json::from_value(serde_json::to_value(&p).unwrap()).unwrap();
+        assert_eq!(back, p);
+        let e = serde_json::from_str::<RuntimeProfile>(r#"{"no_verify_hash": true}"#);
+        assert!(e.unwrap_err().to_string().contains("unknown field"));
+        let e = serde_json::from_str::<RuntimeProfile>(r#"{"supported_features": "zz"}"#);
+        assert!(e.unwrap_err().to_string().contains("zz"));
     }
 
     #[test]

@@ -91,6 +91,15 @@ impl Serialize for ArchScope {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for ArchScope {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        ArchScope::parse(&text).ok_or_else(|| {
+            serde::de::Error::custom(format!("{text:?} is not all or an instance arch"))
+        })
+    }
+}
+
 /// What a load under one [`RuntimeProfile`] concluded. In JSON the status is
 /// two keys, `status` (the code) and `status_name`, and the gate its id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]

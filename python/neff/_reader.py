@@ -358,29 +358,12 @@ def _source(source: Source) -> Union[str, bytes]:
 
 
 PROFILE_KNOBS = (
-    "allow_legacy_neff", "no_verify_hash", "hash_layout", "supported_features", "evtaccel_offset",
-    "no_check_var_ids", "virtual_core_size", "ucode_abi",
+    "allow_legacy_neff", "verify_hash", "hash_layout", "supported_features", "ucode_abi",
+    "evtaccel_offset", "check_var_ids", "virtual_core_size", "lenient_kelf_node", "accept_array_sections",
 )
-"""The keyword arguments of the verify functions: ``neff verify``'s flags, ``_`` for ``-``."""
-
-
-def _profile_args(instance_arch: str = "all", **profile: Any) -> List[str]:
-    """The ``neff verify`` arguments of the keyword arguments (the CLI's flag names, ``_`` for ``-``).
-
-    >>> _profile_args(allow_legacy_neff=True, supported_features=["vnc", 0x4])
-    ['--instance-arch', 'all', '--allow-legacy-neff', '--supported-features', 'vnc,4']
-    """
-    unknown = sorted(set(profile) - set(PROFILE_KNOBS))
-    if unknown:
-        raise NeffValueError(f"unknown profile knob {unknown[0]!r}: use {', '.join(PROFILE_KNOBS)}", "BadOption")
-    args = ["--instance-arch", instance_arch]
-    for name, value in profile.items():
-        flag = "--" + name.replace("_", "-")
-        if isinstance(value, bool):
-            args += [flag] if value else []
-        elif value is not None:
-            args += [flag, _features(value) if name == "supported_features" else str(value)]
-    return args
+"""The keyword arguments of the verify functions: the fields of the runtime
+profile (``neff schema verify-report``'s ``profile``), read as that struct by
+the Rust core; ``supported_features`` is an int, feature names, or a list of both."""
 
 
 def _features(value: Features) -> str:
@@ -661,16 +644,15 @@ class Neff:
         return copy
 
     def verify(self, instance_arch: str = "all", **profile: Any) -> Report:
-        """Runs the loader's gates (``neff verify``); profile knobs are the CLI's flags.
+        """Runs the loader's gates (``neff verify``) on ``instance_arch`` (``"all"``:
+        every arch the NEFF targets) under the runtime profile the keyword
+        arguments set (:data:`PROFILE_KNOBS`: the profile's fields, as
+        ``neff verify --json`` prints them under ``profile``).
 
-        Knobs: ``allow_legacy_neff``, ``no_verify_hash``, ``hash_layout``,
-        ``supported_features`` (int or names), ``evtaccel_offset``,
-        ``no_check_var_ids``, ``virtual_core_size``, ``ucode_abi``.
-
-        >>> neff.open("m.neff").verify(instance_arch="cayman", no_verify_hash=True).accepted
+        >>> neff.open("m.neff").verify(instance_arch="cayman", verify_hash=False).accepted
         True
         """
-        return Report._from(json.loads(_native.verify(self._source, _profile_args(instance_arch, **profile))))
+        return Report._from(json.loads(_native.verify(self._source, instance_arch, **profile)))
 
 
 _MappingABC.register(Neff)
@@ -779,7 +761,7 @@ def verify(source: Source, instance_arch: str = "all", **profile: Any) -> Report
     >>> neff.verify("model.neff", allow_legacy_neff=True).accepted
     True
     """
-    return Report._from(json.loads(_native.verify(_source(source), _profile_args(instance_arch, **profile))))
+    return Report._from(json.loads(_native.verify(_source(source), instance_arch, **profile)))
 
 
 def verify_many(
@@ -796,7 +778,7 @@ def verify_many(
     >>> [r.file for r in neff.verify_many("cache/")]
     """
     given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-    docs = _native.verify_many([os.fspath(p) for p in given], _profile_args(instance_arch, **profile), threads)
+    docs = _native.verify_many([os.fspath(p) for p in given], instance_arch, threads, **profile)
     return [Report._from(json.loads(d)) for d in docs]
 
 

@@ -5,6 +5,8 @@
 pub(crate) mod buffer;
 mod model;
 
+pub(crate) use model::json_of;
+
 use std::io::{Cursor, Read};
 use std::path::{Path, PathBuf};
 

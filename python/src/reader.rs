@@ -12,11 +12,11 @@ use std::sync::Mutex;
 use neff_loader::diff::{member_key, open_members};
 use neff_loader::inputs::Input;
 use neff_loader::{
-    load_reader, verify_reader, Error, ErrorKind, InspectReport, Limits, MemoryReport,
-    ProfileSettings, RuntimeProfile, Verdict,
+    load_reader, verify_reader, ArchScope, Error, ErrorKind, InspectReport, Limits, MemoryReport,
+    RuntimeProfile, Verdict,
 };
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict};
 use serde_json::{json, Value};
 
 use crate::errors::{bad_argument, loader_error};
@@ -70,13 +70,46 @@ fn to_json<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_else(|e| json!({ "error": e.to_string() }).to_string())
 }
 
-/// The `neff verify --json` document of one NEFF under the profile the
-/// `neff verify` arguments `args` describe.
+/// The runtime of keyword arguments: `instance_arch` (`"all"` or an arch)
+/// and the [`RuntimeProfile`] fields, by name (`None` keeps the default).
+fn runtime(
+    instance_arch: &str,
+    profile: Option<&Bound<'_, PyDict>>,
+) -> PyResult<(ArchScope, RuntimeProfile)> {
+    let scope = ArchScope::parse(instance_arch).ok_or_else(|| {
+        bad_argument(&format!(
+            "instance_arch {instance_arch:?} is not all, sunda, cayman or mariana"
+        ))
+    })?;
+    let mut fields = serde_json::Map::new();
+    for (key, value) in profile.into_iter().flat_map(|d| d.iter()) {
+        let key: String = key.extract()?;
+        if !value.is_none() {
+            let value = crate::builder::json_of(&value, &key)?;
+            fields.insert(key, value);
+        }
+    }
+    let mut profile: RuntimeProfile = serde_json::from_value(Value::Object(fields))
+        .map_err(|e| bad_argument(&format!("profile: {e}")))?;
+    if let ArchScope::Arch(arch) = scope {
+        profile.instance_arch = arch;
+    }
+    Ok((scope, profile))
+}
+
+/// The `neff verify --json` document of one NEFF on `instance_arch` under
+/// the runtime profile the keyword arguments describe.
 #[pyfunction]
-fn verify(py: Python<'_>, source: &Bound<'_, PyAny>, args: Vec<String>) -> PyResult<String> {
-    let settings = ProfileSettings::from_args(&args).map_err(|e| bad_argument(&e))?;
+#[pyo3(signature = (source, instance_arch, **profile))]
+fn verify(
+    py: Python<'_>,
+    source: &Bound<'_, PyAny>,
+    instance_arch: &str,
+    profile: Option<&Bound<'_, PyDict>>,
+) -> PyResult<String> {
+    let (scope, profile) = runtime(instance_arch, profile)?;
     let source = Source::extract(source)?;
-    py.detach(|| checked(&source, &settings))
+    py.detach(|| checked(&source, scope, &profile))
         .map_err(|e| located(&source, e))
 }
 
@@ -91,14 +124,17 @@ fn verify_source(source: &Source<'_>, profile: &RuntimeProfile) -> Result<Verdic
 
 /// One verify document: under one arch that arch's report; under all the
 /// deciding report with `targeted_arches` and `per_arch`, as `neff verify`.
-fn checked(source: &Source<'_>, settings: &ProfileSettings) -> Result<String, Error> {
-    let profile = settings.profile();
-    if settings.instance_arch.is_some() {
-        let mut report = load_reader(Some(source.open()?), &profile, &Limits::default())?.report;
+fn checked(
+    source: &Source<'_>,
+    scope: ArchScope,
+    profile: &RuntimeProfile,
+) -> Result<String, Error> {
+    if scope != ArchScope::All {
+        let mut report = load_reader(Some(source.open()?), profile, &Limits::default())?.report;
         report.file = Some(source.name());
         return Ok(to_json(&report));
     }
-    Ok(verdict_doc(&verify_source(source, &profile)?).to_string())
+    Ok(verdict_doc(&verify_source(source, profile)?).to_string())
 }
 
 /// The `neff verify --json` document of a verdict on every arch: the
@@ -124,14 +160,15 @@ fn verdict_doc(verdict: &Verdict) -> Value {
 /// The first file that cannot be read raises, naming it, and so do paths
 /// that name no NEFF at all.
 #[pyfunction]
-#[pyo3(signature = (paths, args, threads=None))]
+#[pyo3(signature = (paths, instance_arch, threads=None, **profile))]
 fn verify_many(
     py: Python<'_>,
     paths: Vec<PathBuf>,
-    args: Vec<String>,
+    instance_arch: &str,
     threads: Option<NonZeroUsize>,
+    profile: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Vec<String>> {
-    let settings = ProfileSettings::from_args(&args).map_err(|e| bad_argument(&e))?;
+    let (scope, profile) = runtime(instance_arch, profile)?;
     let mut sources = Vec::new();
     for input in neff_loader::inputs::expand(&paths) {
         match input {
@@ -162,7 +199,7 @@ fn verify_many(
         .min(sources.len().max(1));
     let results = py.detach(|| {
         parallel(&sources, workers, |s| {
-            checked(s, &settings).map_err(|e| with_path(s, e))
+            checked(s, scope, &profile).map_err(|e| with_path(s, e))
         })
     });
     results

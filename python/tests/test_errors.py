@@ -45,7 +45,7 @@ def test_bad_profile_knobs_are_value_errors() -> None:
         neff.verify(path, hash_layout="sideways")
     with pytest.raises(neff.NeffValueError, match="unknown feature"):
         neff.verify(path, supported_features="warp_drive")
-    with pytest.raises(ValueError, match="unknown profile knob 'instance'"):
+    with pytest.raises(ValueError, match="unknown field `instance`"):
         neff.verify(path, instance="sunda")
     with pytest.raises(ValueError, match="arch"):
         neff.verify(path, instance_arch="vax")

@@ -9,9 +9,7 @@ use std::path::{Path, PathBuf};
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
-use neff::loader::{
-    load_reader, ArchScope, Error, Limits, ProfileSettings, Report, RuntimeProfile,
-};
+use neff::loader::{load_reader, ArchScope, Error, Limits, Report, RuntimeProfile};
 use neff::schema::{Arch, HashLayoutPolicy};
 
 use super::input;
@@ -113,20 +111,22 @@ pub struct Combined {
 }
 
 pub fn run(args: VerifyArgs) -> Result<u8, Box<dyn std::error::Error>> {
-    // The flags map onto the loader's profile settings, the one place that
-    // turns verify options into a runtime profile.
-    let profile = ProfileSettings {
-        instance_arch: args.instance_arch.arch(),
+    // The one place that maps verify's flags onto a runtime profile.
+    let defaults = RuntimeProfile::default();
+    let profile = RuntimeProfile {
+        instance_arch: args.instance_arch.arch().unwrap_or(defaults.instance_arch),
         allow_legacy_neff: args.allow_legacy_neff,
-        no_verify_hash: args.no_verify_hash,
-        hash_layout: Some(args.hash_layout),
-        supported_features: args.supported_features,
-        evtaccel_offset: args.evtaccel_offset,
-        no_check_var_ids: args.no_check_var_ids,
+        verify_hash: !args.no_verify_hash,
+        hash_layout: args.hash_layout,
+        supported_features: args
+            .supported_features
+            .unwrap_or(defaults.supported_features),
+        evtaccel_offset: args.evtaccel_offset.unwrap_or(defaults.evtaccel_offset),
+        check_var_ids: !args.no_check_var_ids,
         virtual_core_size: args.virtual_core_size,
-        ucode_abi: args.ucode_abi.clone(),
-    }
-    .profile();
+        ucode_abi: args.ucode_abi.clone().unwrap_or(defaults.ucode_abi),
+        ..defaults
+    };
     match args.files.as_slice() {
         [one] if !one.is_dir() => run_one(&args, one, &profile),
         files => many::run(&args, files, &profile),

@@ -34,7 +34,7 @@ fn spec_error(key: &str, message: String) -> PyErr {
 /// A Python value as JSON (`None`, bools, integers, floats, strings, lists,
 /// tuples and dicts with string keys; anything with `__index__`, such as a
 /// numpy integer, as an integer).
-fn json_of(value: &Bound<'_, PyAny>, key: &str) -> PyResult<Value> {
+pub(crate) fn json_of(value: &Bound<'_, PyAny>, key: &str) -> PyResult<Value> {
     json_at(value, key, 0)
 }
 
