@@ -141,12 +141,10 @@ fn many_members(names: impl Iterator<Item = String>) -> Vec<u8> {
 }
 
 fn load_with(bytes: &[u8], limits: &neff::loader::Limits) -> neff::loader::Loaded {
-    neff::loader::load_reader(
-        Some(std::io::Cursor::new(bytes)),
-        &RuntimeProfile::default(),
-        limits,
-    )
-    .unwrap()
+    neff::loader::Loader::new(&RuntimeProfile::default())
+        .limits(limits.clone())
+        .load(Some(std::io::Cursor::new(bytes)))
+        .unwrap()
 }
 
 #[test]

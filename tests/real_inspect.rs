@@ -10,17 +10,14 @@ use std::io::{Cursor, Read};
 use std::path::Path;
 
 use neff::loader::InspectReport;
-use neff::loader::{verify_reader, Limits, RuntimeProfile};
+use neff::loader::{Loader, RuntimeProfile};
 use serde_json::{json, Value};
 
 /// The report `neff inspect --json` prints, as JSON.
 fn inspect(bytes: &[u8], file: &str) -> Value {
-    let verdict = verify_reader(
-        Some(Cursor::new(bytes)),
-        &RuntimeProfile::default(),
-        &Limits::default(),
-    )
-    .unwrap_or_else(|e| panic!("{file}: {e}"));
+    let verdict = Loader::new(&RuntimeProfile::default())
+        .verify(Some(Cursor::new(bytes)))
+        .unwrap_or_else(|e| panic!("{file}: {e}"));
     serde_json::to_value(InspectReport::new(file, &verdict)).expect("serializable")
 }
 

@@ -7,7 +7,7 @@ mod common;
 use std::io::{Cursor, Read, Write};
 
 use neff::loader::InspectReport;
-use neff::loader::{load_buffer, verify_reader, Limits, RuntimeProfile};
+use neff::loader::{load_buffer, Loader, RuntimeProfile};
 use neff::schema::Arch;
 use neff::smith::corpus::{seed_file, Mix};
 use neff::smith::generate::GenConfig;
@@ -66,12 +66,9 @@ fn check(bytes: &[u8], arch: Arch, inspect: bool) -> bool {
         assert!(r.message.is_some() && r.status.code() != 0, "{r:?}");
     }
     if inspect {
-        let verdict = verify_reader(
-            Some(Cursor::new(bytes)),
-            &RuntimeProfile::default(),
-            &Limits::default(),
-        )
-        .unwrap();
+        let verdict = Loader::new(&RuntimeProfile::default())
+            .verify(Some(Cursor::new(bytes)))
+            .unwrap();
         let report = InspectReport::new("smoke", &verdict);
         serde_json::to_string(&report).unwrap();
     }

@@ -1,6 +1,6 @@
 //! The streamed check (`neff_loader::StreamCheck`, what `pack` and `build`
 //! run instead of reading their output back) gives exactly the verdict a
-//! read-back through `verify_reader` gives: over every fixture (each gate
+//! read-back through `Loader::verify` gives: over every fixture (each gate
 //! G3–G31 a file can reach, under its own profile), over corpus seeds valid
 //! and mutated, and over the real NEFFs repacked with their own framing.
 
@@ -9,7 +9,7 @@ use std::path::Path;
 
 use md5::Digest as _;
 use neff::loader::{
-    extract, verify_file, verify_reader, ExtractLimits, Limits, RuntimeProfile, StreamCheck,
+    extract, verify_file, ExtractLimits, Limits, Loader, RuntimeProfile, StreamCheck,
     StreamedDigests, Verdict,
 };
 use neff::schema::{NeffHeader, HEADER_LEN};
@@ -61,7 +61,9 @@ fn streamed(bytes: &[u8], profile: &RuntimeProfile) -> Option<Verdict> {
 /// Asserts the streamed verdict on `bytes` is the read-back's; returns the
 /// read-back's gate (`None`: accepted).
 fn same_verdict(name: &str, bytes: &[u8], profile: &RuntimeProfile) -> Option<String> {
-    let read_back = verify_reader(Some(Cursor::new(bytes)), profile, &Limits::default()).unwrap();
+    let read_back = Loader::new(profile)
+        .verify(Some(Cursor::new(bytes)))
+        .unwrap();
     let gate = read_back.combined_report().gate_id().map(str::to_string);
     if bytes.len() < HEADER_LEN {
         return gate; // G2: a writer always writes the header.

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use neff_loader::InspectReport;
 use neff_loader::{extract, ExtractLimits};
-use neff_loader::{load_buffer, verify_reader, Limits, Loaded, RuntimeProfile, Verdict};
+use neff_loader::{load_buffer, Loaded, Loader, RuntimeProfile, Verdict};
 use neff_loader::{payload_stream, EntryFate};
 use neff_loader::{EntryKind, TarReader};
 use neff_schema::{Arch, NeffHeader, PkgVersion, HEADER_LEN};
@@ -35,7 +35,7 @@ pub fn read_verify(data: &[u8]) {
 }
 
 /// Loads `data` under `base` on every arch (`load_buffer`), then all at once
-/// (`verify_reader`, `InspectReport`). Returns the gate that refused the
+/// (`Loader::verify`, `InspectReport`). Returns the gate that refused the
 /// first load, if any.
 fn load_everywhere(data: &[u8], base: &RuntimeProfile) -> Option<&'static str> {
     let loads: Vec<Loaded> = Arch::ALL
@@ -55,13 +55,14 @@ fn load_everywhere(data: &[u8], base: &RuntimeProfile) -> Option<&'static str> {
     for loaded in &loads {
         assert_eq!(loaded.model.is_some(), tier1, "tier 1 depends on the arch");
     }
-    let verdict = verify_reader(Some(Cursor::new(data)), base, &Limits::default())
+    let verdict = Loader::new(base)
+        .verify(Some(Cursor::new(data)))
         .expect("reading from memory cannot fail");
     assert_eq!(verdict.loads.len(), loads.len());
     for (one, all) in loads.iter().zip(&verdict.loads) {
         assert_eq!(
             one.report, all.report,
-            "load_buffer and verify_reader disagree"
+            "load_buffer and Loader::verify disagree"
         );
     }
     check_verdict(&verdict);
@@ -188,12 +189,9 @@ pub fn repack(members: &[(String, Vec<u8>)], pkg: PkgVersion, level: u32) {
     let outcome = packager_of(&kept)
         .write_to(&mut bytes, &options)
         .unwrap_or_else(|e| panic!("packing {} members failed: {e}", kept.len()));
-    let verdict = verify_reader(
-        Some(Cursor::new(&bytes)),
-        &RuntimeProfile::default(),
-        &Limits::default(),
-    )
-    .expect("reading from memory cannot fail");
+    let verdict = Loader::new(&RuntimeProfile::default())
+        .verify(Some(Cursor::new(&bytes)))
+        .expect("reading from memory cannot fail");
     let first = &verdict.loads[0];
     assert!(
         first.model.is_some(),
@@ -349,12 +347,9 @@ pub fn roundtrip(spec: &serde_json::Value) {
     let (bytes, framing) = build();
     let (again, _) = build();
     assert!(again == bytes, "building the same spec twice differs");
-    let verdict = verify_reader(
-        Some(Cursor::new(&bytes)),
-        &RuntimeProfile::default(),
-        &Limits::default(),
-    )
-    .expect("reading from memory cannot fail");
+    let verdict = Loader::new(&RuntimeProfile::default())
+        .verify(Some(Cursor::new(&bytes)))
+        .expect("reading from memory cannot fail");
     assert!(
         verdict.accepted,
         "a generated NEFF is refused: {}",

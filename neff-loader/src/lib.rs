@@ -6,10 +6,12 @@
 //! runtime's status code and log line. The walk streams the payload: memory
 //! stays bounded whatever the input (see [`Limits`]).
 //!
-//! * [`load_file`] / [`load_reader`]: one load under a [`RuntimeProfile`] (the
-//!   simulated runtime), giving a [`Loaded`] with its [`Report`];
-//! * [`verify_file`]: a load on every instance arch, giving a [`Verdict`]
-//!   (accepted when the NEFF loads on every arch it targets);
+//! * [`Loader`]: the loader under a [`RuntimeProfile`] (the simulated
+//!   runtime) and [`Limits`]: `load` (one arch, a [`Loaded`] with its
+//!   [`Report`]), `load_arches`, `verify` (every arch, a [`Verdict`]: accepted
+//!   when the NEFF loads on every arch it targets), on any seekable source;
+//! * [`load_file`], [`verify_file`] and [`load_buffer`]: the same on a file
+//!   or bytes in memory, with the default limits;
 //! * [`verify_in`]: `neff verify FILE`'s report, on one arch or on all;
 //!   the [`RuntimeProfile`] is data (serde), with defaults.
 //!
@@ -141,32 +143,97 @@ pub struct PastRefusal {
     pub then: Option<Rejection>,
 }
 
-/// Loads a NEFF from a seekable source under `profile`. `None` stands for a
-/// NULL buffer. `Err` means the source could not be read (an I/O failure,
-/// [`ErrorKind::Read`]), never that the NEFF is bad: refusals are in the report.
-pub fn load_reader<R: Read + Seek>(
-    source: Option<R>,
-    profile: &RuntimeProfile,
-    limits: &Limits,
-) -> Result<Loaded, Error> {
-    let mut all = load_reader_arches(source, profile, &[profile.instance_arch], limits)?;
-    all.pop()
-        .ok_or_else(|| Error::new(ErrorKind::Pipeline, "no load ran"))
+/// The loader under one runtime profile and memory limits: reads a NEFF as
+/// the runtime does and runs the gates in its order.
+///
+/// `None` as a source stands for a NULL buffer (refused by G1). `Err` means
+/// the source could not be read (an I/O failure, [`ErrorKind::Read`]), never
+/// that the NEFF is bad: refusals are in the reports.
+///
+/// ```
+/// use neff_loader::{Limits, Loader, RuntimeProfile};
+/// let profile = RuntimeProfile::default();
+/// let bytes: &[u8] = b"not a NEFF";
+/// let verdict = Loader::new(&profile)
+///     .limits(Limits::for_verdict())
+///     .verify(Some(std::io::Cursor::new(bytes)))?;
+/// assert!(!verdict.accepted);
+/// # Ok::<(), neff_loader::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Loader<'p> {
+    profile: &'p RuntimeProfile,
+    limits: Limits,
 }
 
-/// Loads a NEFF once and runs the arch-dependent tiers under `profile` for
-/// each of `arches` (Tier 1 does not depend on the arch and runs once).
-/// Returns one [`Loaded`] per arch, in order; only the first carries the
-/// container.
-pub fn load_reader_arches<R: Read + Seek>(
-    source: Option<R>,
-    profile: &RuntimeProfile,
-    arches: &[Arch],
-    limits: &Limits,
-) -> Result<Vec<Loaded>, Error> {
-    let mut source = source;
-    let tier1 = container::run(source.as_mut(), profile, limits)?;
-    after_tier1(tier1, source, profile, arches)
+impl<'p> Loader<'p> {
+    /// The loader of `profile`, with [`Limits::default`].
+    pub fn new(profile: &'p RuntimeProfile) -> Loader<'p> {
+        Loader {
+            profile,
+            limits: Limits::default(),
+        }
+    }
+
+    /// The same loader with other memory limits (and progress counter).
+    pub fn limits(mut self, limits: Limits) -> Loader<'p> {
+        self.limits = limits;
+        self
+    }
+
+    /// Loads a NEFF on the profile's instance arch.
+    pub fn load<R: Read + Seek>(&self, source: Option<R>) -> Result<Loaded, Error> {
+        let arch = [self.profile.instance_arch];
+        let mut all = self.load_arches(source, &arch)?;
+        all.pop()
+            .ok_or_else(|| Error::new(ErrorKind::Pipeline, "no load ran"))
+    }
+
+    /// Loads a NEFF once and runs the arch-dependent tiers for each of
+    /// `arches` (Tier 1 does not depend on the arch and runs once). One
+    /// [`Loaded`] per arch, in order; only the first carries the container.
+    pub fn load_arches<R: Read + Seek>(
+        &self,
+        source: Option<R>,
+        arches: &[Arch],
+    ) -> Result<Vec<Loaded>, Error> {
+        let mut source = source;
+        let tier1 = container::run(source.as_mut(), self.profile, &self.limits)?;
+        after_tier1(tier1, source, self.profile, arches)
+    }
+
+    /// Loads a NEFF on every architecture and decides whether it loads
+    /// wherever it targets.
+    pub fn verify<R: Read + Seek>(&self, source: Option<R>) -> Result<Verdict, Error> {
+        Ok(Verdict::from_loads(self.load_arches(source, &Arch::ALL)?))
+    }
+
+    /// [`Loader::load_arches`] on the file at `path`; every report's `file`
+    /// is `path`.
+    pub fn load_path_arches(
+        &self,
+        path: impl AsRef<Path>,
+        arches: &[Arch],
+    ) -> Result<Vec<Loaded>, Error> {
+        let path = path.as_ref();
+        let file =
+            File::open(path).map_err(|e| Error::io(ErrorKind::Read, "cannot open", path, e))?;
+        let source = Some(io::BufReader::with_capacity(1 << 20, file));
+        let mut all = self
+            .load_arches(source, arches)
+            .map_err(|e| e.at_path(path))?;
+        for loaded in &mut all {
+            loaded.report.file = Some(path.display().to_string());
+        }
+        Ok(all)
+    }
+
+    /// [`Loader::verify`] on the file at `path`.
+    pub fn verify_path(&self, path: impl AsRef<Path>) -> Result<Verdict, Error> {
+        Ok(Verdict::from_loads(
+            self.load_path_arches(path, &Arch::ALL)?,
+        ))
+    }
 }
 
 /// What follows Tier 1, whichever way it ran (over a seekable source or
@@ -404,44 +471,17 @@ impl Verdict {
     }
 }
 
-/// Loads a NEFF under `profile` on every architecture and decides whether it
-/// loads wherever it targets.
-pub fn verify_reader<R: Read + Seek>(
-    source: Option<R>,
-    profile: &RuntimeProfile,
-    limits: &Limits,
-) -> Result<Verdict, Error> {
-    Ok(Verdict::from_loads(load_reader_arches(
-        source,
-        profile,
-        &Arch::ALL,
-        limits,
-    )?))
-}
-
-/// [`verify_reader`] on a file, under [`Limits::for_verdict`] (no entry
+/// [`Loader::verify`] on a file, under [`Limits::for_verdict`] (no entry
 /// table: a verdict does not need one).
 pub fn verify_file(path: impl AsRef<Path>, profile: &RuntimeProfile) -> Result<Verdict, Error> {
-    verify_file_with(path, profile, &Limits::for_verdict())
-}
-
-/// [`verify_file`] with explicit limits (and a progress counter).
-pub fn verify_file_with(
-    path: impl AsRef<Path>,
-    profile: &RuntimeProfile,
-    limits: &Limits,
-) -> Result<Verdict, Error> {
-    Ok(Verdict::from_loads(load_file_arches_with(
-        path,
-        profile,
-        &Arch::ALL,
-        limits,
-    )?))
+    Loader::new(profile)
+        .limits(Limits::for_verdict())
+        .verify_path(path)
 }
 
 /// Loads a NEFF held in memory (`None` = a NULL buffer, refused by G1).
 pub fn load_buffer(buffer: Option<&[u8]>, profile: &RuntimeProfile) -> Loaded {
-    match load_reader(buffer.map(Cursor::new), profile, &Limits::default()) {
+    match Loader::new(profile).load(buffer.map(Cursor::new)) {
         Ok(loaded) => loaded,
         // Reading from memory cannot fail; keep the signature total anyway.
         Err(e) => {
@@ -457,40 +497,11 @@ pub fn load_buffer(buffer: Option<&[u8]>, profile: &RuntimeProfile) -> Loaded {
     }
 }
 
-/// Loads a NEFF file. The report's `file` field is set to `path`.
+/// Loads a NEFF file on the profile's arch. The report's `file` field is
+/// set to `path`.
 pub fn load_file(path: impl AsRef<Path>, profile: &RuntimeProfile) -> Result<Loaded, Error> {
-    let mut all = load_file_arches(path, profile, &[profile.instance_arch])?;
+    let arch = [profile.instance_arch];
+    let mut all = Loader::new(profile).load_path_arches(path, &arch)?;
     all.pop()
         .ok_or_else(|| Error::new(ErrorKind::Pipeline, "no load ran"))
-}
-
-/// [`load_reader_arches`] on a file; every report's `file` is set to `path`.
-pub fn load_file_arches(
-    path: impl AsRef<Path>,
-    profile: &RuntimeProfile,
-    arches: &[Arch],
-) -> Result<Vec<Loaded>, Error> {
-    load_file_arches_with(path, profile, arches, &Limits::default())
-}
-
-/// [`load_file_arches`] with explicit limits.
-pub fn load_file_arches_with(
-    path: impl AsRef<Path>,
-    profile: &RuntimeProfile,
-    arches: &[Arch],
-    limits: &Limits,
-) -> Result<Vec<Loaded>, Error> {
-    let path = path.as_ref();
-    let file = File::open(path).map_err(|e| Error::io(ErrorKind::Read, "cannot open", path, e))?;
-    let mut all = load_reader_arches(
-        Some(io::BufReader::with_capacity(1 << 20, file)),
-        profile,
-        arches,
-        limits,
-    )
-    .map_err(|e| e.at_path(path))?;
-    for loaded in &mut all {
-        loaded.report.file = Some(path.display().to_string());
-    }
-    Ok(all)
 }

@@ -5,7 +5,7 @@
 //! The payload does not exist yet, so what depends on it is left to a check of
 //! the written file: G1–G3, G6 and G8–G12 (sizes, compression, the tar walk,
 //! the hash). The header gates on fields alone (G4, G5, G7) and every manifest
-//! tier run as in [`crate::verify_reader`].
+//! tier run as in [`crate::Loader::verify`].
 
 use std::io;
 
@@ -33,7 +33,7 @@ pub enum MemberData<'a> {
 }
 
 /// Runs the gates over an in-memory model on every architecture, as
-/// [`crate::verify_reader`] would over the NEFF holding these members (stored
+/// [`crate::Loader::verify`] would over the NEFF holding these members (stored
 /// under these names, `./` already stripped) and `header` (its payload-derived
 /// fields, `data_size` and `hash`, are not read). A member named like a
 /// manifest (`.json`) must be given as [`MemberData::Bytes`] to be parsed;

@@ -6,7 +6,7 @@
 //! thread, fed through a bounded channel; it can never stall the writer: once
 //! the walk stops (at a refusal or at the end of the archive) further bytes
 //! are drained and dropped. When the file is finished, [`StreamCheck::finish`]
-//! runs every gate exactly as [`crate::verify_reader`] does — the same code —
+//! runs every gate exactly as [`crate::Loader::verify`] does — the same code —
 //! on the header bytes, the real file size and the writer's own digest of the
 //! stored bytes (computed once, as they were written: no second hash).
 
@@ -50,7 +50,7 @@ pub struct StreamCheck {
 
 impl StreamCheck {
     /// Starts the walk thread. `limits` are the walk's, as for
-    /// [`crate::verify_reader`].
+    /// [`crate::Loader::verify`].
     pub fn new(profile: &RuntimeProfile, limits: &Limits) -> StreamCheck {
         let (sender, receiver) = sync_channel(IN_FLIGHT);
         let walk_limits = limits.clone();
@@ -94,7 +94,7 @@ impl StreamCheck {
     }
 
     /// Ends the stream and runs every gate on every architecture, as
-    /// [`crate::verify_reader`] would on the finished file. `header` is the
+    /// [`crate::Loader::verify`] would on the finished file. `header` is the
     /// header written; `source` is the finished file (its size is the real
     /// file size; manifests too large for the walk to keep, and the padding
     /// after the gzip data, are read from it); `digests` are the writer's
@@ -219,8 +219,9 @@ mod tests {
             .finish(&header, Cursor::new(&file), &digests)
             .unwrap()
             .expect("the header frames the streamed bytes");
-        let read_back =
-            crate::verify_reader(Some(Cursor::new(&file)), &profile, &Limits::default()).unwrap();
+        let read_back = crate::Loader::new(&profile)
+            .verify(Some(Cursor::new(&file)))
+            .unwrap();
         assert_eq!(streamed.combined_report(), read_back.combined_report());
         assert_eq!(streamed.report().gate, Some(crate::Gate::G10));
     }

@@ -51,11 +51,8 @@ pub struct SeedVerdict {
 impl SeedVerdict {
     /// The loader's verdict on `bytes`.
     pub fn of(bytes: &[u8]) -> SeedVerdict {
-        let verdict = neff_loader::verify_reader(
-            Some(std::io::Cursor::new(bytes)),
-            &neff_loader::RuntimeProfile::default(),
-            &neff_loader::Limits::default(),
-        );
+        let verdict = neff_loader::Loader::new(&neff_loader::RuntimeProfile::default())
+            .verify(Some(std::io::Cursor::new(bytes)));
         match verdict {
             Ok(v) => SeedVerdict::from_report(&v.combined_report()),
             // In memory no read fails; refuse rather than claim acceptance.
@@ -395,12 +392,9 @@ mod tests {
             let b = seed_file(42, i, 0.5, &config);
             let (Some(a), Some(b)) = (a, b) else { continue };
             assert_eq!(a.bytes, b.bytes, "seed 42 file {i}");
-            let verdict = neff_loader::verify_reader(
-                Some(std::io::Cursor::new(&a.bytes)),
-                &neff_loader::RuntimeProfile::default(),
-                &neff_loader::Limits::default(),
-            )
-            .unwrap();
+            let verdict = neff_loader::Loader::new(&neff_loader::RuntimeProfile::default())
+                .verify(Some(std::io::Cursor::new(&a.bytes)))
+                .unwrap();
             assert_eq!(verdict.accepted, a.verdict.accepted, "file {i}");
             assert_eq!(verdict.report().gate_id(), a.verdict.gate, "file {i}");
             if a.mutation.is_none() {

@@ -19,9 +19,7 @@ use std::iter::Peekable;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use neff_loader::{
-    verify_reader, Limits, Report, RuntimeProfile, StreamCheck, StreamedDigests, Verdict,
-};
+use neff_loader::{Limits, Loader, Report, RuntimeProfile, StreamCheck, StreamedDigests, Verdict};
 use neff_schema::framing::{DeflateEngine, MemberOrder, TarFraming};
 use neff_schema::{Framing, FramingPreset, HeaderFields, NeffHeader, PkgVersion, Uuid, HEADER_LEN};
 
@@ -817,11 +815,9 @@ fn read_back<F: Read + Seek>(
         progress: options.progress.as_ref().map(|p| p.counter()),
         ..Limits::default()
     };
-    Ok(verify_reader(
-        Some(BufReader::with_capacity(1 << 20, &mut *file)),
-        &options.profile,
-        &limits,
-    )?)
+    Ok(Loader::new(&options.profile)
+        .limits(limits.clone())
+        .verify(Some(BufReader::with_capacity(1 << 20, &mut *file)))?)
 }
 
 fn write_entries<W: Write>(

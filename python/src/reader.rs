@@ -12,8 +12,7 @@ use std::sync::Mutex;
 use neff_loader::diff::{member_key, open_members};
 use neff_loader::inputs::Input;
 use neff_loader::{
-    load_reader, verify_reader, ArchScope, Error, ErrorKind, InspectReport, Limits, MemoryReport,
-    RuntimeProfile, Verdict,
+    ArchScope, Error, ErrorKind, InspectReport, Loader, MemoryReport, RuntimeProfile, Verdict,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
@@ -115,7 +114,7 @@ fn verify(
 
 /// The verdict on every arch, each report naming the source.
 fn verify_source(source: &Source<'_>, profile: &RuntimeProfile) -> Result<Verdict, Error> {
-    let mut verdict = verify_reader(Some(source.open()?), profile, &Limits::default())?;
+    let mut verdict = Loader::new(profile).verify(Some(source.open()?))?;
     for load in &mut verdict.loads {
         load.report.file = Some(source.name());
     }
@@ -130,7 +129,7 @@ fn checked(
     profile: &RuntimeProfile,
 ) -> Result<String, Error> {
     if scope != ArchScope::All {
-        let mut report = load_reader(Some(source.open()?), profile, &Limits::default())?.report;
+        let mut report = Loader::new(profile).load(Some(source.open()?))?.report;
         report.file = Some(source.name());
         return Ok(to_json(&report));
     }

@@ -10,7 +10,7 @@ use std::io::{self, BufReader, IsTerminal, Seek, SeekFrom};
 use std::os::fd::AsFd;
 use std::path::Path;
 
-use neff::loader::{verify_reader, Error, ErrorKind, Limits, RuntimeProfile, Verdict};
+use neff::loader::{Error, ErrorKind, Limits, Loader, RuntimeProfile, Verdict};
 
 /// The name reports give stdin.
 pub const STDIN_NAME: &str = "<stdin>";
@@ -46,9 +46,11 @@ pub fn open(path: &Path) -> Result<BufReader<File>, Error> {
 /// once more through this buffer.
 const SOURCE_BUFFER: usize = 64 << 10;
 
-/// [`verify_reader`] on the input `path` (`-` = stdin); every report names it.
+/// [`Loader::verify`] on the input `path` (`-` = stdin); every report names it.
 pub fn verify(path: &Path, profile: &RuntimeProfile, limits: &Limits) -> Result<Verdict, Error> {
-    let mut verdict = verify_reader(Some(open(path)?), profile, limits)?;
+    let mut verdict = Loader::new(profile)
+        .limits(limits.clone())
+        .verify(Some(open(path)?))?;
     for load in &mut verdict.loads {
         load.report.file = Some(name(path));
     }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
-use neff::loader::{load_reader, ArchScope, Error, Limits, Report, RuntimeProfile};
+use neff::loader::{ArchScope, Error, Limits, Loader, Report, RuntimeProfile};
 use neff::schema::{Arch, HashLayoutPolicy};
 
 use super::input;
@@ -177,7 +177,10 @@ fn check(
                 instance_arch: arch,
                 ..profile.clone()
             };
-            let mut report = load_reader(Some(input::open(path)?), &profile, limits)?.report;
+            let mut report = Loader::new(&profile)
+                .limits(limits.clone())
+                .load(Some(input::open(path)?))?
+                .report;
             report.file = Some(input::name(path));
             Combined {
                 report,
