@@ -328,7 +328,7 @@ pub struct GraphSummary {
     /// GPSIMD ucode libraries.
     pub ucode_libs: Vec<UcodeLibSummary>,
     /// State-buffer carveouts.
-    pub carveouts: Vec<CarveoutSummary>,
+    pub carveouts: Vec<neff_schema::manifest::def_json::Carveout>,
     /// The scratchpad (`virtual`) variables, summed up.
     pub scratchpad: ScratchpadSummary,
     /// The DMA descriptors of the graph's blocks (def.json's and the
@@ -429,22 +429,6 @@ pub struct UcodeLibSummary {
     pub total_cpus: u64,
     /// Function names.
     pub functions: Vec<String>,
-}
-
-/// A state-buffer carveout.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct CarveoutSummary {
-    /// `type`.
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// `offset`.
-    pub offset: u64,
-    /// `size`.
-    pub size: u64,
-    /// `base_partition`.
-    pub base_partition: u64,
-    /// `partitions`.
-    pub partitions: u64,
 }
 
 /// A reference to an absent member.

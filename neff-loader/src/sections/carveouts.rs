@@ -1,6 +1,7 @@
 //! G25: state-buffer carveouts.
 
 use super::*;
+use neff_schema::manifest::def_json::Carveout;
 
 /// G25: state-buffer carveouts.
 pub(super) fn carveouts(
@@ -15,7 +16,7 @@ pub(super) fn carveouts(
     let entries = def
         .get("runtime_statebuffer_reservation")
         .and_then(Json::as_array);
-    let parsed: Option<Vec<CarveoutSummary>> = entries
+    let parsed: Option<Vec<Carveout>> = entries
         .map(|e| e.iter().map(carveout).collect())
         .and_then(|v: Vec<_>| v.into_iter().collect());
     // A wrong type is checked before the other fields, as the parser reads `type` first.
@@ -66,13 +67,14 @@ pub(super) fn carveouts(
     Ok(())
 }
 
-pub(super) fn carveout(e: Json<'_>) -> Option<CarveoutSummary> {
+pub(super) fn carveout(e: Json<'_>) -> Option<Carveout> {
     let num = |k: &str| e.get(k).and_then(Json::as_u64);
-    Some(CarveoutSummary {
+    Some(Carveout {
         kind: e.get("type")?.as_str()?.to_string(),
         offset: num("offset")?,
         size: num("size")?,
         base_partition: num("base_partition")?,
         partitions: num("partitions")?,
+        extra: Default::default(),
     })
 }

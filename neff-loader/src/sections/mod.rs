@@ -13,8 +13,7 @@ use crate::gate::{Gate, Rejection};
 use crate::json::{Array, Budget, Doc, Json, Object};
 use crate::manifests::{GraphRef, Kelf};
 use crate::model::{
-    CarveoutSummary, EngineSummary, GraphSummary, QueueSummary, UcodeLibSummary, VarSummary,
-    WeightSummary,
+    EngineSummary, GraphSummary, QueueSummary, UcodeLibSummary, VarSummary, WeightSummary,
 };
 use crate::staging::{evtaccel_problem, MAX_FUNCTION_NAME};
 

@@ -640,7 +640,7 @@ pub const EVTACCEL_SIZE: u64 = 8;
 
 /// One `runtime_statebuffer_reservation` entry (spec §4.7; JSON key names per
 /// the metadata-schema page, §9 C18).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Carveout {
     /// REQUIRED; must be exactly `"evtaccel"`.
     #[serde(rename = "type")]
