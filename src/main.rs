@@ -7,6 +7,30 @@ use std::process::ExitCode;
 use cli::documents::ErrorDocument;
 
 fn main() -> ExitCode {
+    let code = run();
+    report_peak_rss();
+    code
+}
+
+/// Test hook: with `NEFF_TEST_PEAK_RSS=<path>` set, the process's own peak
+/// RSS (`VmHWM` of /proc/self/status, in KiB) is written to `<path>` as it
+/// exits. A child's `ru_maxrss` also counts its parent's peak at `exec`, so
+/// tests that share a process with large buffers read this instead.
+fn report_peak_rss() {
+    let Some(path) = std::env::var_os("NEFF_TEST_PEAK_RSS") else {
+        return;
+    };
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let peak = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .map(|v| v.trim().trim_end_matches("kB").trim().to_string());
+    if let Some(kib) = peak {
+        let _ = std::fs::write(path, kib);
+    }
+}
+
+fn run() -> ExitCode {
     cli::signals::install();
     neff::writer::report_stale_temp_files(|path| {
         eprintln!(

@@ -1,7 +1,8 @@
 //! Signal dispositions for the `neff` binary (never installed by the library).
 //!
 //! SIGINT, SIGTERM and SIGHUP are blocked in every thread and taken by a
-//! dedicated thread with `sigwait`, which removes the live temp files
+//! dedicated thread (from a `signalfd` on Linux, noted before it leaves the
+//! pending set; `sigwait` elsewhere), which removes the live temp files
 //! ([`neff::writer::abandon_temp_files`], and the temp dirs of an unpack,
 //! [`neff::loader::abandon_unpack_dirs`]) and then ends the process with the
 //! same signal, so the exit status still reports it. A signal that was
@@ -63,12 +64,56 @@ unsafe fn ignored(sig: libc::c_int) -> bool {
     libc::sigaction(sig, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
 }
 
+/// Takes one signal of `set`. On Linux it is read from a `signalfd` and
+/// noted ([`neff::writer::note_signal`]) while still pending, so a rename
+/// that checks "taken or pending" cannot run between the two; elsewhere
+/// `sigwait` takes it.
+#[cfg(unix)]
+fn take_signal(set: &libc::sigset_t) -> libc::c_int {
+    #[cfg(target_os = "linux")]
+    // SAFETY: `set` is initialised; the pollfd, the pending set and the
+    // siginfo buffer are owned here and sized as the calls expect.
+    unsafe {
+        let fd = libc::signalfd(-1, set, libc::SFD_CLOEXEC);
+        if fd >= 0 {
+            loop {
+                let mut ready = libc::pollfd {
+                    fd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                if libc::poll(&mut ready, 1, -1) <= 0 {
+                    continue;
+                }
+                let mut pending: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut pending);
+                libc::sigpending(&mut pending);
+                let Some(sig) = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP]
+                    .into_iter()
+                    .find(|&s| {
+                        libc::sigismember(set, s) == 1 && libc::sigismember(&pending, s) == 1
+                    })
+                else {
+                    continue;
+                };
+                neff::writer::note_signal(sig);
+                let mut info: libc::signalfd_siginfo = std::mem::zeroed();
+                let size = std::mem::size_of::<libc::signalfd_siginfo>();
+                libc::read(fd, (&mut info as *mut libc::signalfd_siginfo).cast(), size);
+                return sig;
+            }
+        }
+    }
+    let mut sig: libc::c_int = 0;
+    // SAFETY: `set` is initialised and `sig` is a valid out-pointer.
+    while unsafe { libc::sigwait(set, &mut sig) } != 0 {}
+    sig
+}
+
 /// Waits for one of `set`, removes the temp files, and dies of that signal.
 #[cfg(unix)]
 fn wait_then_exit(set: libc::sigset_t) {
-    let mut sig: libc::c_int = 0;
-    // SAFETY: `set` is initialised and `sig` is a valid out-pointer.
-    while unsafe { libc::sigwait(&set, &mut sig) } != 0 {}
+    let sig = take_signal(&set);
     // First: no output is renamed into place from now on.
     neff::writer::note_signal(sig);
     neff::writer::abandon_temp_files();

@@ -1,0 +1,4 @@
+//! neff-writer's integration tests, one binary.
+
+mod builder;
+mod packager;

@@ -1,0 +1,38 @@
+//! The `neff` crate's integration tests, one binary (as tar-rs and
+//! wasm-tools keep theirs): one module per concern, the shared helpers in
+//! `common`.
+
+mod common;
+
+mod barrier;
+mod bounded;
+mod build;
+mod cli;
+mod cli_fixes;
+mod cli_flags;
+mod corpus_from;
+mod diff_cat;
+mod durability;
+mod fixtures;
+mod framing_presets;
+mod fuzz_regressions;
+mod gates;
+mod hostile;
+mod hostile_manifests;
+mod inspect_memory;
+mod interop;
+mod interrupts;
+mod libarchive_differential;
+mod lift;
+mod manifest_gates;
+mod many_members;
+mod readme;
+mod real_inspect;
+mod real_neff_gates;
+mod real_neffs;
+mod recover;
+mod schemas;
+mod smoke;
+mod stream_check;
+mod unpack_one_pass;
+mod verify_many;
