@@ -61,11 +61,11 @@
 //! # Running it
 //!
 //! ```text
-//! cargo run --release --example bench -- [--size-mib N] [--runs N] [--dir PATH] [--keep]
+//! cargo bench --bench bench -- [--size-mib N] [--runs N] [--dir PATH] [--keep]
 //! ```
 //!
-//! The harness runs `cargo build --release --bin neff` first so the measured
-//! binary is current (`cargo run --example` does not build binaries). Baselines
+//! Cargo builds the `neff` binary it measures in the same (optimised)
+//! profile. Baselines
 //! whose tool (`pigz`, `bsdtar`, `openssl`) is missing are skipped with a note.
 //! `--keep` keeps the temporary directory (tree and NEFFs) and prints its path.
 
@@ -855,45 +855,10 @@ fn find_in_path(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// The release `neff` binary, next to this example's own directory
-/// (`target/release/examples/bench` → `target/release/neff`).
-///
-/// Always runs `cargo build --release --bin neff` (same profile as this
-/// example) first (a no-op when it is
-/// up to date), because `cargo run --example` does not build binaries and a
-/// stale binary would be measured silently. If the build fails but a binary
-/// exists, that binary is used with a warning.
+/// The `neff` binary Cargo built for this benchmark (the `bench` profile,
+/// optimised as `release`).
 fn neff_binary() -> Result<PathBuf> {
-    let exe = env::current_exe()?;
-    let release = exe
-        .parent()
-        .and_then(Path::parent)
-        .ok_or("cannot locate the target directory")?;
-    let bin = release.join("neff");
-    let is_release = release.file_name().is_some_and(|n| n == "release");
-    if !is_release {
-        eprintln!("bench: warning: not run with --release; timings will not be representative");
-    }
-    let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut build = Command::new(cargo);
-    build.arg("build");
-    if is_release {
-        build.arg("--release");
-    }
-    build.args(["--bin", "neff"]);
-    build.current_dir(env!("CARGO_MANIFEST_DIR"));
-    let built = build.status().map(|s| s.success()).unwrap_or(false);
-    match (built, bin.is_file()) {
-        (true, true) => Ok(bin),
-        (false, true) => {
-            eprintln!(
-                "bench: warning: `cargo build --release --bin neff` failed; using the existing {}",
-                bin.display()
-            );
-            Ok(bin)
-        }
-        (_, false) => Err(format!("{} is missing and could not be built", bin.display()).into()),
-    }
+    Ok(PathBuf::from(env!("CARGO_BIN_EXE_neff")))
 }
 
 // ---------------------------------------------------------------------------
