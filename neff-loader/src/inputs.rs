@@ -2,9 +2,12 @@
 //! `neff.verify_many` read it: files (and `-`) as given, and every `*.neff`
 //! under a folder, sorted by path.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
 
 /// One input: a path to check, or an entry of a folder that could not be read.
 #[derive(Debug)]
@@ -85,4 +88,44 @@ fn walk(root: &Path, out: &mut Vec<Input>) {
             }
         }
     }
+}
+
+/// Runs `work` on each of `items` on `threads` threads (each with the
+/// loader's stack, [`crate::LOAD_STACK`]) and hands each result to `emit` in
+/// item order, as soon as it and every one before it are done: how
+/// `neff verify DIR` and Python's `neff.verify_many` check many NEFFs.
+pub fn in_order<T: Sync, R: Send>(
+    items: &[T],
+    threads: usize,
+    work: impl Fn(&T) -> R + Sync,
+    mut emit: impl FnMut(R),
+) {
+    let next = AtomicUsize::new(0);
+    let (tx, rx) = mpsc::channel();
+    std::thread::scope(|scope| {
+        for _ in 0..threads.clamp(1, items.len().max(1)) {
+            let (tx, next, work) = (tx.clone(), &next, &work);
+            let worker = move || loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(item) = items.get(i) else { break };
+                if tx.send((i, work(item))).is_err() {
+                    break;
+                }
+            };
+            std::thread::Builder::new()
+                .stack_size(crate::LOAD_STACK)
+                .spawn_scoped(scope, worker)
+                .expect("spawning a verify thread");
+        }
+        drop(tx);
+        let mut pending = BTreeMap::new();
+        let mut due = 0;
+        for (i, r) in rx {
+            pending.insert(i, r);
+            while let Some(r) = pending.remove(&due) {
+                emit(r);
+                due += 1;
+            }
+        }
+    });
 }

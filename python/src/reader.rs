@@ -6,8 +6,6 @@
 use std::io::Read;
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 use neff_loader::diff::{member_key, open_members};
 use neff_loader::inputs::Input;
@@ -197,43 +195,15 @@ fn verify_many(
         .map_or(1, NonZeroUsize::get)
         .min(sources.len().max(1));
     let results = py.detach(|| {
-        parallel(&sources, workers, |s| {
-            checked(s, scope, &profile).map_err(|e| with_path(s, e))
-        })
+        let mut results = Vec::with_capacity(sources.len());
+        let work = |s: &Source<'_>| checked(s, scope, &profile).map_err(|e| with_path(s, e));
+        neff_loader::inputs::in_order(&sources, workers, work, |r| results.push(r));
+        results
     });
     results
         .into_iter()
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| loader_error(&e))
-}
-
-/// `work` on every item on `workers` threads; the results in input order.
-fn parallel<T: Sync, R: Send>(
-    items: &[T],
-    workers: usize,
-    work: impl Fn(&T) -> R + Sync,
-) -> Vec<R> {
-    let next = AtomicUsize::new(0);
-    let done: Mutex<Vec<(usize, R)>> = Mutex::new(Vec::with_capacity(items.len()));
-    std::thread::scope(|scope| {
-        for _ in 0..workers {
-            let worker = || loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(item) = items.get(i) else { break };
-                let result = work(item);
-                done.lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push((i, result));
-            };
-            std::thread::Builder::new()
-                .stack_size(neff_loader::LOAD_STACK)
-                .spawn_scoped(scope, worker)
-                .expect("spawning a verify thread");
-        }
-    });
-    let mut done = done.into_inner().unwrap_or_else(|p| p.into_inner());
-    done.sort_by_key(|(i, _)| *i);
-    done.into_iter().map(|(_, r)| r).collect()
 }
 
 /// The data of member `name` (the last entry of that key, as the runtime

@@ -4,8 +4,6 @@
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
 
 use neff::loader::{Error, ErrorKind, Gate, Limits, RuntimeProfile};
 
@@ -129,7 +127,7 @@ pub fn run(
     let single = args.instance_arch.arch();
     let mut summary = Summary::default();
     let mut entries = Vec::new();
-    in_order(
+    neff::loader::inputs::in_order(
         &inputs,
         threads,
         |input| outcome(input, single, profile),
@@ -200,42 +198,4 @@ fn line(outcome: &FileOutcome) -> String {
         }
         FileOutcome::Failed { file, error } => format!("{file}: ERROR: {}", error.message),
     }
-}
-
-/// Runs `work` on each of `items` on `threads` threads and hands each result
-/// to `emit` in item order, as soon as it and every one before it are done.
-fn in_order<T: Sync, R: Send>(
-    items: &[T],
-    threads: usize,
-    work: impl Fn(&T) -> R + Sync,
-    mut emit: impl FnMut(R),
-) {
-    let next = AtomicUsize::new(0);
-    let (tx, rx) = mpsc::channel();
-    std::thread::scope(|scope| {
-        for _ in 0..threads.clamp(1, items.len().max(1)) {
-            let (tx, next, work) = (tx.clone(), &next, &work);
-            let worker = move || loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(item) = items.get(i) else { break };
-                if tx.send((i, work(item))).is_err() {
-                    break;
-                }
-            };
-            std::thread::Builder::new()
-                .stack_size(neff::loader::LOAD_STACK)
-                .spawn_scoped(scope, worker)
-                .expect("spawning a verify thread");
-        }
-        drop(tx);
-        let mut pending = BTreeMap::new();
-        let mut due = 0;
-        for (i, r) in rx {
-            pending.insert(i, r);
-            while let Some(r) = pending.remove(&due) {
-                emit(r);
-                due += 1;
-            }
-        }
-    });
 }
