@@ -41,7 +41,7 @@ pub struct Limits {
     /// allocation failure instead of growing without bound.
     pub index_max: u64,
     /// Member-map bytes allowed per stored payload byte read (see
-    /// [`INDEX_PER_STORED_BYTE`]).
+    /// `INDEX_PER_STORED_BYTE`).
     pub index_per_stored_byte: u64,
     /// Whether to build [`Container::entries`], the entry table shown by
     /// `inspect` and read by `unpack` (three strings per entry: leave it off
@@ -99,7 +99,7 @@ pub enum Compression {
 pub const NPY_PREFIX_LEN: usize = 256;
 
 /// The default of [`Limits::index_per_stored_byte`]. A member costs at most
-/// [`MEMBER_OVERHEAD`](crate::MEMBER_OVERHEAD) plus its key (and 256 bytes
+/// 34 bytes plus its key (and 256 bytes
 /// for a `.npy`): under 400 bytes with a name that fits its tar header, some
 /// 35 for a typical one. Its tar header (512 bytes, its name and checksum
 /// unlike its neighbours') does not compress much below 7 bytes: the worst
@@ -110,7 +110,7 @@ pub const NPY_PREFIX_LEN: usize = 256;
 /// makes the map grow past 128 MiB.
 pub const INDEX_PER_STORED_BYTE: u64 = 128;
 
-/// The prefix kept of the member named `key` (see [`NPY_PREFIX_LEN`]).
+/// The prefix kept of the member named `key` (see `NPY_PREFIX_LEN`).
 pub fn prefix_len(key: &[u8]) -> usize {
     if key.ends_with(b".npy") {
         NPY_PREFIX_LEN

@@ -78,17 +78,20 @@ pub use access::MANIFEST_MAX;
 pub const LOAD_STACK: usize = 16 << 20;
 pub use container::{
     payload_stream, Compression, Container, EntryFate, EntryRecord, Limits, PayloadPadding,
-    INDEX_PER_STORED_BYTE, NPY_PREFIX_LEN, WAVEGRAPH_SUFFIX,
 };
-pub use device_memory::{CoreMemory, MemoryCategories, MemoryReport, DMA_DESCRIPTOR_BYTES};
+pub use device_memory::{CoreMemory, MemoryCategories, MemoryReport};
 pub use error::{Error, ErrorKind, GzipErrorKind, TarErrorKind};
 pub use extract::{abandon_unpack_dirs, extract, extract_refused, ExtractLimits, ExtractSummary};
 pub use gate::{Gate, NrtStatus, Rejection};
 pub use inspect::{InspectReport, ModelReadPast};
-pub use members::{MemberRef, MemberTable, MEMBER_OVERHEAD};
+pub use members::{MemberRef, MemberTable};
 pub use memory::{check_members, MemberData};
-pub use model::*;
-pub use ntff::{ntff_neff_uuid, NTFF_UUID_OFFSET};
+pub use model::{
+    BuilderMember, DmaSummary, EngineSummary, GraphSummary, IoVar, MissingReference, ModelIo,
+    ModelSummary, NnTensor, QueueSummary, ScratchpadSummary, SignatureTensor, UcodeLibSummary,
+    VarSummary, WeightSummary, BARRIER_CONFIG_MEMBER,
+};
+pub use ntff::ntff_neff_uuid;
 pub use profile::{
     parse_features, parse_mask, verify_in, RuntimeProfile, EVTACCEL_OFFSET, RUNTIME_VERSION,
     UCODE_ABI_2_31,

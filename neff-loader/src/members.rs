@@ -23,7 +23,7 @@ pub struct MemberRef<'a> {
     /// [`crate::Limits`]).
     pub data: Option<&'a [u8]>,
     /// Its first bytes, kept where a later gate reads them: up to
-    /// [`crate::NPY_PREFIX_LEN`] of a `.npy` member (its magic and header
+    /// `NPY_PREFIX_LEN` of a `.npy` member (its magic and header
     /// dict), the kept bytes of others, else empty.
     pub prefix: &'a [u8],
 }
@@ -41,7 +41,6 @@ pub(crate) struct MemberMeta {
 /// A slot in the arena: varint key length, key, varint size, varint header
 /// offset, a flags byte (kind, whole), the kept bytes' varint length (at most
 /// `u32::MAX`) and the kept bytes.
-const BODY_LEN_MAX_BYTES: usize = 5;
 const WHOLE_FLAG: u8 = 0x80;
 const KINDS: [EntryKind; 5] = [
     EntryKind::File,
@@ -50,10 +49,6 @@ const KINDS: [EntryKind; 5] = [
     EntryKind::Hardlink,
     EntryKind::Special,
 ];
-
-/// What a member costs besides its key and kept bytes, at most: its offset
-/// in the index and the fixed fields of its slot.
-pub const MEMBER_OVERHEAD: u64 = (OFFSET_BYTES + 3 + 10 + 10 + 1 + BODY_LEN_MAX_BYTES) as u64;
 
 /// A slot's offset in the arena, 40 bits little-endian.
 type Offset = [u8; OFFSET_BYTES];
@@ -414,7 +409,11 @@ mod tests {
         t.push(b"a", b"", meta(2048, 0));
         t.compact(|_, old, by| assert_eq!((old, by), (512, 2048)));
         assert_eq!(t.get(b"b").unwrap().prefix, b"333");
-        assert!(MEMBER_OVERHEAD >= MemberTable::cost(b"", &meta(u64::MAX, u64::MAX), 0));
+        // A member costs at most 34 bytes besides its key and kept bytes:
+        // its offset in the index and the fixed fields of its slot (varints
+        // of at most 10, 10 and 5 bytes, the key length's 3, a flags byte).
+        let overhead = (OFFSET_BYTES + 3 + 10 + 10 + 1 + 5) as u64;
+        assert!(overhead >= MemberTable::cost(b"", &meta(u64::MAX, u64::MAX), 0));
     }
 
     #[test]

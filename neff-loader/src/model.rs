@@ -347,7 +347,7 @@ pub struct ScratchpadSummary {
     pub vars: u64,
     /// `max(backing_variable_off + size)`: the shared scratchpad the graph needs.
     pub high_water: u64,
-    /// The sizes of those that cross a [`SCRATCHPAD_PAGE`] boundary
+    /// The sizes of those that cross a `SCRATCHPAD_PAGE` boundary
     /// (`off % page + size > page`), which the runtime allocates privately.
     pub outside_page: u64,
 }

@@ -4,12 +4,9 @@
 //! protobuf record starts, field 1 (`0x0a`, a length byte, then the NEFF's
 //! file name, `file.neff`), then field 2 (`0x12`, a length byte ≥ 16) whose
 //! first 16 bytes are the NEFF header's UUID (`+0x0CC`), raw and in the same
-//! byte order. With `file.neff` the UUID starts at [`NTFF_UUID_OFFSET`].
+//! byte order. With `file.neff` the UUID starts at offset 141.
 
 use neff_schema::Uuid;
-
-/// Where the UUID starts when the recorded file name is `file.neff`.
-pub const NTFF_UUID_OFFSET: usize = 141;
 
 /// Where the record naming the NEFF starts.
 const RECORD_OFFSET: usize = 128;
@@ -84,7 +81,7 @@ mod tests {
             ntff_neff_uuid(&b),
             Ok((Uuid([7; 16]), "file.neff".to_string()))
         );
-        assert_eq!(b[NTFF_UUID_OFFSET], 7);
+        assert_eq!(b[141], 7);
         let e = ntff_neff_uuid(&b[..150]).unwrap_err();
         assert!(e.contains("truncated: 150 bytes"), "{e}");
         let mut g = b.clone();

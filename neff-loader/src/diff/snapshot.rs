@@ -261,7 +261,7 @@ impl Snapshot {
 
 /// The member list's share of memory: half the loader's member-map budget
 /// for a file of this size (the larger of 32 MiB and half of
-/// [`crate::INDEX_PER_STORED_BYTE`] bytes per stored byte; a diff holds two
+/// `INDEX_PER_STORED_BYTE` bytes per stored byte; a diff holds two
 /// files), charged per member name kept (its key, its facts and the walk's
 /// copy). Past it the walk stops, as `verify` refuses past the whole (G12).
 struct NameBudget {
@@ -272,7 +272,7 @@ impl NameBudget {
     fn for_stored(stored: u64) -> NameBudget {
         let floor = 32 << 20;
         NameBudget {
-            left: floor.max(stored.saturating_mul(crate::INDEX_PER_STORED_BYTE) / 2),
+            left: floor.max(stored.saturating_mul(crate::container::INDEX_PER_STORED_BYTE) / 2),
         }
     }
 
