@@ -442,6 +442,7 @@ fn member_bytes(model: &Model, i: usize) -> Option<Vec<u8>> {
         }
         Blob::Text(text) => Some(text.as_bytes().to_vec()),
         Blob::Base64(text) => neff_writer::base64::decode(text).ok(),
+        Blob::Held(_) => None,
     }
 }
 

@@ -154,7 +154,9 @@ impl FramingSpec {
 }
 
 /// Bytes for a member: a path relative to the spec file (a string or
-/// `{"path": ...}`), `{"base64": ...}` or `{"text": ...}`.
+/// `{"path": ...}`), `{"base64": ...}` or `{"text": ...}`; or, for a caller
+/// that passes data along with the spec (Python's `neff.Builder`),
+/// `{"data": N}`: entry N of that data.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Blob {
     /// A file, streamed when the NEFF is written.
@@ -163,6 +165,9 @@ pub enum Blob {
     Base64(String),
     /// UTF-8 text.
     Text(String),
+    /// Entry N of the data the caller passes with the spec (a resolver of
+    /// [`BuildSpec::into_builder_with`] supplies it; a spec file has none).
+    Held(usize),
 }
 
 #[derive(Deserialize)]
@@ -174,6 +179,8 @@ struct BlobObject {
     base64: Option<String>,
     #[serde(default)]
     text: Option<String>,
+    #[serde(default)]
+    data: Option<usize>,
 }
 
 impl<'de> Deserialize<'de> for Blob {
@@ -192,12 +199,13 @@ impl<'de> Deserialize<'de> for Blob {
 
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Blob, A::Error> {
                 let o = BlobObject::deserialize(de::value::MapAccessDeserializer::new(map))?;
-                match (o.path, o.base64, o.text) {
-                    (Some(p), None, None) => Ok(Blob::Path(p)),
-                    (None, Some(b), None) => Ok(Blob::Base64(b)),
-                    (None, None, Some(t)) => Ok(Blob::Text(t)),
+                match (o.path, o.base64, o.text, o.data) {
+                    (Some(p), None, None, None) => Ok(Blob::Path(p)),
+                    (None, Some(b), None, None) => Ok(Blob::Base64(b)),
+                    (None, None, Some(t), None) => Ok(Blob::Text(t)),
+                    (None, None, None, Some(n)) => Ok(Blob::Held(n)),
                     _ => Err(de::Error::custom(
-                        "a blob object needs exactly one of \"path\", \"base64\" and \"text\"",
+                        "a blob object needs exactly one of \"path\", \"base64\", \"text\" and \"data\"",
                     )),
                 }
             }
@@ -209,13 +217,16 @@ impl<'de> Deserialize<'de> for Blob {
 impl serde::Serialize for Blob {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let (key, value) = match self {
-            Blob::Path(path) => return s.serialize_str(&path.to_string_lossy()),
-            Blob::Base64(text) => ("base64", text),
-            Blob::Text(text) => ("text", text),
-        };
+        if let Blob::Path(path) = self {
+            return s.serialize_str(&path.to_string_lossy());
+        }
         let mut map = s.serialize_map(Some(1))?;
-        map.serialize_entry(key, value)?;
+        match self {
+            Blob::Path(_) => {}
+            Blob::Base64(text) => map.serialize_entry("base64", text)?,
+            Blob::Text(text) => map.serialize_entry("text", text)?,
+            Blob::Held(index) => map.serialize_entry("data", index)?,
+        }
         map.end()
     }
 }
@@ -227,12 +238,13 @@ impl schemars::JsonSchema for Blob {
 
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({
-            "description": "Member bytes: a path relative to the spec file, or an object with exactly one of path, base64 (standard alphabet) and text.",
+            "description": "Member bytes: a path relative to the spec file, or an object with exactly one of path, base64 (standard alphabet) and text; or {\"data\": N}, entry N of the data a caller passes with the spec (Python's neff.Builder).",
             "oneOf": [
                 { "type": "string" },
                 { "type": "object", "properties": { "path": { "type": "string" } }, "required": ["path"], "additionalProperties": false },
                 { "type": "object", "properties": { "base64": { "type": "string" } }, "required": ["base64"], "additionalProperties": false },
-                { "type": "object", "properties": { "text": { "type": "string" } }, "required": ["text"], "additionalProperties": false }
+                { "type": "object", "properties": { "text": { "type": "string" } }, "required": ["text"], "additionalProperties": false },
+                { "type": "object", "properties": { "data": { "type": "integer", "minimum": 0 } }, "required": ["data"], "additionalProperties": false }
             ]
         })
     }
@@ -541,6 +553,10 @@ pub fn blob_data(base: &Path, key: &str, blob: Blob) -> Result<Data, Error> {
             .map(Data::bytes)
             .or_else(|e| invalid(format!("{key}.base64"), e.to_string())),
         Blob::Text(text) => Ok(Data::bytes(text.into_bytes())),
+        Blob::Held(index) => invalid(
+            format!("{key}.data"),
+            format!("data #{index} was not passed with the spec (only a caller with data of its own, like Python's neff.Builder, has it)"),
+        ),
     }
 }
 

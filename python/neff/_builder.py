@@ -519,7 +519,7 @@ class Builder:
                                 f"see neff.lift)")
 
     def spec(self) -> Dict[str, Any]:
-        """The build spec so far (a copy); buffers appear as ``"\\0data:N"`` paths.
+        """The build spec so far (a copy); buffers appear as ``{"data": N}`` blobs.
 
         >>> b.spec()["subgraphs"][0]["name"]  # doctest: +SKIP
         'sg00'

@@ -20,10 +20,6 @@ use pyo3::types::PyBytes;
 use crate::errors::{loader_error, writer_error};
 use buffer::HeldBuffer;
 
-/// A blob path that names entry N of the data list as `"\0data:N"` (a NUL
-/// never occurs in a real path).
-const DATA_REF: &str = "\0data:";
-
 /// Adds the builder's functions to the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(build, m)?)?;
@@ -67,7 +63,7 @@ fn build<'py>(
     )
 }
 
-/// Builds `spec`, blobs `{"path": "\0data:N"}` taken from `sources[N]`. The
+/// Builds `spec`, blobs `{"data": N}` taken from `sources[N]`. The
 /// GIL is released while the NEFF is generated, checked, compressed, hashed
 /// and written.
 fn build_spec<'py>(
@@ -231,17 +227,11 @@ fn buffer_data(obj: &Bound<'_, PyAny>, npy: Option<&(String, Vec<u64>)>) -> PyRe
 /// A spec blob's data: a data-list entry (each used once), else as `neff
 /// build` reads blobs, relative paths against the working directory.
 fn resolve(sources: &mut [Option<Data>], key: &str, blob: Blob) -> Result<Data, Error> {
-    let index = match &blob {
-        Blob::Path(p) => p.to_str().and_then(|s| s.strip_prefix(DATA_REF)),
-        _ => None,
-    };
-    let Some(index) = index else {
+    let Blob::Held(index) = blob else {
         return blob_data(Path::new(""), key, blob);
     };
-    index
-        .parse::<usize>()
-        .ok()
-        .and_then(|i| sources.get_mut(i))
+    sources
+        .get_mut(index)
         .and_then(Option::take)
         .ok_or_else(|| {
             Error::new(

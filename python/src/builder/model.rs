@@ -17,7 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde_json::{Map, Value};
 
-use super::{buffer_data, build_spec, DATA_REF};
+use super::{buffer_data, build_spec};
 use crate::errors::writer_error;
 
 /// The `.npy` header (descr, shape) to put before an array's bytes.
@@ -138,7 +138,7 @@ fn typed_with<T: serde::de::DeserializeOwned>(
 }
 
 /// A model being described by `neff.Builder`: the spec (its blobs paths,
-/// or `"\0data:N"` for the held buffer N) and the buffers.
+/// or `{"data": N}` for the held buffer N) and the buffers.
 #[pyclass(module = "neff._native")]
 pub struct Model {
     /// Behind a lock only because a pyclass must be `Sync`.
@@ -168,10 +168,7 @@ impl Model {
             DataRef::Path(path) => Data::Blob(Blob::Path(path)),
             DataRef::Buffer(obj, npy) => {
                 self.buffers.push((obj.unbind(), npy));
-                Data::Blob(Blob::Path(PathBuf::from(format!(
-                    "{DATA_REF}{}",
-                    self.buffers.len() - 1
-                ))))
+                Data::Blob(Blob::Held(self.buffers.len() - 1))
             }
         }
     }
@@ -344,7 +341,7 @@ impl Model {
         Ok(())
     }
 
-    /// The spec so far as JSON (held buffers as `"\0data:N"` paths).
+    /// The spec so far as JSON (held buffers as `{"data": N}` blobs).
     fn spec(&self) -> PyResult<String> {
         serde_json::to_string(&*self.spec_ref()).map_err(|e| spec_error("spec", e.to_string()))
     }
