@@ -409,6 +409,8 @@ impl Options {
                     .ok_or_else(|| format!("{name} needs a value\n{}", Self::USAGE))
             };
             match arg.as_str() {
+                // What `cargo bench` adds for a harness-less target.
+                "--bench" => {}
                 "--size-mib" => opts.size_mib = parse_positive(&value("--size-mib")?)?,
                 "--member-mib" => opts.member_mib = parse_positive(&value("--member-mib")?)?,
                 "--levels-mib" => opts.levels_mib = parse_positive(&value("--levels-mib")?)?,
