@@ -36,19 +36,16 @@ pub enum ErrorKind {
 /// Where a problem is. Every part is optional; the parts that are known are
 /// filled in by whoever knows them (the file by the caller that opened it, the
 /// member by the tar walk, the key and offset by the parser).
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Location {
     /// A file on disk (the NEFF, an input file, an output).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<PathBuf>,
     /// A member of the NEFF's archive.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub member: Option<String>,
     /// A JSON key path or a struct field.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
     /// A byte offset (in the file, the tar stream or the text; the message says which).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub offset: Option<u64>,
 }
 

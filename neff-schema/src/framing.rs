@@ -206,31 +206,25 @@ pub struct TarFraming {
 }
 
 /// One entry's overrides of [`TarFraming::defaults`].
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EntryFraming {
     /// The member path (directories end in `/`).
     pub name: String,
     /// Permission bits.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<u32>,
     /// Owner id.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uid: Option<u64>,
     /// Group id.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gid: Option<u64>,
     /// Owner name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uname: Option<String>,
     /// Group name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gname: Option<String>,
     /// Modification time.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mtime: Option<u64>,
     /// A pax extended header written just before the entry.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pax: Option<PaxFraming>,
 }
 
@@ -272,6 +266,7 @@ pub struct Deflate {
 }
 
 /// The gzip layer (spec §3.2, §11.2).
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GzipFraming {
@@ -282,10 +277,8 @@ pub struct GzipFraming {
     /// OS (3 = Unix, 255 = unknown).
     pub os: u8,
     /// FNAME, when present (without its NUL).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fname: Option<String>,
     /// FEXTRA's bytes as hex (without XLEN), when present. Copied verbatim.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fextra: Option<String>,
     /// The deflate stream.
     pub deflate: Deflate,

@@ -36,25 +36,24 @@ use crate::{MemberSource, PackOptions, PackSettings, Packager};
 
 /// A NEFF's payload as the typed model, with the header and framing it was
 /// recorded with.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Model {
     /// Header fields (as `neff inspect --json` prints them); the payload's
     /// own fields (`data_size`, `hash`) are computed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub header: Option<HeaderPatch>,
     /// How the payload is framed (tar fields, member order, gzip header,
     /// deflate, hash layout), as `neff unpack --header-out` records it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub framing: Option<Framing>,
     /// The header `hash` of the NEFF this was lifted from: the recorded UUID
     /// is kept only while the payload still hashes to it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_hash: Option<HashBlob<32>>,
     /// Every member, in name order (the framing decides the tar order).
     pub payload: Vec<PayloadMember>,
 }
 
 /// One member of a [`Model`].
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PayloadMember {
     /// The member name (`sg00/def.json`).
@@ -65,7 +64,6 @@ pub struct PayloadMember {
     /// The member's original bytes (a typed member's): written as they are
     /// while the typed value equals what they hold, and used as the style of
     /// an edited one (indentation, key order, number spelling).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<Blob>,
 }
 

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 /// What `neff pack --json` and `neff build --json` print: the NEFF written,
 /// or, when the loader's gates refuse it, the refusal (`written` false).
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WrittenReport {
@@ -17,16 +18,12 @@ pub struct WrittenReport {
     /// Whether the NEFF was written; false when the gates refuse it (see `verdict`).
     pub written: bool,
     /// The header written (absent when refused).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub header: Option<HeaderFields>,
     /// Length of the tar stream (absent when refused).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub tar_size: Option<u64>,
     /// Number of file members (absent when refused).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub files: Option<usize>,
     /// Number of directory entries (absent when refused).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub directories: Option<usize>,
     /// The loader's verdict on the output (the refusal when refused).
     pub verdict: Report,
@@ -67,49 +64,38 @@ impl WrittenReport {
 }
 
 /// What `neff unpack --json` prints.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Default, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UnpackReport {
     /// Files written (absent when refused).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub files: Option<usize>,
     /// Folders created for directory entries (absent when refused).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub directories: Option<usize>,
     /// Bytes of member data written (absent when refused).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub bytes: Option<u64>,
     /// File entries not written because a later entry has the same path
     /// (absent when refused).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub replaced: Option<usize>,
     /// The `--header-out` file written, if asked for.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub header_out: Option<String>,
     /// The `--spec` file written (the typed model as a build spec), if asked for.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub spec: Option<String>,
     /// With `--spec`: how many members are typed manifests.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub typed_members: Option<usize>,
     /// With `--spec`: manifests a reference names but that stay bytes, and why.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub lift_notes: Option<Vec<String>>,
     /// With `--header-out` or `--spec`: whether `neff pack DIR --header
     /// HEADER.json` (or `neff build SPEC.json`) rebuilds the NEFF byte for byte.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub byte_identical_repack: Option<bool>,
     /// With `--header-out`: what a repack cannot reproduce.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub not_reproduced: Option<Vec<String>>,
     /// The container gates' refusal: nothing was unpacked.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub verdict: Option<Report>,
     /// The gates refuse this NEFF, which was unpacked all the same: a header
     /// refusal under `--keep-refused`, or, with `--spec`, a refusal by the
     /// manifest or section gates (the lifted spec builds it with
     /// `--keep-refused`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub refused: Option<Report>,
 }
 
@@ -144,6 +130,7 @@ pub struct ErrorDocument {
 }
 
 /// An error: its kind, message and where it is.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ErrorObject {
@@ -156,21 +143,16 @@ pub struct ErrorObject {
     pub kind: String,
     /// For `io`: the operating system's error kind in snake_case
     /// (`not_found`, `permission_denied`, `is_a_directory`, …).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub io_kind: Option<String>,
     /// What went wrong (without the location, given in the other keys).
     pub message: String,
     /// The file on disk.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
     /// The member of the NEFF's archive.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub member: Option<String>,
     /// A JSON key path or a struct field.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub key: Option<String>,
     /// A byte offset (the message says of what).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub offset: Option<u64>,
 }
 

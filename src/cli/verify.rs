@@ -97,16 +97,15 @@ pub struct VerifyArgs {
 /// The JSON verdict of one file: the deciding report (the first refusal on
 /// a targeted arch, else the accepted outcome), plus every arch's report and
 /// the targeted arches under `--instance-arch all`.
+#[serde_with::skip_serializing_none]
 #[derive(serde::Serialize, schemars::JsonSchema)]
 pub struct Combined {
     #[serde(flatten)]
     report: Report,
     /// The arches the NEFF targets (under `--instance-arch all`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<Vec<String>>")]
     targeted_arches: Option<Vec<Arch>>,
     /// Each arch's full report, by arch name (under `--instance-arch all`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     per_arch: Option<BTreeMap<String, Report>>,
 }
 

@@ -202,6 +202,7 @@ pub struct ProgramDiff {
 }
 
 /// What differs between two NEFFs.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct DiffReport {
     /// True when nothing compared differs.
@@ -215,7 +216,6 @@ pub struct DiffReport {
     /// Key-path differences of the changed JSON members (empty with `programs`).
     pub manifests: Vec<ManifestDiff>,
     /// With `programs`: the engines whose programs differ.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub programs: Option<Vec<ProgramDiff>>,
 }
 

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::{extra_keys, Extra, Manifest};
 
 /// `act_info.json`.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ActInfo {
     /// The activation table sets.
@@ -18,7 +19,6 @@ pub struct ActInfo {
     pub act_func_sets: Vec<ActFuncSet>,
     /// Which keys of a set name members (real output:
     /// `["bkt_bin", "ctrl_bin", "profile_json"]`, also the default).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pwp_file_keys: Option<Vec<String>>,
     /// Every other key, kept as it is.
     #[serde(flatten)]
@@ -26,21 +26,18 @@ pub struct ActInfo {
 }
 
 /// One activation table set.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ActFuncSet {
     /// The set's name, as `activation_function_sets` lists it.
     pub name: String,
     /// The functions the set holds, each with the compiler's number for it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub act: Option<BTreeMap<String, u64>>,
     /// The bucket table member (`<set>_bkt.bin`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bkt_bin: Option<String>,
     /// The control table member (`<set>_ctrl.bin`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ctrl_bin: Option<String>,
     /// The profile member (`<set>.json`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile_json: Option<String>,
     /// Every other key, kept as it is.
     #[serde(flatten)]

@@ -14,120 +14,86 @@ use super::ucode::UcodeLib;
 use super::{extra_keys, Extra, Manifest};
 
 /// `sgNN/def.json`. Keys are listed in the loader's dispatch order.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DefJson {
     /// The graph name the runtime logs (fixture `"definition"`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// REQUIRED. The variables, keyed by name. `var_id`s must be dense
     /// 0..N-1 and at least one variable must be an output.
     pub var: BTreeMap<String, Var>,
     /// The DMA queues, keyed by name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dma_queue: Option<BTreeMap<String, DmaQueue>>,
     /// Collective replica groups (producer: 3-D `[topology][group][rank]`;
     /// fixture `[[]]`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replica_groups: Option<Vec<serde_json::Value>>,
     /// Collective source/target pairs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub src_target_pairs: Option<Vec<serde_json::Value>>,
     /// Overrides the default ExtISA function set (`functions`, `add_lib`; at most 18 ops).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ext_isa_ucode_lib_def: Option<Extra>,
     /// GPSIMD ucode libraries (spec §4.6); the same array is written as the
     /// standalone `ucode_lib.json` member.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ucode_lib: Option<Vec<UcodeLib>>,
     /// State-buffer carveouts. Required (at least `[]`) when the target
     /// resolves to CAYMAN unless `NEURON_RT_ALLOW_LEGACY_NEFF=1`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime_statebuffer_reservation: Option<Vec<Carveout>>,
     /// Collective streams (default 1), the older spelling; neuronx-cc 2.18+
     /// writes [`DefJson::cc_streams`] instead.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub num_streams: Option<u64>,
     /// Collective streams as neuronx-cc 2.18+ writes them:
     /// `{"num_streams": N}`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cc_streams: Option<CcStreams>,
     /// Top-level DMA blocks.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dma: Option<Vec<DmaBlock>>,
     /// FP8 conversion settings.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fp8_conversion_config: Option<Fp8Config>,
     /// The PE engine's manifest member (`"pe.json"`); absent = empty placeholder with a warning.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pe: Option<String>,
     /// The ACT engine's manifest member.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub act: Option<String>,
     /// The POOL engine's manifest member.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pool: Option<String>,
     /// The DVE engine's manifest member.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dve: Option<String>,
     /// The SP engine's manifest member.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sp: Option<String>,
     /// Schema version (not read by the loader; fixture `"0.6-"`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
     /// Producer feature names (not read by the loader; the header mask is authoritative).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub neff_features: Option<Vec<String>>,
     /// The PE instruction member as the compilers also name it here (`pe.json` names it too).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pe_instr: Option<String>,
     /// The PE debug listing members (read as references).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pe_dbg: Option<Vec<String>>,
     /// The PE assembly listing members (read as references).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pe_asm_dbg: Option<Vec<String>>,
     /// The ACT instruction member as the compilers also name it here (`act.json` names it too).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub act_instr: Option<String>,
     /// The ACT debug listing members (read as references).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub act_dbg: Option<Vec<String>>,
     /// The ACT assembly listing members (read as references).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub act_asm_dbg: Option<Vec<String>>,
     /// The POOL instruction member as the compilers also name it here (`pool.json` names it too).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pool_instr: Option<String>,
     /// The POOL debug listing members (read as references).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pool_dbg: Option<Vec<String>>,
     /// The POOL assembly listing members (read as references).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pool_asm_dbg: Option<Vec<String>>,
     /// The DVE instruction member as the compilers also name it here (`dve.json` names it too).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dve_instr: Option<String>,
     /// The DVE debug listing members (read as references).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dve_dbg: Option<Vec<String>>,
     /// The DVE assembly listing members (read as references).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dve_asm_dbg: Option<Vec<String>>,
     /// The SP instruction member as the compilers also name it here (`sp.json` names it too).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sp_instr: Option<String>,
     /// The SP debug listing members (read as references).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sp_dbg: Option<Vec<String>>,
     /// The SP assembly listing members (read as references).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sp_asm_dbg: Option<Vec<String>>,
     /// The DMA debug listing members (read as references).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dma_dbg: Option<Vec<String>>,
     /// Debug references: `wavegraph` names a member beside def.json.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub debug_info: Option<DebugInfo>,
     /// Every other key (`git_version`, `runtime_event_count`, …), kept as it is.
     #[serde(flatten)]
@@ -483,12 +449,12 @@ impl schemars::JsonSchema for QueueType {
 }
 
 /// One `dma_queue` entry.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DmaQueue {
     /// The owning engine: `pe`, `act`, `pool`, `dve` or `sp`. Optional
     /// (neuron-cc 1.15 writes `pinned` queues without one); one that is
     /// present must be an engine (G21a).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<Engine>")]
     pub owner: Option<String>,
     /// REQUIRED. The queue type: in, out, data, act_load, embedding_update or dynamic.
@@ -496,27 +462,20 @@ pub struct DmaQueue {
     #[schemars(with = "QueueType")]
     pub kind: String,
     /// The completion semaphore.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub semaphore: Option<u64>,
     /// Completion semaphores, one per queue of the set (at most 32).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub semaphore_set: Option<Vec<u64>>,
     /// Queues in the set (at most 16 by AWS's documentation; real compilers
     /// write 16 on `in` queues), allowed on every type; must be 1 for
     /// `act_load`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub num_queues: Option<u64>,
     /// `data` queues only: an indirect memcpy (INDIRECT_MEMCPY) queue.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub indirect_memcpy: Option<bool>,
     /// `dynamic` queues: the state-buffer scratch area the device fills.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dynamic_dma: Option<DynamicDma>,
     /// Which DMA fabric the queue uses: `"main"` or `"alt"` (neuronx-cc 2.21+).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fabric_path: Option<String>,
     /// neuron-cc 1.x / neuronx-cc weight queues: pinned to the device (no owner).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pinned: Option<serde_json::Value>,
     /// Every other key (`queue_instances`, a list of strings refused on
     /// in/out/embedding_update queues; `pinned`, `dge`, `dynamic_dma`,
@@ -580,10 +539,10 @@ impl DmaQueue {
 }
 
 /// def.json `debug_info`.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DebugInfo {
     /// The wavegraph member (neuron-cc 1.x: `wavegraph-bin.json`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wavegraph: Option<String>,
     /// Every other key, kept as it is.
     #[serde(flatten)]
@@ -591,10 +550,10 @@ pub struct DebugInfo {
 }
 
 /// `cc_streams`: the collective streams (neuronx-cc 2.18+).
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CcStreams {
     /// Number of collective streams.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub num_streams: Option<u64>,
     /// Every other key, kept as it is.
     #[serde(flatten)]
@@ -686,25 +645,20 @@ pub enum BoolOrUint {
 }
 
 /// `fp8_conversion_config` → `kbin_fp8_conv_cfg_t` (spec §4.8).
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Fp8Config {
     /// Extended FP8 dynamic range (a bool; some pages say bool/uint).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fp8_range_extension: Option<BoolOrUint>,
     /// Max exponent for e4m3 (runtime default 8).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub emax_fp8_e4m3: Option<u64>,
     /// Max exponent for e5m2 (runtime default 15).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub emax_fp8_e5m2: Option<u64>,
     /// OCP-style saturation.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ocp_sat: Option<bool>,
     /// The SIS flag.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fp8_sis: Option<bool>,
     /// The SNS flag.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fp8_sns: Option<bool>,
     /// Every other key, kept as it is.
     #[serde(flatten)]

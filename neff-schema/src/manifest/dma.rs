@@ -25,22 +25,18 @@ pub const COMPUTE_DMA_OPS: [&str; 4] = ["fma", "add", "min", "max"];
 
 /// One DMA block: descriptors a `PSEUDO_DMA_TRIGGER <queue> block_id=<id>`
 /// instruction transfers.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DmaBlock {
     /// The DMA queue (a def.json `dma_queue` name) the block runs on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue: Option<String>,
     /// The block id the trigger instruction names (fixture: 0 on each queue).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<u64>,
     /// An instance name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instance_name: Option<String>,
     /// The descriptors, in order.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub desc: Option<Vec<DmaDesc>>,
     /// The semaphore the block signals (neuronx-cc 2.x).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub semaphore: Option<u64>,
     /// Every other key (`#comment`/`comment`, `priority_class`,
     /// `function_start`, `section_start_desc`, `remote_semaphores`, …), kept as it is.
@@ -49,61 +45,46 @@ pub struct DmaBlock {
 }
 
 /// One DMA descriptor: an access pattern from a source to a destination.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DmaDesc {
     /// `copy` (or absent), `cast`, `fma`, `add`, `min`, `max`,
     /// `transpose`/`transpose_op`; anything else is "Unknown dma operation".
     /// Real transposes have no `op` but the `transpose_op` key (a
     /// permutation such as `"WZXY"`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub op: Option<String>,
     /// The source (a var name).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<String>,
     /// The destination (a var name).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<String>,
     /// Source access-pattern sizes (none may be 0; as many as `from_steps`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_sizes: Option<Vec<u64>>,
     /// Source access-pattern steps.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_steps: Option<Vec<i64>>,
     /// Destination access-pattern sizes (none may be 0; as many as `to_steps`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to_sizes: Option<Vec<u64>>,
     /// Destination access-pattern steps.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to_steps: Option<Vec<i64>>,
     /// `_dtype`: the element type of a compute (CCE) descriptor, required for one.
     #[serde(rename = "_dtype", default, skip_serializing_if = "Option::is_none")]
     pub dtype: Option<String>,
     /// The dtype of `scale`; must be `"float32"`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scale_dtype: Option<String>,
     /// Byte offset into `from` (neuronx-cc 2.x).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_off: Option<u64>,
     /// Byte offset into `to` (neuronx-cc 2.x).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to_off: Option<u64>,
     /// Element type read from `from` (a `cast` converts it to `to_dtype`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_dtype: Option<String>,
     /// Element type written to `to`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to_dtype: Option<String>,
     /// How many access-pattern dimensions are tiled (1 or 2 in real output).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub num_tiling_dimensions: Option<u64>,
     /// A DMA transpose: the permutation (`"WZXY"`); the descriptor is then a transpose.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transpose_op: Option<String>,
     /// A DMA transpose: the 4-D shape transposed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transpose_shape: Option<Vec<u64>>,
     /// A DMA transpose: bytes per element.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transpose_element_size: Option<u64>,
     /// Every other key (`from_arr`, `scale`, `constant`, `constant_dtype`,
     /// …), kept as it is.

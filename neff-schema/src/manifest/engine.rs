@@ -110,36 +110,29 @@ impl schemars::JsonSchema for Engine {
 
 /// `sgNN/<eng>.json`: one engine's program. File names inside are resolved
 /// relative to the subgraph folder.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EngineJson {
     /// The instruction stream member (`"pe.bin"`), headerless: 64-byte slots
     /// (SP: 8-byte), at most 0xFFFFFFFF bytes; an empty stream is valid.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instr: Option<String>,
     /// DMA blocks this engine triggers (spec §4.4).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dma: Option<Vec<DmaBlock>>,
     /// A label; the fixture uses `"<eng>_array_json"`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// ACT only: the activation semaphore (fixture 9).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub act_semaphore: Option<u64>,
     /// ACT only: the act_info member (`"act_info.json"`; real compilers store
     /// it, the spec fixture does not). Its `act_func_sets` resolve the names
     /// in `activation_function_sets` to `<set>.json`, `_bkt.bin`, `_ctrl.bin`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub act_info: Option<String>,
     /// ACT only: the activation table sets this engine loads, by name; each
     /// is an `act_func_sets` entry of the `act_info` member.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub activation_function_sets: Option<Vec<String>>,
     /// neuron-cc 1.x ACT only: the activation functions, as the compiler lists them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub activation_functions: Option<Vec<serde_json::Value>>,
     /// DVE only: the DVE table members (real compilers write an array of
     /// one object; an object alone is read the same way).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dve_tables: Option<DveTables>,
     /// Every other key (`profile_meta_data`, …), kept as it is.
     #[serde(flatten)]
@@ -171,22 +164,18 @@ impl DveTables {
 /// One DVE table object: members (relative to the subgraph folder) holding
 /// the DVE's tables. Up to neuronx-cc 2.18 one `control_table`; from 2.21
 /// a `control_fast_table` and a `control_slow_table`.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DveTable {
     /// The control table member (`default_control_table.bin`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control_table: Option<String>,
     /// The fast control table member (2.21+).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control_fast_table: Option<String>,
     /// The slow control table member (2.21+).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub control_slow_table: Option<String>,
     /// The datapath table member.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub datapath_table: Option<String>,
     /// The opcode table member.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub opcode_table: Option<String>,
     /// Every other key, kept as it is.
     #[serde(flatten)]

@@ -9,6 +9,7 @@ use crate::target::Target;
 pub const KELF_VERSION: &str = "0.5";
 
 /// `kelf-<i>.json`: the subgraphs of one KELF and the target it was built for.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct KelfDescriptor {
     /// The subgraphs; names must be unique (the runtime asserts it).
@@ -17,7 +18,6 @@ pub struct KelfDescriptor {
     pub version: String,
     /// `sunda`/`v2`, `cayman`/`v3`, `mariana`/`v4`, `*` (any instance) or
     /// empty (SUNDA). Kept as written (`KelfDescriptor::target` reads it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<Target>")]
     pub target: Option<String>,
     /// Every other key (`revision`, …), kept as it is.

@@ -10,6 +10,7 @@ use super::{extra_keys, Extra, Manifest};
 pub const KELF_FUNC_NAME: &str = "__kelf";
 
 /// `neff.json`. All five modelled top-level keys are required by the runtime.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NeffJson {
     /// The graph nodes: one `null` node per input, then the `__kelf` node.
@@ -24,7 +25,6 @@ pub struct NeffJson {
     pub node_row_ptr: Vec<u64>,
     /// The framework's signature (neuronx-cc): tensor names with their id,
     /// dtype and shape. Shown by `inspect`; not read by the runtime.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Metadata>,
     /// Every other key, kept as it is.
     #[serde(flatten)]
@@ -36,6 +36,7 @@ impl Manifest for NeffJson {
 }
 
 /// A graph node.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Node {
     /// `"null"` for an input, `"tvm_op"` for the KELF node (fixture).
@@ -43,20 +44,15 @@ pub struct Node {
     /// The tensor name (inputs) or the subgraph node name (fixture `"sg_tonga0"`).
     pub name: String,
     /// Node attributes; every value a string.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attrs: Option<NodeAttrs>,
     /// Entries this node consumes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inputs: Option<Vec<NodeEntry>>,
     /// The tensors' names: an input node's own, the KELF node's outputs
     /// (the compilers' spelling).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_names: Option<Vec<String>>,
     /// Input nodes: `"0"` (fixture).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_param: Option<String>,
     /// The output tensor's name on the KELF node (fixture, one output).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
     /// Every other key, kept as it is.
     #[serde(flatten)]
@@ -64,25 +60,20 @@ pub struct Node {
 }
 
 /// A node's `attrs`. As in the fixture and the producer, values are strings.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NodeAttrs {
     /// `"__kelf"` marks the KELF node.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub func_name: Option<String>,
     /// `"0"`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flatten_data: Option<String>,
     /// The input count, as a decimal string.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub num_inputs: Option<String>,
     /// The KELF descriptor member (`"kelf-0.json"`); must be a string.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kelf: Option<String>,
     /// The output count, as a decimal string.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub num_outputs: Option<String>,
     /// The node name again (producer).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tvm_op: Option<String>,
     /// Every other key, kept as it is.
     #[serde(flatten)]
@@ -99,12 +90,12 @@ pub struct NodeEntry(pub u64, pub u64, pub u64);
 pub struct TaggedList<T>(pub String, pub Vec<T>);
 
 /// The graph's `attrs`: one value per entry id.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GraphAttrs {
     /// `["list_shape", [[dims] per entry]]`; at most 32 dims each.
     pub shape: TaggedList<Vec<u64>>,
     /// `["list_int", [storage id per entry]]`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub storage_id: Option<TaggedList<u64>>,
     /// `["list_str", [dtype per entry]]`.
     pub dltype: TaggedList<Dtype>,
@@ -124,10 +115,10 @@ extra_keys!(
 );
 
 /// neff.json `metadata`.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Metadata {
     /// Signatures by name (real output: `default`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signatures: Option<std::collections::BTreeMap<String, Signature>>,
     /// Every other key, kept as it is.
     #[serde(flatten)]
@@ -135,13 +126,12 @@ pub struct Metadata {
 }
 
 /// One signature: the model's inputs and outputs by framework name.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Signature {
     /// The inputs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inputs: Option<std::collections::BTreeMap<String, SignatureTensor>>,
     /// The outputs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outputs: Option<std::collections::BTreeMap<String, SignatureTensor>>,
     /// Every other key, kept as it is.
     #[serde(flatten)]
@@ -149,16 +139,14 @@ pub struct Signature {
 }
 
 /// One tensor of a signature.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SignatureTensor {
     /// The tensor's position among the signature's tensors.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<u64>,
     /// The element type (`"float32"`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dtype: Option<String>,
     /// The shape.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shape: Option<Vec<u64>>,
     /// Every other key, kept as it is.
     #[serde(flatten)]

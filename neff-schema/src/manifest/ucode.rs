@@ -12,6 +12,7 @@ pub const CUSTOM_OP_OPCODE: i64 = 133;
 pub const UCODE_LIB_JSON: &str = "ucode_lib.json";
 
 /// One ucode library.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct UcodeLib {
     /// REQUIRED. The library member, relative to the subgraph folder (an
@@ -22,23 +23,17 @@ pub struct UcodeLib {
     /// (before the first `.`) must be 1.
     pub ulib_to_ucode_version: String,
     /// The ISA version (producer; not read by the loader).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ulib_to_isa_version: Option<String>,
     /// Whether this is a compiler built-in library (producer).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_builtin: Option<bool>,
     /// Must be 0 (the runtime asserts it).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_id: Option<u64>,
     /// 0, 1 or 8.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_cpus: Option<u64>,
     /// Library-level opcode some runtime pages describe (−123 = built-in);
     /// producers put `opcode` on each function instead (§9 C13).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub opcode: Option<i64>,
     /// The functions the library provides.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub functions: Option<Vec<UcodeFunction>>,
     /// Every other key (`add_lib`, …), kept as it is.
     #[serde(flatten)]
@@ -46,6 +41,7 @@ pub struct UcodeLib {
 }
 
 /// One function of a ucode library.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct UcodeFunction {
     /// REQUIRED. The function name (at most 64 characters).
@@ -53,7 +49,6 @@ pub struct UcodeFunction {
     /// REQUIRED. Always 133 (CUSTOM_OP) in producer output.
     pub opcode: i64,
     /// The function id byte, dense 0, 1, 2… per subgraph.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sub_opcode: Option<u64>,
     /// Every other key, kept as it is.
     #[serde(flatten)]

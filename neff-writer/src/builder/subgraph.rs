@@ -27,6 +27,7 @@ use super::weights::weight_source;
 /// dense var_ids: inputs, then outputs, then tmp_bufs, state_buffers,
 /// weights and vars in that order, each in list order, except those that
 /// pin a `var_id`.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(rename = "SubgraphSpec")]
@@ -35,11 +36,9 @@ pub struct Subgraph {
     pub name: String,
     /// def.json `name` (default: the subgraph name; `"definition"`, as the
     /// compilers write it, under the `neuronx-cc` framing presets).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub def_name: Option<String>,
     /// def.json `version` (not read by the loader; the fixture's is `"0.6-"`,
     /// the compilers' `"0.6"`, the default under the `neuronx-cc` presets).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub def_version: Option<String>,
     /// Model inputs (`type: "input"`); each needs a dtype and a shape.
     #[serde(default)]
@@ -82,16 +81,12 @@ pub struct Subgraph {
     #[serde(default)]
     pub carveouts: Vec<Carveout>,
     /// def.json `replica_groups` (collectives).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replica_groups: Option<Vec<serde_json::Value>>,
     /// def.json `src_target_pairs` (collectives).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub src_target_pairs: Option<Vec<serde_json::Value>>,
     /// def.json `num_streams`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub num_streams: Option<u64>,
     /// def.json `fp8_conversion_config`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fp8_conversion_config: Option<Fp8Config>,
     /// Extra def.json keys written as they are (a generated key's name replaces it).
     #[serde(default)]
@@ -100,6 +95,7 @@ pub struct Subgraph {
 
 /// One variable of a subgraph's lists. `type` is given only in `vars` (the
 /// other lists imply it); `npy`, `raw` and `file_name` only in `weights`.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VarSpec {
@@ -110,27 +106,20 @@ pub struct VarSpec {
     pub kind: Option<String>,
     /// Element type (weights: default from the .npy header; one given must
     /// fit the data's length with the shape).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dtype: Option<Dtype>,
     /// Shape (weights: default from the .npy header).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shape: Option<Vec<u64>>,
     /// Size in bytes (default: elements × element size for inputs, outputs,
     /// tmp_bufs and `virtual` vars; `pointer` defaults to 8; none for weights).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<u64>,
     /// Pins the var_id (the others fill the free ids).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub var_id: Option<u64>,
     /// Weights: a .npy version 1 file (checked; its dtype and shape fill the var).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub npy: Option<Data>,
     /// Weights: raw bytes (streamed as they are). With a `dtype` of known
     /// element size and a `shape`, their length must be elements × element size.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw: Option<Data>,
     /// Weights: the member name in the subgraph folder (default `<name>.npy` / `<name>.bin`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_name: Option<String>,
     /// Extra keys in the def.json var object (`"#transfer-type"`,
     /// `internal_shape`, `alignment`, `list`, `referenced_var_id`, ...).
@@ -145,11 +134,11 @@ pub struct VarSpec {
 /// filled in: `instr` (the instruction member), `dma` (`[]`) and `name`
 /// (as the content style writes it). An `extra` object (the older
 /// spelling) is merged in.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
 #[schemars(rename = "EngineSpec")]
 pub struct EngineProgram {
     /// The instruction stream (`<eng>.bin`; 64-byte slots, SP 8-byte); empty when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<Data>,
     /// The engine manifest.
     #[serde(flatten)]
@@ -157,6 +146,7 @@ pub struct EngineProgram {
 }
 
 /// A GPSIMD ucode library and its bytes (member `<sg>/<library>`).
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UcodeLibSpec {
@@ -167,16 +157,12 @@ pub struct UcodeLibSpec {
     /// The ucode ABI version; the major must be 1 (e.g. `"1.21.1.0"`).
     pub ulib_to_ucode_version: String,
     /// The ISA version (producer field).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ulib_to_isa_version: Option<String>,
     /// Built-in library (default false).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub is_builtin: Option<bool>,
     /// Must be 0 (default 0).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_id: Option<u64>,
     /// 0, 1 or 8 (default 1).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_cpus: Option<u64>,
     /// The functions; `sub_opcode`s left out are numbered densely per subgraph.
     #[serde(default)]
@@ -187,16 +173,15 @@ pub struct UcodeLibSpec {
 }
 
 /// A ucode function.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FunctionSpec {
     /// The function name (at most 64 characters).
     pub name: String,
     /// The function id byte (default: next free, dense per subgraph).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sub_opcode: Option<u64>,
     /// The opcode (default 133, CUSTOM_OP).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub opcode: Option<i64>,
 }
 
