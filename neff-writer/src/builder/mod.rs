@@ -388,9 +388,8 @@ impl NeffBuilder {
     /// A named framing preset (default `gnu`): tar dialect and fields, member
     /// order, gzip header, deflate engine, padding and hash layout, plus, for
     /// the compiler presets, the compiler's header conventions and content
-    /// style ([`ContentStyle::Compiler`]). Call it before
-    /// [`NeffBuilder::level`] to keep a chosen level, and before
-    /// [`NeffBuilder::content_style`] to override the content style.
+    /// style ([`ContentStyle::Compiler`]). [`NeffBuilder::level`] and
+    /// [`NeffBuilder::content_style`] override it, in any order.
     pub fn framing(mut self, preset: FramingPreset) -> Self {
         self.spec.framing = Some(FramingSpec::Preset(preset.name().to_string()));
         self
@@ -518,6 +517,9 @@ impl NeffBuilder {
             );
         }
         let checked = !spec.unchecked;
+        // A name in the header patch wins over the model's `name`, as every
+        // header field set there wins over what is computed.
+        let header_name = spec.header.as_ref().and_then(|h| h.name.clone());
         let (settings, file, feature_bits) = spec.packaging()?;
         let preset = settings.framing.unwrap_or_default();
         let style = style.unwrap_or(if preset.is_compiler_like() {
@@ -525,7 +527,10 @@ impl NeffBuilder {
         } else {
             ContentStyle::Plain
         });
-        let options = settings.options(file)?;
+        let mut options = settings.options(file)?;
+        if header_name.is_some() {
+            options.header.name = header_name;
+        }
         let options = PackOptions {
             threads: run.threads,
             paranoid_readback: run.paranoid_readback,

@@ -188,6 +188,31 @@ fn built_models_pass_every_gate_and_are_reproducible() {
     assert_eq!(outcome.header.vnc_size, 1);
 }
 
+#[test]
+fn header_fields_win_over_the_model_in_any_call_order() {
+    let patch = HeaderPatch {
+        name: Some(neff_schema::header::Text::new("from-header").unwrap()),
+        ..HeaderPatch::default()
+    };
+    let built = |b: NeffBuilder| b.write_to(&mut Vec::new()).unwrap().header;
+    let h = built(model().header(patch.clone()).level(6));
+    assert_eq!(h.name.as_clean_str(), Some("from-header"));
+    let h = built(
+        model()
+            .level(6)
+            .header(patch)
+            .framing(neff_schema::FramingPreset::NeuronxCc),
+    );
+    assert_eq!(h.name.as_clean_str(), Some("from-header"));
+    // A level set before the framing preset is kept.
+    let b = model()
+        .level(6)
+        .framing(neff_schema::FramingPreset::NeuronxCc);
+    assert_eq!(b.build().unwrap().options().level(), 6);
+    let bits = model().feature_bits(0x4 | 0x1000).build().unwrap();
+    assert_eq!(bits.options().header.feature_bits, Some(0x1004));
+}
+
 fn ucode_model() -> NeffBuilder {
     NeffBuilder::new()
         .target(Target::CAYMAN)
