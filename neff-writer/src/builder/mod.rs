@@ -519,7 +519,7 @@ impl NeffBuilder {
         let checked = !spec.unchecked;
         // A name in the header patch wins over the model's `name`, as every
         // header field set there wins over what is computed.
-        let header_name = spec.header.as_ref().and_then(|h| h.name.clone());
+        let header_name = spec.header.as_ref().and_then(|h| h.name);
         let (settings, file, feature_bits) = spec.packaging()?;
         let preset = settings.framing.unwrap_or_default();
         let style = style.unwrap_or(if preset.is_compiler_like() {
