@@ -58,8 +58,8 @@ fn load_everywhere(data: &[u8], base: &RuntimeProfile) -> Option<&'static str> {
     let verdict = Loader::new(base)
         .verify(Some(Cursor::new(data)))
         .expect("reading from memory cannot fail");
-    assert_eq!(verdict.loads.len(), loads.len());
-    for (one, all) in loads.iter().zip(&verdict.loads) {
+    assert_eq!(verdict.per_arch.len(), loads.len());
+    for (one, all) in loads.iter().zip(&verdict.per_arch) {
         assert_eq!(
             one.report, all.report,
             "load_buffer and Loader::verify disagree"
@@ -152,8 +152,8 @@ fn check_loaded(loaded: &Loaded, arch: Arch) {
 
 fn check_verdict(verdict: &Verdict) {
     assert!(!verdict.targeted.is_empty());
-    let lead = &verdict.loads[verdict.lead].report;
-    for load in &verdict.loads {
+    let lead = verdict.report();
+    for load in &verdict.per_arch {
         let targeted = verdict
             .targeted
             .iter()
@@ -192,7 +192,7 @@ pub fn repack(members: &[(String, Vec<u8>)], pkg: PkgVersion, level: u32) {
     let verdict = Loader::new(&RuntimeProfile::default())
         .verify(Some(Cursor::new(&bytes)))
         .expect("reading from memory cannot fail");
-    let first = &verdict.loads[0];
+    let first = &verdict.per_arch[0];
     assert!(
         first.model.is_some(),
         "the container tier refuses the packager's own output: {}",
@@ -203,7 +203,7 @@ pub fn repack(members: &[(String, Vec<u8>)], pkg: PkgVersion, level: u32) {
     for (i, &arch) in Arch::ALL.iter().enumerate() {
         let loaded = load_buffer(Some(&bytes), &RuntimeProfile::for_arch(arch));
         check_loaded(&loaded, arch);
-        assert_eq!(loaded.report, verdict.loads[i].report);
+        assert_eq!(loaded.report, verdict.per_arch[i].report);
     }
 
     let checked = PackOptions {

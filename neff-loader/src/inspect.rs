@@ -64,7 +64,7 @@ pub struct InspectReport {
 impl InspectReport {
     /// Builds the report from an all-arch verdict on `file`.
     pub fn new(file: &str, verdict: &Verdict) -> InspectReport {
-        let container = verdict.loads.first().and_then(|l| l.container.as_ref());
+        let container = verdict.container.as_ref();
         let header = container.map(|c| c.header.fields());
         let shown = verdict.display_load();
         let report = verdict.combined_report();

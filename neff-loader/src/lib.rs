@@ -406,24 +406,39 @@ pub struct Verdict {
     pub accepted: bool,
     /// The architectures the NEFF targets.
     pub targeted: Vec<Arch>,
-    /// One load per arch, in [`Arch::ALL`] order (the first holds the container).
-    pub loads: Vec<Loaded>,
-    /// Index in `loads` of the deciding load: the first targeted one that
-    /// failed, else the first targeted one.
-    pub lead: usize,
+    /// The container, read once (Tier 1 does not depend on the arch); `None`
+    /// when the header or framing was refused before it.
+    pub container: Option<Container>,
+    /// One load per arch, in [`Arch::ALL`] order (none holds the container).
+    pub per_arch: Vec<Loaded>,
+    /// The arch whose load decides: the first targeted one that failed, else
+    /// the first targeted one.
+    pub deciding: Arch,
 }
 
 impl Verdict {
+    /// The deciding load.
+    pub fn deciding_load(&self) -> &Loaded {
+        self.on(self.deciding).unwrap_or(&self.per_arch[0])
+    }
+
+    /// The load on `arch`.
+    pub fn on(&self, arch: Arch) -> Option<&Loaded> {
+        self.per_arch
+            .iter()
+            .find(|l| l.report.instance_arch == ArchScope::Arch(arch))
+    }
+
     /// The deciding report.
     pub fn report(&self) -> &Report {
-        &self.loads[self.lead].report
+        &self.deciding_load().report
     }
 
     /// The load whose model is worth showing: the deciding one, except when
     /// the model was only read for display past a Tier-1 refusal (which every
     /// arch shares); then the one on the arch the model's own target names.
     pub fn display_load(&self) -> &Loaded {
-        let lead = &self.loads[self.lead];
+        let lead = self.deciding_load();
         if lead.model_past_refusal.is_none() {
             return lead;
         }
@@ -434,14 +449,7 @@ impl Verdict {
             .and_then(neff_schema::Target::parse_runtime)
             .map(|t| t.arches())
             .unwrap_or_default();
-        self.loads
-            .iter()
-            .find(|l| {
-                arches
-                    .iter()
-                    .any(|&a| l.report.instance_arch == ArchScope::Arch(a))
-            })
-            .unwrap_or(lead)
+        arches.iter().find_map(|&a| self.on(a)).unwrap_or(lead)
     }
 
     /// The all-arch report: the deciding report with `accepted` the verdict's
@@ -453,23 +461,27 @@ impl Verdict {
         report
     }
 
-    fn from_loads(loads: Vec<Loaded>) -> Verdict {
-        let target = loads.iter().find_map(|l| l.report.target);
+    fn from_loads(mut per_arch: Vec<Loaded>) -> Verdict {
+        let container = per_arch.first_mut().and_then(|l| l.container.take());
+        let target = per_arch.iter().find_map(|l| l.report.target);
         let targeted = target.map_or_else(|| Arch::ALL.to_vec(), |t| t.arches());
-        let is_targeted = |l: &Loaded| {
-            targeted
-                .iter()
-                .any(|&a| l.report.instance_arch == ArchScope::Arch(a))
-        };
-        let failing = loads
+        let arch_of = |l: &Loaded| l.report.instance_arch.arch();
+        let is_targeted = |l: &&Loaded| arch_of(l).is_some_and(|a| targeted.contains(&a));
+        let failing = per_arch
             .iter()
-            .position(|l| is_targeted(l) && !l.report.accepted);
-        let first = loads.iter().position(is_targeted).unwrap_or(0);
+            .filter(is_targeted)
+            .find(|l| !l.report.accepted);
+        let deciding = failing
+            .or_else(|| per_arch.iter().find(is_targeted))
+            .or(per_arch.first())
+            .and_then(arch_of)
+            .unwrap_or(Arch::Cayman);
         Verdict {
             accepted: failing.is_none(),
-            lead: failing.unwrap_or(first),
             targeted,
-            loads,
+            container,
+            per_arch,
+            deciding,
         }
     }
 }

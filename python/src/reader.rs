@@ -113,7 +113,7 @@ fn verify(
 /// The verdict on every arch, each report naming the source.
 fn verify_source(source: &Source<'_>, profile: &RuntimeProfile) -> Result<Verdict, Error> {
     let mut verdict = Loader::new(profile).verify(Some(source.open()?))?;
-    for load in &mut verdict.loads {
+    for load in &mut verdict.per_arch {
         load.report.file = Some(source.name());
     }
     Ok(verdict)
@@ -138,7 +138,7 @@ fn checked(
 /// deciding report with `targeted_arches` and `per_arch`.
 fn verdict_doc(verdict: &Verdict) -> Value {
     let per_arch: serde_json::Map<String, Value> = verdict
-        .loads
+        .per_arch
         .iter()
         .map(|l| (l.report.instance_arch.name().to_string(), json!(l.report)))
         .collect();

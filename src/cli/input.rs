@@ -51,7 +51,7 @@ pub fn verify(path: &Path, profile: &RuntimeProfile, limits: &Limits) -> Result<
     let mut verdict = Loader::new(profile)
         .limits(limits.clone())
         .verify(Some(open(path)?))?;
-    for load in &mut verdict.loads {
+    for load in &mut verdict.per_arch {
         load.report.file = Some(name(path));
     }
     Ok(verdict)

@@ -190,7 +190,7 @@ fn check(
         None => {
             let verdict = input::verify(path, profile, limits)?;
             let per_arch = verdict
-                .loads
+                .per_arch
                 .iter()
                 .map(|l| (l.report.instance_arch.name().to_string(), l.report.clone()))
                 .collect();

@@ -22,10 +22,10 @@ use crate::common;
 /// Everything a verdict says, per arch: the deciding load and every report
 /// (gate, status, message, detail, warnings, target, hash layout…).
 fn facts(verdict: &Verdict) -> serde_json::Value {
-    let reports: Vec<_> = verdict.loads.iter().map(|l| &l.report).collect();
+    let reports: Vec<_> = verdict.per_arch.iter().map(|l| &l.report).collect();
     serde_json::json!({
         "accepted": verdict.accepted,
-        "lead": verdict.lead,
+        "deciding": verdict.deciding.name(),
         "targeted": format!("{:?}", verdict.targeted),
         "reports": reports,
     })
