@@ -208,6 +208,7 @@ impl TempFile {
     }
 
     /// Where the temp file is.
+    #[cfg(test)]
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -223,12 +224,8 @@ impl TempFile {
     }
 
     /// Renames the finished (already synced) file to its target, then makes
-    /// the rename durable where the platform can sync a folder.
-    pub fn persist(self) -> io::Result<()> {
-        self.persist_synced(true)
-    }
-
-    /// [`TempFile::persist`]; the folder is synced only when `sync_dir`.
+    /// the rename durable (the folder synced) when `sync_dir` and the
+    /// platform can sync a folder.
     pub fn persist_synced(mut self, sync_dir: bool) -> io::Result<()> {
         {
             let mut registry = registry();

@@ -65,8 +65,8 @@ mod writeback;
 mod zlib_gzip;
 
 pub use atomic::{
-    abandon_temp_files, note_signal, parent_dir, report_stale_temp_files, signal_taken,
-    temp_beside, termination_signalled, watch_signals, write_atomic, write_atomic_with, TempFile,
+    abandon_temp_files, note_signal, parent_dir, report_stale_temp_files, termination_signalled,
+    watch_signals, write_atomic, write_atomic_with,
 };
 pub use builder::{Build, Data, NeffBuilder};
 pub use clobber::OutputGuard;
