@@ -327,23 +327,11 @@ impl BuildSpec {
     /// `resolve(key, blob)` (`key` is the blob's path in the spec, for
     /// errors); [`blob_data`] is what [`BuildSpec::into_builder`] uses. A
     /// caller with data of its own (the Python bindings' buffers) maps its
-    /// placeholders here.
+    /// placeholders here. A lifted spec (`payload`) is refused when built.
     pub fn into_builder_with(
         mut self,
         resolve: &mut dyn FnMut(&str, Blob) -> Result<Data, Error>,
     ) -> Result<NeffBuilder, Error> {
-        if self.is_lifted() {
-            return invalid(
-                "payload",
-                "a spec with a payload is built as a model (BuildSpec::into_model)",
-            );
-        }
-        if !self.weights.is_empty() {
-            return invalid(
-                "weights",
-                "edits a lifted model's weights (a spec with a payload); here give each weight in its subgraph",
-            );
-        }
         self.resolve_blobs(resolve)?;
         Ok(NeffBuilder::from_spec(self))
     }
@@ -357,18 +345,12 @@ impl BuildSpec {
         for (i, sg) in self.subgraphs.iter_mut().enumerate() {
             sg.resolve_blobs(&format!("subgraphs[{i}]"), resolve)?;
         }
-        let mut one = |key: String, data: &mut Data| -> Result<(), Error> {
-            if let Data::Blob(blob) = std::mem::take(data) {
-                *data = resolve(&key, blob)?;
-            }
-            Ok(())
-        };
         for (name, data) in &mut self.members {
-            one(format!("members.{name:?}"), data)?;
+            data.resolve(&format!("members.{name:?}"), resolve)?;
         }
         for (name, data) in &mut self.raw_members {
             if let Some(data) = data {
-                one(format!("raw_members.{name:?}"), data)?;
+                data.resolve(&format!("raw_members.{name:?}"), resolve)?;
             }
         }
         Ok(())
@@ -632,6 +614,27 @@ mod tests {
         match data {
             Data::Blob(blob) => blob.clone(),
             other => panic!("not a blob: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn resolving_keeps_data_that_is_not_a_blob() {
+        let mut spec = BuildSpec::default();
+        spec.members
+            .insert("a".into(), Data::bytes(b"kept".to_vec()));
+        spec.members.insert("b".into(), Data::Blob(Blob::Held(0)));
+        let mut asked = Vec::new();
+        spec.resolve_blobs(&mut |key, blob| {
+            asked.push((key.to_string(), blob));
+            Ok(Data::bytes(b"given".to_vec()))
+        })
+        .unwrap();
+        assert_eq!(asked, [("members.\"b\"".to_string(), Blob::Held(0))]);
+        for (name, want) in [("a", &b"kept"[..]), ("b", b"given")] {
+            match &spec.members[name] {
+                Data::Source(crate::MemberSource::Bytes(b)) => assert_eq!(b, want),
+                other => panic!("{name}: {other:?}"),
+            }
         }
     }
 

@@ -159,6 +159,21 @@ impl Data {
         Data::Path(path.into())
     }
 
+    /// Turns a blob ([`Data::Blob`]) into data with `resolve(key, blob)`;
+    /// any other data stays as it is.
+    pub(crate) fn resolve(
+        &mut self,
+        key: &str,
+        resolve: &mut dyn FnMut(&str, Blob) -> Result<Data, Error>,
+    ) -> Result<(), Error> {
+        if let Data::Blob(_) = self {
+            if let Data::Blob(blob) = std::mem::take(self) {
+                *self = resolve(key, blob)?;
+            }
+        }
+        Ok(())
+    }
+
     /// The packager source; `what` names the data in errors.
     pub(crate) fn into_source(self, what: &str) -> Result<MemberSource, Error> {
         match self {
@@ -517,27 +532,8 @@ impl NeffBuilder {
             );
         }
         let checked = !spec.unchecked;
-        // A name in the header patch wins over the model's `name`, as every
-        // header field set there wins over what is computed.
-        let header_name = spec.header.as_ref().and_then(|h| h.name);
-        let (settings, file, feature_bits) = spec.packaging()?;
-        let preset = settings.framing.unwrap_or_default();
-        let style = style.unwrap_or(if preset.is_compiler_like() {
-            ContentStyle::Compiler
-        } else {
-            ContentStyle::Plain
-        });
-        let mut options = settings.options(file)?;
-        if header_name.is_some() {
-            options.header.name = header_name;
-        }
-        let options = PackOptions {
-            threads: run.threads,
-            paranoid_readback: run.paranoid_readback,
-            fsync: run.fsync,
-            profile: run.profile,
-            ..options
-        };
+        let (mut options, preset, feature_bits) = write_options(&mut spec, run)?;
+        let style = style.unwrap_or(ContentStyle::of(preset));
         for sg in &spec.subgraphs {
             let name = sg.name();
             if name.is_empty() || name.contains('/') || MemberName::new(name).is_err() {
@@ -635,7 +631,6 @@ impl NeffBuilder {
             }
         }
 
-        let mut options = options;
         let patch = &mut options.header;
         let mut bits = feature_bits;
         if custom_ops {
@@ -669,6 +664,28 @@ impl NeffBuilder {
     pub fn write_to<W: Write>(self, out: &mut W) -> Result<PackOutcome, Error> {
         self.build()?.write_to(out)
     }
+}
+
+/// The options the spec's packaging keys give (the header patch's `name`
+/// winning over the model's, as every header field set there wins over what
+/// is computed), with `run`'s threads, fsync, read-back and profile; the
+/// framing preset and the feature bits `features` names.
+fn write_options(
+    spec: &mut BuildSpec,
+    run: PackOptions,
+) -> Result<(PackOptions, FramingPreset, u64), Error> {
+    let header_name = spec.header.as_ref().and_then(|h| h.name);
+    let (settings, file, feature_bits) = spec.packaging()?;
+    let mut options = settings.options(file)?;
+    options.header.name = header_name.or(options.header.name);
+    let options = PackOptions {
+        threads: run.threads,
+        paranoid_readback: run.paranoid_readback,
+        fsync: run.fsync,
+        profile: run.profile,
+        ..options
+    };
+    Ok((options, settings.framing.unwrap_or_default(), feature_bits))
 }
 
 /// A generated manifest's bytes: pretty-printed as producers write them, or

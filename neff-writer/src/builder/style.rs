@@ -46,6 +46,16 @@ pub const COMPILER_DEF_VERSION: &str = "0.6";
 pub const COMPILER_DEF_NAME: &str = "definition";
 
 impl ContentStyle {
+    /// The content style a framing preset implies: the compilers' for the
+    /// compiler presets.
+    pub fn of(preset: neff_schema::FramingPreset) -> ContentStyle {
+        if preset.is_compiler_like() {
+            ContentStyle::Compiler
+        } else {
+            ContentStyle::Plain
+        }
+    }
+
     /// The stem of an engine's members (`pe` or `PE`).
     pub fn engine_stem(self, engine: Engine) -> &'static str {
         match self {

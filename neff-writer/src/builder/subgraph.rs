@@ -289,14 +289,6 @@ impl Subgraph {
         key: &str,
         resolve: &mut dyn FnMut(&str, Blob) -> Result<Data, Error>,
     ) -> Result<(), Error> {
-        let mut one = |at: String, data: &mut Data| -> Result<(), Error> {
-            if let Data::Blob(_) = data {
-                if let Data::Blob(blob) = std::mem::take(data) {
-                    *data = resolve(&at, blob)?;
-                }
-            }
-            Ok(())
-        };
         for (list, vars) in [
             ("inputs", &mut self.inputs),
             ("outputs", &mut self.outputs),
@@ -310,7 +302,7 @@ impl Subgraph {
                 v.check_keys(list, &at)?;
                 for (field, data) in [("npy", &mut v.npy), ("raw", &mut v.raw)] {
                     if let Some(data) = data {
-                        one(format!("{at}.{field}"), data)?;
+                        data.resolve(&format!("{at}.{field}"), resolve)?;
                     }
                 }
             }
@@ -318,14 +310,15 @@ impl Subgraph {
         for (engine, e) in self.engines.iter_mut() {
             merge_older_extra(&mut e.manifest.extra, &format!("{key}.engines.{engine}"))?;
             if let Some(data) = &mut e.instructions {
-                one(format!("{key}.engines.{engine}.instructions"), data)?;
+                data.resolve(&format!("{key}.engines.{engine}.instructions"), resolve)?;
             }
         }
         for (name, queue) in self.dma_queues.iter_mut() {
             merge_older_extra(&mut queue.extra, &format!("{key}.dma_queues.{name}"))?;
         }
         for (i, l) in self.ucode_libs.iter_mut().enumerate() {
-            one(format!("{key}.ucode_libs[{i}].data"), &mut l.data)?;
+            l.data
+                .resolve(&format!("{key}.ucode_libs[{i}].data"), resolve)?;
         }
         Ok(())
     }
