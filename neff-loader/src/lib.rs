@@ -187,9 +187,13 @@ impl<'p> Loader<'p> {
     /// Loads a NEFF on the profile's instance arch.
     pub fn load<R: Read + Seek>(&self, source: Option<R>) -> Result<Loaded, Error> {
         let arch = [self.profile.instance_arch];
-        let mut all = self.load_arches(source, &arch)?;
-        all.pop()
-            .ok_or_else(|| Error::new(ErrorKind::Pipeline, "no load ran"))
+        only(self.load_arches(source, &arch)?)
+    }
+
+    /// [`Loader::load`] on the file at `path`; the report's `file` is `path`.
+    pub fn load_path(&self, path: impl AsRef<Path>) -> Result<Loaded, Error> {
+        let arch = [self.profile.instance_arch];
+        only(self.load_path_arches(path, &arch)?)
     }
 
     /// Loads a NEFF once and runs the arch-dependent tiers for each of
@@ -515,8 +519,12 @@ pub fn load_buffer(buffer: Option<&[u8]>, profile: &RuntimeProfile) -> Loaded {
 /// Loads a NEFF file on the profile's arch. The report's `file` field is
 /// set to `path`.
 pub fn load_file(path: impl AsRef<Path>, profile: &RuntimeProfile) -> Result<Loaded, Error> {
-    let arch = [profile.instance_arch];
-    let mut all = Loader::new(profile).load_path_arches(path, &arch)?;
-    all.pop()
+    Loader::new(profile).load_path(path)
+}
+
+/// The one load of a single-arch run.
+fn only(mut loads: Vec<Loaded>) -> Result<Loaded, Error> {
+    loads
+        .pop()
         .ok_or_else(|| Error::new(ErrorKind::Pipeline, "no load ran"))
 }

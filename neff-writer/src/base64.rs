@@ -16,19 +16,30 @@ const LENIENT: GeneralPurpose = GeneralPurpose::new(
 
 /// Decodes standard base64.
 pub fn decode(text: &str) -> Result<Vec<u8>, Error> {
-    let kept: Vec<usize> = (0..text.len())
-        .filter(|&i| !text.as_bytes()[i].is_ascii_whitespace())
-        .collect();
-    let compact: Vec<u8> = kept.iter().map(|&i| text.as_bytes()[i]).collect();
+    let bytes = text.as_bytes();
+    let compact: std::borrow::Cow<'_, [u8]> = match bytes.iter().any(u8::is_ascii_whitespace) {
+        true => bytes
+            .iter()
+            .copied()
+            .filter(|b| !b.is_ascii_whitespace())
+            .collect(),
+        false => bytes.into(),
+    };
     if compact.last() == Some(&b'=') && compact.len() % 4 != 0 {
         return Err(Error::new(
             ErrorKind::Base64,
             "invalid base64 length or padding: wrong amount of '=' padding",
         ));
     }
+    // Where the `at`-th character that is not whitespace stands in `text`
+    // (only worked out for an error).
+    let offset_of = |at: usize| {
+        let mut kept = (0..bytes.len()).filter(|&i| !bytes[i].is_ascii_whitespace());
+        kept.nth(at).unwrap_or(bytes.len())
+    };
     LENIENT.decode(&compact).map_err(|e| match e {
         DecodeError::InvalidByte(at, b'=') | DecodeError::InvalidLastSymbol(at, b'=') => {
-            let offset = kept.get(at).copied().unwrap_or(text.len());
+            let offset = offset_of(at);
             Error::new(
                 ErrorKind::Base64,
                 format!("invalid base64 padding at offset {offset}"),
@@ -36,7 +47,7 @@ pub fn decode(text: &str) -> Result<Vec<u8>, Error> {
             .at_offset(offset as u64)
         }
         DecodeError::InvalidByte(at, _) | DecodeError::InvalidLastSymbol(at, _) => {
-            let offset = kept.get(at).copied().unwrap_or(text.len());
+            let offset = offset_of(at);
             let c = text
                 .get(offset..)
                 .and_then(|t| t.chars().next())
@@ -81,6 +92,7 @@ mod tests {
         let all: Vec<u8> = (0..=255).collect();
         assert_eq!(decode(&encode(&all)).unwrap(), all);
         assert_eq!(decode("Zm9v\n YmFy").unwrap(), b"foobar");
+        assert_eq!(decode(" \n ").unwrap(), b"");
     }
 
     #[test]
@@ -88,6 +100,8 @@ mod tests {
         let bang = decode("Zm9v!").unwrap_err();
         assert_eq!(bang.to_string(), "invalid base64 character '!' at offset 4");
         assert_eq!(bang.location().offset, Some(4));
+        let spaced = decode("Zm\n9v!").unwrap_err();
+        assert_eq!(spaced.location().offset, Some(5), "{spaced}");
         let accent = decode("Zé").unwrap_err();
         assert_eq!(accent.kind(), ErrorKind::Base64);
         assert_eq!(accent.location().offset, Some(1));
