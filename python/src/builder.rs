@@ -5,7 +5,7 @@
 pub(crate) mod buffer;
 mod model;
 
-pub(crate) use model::json_of;
+pub(crate) use model::kwargs_json;
 
 use std::io::{Cursor, Read};
 use std::path::{Path, PathBuf};

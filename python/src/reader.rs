@@ -78,14 +78,7 @@ fn runtime(
             "instance_arch {instance_arch:?} is not all, sunda, cayman or mariana"
         ))
     })?;
-    let mut fields = serde_json::Map::new();
-    for (key, value) in profile.into_iter().flat_map(|d| d.iter()) {
-        let key: String = key.extract()?;
-        if !value.is_none() {
-            let value = crate::builder::json_of(&value, &key)?;
-            fields.insert(key, value);
-        }
-    }
+    let fields = crate::builder::kwargs_json(profile, "")?;
     let mut profile: RuntimeProfile = serde_json::from_value(Value::Object(fields))
         .map_err(|e| bad_argument(&format!("profile: {e}")))?;
     if let ArchScope::Arch(arch) = scope {

@@ -34,7 +34,7 @@ fn spec_error(key: &str, message: String) -> PyErr {
 /// A Python value as JSON (`None`, bools, integers, floats, strings, lists,
 /// tuples and dicts with string keys; anything with `__index__`, such as a
 /// numpy integer, as an integer).
-pub(crate) fn json_of(value: &Bound<'_, PyAny>, key: &str) -> PyResult<Value> {
+fn json_of(value: &Bound<'_, PyAny>, key: &str) -> PyResult<Value> {
     json_at(value, key, 0)
 }
 
@@ -122,6 +122,17 @@ fn typed_with<T: serde::de::DeserializeOwned>(
     key: &str,
     mut object: Map<String, Value>,
 ) -> PyResult<T> {
+    object.extend(kwargs_json(fields, key)?);
+    from_json(Value::Object(object), key)
+}
+
+/// Keyword arguments as a JSON object, those that are `None` left out;
+/// `key` prefixes each argument's name in errors.
+pub(crate) fn kwargs_json(
+    fields: Option<&Bound<'_, PyDict>>,
+    key: &str,
+) -> PyResult<Map<String, Value>> {
+    let mut object = Map::new();
     for (k, v) in fields.into_iter().flat_map(|d| d.iter()) {
         let k: String = k.extract()?;
         if v.is_none() {
@@ -134,7 +145,7 @@ fn typed_with<T: serde::de::DeserializeOwned>(
         };
         object.insert(k, json_of(&v, &sub)?);
     }
-    from_json(Value::Object(object), key)
+    Ok(object)
 }
 
 /// A model being described by `neff.Builder`: the spec (its blobs paths,
