@@ -4,10 +4,10 @@
 //!
 //! `cargo run --example build_model -- [OUT.neff]` (default: a temp file).
 
-use neff::loader::InspectReport;
 use neff::loader::{verify_file, RuntimeProfile};
 use neff::schema::manifest::{DmaQueue, Dtype, Engine, QueueType};
 use neff::schema::Target;
+use neff::tools::InspectReport;
 use neff::writer::builder::{Tensor, Weight};
 use neff::writer::NeffBuilder;
 

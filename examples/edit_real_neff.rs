@@ -6,7 +6,8 @@
 
 use std::path::Path;
 
-use neff::loader::{extract, ExtractLimits, RuntimeProfile};
+use neff::loader::RuntimeProfile;
+use neff::tools::{extract, ExtractLimits};
 use neff::writer::lift::Model;
 use neff::writer::{recover_framing, PackSettings};
 

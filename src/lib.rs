@@ -4,6 +4,7 @@
 //! This crate is a facade over the workspace:
 //! * [`schema`] (`neff-schema`): the data model, with no I/O;
 //! * [`loader`] (`neff-loader`): reads a NEFF the way the runtime does and runs its gates;
+//! * [`tools`] (`neff-tools`): inspect, diff, unpack, device memory and NTFF over a loaded NEFF;
 //! * [`writer`] (`neff-writer`): [`NeffBuilder`](writer::NeffBuilder) and the
 //!   deterministic streaming [`Packager`](writer::Packager);
 //! * `smith` (`neff-smith`, feature `smith`): fixture corpora and fuzz inputs.
@@ -36,6 +37,7 @@ pub use neff_loader as loader;
 pub use neff_schema as schema;
 #[cfg(feature = "smith")]
 pub use neff_smith as smith;
+pub use neff_tools as tools;
 pub use neff_writer as writer;
 
 /// The names most programs need: `use neff::prelude::*;`.

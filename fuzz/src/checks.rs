@@ -9,12 +9,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
 
-use neff_loader::InspectReport;
-use neff_loader::{extract, ExtractLimits};
 use neff_loader::{load_buffer, Loaded, Loader, RuntimeProfile, Verdict};
 use neff_loader::{payload_stream, EntryFate};
 use neff_loader::{EntryKind, TarReader};
 use neff_schema::{Arch, NeffHeader, PkgVersion, HEADER_LEN};
+use neff_tools::{extract, ExtractLimits, InspectReport};
 use neff_writer::build_spec::BuildSpec;
 use neff_writer::{HeaderPatch, MemberName, PackOptions, Packager};
 

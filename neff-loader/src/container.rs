@@ -262,7 +262,7 @@ impl Container {
     }
 }
 
-/// The outcome of Tier 1.
+/// The outcome of the container tier (G1–G12).
 #[derive(Debug)]
 pub struct Tier1 {
     /// What was read (absent only when even the header could not be read).
@@ -283,9 +283,9 @@ pub fn run<R: Read + Seek>(
     run_with(source, profile, limits, Digester::for_payload, &mut NoSink)
 }
 
-/// [`run`], handing every tar entry and its data to `sink` as the walk reads
+/// The container walk and gates (G1–G12), handing every tar entry and its data to `sink` as the walk reads
 /// it (an unpack writes them out in the same pass as the check).
-pub(crate) fn run_into<R: Read + Seek>(
+pub fn run_into<R: Read + Seek>(
     source: &mut R,
     profile: &RuntimeProfile,
     limits: &Limits,
@@ -296,7 +296,7 @@ pub(crate) fn run_into<R: Read + Seek>(
 
 /// Receives the tar entries the walk reads, each followed by its data. It
 /// cannot fail the walk (it keeps its own errors) and never changes a verdict.
-pub(crate) trait EntrySink {
+pub trait EntrySink {
     /// The next entry, before its data.
     fn entry(&mut self, entry: &Entry);
     /// The next bytes of the current entry's data.

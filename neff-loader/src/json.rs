@@ -104,7 +104,7 @@ pub struct Budget {
 }
 
 impl Budget {
-    /// [`MAX_NODES`] and [`MAX_TEXT`].
+    /// 4 Mi values and 32 MiB of text.
     pub fn full() -> Budget {
         Budget {
             nodes: MAX_NODES,
@@ -112,8 +112,7 @@ impl Budget {
         }
     }
 
-    /// The limits for a NEFF of `stored` payload bytes: [`MAX_NODES`] and
-    /// [`MAX_TEXT`], or 4 values and 4 text bytes per stored byte when that is
+    /// The limits for a NEFF of `stored` payload bytes: [`Budget::full`], or 4 values and 4 text bytes per stored byte when that is
     /// more, so that a large real model fits and memory stays linear in the
     /// file's size.
     pub fn for_stored(stored: u64) -> Budget {
@@ -136,8 +135,8 @@ impl Budget {
     }
 }
 
-/// Parses a document held in memory: through [`scan`] when it takes the
-/// text, else (an error, a limit) through serde_json, which reports it.
+/// Parses a document held in memory: through a fast scanner when it takes
+/// the text, else (an error, a limit) through serde_json, which reports it.
 pub fn parse(bytes: &[u8], budget: Budget) -> Result<(Doc, Duplicates), ParseError> {
     let mut b = Builder {
         budget,

@@ -41,21 +41,16 @@
 
 mod access;
 mod container;
-mod device_memory;
-pub mod diff;
 mod digest;
 mod error;
-mod extract;
 mod gate;
 mod gzip_reader;
 pub mod inputs;
-mod inspect;
 mod json;
 mod manifests;
 mod members;
 mod memory;
 mod model;
-mod ntff;
 mod profile;
 mod report;
 mod sections;
@@ -79,11 +74,8 @@ pub const LOAD_STACK: usize = 16 << 20;
 pub use container::{
     payload_stream, Compression, Container, EntryFate, EntryRecord, Limits, PayloadPadding,
 };
-pub use device_memory::{CoreMemory, MemoryCategories, MemoryReport};
 pub use error::{Error, ErrorKind, GzipErrorKind, TarErrorKind};
-pub use extract::{abandon_unpack_dirs, extract, extract_refused, ExtractLimits, ExtractSummary};
 pub use gate::{Gate, NrtStatus, Rejection};
-pub use inspect::{InspectReport, ModelReadPast};
 pub use members::{MemberRef, MemberTable};
 pub use memory::{check_members, MemberData};
 pub use model::{
@@ -91,7 +83,6 @@ pub use model::{
     ModelSummary, NnTensor, QueueSummary, ScratchpadSummary, SignatureTensor, UcodeLibSummary,
     VarSummary, WeightSummary, BARRIER_CONFIG_MEMBER,
 };
-pub use ntff::ntff_neff_uuid;
 pub use profile::{
     parse_features, parse_mask, verify_in, RuntimeProfile, EVTACCEL_OFFSET, RUNTIME_VERSION,
     UCODE_ABI_2_31,
@@ -104,12 +95,16 @@ pub use tar_reader::{Dialect, Entry, EntryKind, TarReader};
 /// that reproduce the stored bytes need besides (the writer's framing
 /// recovery drives these, so it can never read a payload another way).
 pub mod walk {
+    pub use crate::container::{run_into as walk_entries, EntrySink, Tier1, INDEX_PER_STORED_BYTE};
     pub use crate::digest::{matching_layout, Digester};
     pub use crate::gzip_reader::{
         looks_like_gzip, FirstMember, GzipMemberHeader, GzipReader, MAX_RECORDED_TEXT,
     };
+    pub use crate::json::{parse, parse_reader, Budget, Doc, Json};
+    pub use crate::sections::in_dir;
     pub use crate::tar_reader::{
-        header_field, padding, pax_records, StoredHeader, TarReader, BLOCK, MAX_SPECIAL_HEADER,
+        escape_name, header_field, padding, pax_records, StoredHeader, TarReader, BLOCK,
+        MAX_SPECIAL_HEADER,
     };
 }
 

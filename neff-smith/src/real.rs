@@ -104,8 +104,8 @@ pub fn lifted(path: &Path, framing: bool) -> Result<(Model, tempfile::TempDir), 
     let tree = tempfile::tempdir().map_err(|e| fail(e.to_string()))?;
     let dir = tree.path().join("tree");
     let profile = neff_loader::RuntimeProfile::default();
-    let limits = neff_loader::ExtractLimits::default();
-    neff_loader::extract_refused(path, &dir, &profile, false, &limits)
+    let limits = neff_tools::ExtractLimits::default();
+    neff_tools::extract_refused(path, &dir, &profile, false, &limits)
         .map_err(|e| fail(e.to_string()))?;
     let file = match framing {
         true => {

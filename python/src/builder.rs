@@ -133,7 +133,7 @@ fn build_lifted<'py>(
 /// returns its typed model as a build spec (JSON; blob paths absolute) and
 /// the gates' refusal of it, if any (a report as JSON). A container refusal
 /// raises, unless `keep_refused` and the refusal is the header's alone (G5,
-/// G9: [`neff_loader::extract_refused`]).
+/// G9: [`neff_tools::extract_refused`]).
 #[pyfunction]
 #[pyo3(signature = (path, dir, keep_refused=false))]
 fn lift(
@@ -145,10 +145,10 @@ fn lift(
     let lifted = py.detach(
         move || -> Result<(String, Option<String>), Result<neff_loader::Error, Error>> {
             let profile = neff_loader::RuntimeProfile::default();
-            let limits = neff_loader::ExtractLimits::default();
+            let limits = neff_tools::ExtractLimits::default();
             let (_, _, mut refused) = match keep_refused {
-                true => neff_loader::extract_refused(&path, &dir, &profile, false, &limits),
-                false => neff_loader::extract(&path, &dir, &profile, false, &limits)
+                true => neff_tools::extract_refused(&path, &dir, &profile, false, &limits),
+                false => neff_tools::extract(&path, &dir, &profile, false, &limits)
                     .map(|(s, c)| (s, c, None)),
             }
             .map_err(Ok)?;

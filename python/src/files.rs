@@ -7,9 +7,10 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
-use neff_loader::diff::{diff as diff_snapshots, DiffOptions, Snapshot};
-use neff_loader::{extract, parse_features, ExtractLimits, RuntimeProfile};
+use neff_loader::{parse_features, RuntimeProfile};
 use neff_schema::{FramingPreset, PkgVersion};
+use neff_tools::diff::{diff as diff_snapshots, DiffOptions, Snapshot};
+use neff_tools::{extract, ExtractLimits};
 use neff_writer::{recover_framing, HeaderFile, PackOptions, PackSettings, Packager};
 use pyo3::prelude::*;
 use serde_json::json;

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Mutex, TryLockError};
 
-use neff_loader::diff::{member_key, open_members};
 use neff_loader::{Error, ErrorKind};
+use neff_tools::diff::{member_key, open_members};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;

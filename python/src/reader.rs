@@ -7,11 +7,10 @@ use std::io::Read;
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
-use neff_loader::diff::{member_key, open_members};
 use neff_loader::inputs::Input;
-use neff_loader::{
-    ArchScope, Error, ErrorKind, InspectReport, Loader, MemoryReport, RuntimeProfile, Verdict,
-};
+use neff_loader::{ArchScope, Error, ErrorKind, Loader, RuntimeProfile, Verdict};
+use neff_tools::diff::{member_key, open_members};
+use neff_tools::{InspectReport, MemoryReport};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use serde_json::{json, Value};

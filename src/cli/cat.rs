@@ -4,8 +4,8 @@ use std::io::{self, BufWriter, IsTerminal, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 
 use clap::Args;
-use neff::loader::diff::{member_key, open_members};
 use neff::loader::EntryKind;
+use neff::tools::diff::{member_key, open_members};
 
 use super::{input, EXIT_OK};
 

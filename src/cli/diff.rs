@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use clap::builder::PossibleValuesParser;
 use clap::Args;
-use neff::loader::diff::{diff, DiffOptions, DiffReport, FieldDiff, Program, Snapshot};
+use neff::tools::diff::{diff, DiffOptions, DiffReport, FieldDiff, Program, Snapshot};
 
 use super::{print_json, EXIT_OK, EXIT_REJECTED};
 
@@ -98,7 +98,7 @@ fn text(report: &DiffReport, a: &Path, b: &Path) -> String {
     section("header", report.header.iter().map(field).collect());
     let m = &report.members;
     let facts =
-        |m: &neff::loader::diff::MemberFacts| format!("{} ({} bytes)", shown(&m.name), m.size);
+        |m: &neff::tools::diff::MemberFacts| format!("{} ({} bytes)", shown(&m.name), m.size);
     let members = (m.added.iter().map(|f| format!("added {}", facts(f))))
         .chain(m.removed.iter().map(|f| format!("removed {}", facts(f))))
         .chain(m.changed.iter().map(|c| {

@@ -2,8 +2,9 @@
 //! `neff schema` describes): what `pack`/`build` wrote, what `unpack` wrote,
 //! and the error document every `--json` command prints when it fails.
 
-use neff::loader::{ExtractSummary, Report};
+use neff::loader::Report;
 use neff::schema::{HeaderFields, Location};
+use neff::tools::ExtractSummary;
 use schemars::JsonSchema;
 use serde::Serialize;
 

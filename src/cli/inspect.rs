@@ -4,9 +4,10 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use neff::loader::{ntff_neff_uuid, InspectReport, MemoryReport, ModelSummary, WeightSummary};
 use neff::loader::{EntryFate, Limits, RuntimeProfile};
+use neff::loader::{ModelSummary, WeightSummary};
 use neff::schema::hex;
+use neff::tools::{ntff_neff_uuid, InspectReport, MemoryReport};
 
 use super::input;
 use super::units::human_bytes;

@@ -54,10 +54,10 @@ const SCHEMAS: &[Entry] = &[
     (
         "inspect-report",
         "what `neff inspect --json` prints",
-        || schemars::schema_for!(neff::loader::InspectReport),
+        || schemars::schema_for!(neff::tools::InspectReport),
     ),
     ("diff-report", "what `neff diff --json` prints", || {
-        schemars::schema_for!(neff::loader::diff::DiffReport)
+        schemars::schema_for!(neff::tools::diff::DiffReport)
     }),
     (
         "pack-report",
@@ -85,7 +85,7 @@ const SCHEMAS: &[Entry] = &[
     (
         "memory-report",
         "what `neff inspect --memory --json` prints",
-        || schemars::schema_for!(neff::loader::MemoryReport),
+        || schemars::schema_for!(neff::tools::MemoryReport),
     ),
     (
         "neff-json",

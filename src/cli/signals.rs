@@ -4,7 +4,7 @@
 //! dedicated thread (from a `signalfd` on Linux, noted before it leaves the
 //! pending set; `sigwait` elsewhere), which removes the live temp files
 //! ([`neff::writer::abandon_temp_files`], and the temp dirs of an unpack,
-//! [`neff::loader::abandon_unpack_dirs`]) and then ends the process with the
+//! [`neff::tools::abandon_unpack_dirs`]) and then ends the process with the
 //! same signal, so the exit status still reports it. A signal that was
 //! ignored when `neff` started (`nohup`, a background job) stays ignored.
 //! SIGXFSZ is ignored, so a write past `ulimit -f` fails with "File too
@@ -117,7 +117,7 @@ fn wait_then_exit(set: libc::sigset_t) {
     // First: no output is renamed into place from now on.
     neff::writer::note_signal(sig);
     neff::writer::abandon_temp_files();
-    neff::loader::abandon_unpack_dirs();
+    neff::tools::abandon_unpack_dirs();
     // SAFETY: restores the default action and unblocks `sig` in this thread
     // only, then sends it to this thread, which ends the process.
     unsafe {

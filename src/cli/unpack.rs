@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use neff::loader::RuntimeProfile;
-use neff::loader::{extract, extract_refused, verify_file, ExtractLimits, Report};
+use neff::loader::{verify_file, Report};
+use neff::tools::{extract, extract_refused, ExtractLimits};
 use neff::writer::lift::{Content, Model};
 use neff::writer::recover_framing;
 

@@ -9,8 +9,8 @@ use crate::common;
 use std::io::{Cursor, Read};
 use std::path::Path;
 
-use neff::loader::InspectReport;
 use neff::loader::{Loader, RuntimeProfile};
+use neff::tools::InspectReport;
 use serde_json::{json, Value};
 
 /// The report `neff inspect --json` prints, as JSON.

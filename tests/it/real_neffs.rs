@@ -10,9 +10,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use neff::loader::InspectReport;
 use neff::loader::{verify_file, RuntimeProfile};
 use neff::schema::HashLayout;
+use neff::tools::InspectReport;
 
 fn folder() -> Option<PathBuf> {
     let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/real-neffs"));

@@ -6,11 +6,11 @@ use crate::common;
 
 use std::io::{Cursor, Read, Write};
 
-use neff::loader::InspectReport;
 use neff::loader::{load_buffer, Loader, RuntimeProfile};
 use neff::schema::Arch;
 use neff::smith::corpus::{seed_file, Mix};
 use neff::smith::generate::GenConfig;
+use neff::tools::InspectReport;
 use neff::writer::{ZlibGzipWriter, GZIP_HEADER};
 
 /// Flips, overwrites, inserts, deletes or truncates a few bytes.

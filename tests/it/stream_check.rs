@@ -9,12 +9,12 @@ use std::path::Path;
 
 use md5::Digest as _;
 use neff::loader::{
-    extract, verify_file, ExtractLimits, Limits, Loader, RuntimeProfile, StreamCheck,
-    StreamedDigests, Verdict,
+    verify_file, Limits, Loader, RuntimeProfile, StreamCheck, StreamedDigests, Verdict,
 };
 use neff::schema::{NeffHeader, HEADER_LEN};
 use neff::smith::corpus::seed_file;
 use neff::smith::generate::GenConfig;
+use neff::tools::{extract, ExtractLimits};
 use neff::writer::{recover_framing, PackSettings, Packager};
 
 use crate::common;

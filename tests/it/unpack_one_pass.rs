@@ -11,7 +11,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use neff::loader::{extract, ExtractLimits, RuntimeProfile};
+use neff::loader::RuntimeProfile;
+use neff::tools::{extract, ExtractLimits};
 
 /// A NEFF in `dir` of `n` incompressible members of 4 MiB each.
 fn big_neff(dir: &Path, n: usize) -> std::path::PathBuf {

@@ -113,7 +113,7 @@ fn reject(gate: Gate, message: impl Into<String>, detail: impl Into<String>) -> 
 
 /// `<sg_dir>/<name>`: every file name in def.json resolves against the
 /// definition's folder.
-pub(crate) fn in_dir(sg_dir: &str, name: &str) -> String {
+pub fn in_dir(sg_dir: &str, name: &str) -> String {
     if sg_dir.is_empty() {
         name.to_string()
     } else {

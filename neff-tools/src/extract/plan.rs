@@ -7,10 +7,11 @@ use std::path::Path;
 #[cfg(not(unix))]
 use std::path::PathBuf;
 
-use crate::tar_reader::{escape_name, EntryKind};
+use neff_loader::walk::escape_name;
+use neff_loader::EntryKind;
 
 use super::{over_cap, refuse, ExtractLimits, ExtractSummary};
-use crate::Error;
+use neff_loader::Error;
 
 /// Longest file name component most file systems accept (`NAME_MAX`).
 const NAME_MAX: usize = 255;

@@ -10,10 +10,10 @@ use std::fs::{self, File};
 use std::io::{self, BufReader, Write};
 use std::path::{Path, PathBuf};
 
-use crate::container::{Container, EntrySink, Limits, Tier1};
-use crate::profile::RuntimeProfile;
-use crate::tar_reader::{Entry, EntryKind};
-use crate::{Error, ErrorKind, Gate, Report};
+use neff_loader::walk::{walk_entries, EntrySink, Tier1};
+use neff_loader::{
+    Container, Entry, EntryKind, Error, ErrorKind, Gate, Limits, Report, RuntimeProfile, Tier,
+};
 
 use plan::Plan;
 pub use temp_dir::abandon_unpack_dirs;
@@ -113,7 +113,7 @@ pub fn extract(
     let (empty, created) = prepare_dest(dest, force)?;
     let mut temp = TempDir::new_in(dest, created)?;
     let mut unpacker = Unpacker::new(temp.path(), limits)?;
-    let tier1 = crate::container::run_into(
+    let tier1 = walk_entries(
         &mut BufReader::with_capacity(1 << 20, file),
         profile,
         &Limits {
@@ -173,7 +173,7 @@ fn accepted(tier1: Tier1, profile: &RuntimeProfile) -> Result<Container, Error> 
                 profile,
                 rejection.as_ref(),
                 tier1.warnings,
-                &[crate::Tier::Container],
+                &[Tier::Container],
             );
             Err(Error::refused(report))
         }

@@ -33,7 +33,7 @@
 
 use serde::Serialize;
 
-use crate::model::{GraphSummary, ModelSummary, WeightSummary};
+use neff_loader::{GraphSummary, ModelSummary, WeightSummary};
 
 /// Bytes of one DMA descriptor in a ring (INFERRED).
 pub const DMA_DESCRIPTOR_BYTES: u64 = 16;
@@ -147,7 +147,10 @@ impl MemoryCategories {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{DmaSummary, EngineSummary, ScratchpadSummary, SCRATCHPAD_PAGE};
+    use neff_loader::{DmaSummary, EngineSummary, ScratchpadSummary};
+
+    /// The runtime's default scratchpad page (`NEURON_SCRATCHPAD_PAGE_SIZE`).
+    const SCRATCHPAD_PAGE: u64 = 512 << 20;
 
     #[test]
     fn categories_follow_the_rules_and_total_sums_them() {

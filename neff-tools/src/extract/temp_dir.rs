@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
 use super::dest::with_path;
-use crate::Error;
+use neff_loader::Error;
 
 /// The temp dirs of this process not yet removed.
 static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());

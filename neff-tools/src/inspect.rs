@@ -3,13 +3,12 @@
 use neff_schema::barrier::json::{from_json, BarrierConfigsJson};
 use neff_schema::{features, HeaderFields};
 
-use crate::container::Container;
+use neff_loader::Container;
 use serde::Serialize;
 
-use crate::container::{Compression, EntryRecord, PayloadPadding};
-use crate::model::{ModelSummary, BARRIER_CONFIG_MEMBER};
-use crate::report::Report;
-use crate::Verdict;
+use neff_loader::{
+    Compression, EntryRecord, ModelSummary, PayloadPadding, Report, Verdict, BARRIER_CONFIG_MEMBER,
+};
 
 /// The header, the member table, the model the manifests describe, and the verdict.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]

@@ -13,7 +13,7 @@ use std::path::Path;
 
 #[cfg(not(unix))]
 use super::refuse;
-use crate::{Error, ErrorKind};
+use neff_loader::{Error, ErrorKind};
 
 /// Checks that `path` can become a folder (`dir`) or a file: absent, or
 /// already a folder (resp. a regular file, which a rename replaces). Returns

@@ -5,7 +5,7 @@ use std::cmp::Ordering;
 
 use serde::Serialize;
 
-use crate::json::Json;
+use neff_loader::walk::Json;
 
 /// One difference at a key path.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -120,7 +120,7 @@ fn push_key(path: &mut String, key: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::json::{parse, Budget};
+    use neff_loader::walk::{parse, Budget};
 
     fn diffs(a: &str, b: &str, cap: usize) -> KeyDiffs {
         let (a, _) = parse(a.as_bytes(), Budget::full()).unwrap();

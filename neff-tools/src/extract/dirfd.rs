@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use super::dest::with_path;
 use super::refuse;
-use crate::Error;
+use neff_loader::Error;
 
 /// What is at a name in a folder (not following a symlink).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,11 +10,8 @@ use neff_schema::{NeffHeader, PkgVersion, HEADER_LEN};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::container::{payload_stream, Compression};
-use crate::digest::Digester;
-use crate::error::{Error, ErrorKind};
-use crate::json::{parse_reader, Budget, Doc};
-use crate::tar_reader::{escape_name, Entry, EntryKind, TarReader};
+use neff_loader::walk::{escape_name, parse_reader, Budget, Digester, Doc, INDEX_PER_STORED_BYTE};
+use neff_loader::{payload_stream, Compression, Entry, EntryKind, Error, ErrorKind, TarReader};
 
 /// A NEFF opened for streaming: its header and the tar stream of its payload.
 pub struct Opened<'a> {
@@ -272,7 +269,7 @@ impl NameBudget {
     fn for_stored(stored: u64) -> NameBudget {
         let floor = 32 << 20;
         NameBudget {
-            left: floor.max(stored.saturating_mul(crate::container::INDEX_PER_STORED_BYTE) / 2),
+            left: floor.max(stored.saturating_mul(INDEX_PER_STORED_BYTE) / 2),
         }
     }
 

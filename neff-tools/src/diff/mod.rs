@@ -34,8 +34,8 @@ pub use keys::KeyDiff;
 use keys::KeyDiffs;
 pub use snapshot::{member_key, open_members, MemberFacts, Opened, Snapshot};
 
-use crate::container::Compression;
-use crate::sections::in_dir;
+use neff_loader::walk::in_dir;
+use neff_loader::Compression;
 
 /// The header fields, by the names `neff inspect --json` gives them.
 pub const HEADER_FIELDS: [&str; 15] = [

@@ -1,0 +1,24 @@
+//! What the `neff` CLI and the Python package show about a NEFF, over
+//! `neff-loader`'s reading of it (so nothing here can read a payload any
+//! other way than the runtime does):
+//!
+//! * [`InspectReport`]: the container, every entry's fate and the model a
+//!   [`Verdict`](neff_loader::Verdict) read, as `neff inspect` prints it;
+//! * [`MemoryReport`]: the device memory a model asks for, per core;
+//! * [`diff`]: what differs between two NEFFs (header, members, keys);
+//! * [`extract`]: `neff unpack`, writing each member as the walk reads it,
+//!   through directory descriptors, refusing what the limits refuse;
+//! * [`ntff_neff_uuid`]: the NEFF UUID an NTFF profile names.
+#![deny(missing_docs)]
+#![deny(missing_debug_implementations)]
+
+mod device_memory;
+pub mod diff;
+mod extract;
+mod inspect;
+mod ntff;
+
+pub use device_memory::{CoreMemory, MemoryCategories, MemoryReport};
+pub use extract::{abandon_unpack_dirs, extract, extract_refused, ExtractLimits, ExtractSummary};
+pub use inspect::{InspectReport, ModelReadPast};
+pub use ntff::ntff_neff_uuid;
