@@ -32,7 +32,7 @@ fn report_peak_rss() {
 
 fn run() -> ExitCode {
     cli::signals::install();
-    neff::writer::report_stale_temp_files(|path| {
+    neff::writer::fs::report_stale_temp_files(|path| {
         eprintln!(
             "neff: note: removed {}, a temp file left by a killed run",
             path.display()

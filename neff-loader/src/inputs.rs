@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
+use walkdir::WalkDir;
+
 /// One input: a path to check, or an entry of a folder that could not be read.
 #[derive(Debug)]
 pub enum Input {
@@ -33,10 +35,7 @@ pub fn expand(args: &[PathBuf]) -> Vec<Input> {
     let mut out = Vec::new();
     for arg in args {
         if arg.is_dir() {
-            let mut found = Vec::new();
-            walk(arg, &mut found);
-            found.sort_by(|a, b| a.path().cmp(b.path()));
-            out.extend(found);
+            walk(arg, &mut out);
         } else {
             out.push(Input::Path(arg.clone()));
         }
@@ -44,48 +43,34 @@ pub fn expand(args: &[PathBuf]) -> Vec<Input> {
     out
 }
 
-/// Collects the `*.neff` files under `root`. Symlinks to files are taken,
-/// symlinks to folders are not followed (no loops); what cannot be read is
-/// collected as [`Input::Unreadable`].
+/// Collects the `*.neff` files under `root`, sorted by path (depth first,
+/// each folder's entries by name). Symlinks to files are taken, symlinks to
+/// folders are not followed (no loops); what cannot be read is collected as
+/// [`Input::Unreadable`].
 fn walk(root: &Path, out: &mut Vec<Input>) {
-    let mut folders = vec![root.to_path_buf()];
-    while let Some(folder) = folders.pop() {
-        let entries = match fs::read_dir(&folder) {
-            Ok(entries) => entries,
+    for entry in WalkDir::new(root).sort_by_file_name() {
+        let entry = match entry {
+            Ok(entry) => entry,
             Err(e) => {
-                out.push(Input::Unreadable(folder, e));
+                let path = e.path().unwrap_or(root).to_path_buf();
+                out.push(Input::Unreadable(path, e.into()));
                 continue;
             }
         };
-        for entry in entries {
-            let entry = match entry {
-                Ok(entry) => entry,
-                Err(e) => {
-                    out.push(Input::Unreadable(folder.clone(), e));
-                    continue;
-                }
-            };
-            let path = entry.path();
-            match entry.file_type() {
-                Ok(t) if t.is_dir() => folders.push(path),
-                Ok(_) if path.extension().is_some_and(|e| e == "neff") => {
-                    // A symlink is taken when it leads to a file.
-                    match fs::metadata(&path) {
-                        Ok(m) if m.is_dir() => {}
-                        Ok(m) if m.is_file() => out.push(Input::Path(path)),
-                        // Never opened: reading a FIFO would block.
-                        Ok(_) => out.push(Input::Unreadable(
-                            path,
-                            io::Error::other(
-                                "not a regular file (a FIFO, socket or device): not opened",
-                            ),
-                        )),
-                        Err(e) => out.push(Input::Unreadable(path, e)),
-                    }
-                }
-                Ok(_) => {}
-                Err(e) => out.push(Input::Unreadable(path, e)),
-            }
+        let path = entry.path();
+        if entry.file_type().is_dir() || path.extension().is_none_or(|e| e != "neff") {
+            continue;
+        }
+        // A symlink is taken when it leads to a file.
+        match fs::metadata(path) {
+            Ok(m) if m.is_dir() => {}
+            Ok(m) if m.is_file() => out.push(Input::Path(path.to_path_buf())),
+            // Never opened: reading a FIFO would block.
+            Ok(_) => out.push(Input::Unreadable(
+                path.to_path_buf(),
+                io::Error::other("not a regular file (a FIFO, socket or device): not opened"),
+            )),
+            Err(e) => out.push(Input::Unreadable(path.to_path_buf(), e)),
         }
     }
 }

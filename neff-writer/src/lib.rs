@@ -55,7 +55,7 @@ mod parallel_gzip;
 mod progress;
 mod recover;
 mod repeated_keys;
-pub mod small_file;
+mod small_file;
 mod stale;
 mod sync_tree;
 pub mod tar_writer;
@@ -64,12 +64,7 @@ mod tree_walk;
 mod writeback;
 mod zlib_gzip;
 
-pub use atomic::{
-    abandon_temp_files, note_signal, parent_dir, report_stale_temp_files, termination_signalled,
-    watch_signals, write_atomic, write_atomic_with,
-};
 pub use builder::{Build, Data, NeffBuilder};
-pub use clobber::OutputGuard;
 pub use deflate_cache::DeflateCache;
 pub use error::{Error, ErrorKind};
 pub use gzip_writer::{gzip_header, GZIP_HEADER};
@@ -80,5 +75,20 @@ pub use pack_settings::{infer_virtual_core, PackSettings};
 pub use packager::{PackOptions, PackOutcome, Packager};
 pub use progress::{Phase, Progress};
 pub use recover::{recover_framing, Recovered};
-pub use sync_tree::sync_tree;
 pub use zlib_gzip::ZlibGzipWriter;
+
+/// The file-system plumbing the `neff` CLI, the Python package and
+/// neff-smith share: atomic writes (a temp file beside the target, renamed on
+/// success), signal hygiene for those temp files, the guard against
+/// clobbering an input, `sync_tree`, and bounded reads of small input files.
+/// Not a supported API: it may change in any release.
+#[doc(hidden)]
+pub mod fs {
+    pub use crate::atomic::{
+        abandon_temp_files, note_signal, parent_dir, report_stale_temp_files,
+        termination_signalled, watch_signals, write_atomic, write_atomic_with,
+    };
+    pub use crate::clobber::OutputGuard;
+    pub use crate::small_file::{open_regular, read_small_file, SMALL_MAX, SPEC_MAX};
+    pub use crate::sync_tree::sync_tree;
+}

@@ -1,6 +1,6 @@
 //! One sync for a whole folder of outputs (`neff fixtures`, `neff corpus`,
 //! `neff unpack`): each file is written atomically without a sync of its own
-//! ([`crate::write_atomic_with`] with `fsync` false), then [`sync_tree`]
+//! ([`crate::fs::write_atomic_with`] with `fsync` false), then [`sync_tree`]
 //! makes them all durable at once, instead of two fsyncs per file.
 
 use std::fs::File;
@@ -61,7 +61,7 @@ mod tests {
         let sub = dir.path().join("sub");
         std::fs::create_dir(&sub).unwrap();
         for (i, path) in [dir.path().join("a"), sub.join("b")].iter().enumerate() {
-            crate::write_atomic_with(path, &[i as u8; 3], false).unwrap();
+            crate::fs::write_atomic_with(path, &[i as u8; 3], false).unwrap();
         }
         sync_tree(dir.path()).unwrap();
         assert_eq!(std::fs::read(sub.join("b")).unwrap(), [1; 3]);

@@ -178,7 +178,7 @@ fn unpack(
         .detach(|| extract(&path, &dir, &profile, force, &ExtractLimits::default()))
         .map_err(|e| loader_error(&e))?;
     if fsync {
-        py.detach(|| neff_writer::sync_tree(&dir))
+        py.detach(|| neff_writer::fs::sync_tree(&dir))
             .map_err(|e| writer_error(&neff_writer::Error::from(e).at_path(&dir)))?;
     }
     let mut doc = json!(summary);
@@ -186,7 +186,7 @@ fn unpack(
         let recovered = py
             .detach(|| recover_framing(&path))
             .map_err(|e| writer_error(&e))?;
-        neff_writer::write_atomic_with(out, recovered.file.to_json().as_bytes(), fsync)
+        neff_writer::fs::write_atomic_with(out, recovered.file.to_json().as_bytes(), fsync)
             .map_err(|e| writer_error(&neff_writer::Error::io("cannot write", out, e)))?;
         doc["header_out"] = json!(out.display().to_string());
         doc["byte_identical_repack"] = json!(recovered.exact);

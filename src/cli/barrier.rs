@@ -8,7 +8,7 @@ use neff::schema::barrier::tables::{self, BarrierType, Fabric};
 use neff::schema::barrier::{BarrierConfigs, BARRIER_CONFIGS_LEN};
 use neff::schema::hex;
 use neff::writer::barrier::{compose, ComposeInputs};
-use neff::writer::small_file::SMALL_MAX;
+use neff::writer::fs::SMALL_MAX;
 
 use super::{parse_mask, print_json, write_binary, FsyncArgs, EXIT_OK};
 
@@ -137,8 +137,7 @@ pub fn run(args: BarrierArgs) -> Result<u8, Box<dyn std::error::Error>> {
             output,
             fsync,
         } => {
-            let text =
-                neff::writer::small_file::read_small_file(&file, SMALL_MAX, "barrier input")?;
+            let text = neff::writer::fs::read_small_file(&file, SMALL_MAX, "barrier input")?;
             let configs = from_json(&text).map_err(|e| e.at_path(&file))?;
             write_binary(&output, configs.as_bytes(), fsync)?;
             if !quiet {
@@ -153,7 +152,7 @@ pub fn run(args: BarrierArgs) -> Result<u8, Box<dyn std::error::Error>> {
 }
 
 fn read_bin(file: &Path) -> Result<BarrierConfigs, Box<dyn std::error::Error>> {
-    let bytes = neff::writer::small_file::read_small_file(file, SMALL_MAX, "barrier input")?;
+    let bytes = neff::writer::fs::read_small_file(file, SMALL_MAX, "barrier input")?;
     Ok(BarrierConfigs::from_slice(&bytes).map_err(|e| {
         neff::schema::Error::new(neff::schema::ErrorKind::BarrierBytes, e.to_string()).at_path(file)
     })?)
@@ -162,8 +161,7 @@ fn read_bin(file: &Path) -> Result<BarrierConfigs, Box<dyn std::error::Error>> {
 fn compose_cmd(c: ComposeArgs, quiet: bool) -> Result<(), Box<dyn std::error::Error>> {
     let mut inputs = match &c.spec {
         Some(path) => {
-            let text =
-                neff::writer::small_file::read_small_file(path, SMALL_MAX, "barrier inputs")?;
+            let text = neff::writer::fs::read_small_file(path, SMALL_MAX, "barrier inputs")?;
             serde_json::from_slice::<ComposeInputs>(&text)
                 .map_err(|e| format!("{}: {e}", path.display()))?
         }

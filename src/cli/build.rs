@@ -106,7 +106,7 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
     let mut side_inputs = vec![args.spec.as_path()];
     side_inputs.extend(args.header.as_deref());
     let out = Output::new(&args.output, args.json, args.quiet, &side_inputs)?;
-    let base = neff::writer::parent_dir(&args.spec);
+    let base = neff::writer::fs::parent_dir(&args.spec);
     let mut builder = spec
         .into_builder(base)
         .map_err(|e| in_spec(e, &args.spec))?
@@ -147,7 +147,7 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
 /// encoded as their sources' bytes or style), the recorded header and framing.
 fn run_lifted(spec: BuildSpec, args: &BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
     let (mut model, mut settings) = spec
-        .into_model(neff::writer::parent_dir(&args.spec))
+        .into_model(neff::writer::fs::parent_dir(&args.spec))
         .map_err(|e| in_spec(e, &args.spec))?;
     if let Some(path) = &args.header {
         let file = neff::writer::HeaderFile::from_path(path)?;
@@ -176,7 +176,7 @@ fn run_lifted(spec: BuildSpec, args: &BuildArgs) -> Result<u8, Box<dyn std::erro
     let mut side_inputs = vec![args.spec.as_path()];
     side_inputs.extend(args.header.as_deref());
     let out = Output::new(&args.output, args.json, args.quiet, &side_inputs)?;
-    let base = neff::writer::parent_dir(&args.spec);
+    let base = neff::writer::fs::parent_dir(&args.spec);
     let (packager, mut options) = model
         .prepare(base, &settings)
         .map_err(|e| in_spec(e, &args.spec))?;
@@ -209,7 +209,7 @@ fn read_spec(path: &Path) -> Result<BuildSpec, Box<dyn std::error::Error>> {
                 .into(),
         );
     }
-    let limit = neff::writer::small_file::SPEC_MAX;
+    let limit = neff::writer::fs::SPEC_MAX;
     let mut bytes = Vec::new();
     std::io::Read::read_to_end(
         &mut std::io::Read::take(stdin.lock(), limit + 1),

@@ -7,7 +7,7 @@ use clap::Args;
 use neff::smith::corpus::{seeds, seeds_from, Seed};
 use neff::smith::generate::GenConfig;
 use neff::smith::real::Source;
-use neff::writer::write_atomic_with;
+use neff::writer::fs::write_atomic_with;
 
 use super::documents::{CorpusEntry, CorpusManifest};
 use super::{prepare_output_dir, FsyncArgs, EXIT_OK};

@@ -67,7 +67,7 @@ pub fn man(args: ManArgs) -> Result<u8, Box<dyn std::error::Error>> {
         clap_mangen::Man::new(page.clone())
             .source(MAN_SOURCE.as_str())
             .render(&mut roff)?;
-        neff::writer::write_atomic_with(&dir.join(format!("{name}.1")), &roff, false)?;
+        neff::writer::fs::write_atomic_with(&dir.join(format!("{name}.1")), &roff, false)?;
     }
     args.fsync.sync_folder(&dir)?;
     if !args.quiet {

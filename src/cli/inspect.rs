@@ -130,7 +130,7 @@ fn check_ntff(ntff: &Path, r: &InspectReport) -> Result<u8, Box<dyn std::error::
         return Err(format!("{}: no NEFF header to compare the profile with", r.file).into());
     };
     let mut start = Vec::new();
-    neff::writer::small_file::open_regular(ntff, "NTFF profile")?
+    neff::writer::fs::open_regular(ntff, "NTFF profile")?
         .take(4096)
         .read_to_end(&mut start)
         .map_err(|e| format!("{}: {e}", ntff.display()))?;

@@ -66,7 +66,7 @@ impl FsyncArgs {
         if self.no_fsync {
             return Ok(());
         }
-        neff::writer::sync_tree(dir)
+        neff::writer::fs::sync_tree(dir)
     }
 }
 
@@ -210,7 +210,7 @@ impl<'a> Output<'a> {
             refuse_terminal("a binary NEFF")?;
         }
         if !to_stdout {
-            let guard = neff::writer::OutputGuard::new(path);
+            let guard = neff::writer::fs::OutputGuard::new(path);
             inputs.iter().try_for_each(|input| guard.check(input))?;
         }
         Ok(Output {
@@ -241,7 +241,11 @@ pub fn write_binary(
     fsync: FsyncArgs,
 ) -> Result<(), Box<dyn std::error::Error>> {
     if path.as_os_str() != "-" {
-        return Ok(neff::writer::write_atomic_with(path, bytes, fsync.fsync())?);
+        return Ok(neff::writer::fs::write_atomic_with(
+            path,
+            bytes,
+            fsync.fsync(),
+        )?);
     }
     refuse_terminal("binary output")?;
     let mut out = std::io::stdout().lock();

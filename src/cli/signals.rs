@@ -3,7 +3,7 @@
 //! SIGINT, SIGTERM and SIGHUP are blocked in every thread and taken by a
 //! dedicated thread (from a `signalfd` on Linux, noted before it leaves the
 //! pending set; `sigwait` elsewhere), which removes the live temp files
-//! ([`neff::writer::abandon_temp_files`], and the temp dirs of an unpack,
+//! ([`neff::writer::fs::abandon_temp_files`], and the temp dirs of an unpack,
 //! [`neff::tools::abandon_unpack_dirs`]) and then ends the process with the
 //! same signal, so the exit status still reports it. A signal that was
 //! ignored when `neff` started (`nohup`, a background job) stays ignored.
@@ -35,7 +35,7 @@ pub fn install() {
             .name("signals".into())
             .spawn(move || wait_then_exit(set));
         match waiter {
-            Ok(_) => neff::writer::watch_signals(),
+            Ok(_) => neff::writer::fs::watch_signals(),
             Err(_) => {
                 libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
             }
@@ -50,7 +50,7 @@ pub fn install() {}
 /// the process by it (the run's own exit status must not win the race):
 /// call it before printing a result or an error and exiting.
 pub fn settle() {
-    if neff::writer::termination_signalled() {
+    if neff::writer::fs::termination_signalled() {
         loop {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
@@ -65,7 +65,7 @@ unsafe fn ignored(sig: libc::c_int) -> bool {
 }
 
 /// Takes one signal of `set`. On Linux it is read from a `signalfd` and
-/// noted ([`neff::writer::note_signal`]) while still pending, so a rename
+/// noted ([`neff::writer::fs::note_signal`]) while still pending, so a rename
 /// that checks "taken or pending" cannot run between the two; elsewhere
 /// `sigwait` takes it.
 #[cfg(unix)]
@@ -96,7 +96,7 @@ fn take_signal(set: &libc::sigset_t) -> libc::c_int {
                 else {
                     continue;
                 };
-                neff::writer::note_signal(sig);
+                neff::writer::fs::note_signal(sig);
                 let mut info: libc::signalfd_siginfo = std::mem::zeroed();
                 let size = std::mem::size_of::<libc::signalfd_siginfo>();
                 libc::read(fd, (&mut info as *mut libc::signalfd_siginfo).cast(), size);
@@ -115,8 +115,8 @@ fn take_signal(set: &libc::sigset_t) -> libc::c_int {
 fn wait_then_exit(set: libc::sigset_t) {
     let sig = take_signal(&set);
     // First: no output is renamed into place from now on.
-    neff::writer::note_signal(sig);
-    neff::writer::abandon_temp_files();
+    neff::writer::fs::note_signal(sig);
+    neff::writer::fs::abandon_temp_files();
     neff::tools::abandon_unpack_dirs();
     // SAFETY: restores the default action and unblocks `sig` in this thread
     // only, then sends it to this thread, which ends the process.

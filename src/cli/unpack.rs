@@ -176,7 +176,7 @@ fn unpack(args: UnpackArgs, shown: &str) -> Result<u8, Box<dyn std::error::Error
     };
     if let (Some(path), Some(recovered)) = (&args.header_out, &recovered) {
         let json = recovered.file.to_json();
-        neff::writer::write_atomic_with(path, json.as_bytes(), args.fsync.fsync())?;
+        neff::writer::fs::write_atomic_with(path, json.as_bytes(), args.fsync.fsync())?;
         repack = Some((path.clone(), recovered.clone()));
     }
     let mut lifted = None;
@@ -187,10 +187,10 @@ fn unpack(args: UnpackArgs, shown: &str) -> Result<u8, Box<dyn std::error::Error
             let verdict = verify_file(&args.file, &profile)?;
             refused = (!verdict.accepted).then(|| verdict.combined_report());
         }
-        let base = neff::writer::parent_dir(path);
+        let base = neff::writer::fs::parent_dir(path);
         let (model, notes) = Model::from_tree(&args.output, recovered.file.clone(), Some(base))?;
         let json = model.to_spec_json()?;
-        neff::writer::write_atomic_with(path, json.as_bytes(), args.fsync.fsync())?;
+        neff::writer::fs::write_atomic_with(path, json.as_bytes(), args.fsync.fsync())?;
         let typed = model
             .payload
             .iter()
@@ -277,7 +277,7 @@ fn print_refusal(report: &Report, lifted: bool) {
 
 fn refuse_inside(path: &Path, dir: &Path) -> Result<(), Box<dyn std::error::Error>> {
     let dir = resolve(dir)?;
-    let parent = neff::writer::parent_dir(path);
+    let parent = neff::writer::fs::parent_dir(path);
     let written = resolve(parent)?.join(path.file_name().unwrap_or_default());
     // A symlink is replaced, not followed, but it must not point inside DIR either.
     let pointed = match std::fs::read_link(path) {
