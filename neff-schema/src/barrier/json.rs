@@ -15,7 +15,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{ApbBcast, BarrierConfigs, DeviceBarrierConfigs, HostBarrier, StepConfig, MAX_LEADERS};
+use super::{BarrierConfigs, DeviceBarrierConfigs, HostBarrier};
 use crate::error::{Error, ErrorKind};
 
 /// An address as the logger prints it: `{"addr": {"soc_addr": "0x…"}}`.
@@ -48,6 +48,44 @@ impl Addr {
     /// The address value.
     pub fn value(self) -> u64 {
         self.addr.soc_addr.0
+    }
+}
+
+/// `#[serde(with)]` for an address field: a `u64` as an [`Addr`].
+pub(crate) mod addr {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::Addr;
+
+    pub fn serialize<S: Serializer>(value: &u64, s: S) -> Result<S::Ok, S::Error> {
+        Addr::from(*value).serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        Addr::deserialize(d).map(Addr::value)
+    }
+}
+
+/// `#[serde(with)]` for an array of addresses: `[u64; N]` as `[Addr; N]`.
+pub(crate) mod addrs {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::Addr;
+
+    pub fn serialize<S: Serializer, const N: usize>(
+        values: &[u64; N],
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        values.map(Addr::from).as_slice().serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>, const N: usize>(
+        d: D,
+    ) -> Result<[u64; N], D::Error>
+    where
+        [Addr; N]: Deserialize<'de>,
+    {
+        <[Addr; N]>::deserialize(d).map(|addrs| addrs.map(Addr::value))
     }
 }
 
@@ -123,7 +161,8 @@ impl JsonSchema for GateFlag {
     }
 }
 
-fn is_zero_u8(v: &u8) -> bool {
+/// Whether a reserved byte is 0 (then it is not written).
+pub(crate) fn is_zero_u8(v: &u8) -> bool {
     *v == 0
 }
 
@@ -172,10 +211,10 @@ pub struct BarrierConfigsJson {
     pub execute_device_barrier: GateFlag,
     /// The host view of the first 16 bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub host_barrier: Option<HostBarrierJson>,
+    pub host_barrier: Option<HostBarrier>,
     /// The device view of the first 0x124 bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device_barrier: Option<DeviceBarrierJson>,
+    pub device_barrier: Option<DeviceBarrierConfigs>,
     /// The 7 bits above the gate bit (0..=127).
     #[serde(rename = "__reserved0", default, skip_serializing_if = "is_zero_u8")]
     pub reserved0: u8,
@@ -184,106 +223,12 @@ pub struct BarrierConfigsJson {
     pub reserved: Option<HexU24>,
 }
 
-/// `neff_host_barrier_configs_t`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct HostBarrierJson {
-    /// `barrier_start`.
-    pub barrier_start: Addr,
-    /// `barrier_done`.
-    pub barrier_done: Addr,
-}
-
-/// `neff_device_barrier_configs_t`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct DeviceBarrierJson {
-    /// `barrier_step_config[4]` (key chosen by this toolkit).
-    pub barrier_step_config: [StepJson; 4],
-    /// `dma_sync_sema[4]`.
-    pub dma_sync_sema: [Addr; 4],
-    /// `dma_apb_bcast`.
-    pub dma_apb_bcast: ApbBcastJson,
-    /// `start_network_proxy`.
-    pub start_network_proxy: Addr,
-    /// `dma_sync_sema_value`.
-    pub dma_sync_sema_value: u32,
-    /// `tdrbp_low`.
-    pub tdrbp_low: u32,
-    /// `tdrbp_high`.
-    pub tdrbp_high: u32,
-    /// `desc_count`.
-    pub desc_count: u32,
-    /// `total_desc_n` (not printed by the firmware logger).
-    pub total_desc_n: u32,
-    /// `dma_engines_bitmap` (`%hu`).
-    pub dma_engines_bitmap: u16,
-    /// `queue_id` (`%hhu`).
-    pub queue_id: u8,
-    /// The struct's reserved byte.
-    #[serde(rename = "__reserved", default, skip_serializing_if = "is_zero_u8")]
-    pub reserved: u8,
-}
-
-/// `neff_device_barrier_per_step_configs_t`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct StepJson {
-    /// `m2s_val`.
-    pub m2s_val: u16,
-    /// `s2m_val`.
-    pub s2m_val: u16,
-    /// `barrier_sema[4]`.
-    pub barrier_sema: [Addr; MAX_LEADERS],
-    /// `target_sema_val[4]`.
-    pub target_sema_val: [u32; MAX_LEADERS],
-}
-
-/// `dma_channel_apb_bcast_t`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ApbBcastJson {
-    /// `m2s_tail_ptr`.
-    pub m2s_tail_ptr: Addr,
-    /// `s2m_tail_ptr`.
-    pub s2m_tail_ptr: Addr,
-    /// `mask`.
-    pub mask: u32,
-}
-
 impl From<&BarrierConfigs> for BarrierConfigsJson {
     fn from(c: &BarrierConfigs) -> Self {
-        let d = c.device_barrier();
-        let h = c.host_barrier();
         BarrierConfigsJson {
             execute_device_barrier: GateFlag(c.execute_device_barrier()),
-            host_barrier: Some(HostBarrierJson {
-                barrier_start: h.barrier_start.into(),
-                barrier_done: h.barrier_done.into(),
-            }),
-            device_barrier: Some(DeviceBarrierJson {
-                barrier_step_config: d.steps.map(|s| StepJson {
-                    m2s_val: s.m2s_val,
-                    s2m_val: s.s2m_val,
-                    barrier_sema: s.barrier_sema.map(Addr::from),
-                    target_sema_val: s.target_sema_val,
-                }),
-                dma_sync_sema: d.dma_sync_sema.map(Addr::from),
-                dma_apb_bcast: ApbBcastJson {
-                    m2s_tail_ptr: d.dma_apb_bcast.m2s_tail_ptr.into(),
-                    s2m_tail_ptr: d.dma_apb_bcast.s2m_tail_ptr.into(),
-                    mask: d.dma_apb_bcast.mask,
-                },
-                start_network_proxy: d.start_network_proxy.into(),
-                dma_sync_sema_value: d.dma_sync_sema_value,
-                tdrbp_low: d.tdrbp_low,
-                tdrbp_high: d.tdrbp_high,
-                desc_count: d.desc_count,
-                total_desc_n: d.total_desc_n,
-                dma_engines_bitmap: d.dma_engines_bitmap,
-                queue_id: d.queue_id,
-                reserved: d.reserved,
-            }),
+            host_barrier: Some(c.host_barrier()),
+            device_barrier: Some(c.device_barrier()),
             reserved0: c.reserved_bits(),
             reserved: Some(HexU24(c.reserved_tail())),
         }
@@ -295,36 +240,10 @@ impl BarrierConfigsJson {
     /// view, which must agree with it where both are given.
     pub fn to_configs(&self) -> Result<BarrierConfigs, Error> {
         let mut c = BarrierConfigs::default();
-        if let Some(d) = &self.device_barrier {
-            c.set_device_barrier(&DeviceBarrierConfigs {
-                steps: d.barrier_step_config.map(|s| StepConfig {
-                    m2s_val: s.m2s_val,
-                    s2m_val: s.s2m_val,
-                    barrier_sema: s.barrier_sema.map(Addr::value),
-                    target_sema_val: s.target_sema_val,
-                }),
-                dma_sync_sema: d.dma_sync_sema.map(Addr::value),
-                dma_apb_bcast: ApbBcast {
-                    m2s_tail_ptr: d.dma_apb_bcast.m2s_tail_ptr.value(),
-                    s2m_tail_ptr: d.dma_apb_bcast.s2m_tail_ptr.value(),
-                    mask: d.dma_apb_bcast.mask,
-                },
-                start_network_proxy: d.start_network_proxy.value(),
-                dma_sync_sema_value: d.dma_sync_sema_value,
-                tdrbp_low: d.tdrbp_low,
-                tdrbp_high: d.tdrbp_high,
-                desc_count: d.desc_count,
-                total_desc_n: d.total_desc_n,
-                dma_engines_bitmap: d.dma_engines_bitmap,
-                queue_id: d.queue_id,
-                reserved: d.reserved,
-            });
+        if let Some(device) = &self.device_barrier {
+            c.set_device_barrier(device);
         }
-        if let Some(h) = &self.host_barrier {
-            let host = HostBarrier {
-                barrier_start: h.barrier_start.value(),
-                barrier_done: h.barrier_done.value(),
-            };
+        if let Some(host) = self.host_barrier {
             if self.device_barrier.is_some() {
                 let current = c.host_barrier();
                 for (field, offset, mine, theirs) in [

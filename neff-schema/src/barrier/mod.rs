@@ -14,6 +14,9 @@ pub mod tables;
 
 use std::fmt;
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
 /// Size of `neff_barrier_configs_t`.
 pub const BARRIER_CONFIGS_LEN: usize = 0x128;
 /// Size of `neff_device_barrier_configs_t`.
@@ -205,48 +208,69 @@ impl BarrierConfigs {
 }
 
 /// `neff_host_barrier_configs_t` (0x10): two semaphore CSR addresses.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// In JSON each address is in the logger's shape ([`json::Addr`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct HostBarrier {
     /// `barrier_start` (soc_addr_t): armed by the host to release the device (INFERRED·MED).
+    #[serde(with = "json::addr")]
+    #[schemars(with = "json::Addr")]
     pub barrier_start: u64,
     /// `barrier_done` (semaphore_t): incremented by the leader SPs, waited on by the host.
+    #[serde(with = "json::addr")]
+    #[schemars(with = "json::Addr")]
     pub barrier_done: u64,
 }
 
 /// `neff_device_barrier_per_step_configs_t` (0x34).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct StepConfig {
     /// `m2s_val` (meaning unknown; "memory→semaphore" counter delta is INFERRED·MED).
     pub m2s_val: u16,
     /// `s2m_val` (meaning unknown).
     pub s2m_val: u16,
     /// `barrier_sema[4]`: one semaphore address per leader SP.
+    #[serde(with = "json::addrs")]
+    #[schemars(with = "[json::Addr; MAX_LEADERS]")]
     pub barrier_sema: [u64; MAX_LEADERS],
     /// `target_sema_val[4]`: the per-leader `>=` threshold of a wait (INFERRED·MED).
     pub target_sema_val: [u32; MAX_LEADERS],
 }
 
 /// `dma_channel_apb_bcast_t` (0x14).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ApbBcast {
     /// `m2s_tail_ptr`.
+    #[serde(with = "json::addr")]
+    #[schemars(with = "json::Addr")]
     pub m2s_tail_ptr: u64,
     /// `s2m_tail_ptr`.
+    #[serde(with = "json::addr")]
+    #[schemars(with = "json::Addr")]
     pub s2m_tail_ptr: u64,
     /// `mask`.
     pub mask: u32,
 }
 
 /// `neff_device_barrier_configs_t` (0x124), decoded.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct DeviceBarrierConfigs {
-    /// `barrier_step_config[4]`.
+    /// `barrier_step_config[4]` (in JSON under the struct member's name; the
+    /// firmware logger does not print it).
+    #[serde(rename = "barrier_step_config")]
     pub steps: [StepConfig; MAX_STEPS],
     /// `dma_sync_sema[4]` (TOP_SP sema id 4).
+    #[serde(with = "json::addrs")]
+    #[schemars(with = "[json::Addr; 4]")]
     pub dma_sync_sema: [u64; 4],
     /// `dma_apb_bcast`.
     pub dma_apb_bcast: ApbBcast,
     /// `start_network_proxy`.
+    #[serde(with = "json::addr")]
+    #[schemars(with = "json::Addr")]
     pub start_network_proxy: u64,
     /// `dma_sync_sema_value`: what `dma_sync_sema` must reach.
     pub dma_sync_sema_value: u32,
@@ -262,7 +286,12 @@ pub struct DeviceBarrierConfigs {
     pub dma_engines_bitmap: u16,
     /// `queue_id`.
     pub queue_id: u8,
-    /// `__reserved` (preserved, normally 0).
+    /// `__reserved` (preserved, normally 0; in JSON only when not 0).
+    #[serde(
+        rename = "__reserved",
+        default,
+        skip_serializing_if = "json::is_zero_u8"
+    )]
     pub reserved: u8,
 }
 
