@@ -8,7 +8,7 @@ use neff::writer::build_spec::{parse_uuid, BuildSpec};
 use neff::writer::HeaderPatch;
 
 use super::progress::Progress;
-use super::{report_written, FramingArgs, FsyncArgs, Output, PkgArg};
+use super::{report_written, Output, PackagingArgs, PkgArg, WriteArgs};
 
 /// Build a NEFF from a JSON build spec, generating its manifests.
 ///
@@ -29,18 +29,8 @@ pub struct BuildArgs {
     /// Output file; `-` writes to stdout.
     #[arg(short, long, value_name = "OUT.neff")]
     output: PathBuf,
-    /// Packaging (overrides the spec): 2 = gzip tar + MD5, 1 = raw tar + SHA-256.
-    #[arg(long, value_enum)]
-    pkg_version: Option<PkgArg>,
-    /// gzip compression level 1-9 (overrides the spec; default 1).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=9))]
-    level: Option<u32>,
     #[command(flatten)]
-    framing: FramingArgs,
-    /// Compression threads (default: the available cores). The output is the
-    /// same for any count.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
-    threads: Option<u64>,
+    packaging: PackagingArgs,
     /// Header UUID: an explicit UUID, or `random` (overrides the spec). Default:
     /// derived from the payload.
     #[arg(long, value_name = "UUID|random")]
@@ -52,22 +42,8 @@ pub struct BuildArgs {
     /// that disagree); the output still goes through the loader's gates.
     #[arg(long)]
     unchecked: bool,
-    /// Keep the NEFF even when the loader's gates refuse it (for negative
-    /// fixtures); otherwise a refused NEFF is not written.
-    #[arg(long)]
-    keep_refused: bool,
-    /// Read the whole output back through the loader's gates (inflate and hash it
-    /// again) instead of checking it as it is written.
-    #[arg(long)]
-    paranoid_readback: bool,
     #[command(flatten)]
-    fsync: FsyncArgs,
-    /// Print the header and the loader's verdict as JSON on stdout.
-    #[arg(long)]
-    json: bool,
-    /// Print nothing on success.
-    #[arg(short, long)]
-    quiet: bool,
+    write: WriteArgs,
 }
 
 pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
@@ -76,8 +52,8 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
         return run_lifted(spec, &args);
     }
     spec.unchecked |= args.unchecked;
-    spec.keep_refused |= args.keep_refused;
-    if let Some(pkg) = args.pkg_version {
+    spec.keep_refused |= args.write.keep_refused;
+    if let Some(pkg) = args.packaging.pkg_version {
         spec.pkg_version = Some(pkg.version().value());
     }
     if let Some(uuid) = &args.uuid {
@@ -98,20 +74,25 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
             .merge(&file.header);
         header_framing = file.framing;
     }
-    if let Some(preset) = args.framing.framing {
+    if let Some(preset) = args.packaging.framing.framing {
         spec.framing = Some(neff::writer::build_spec::FramingSpec::Preset(
             preset.name().to_string(),
         ));
     }
     let mut side_inputs = vec![args.spec.as_path()];
     side_inputs.extend(args.header.as_deref());
-    let out = Output::new(&args.output, args.json, args.quiet, &side_inputs)?;
+    let out = Output::new(
+        &args.output,
+        args.write.json,
+        args.write.quiet,
+        &side_inputs,
+    )?;
     let base = neff::writer::fs::parent_dir(&args.spec);
     let mut builder = spec
         .into_builder(base)
         .map_err(|e| in_spec(e, &args.spec))?
-        .fsync(args.fsync.fsync());
-    if let Some(threads) = args.threads {
+        .fsync(args.write.fsync.fsync());
+    if let Some(threads) = args.packaging.threads {
         builder = builder.threads(threads as usize);
     }
     let mut build = match builder.build() {
@@ -127,12 +108,18 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
         // preset still chooses the content style and header conventions).
         build.options_mut().framing = framing;
     }
-    args.framing.apply(&mut build.options_mut().framing);
-    if let Some(level) = args.level {
+    args.packaging
+        .framing
+        .apply(&mut build.options_mut().framing);
+    if let Some(level) = args.packaging.level {
         build.options_mut().set_level(level);
     }
-    build.options_mut().paranoid_readback = args.paranoid_readback;
-    let progress = Progress::start(args.quiet || args.json, || build.input_bytes(), "building");
+    build.options_mut().paranoid_readback = args.write.paranoid_readback;
+    let progress = Progress::start(
+        args.write.quiet || args.write.json,
+        || build.input_bytes(),
+        "building",
+    );
     let build = build.progress(progress.tracker());
     let result = if out.to_stdout {
         build.write_to(&mut io::stdout().lock())
@@ -159,30 +146,36 @@ fn run_lifted(spec: BuildSpec, args: &BuildArgs) -> Result<u8, Box<dyn std::erro
             model.framing = file.framing;
         }
     }
-    settings.keep_refused |= args.keep_refused;
+    settings.keep_refused |= args.write.keep_refused;
     settings.pkg_version = args
+        .packaging
         .pkg_version
         .map(PkgArg::version)
         .or(settings.pkg_version);
     settings.uuid = args.uuid.clone().or(settings.uuid);
-    settings.level = args.level.or(settings.level);
-    settings.framing = args.framing.framing.or(settings.framing);
+    settings.level = args.packaging.level.or(settings.level);
+    settings.framing = args.packaging.framing.framing.or(settings.framing);
     if settings.framing.is_some() {
         model.framing = None;
     }
-    settings.threads = args.threads.map(|t| t as usize);
-    settings.paranoid_readback = args.paranoid_readback;
-    settings.no_fsync = !args.fsync.fsync();
+    settings.threads = args.packaging.threads.map(|t| t as usize);
+    settings.paranoid_readback = args.write.paranoid_readback;
+    settings.no_fsync = !args.write.fsync.fsync();
     let mut side_inputs = vec![args.spec.as_path()];
     side_inputs.extend(args.header.as_deref());
-    let out = Output::new(&args.output, args.json, args.quiet, &side_inputs)?;
+    let out = Output::new(
+        &args.output,
+        args.write.json,
+        args.write.quiet,
+        &side_inputs,
+    )?;
     let base = neff::writer::fs::parent_dir(&args.spec);
     let (packager, mut options) = model
         .prepare(base, &settings)
         .map_err(|e| in_spec(e, &args.spec))?;
-    args.framing.apply(&mut options.framing);
+    args.packaging.framing.apply(&mut options.framing);
     let progress = Progress::start(
-        args.quiet || args.json,
+        args.write.quiet || args.write.json,
         || packager.input_bytes(),
         "building",
     );

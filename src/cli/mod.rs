@@ -327,6 +327,46 @@ pub fn report_written(
     Ok(EXIT_OK)
 }
 
+/// How `pack` and `build` package the payload.
+#[derive(clap::Args, Debug, Clone)]
+pub struct PackagingArgs {
+    /// Packaging: 2 = gzip tar + MD5 (what current compilers emit), 1 = raw tar + SHA-256
+    /// (default: the spec's or the --header file's, else 2).
+    #[arg(long, value_enum)]
+    pub pkg_version: Option<PkgArg>,
+    /// gzip compression level, 1 (fastest, the compiler's choice) to 9 (default:
+    /// the spec's, else 1).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=9))]
+    pub level: Option<u32>,
+    #[command(flatten)]
+    pub framing: FramingArgs,
+    /// Compression threads (default: the available cores). The output is the
+    /// same for any count.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
+    pub threads: Option<u64>,
+}
+
+/// How `pack` and `build` check, write and report their output.
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub struct WriteArgs {
+    /// Keep the NEFF even when the loader's gates refuse it (for negative
+    /// fixtures); otherwise a refused NEFF is not written.
+    #[arg(long)]
+    pub keep_refused: bool,
+    /// Read the whole output back through the loader's gates (inflate and hash it
+    /// again) instead of checking it as it is written.
+    #[arg(long)]
+    pub paranoid_readback: bool,
+    #[command(flatten)]
+    pub fsync: FsyncArgs,
+    /// Print the header and the loader's verdict as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Print nothing on success.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
 /// `--pkg-version 1|2`, shared by `pack` and `build`.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum PkgArg {

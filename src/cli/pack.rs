@@ -7,7 +7,7 @@ use clap::Args;
 use neff::writer::{HeaderFile, PackOptions, PackSettings, Packager};
 
 use super::progress::Progress;
-use super::{parse_features, report_written, FramingArgs, FsyncArgs, Output, PkgArg};
+use super::{parse_features, report_written, Output, PackagingArgs, PkgArg, WriteArgs};
 
 /// Pack a directory tree into a NEFF, as it is (like `neuron-packager create`).
 ///
@@ -31,19 +31,8 @@ pub struct PackArgs {
     /// first, because the header is only known once the payload is hashed).
     #[arg(short, long, value_name = "OUT.neff")]
     output: PathBuf,
-    /// Packaging: 2 = gzip tar + MD5 (what current compilers emit), 1 = raw tar + SHA-256
-    /// (default: the --header file's, else 2).
-    #[arg(long, value_enum)]
-    pkg_version: Option<PkgArg>,
-    /// gzip compression level, 1 (fastest, the compiler's choice; the default) to 9.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=9))]
-    level: Option<u32>,
     #[command(flatten)]
-    framing: FramingArgs,
-    /// Compression threads (default: the available cores). The output is the
-    /// same for any count.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
-    threads: Option<u64>,
+    packaging: PackagingArgs,
     /// Model name stored in the header (at most 255 bytes).
     #[arg(long)]
     name: Option<String>,
@@ -81,22 +70,8 @@ pub struct PackArgs {
     /// it is (for a negative fixture).
     #[arg(long, value_name = "HEADER.json")]
     header: Option<PathBuf>,
-    /// Keep the NEFF even when the loader's gates refuse it (for negative
-    /// fixtures); otherwise a refused NEFF is not written.
-    #[arg(long)]
-    keep_refused: bool,
-    /// Read the whole output back through the loader's gates (inflate and hash it
-    /// again) instead of checking it as it is written.
-    #[arg(long)]
-    paranoid_readback: bool,
     #[command(flatten)]
-    fsync: FsyncArgs,
-    /// Print the header and the loader's verdict as JSON on stdout.
-    #[arg(long)]
-    json: bool,
-    /// Print nothing on success.
-    #[arg(short, long)]
-    quiet: bool,
+    write: WriteArgs,
 }
 
 pub fn run(args: PackArgs) -> Result<u8, Box<dyn std::error::Error>> {
@@ -105,14 +80,14 @@ pub fn run(args: PackArgs) -> Result<u8, Box<dyn std::error::Error>> {
         None => HeaderFile::default(),
     };
     for note in &file.not_reproduced {
-        if !args.quiet {
+        if !args.write.quiet {
             eprintln!("neff: note: this repack cannot match the original byte for byte: {note}");
         }
     }
     let settings = PackSettings {
-        pkg_version: args.pkg_version.map(PkgArg::version),
-        framing: args.framing.framing,
-        level: args.level,
+        pkg_version: args.packaging.pkg_version.map(PkgArg::version),
+        framing: args.packaging.framing.framing,
+        level: args.packaging.level,
         uuid: args.uuid.clone(),
         name: args.name.clone(),
         build_version: args.build_version.clone(),
@@ -121,23 +96,28 @@ pub fn run(args: PackArgs) -> Result<u8, Box<dyn std::error::Error>> {
         minor: args.minor,
         vnc_size: args.vnc_size,
         requested_tpb_count: args.requested_tpb_count,
-        threads: args.threads.map(|t| t as usize),
-        keep_refused: args.keep_refused,
-        paranoid_readback: args.paranoid_readback,
-        no_fsync: !args.fsync.fsync(),
+        threads: args.packaging.threads.map(|t| t as usize),
+        keep_refused: args.write.keep_refused,
+        paranoid_readback: args.write.paranoid_readback,
+        no_fsync: !args.write.fsync.fsync(),
     };
     let mut options = settings.options(file)?;
     if let Some(note) = neff::writer::infer_virtual_core(&args.dir, &mut options) {
-        if !(args.quiet || args.json) {
+        if !(args.write.quiet || args.write.json) {
             eprintln!("neff: note: {note}");
         }
     }
-    args.framing.apply(&mut options.framing);
+    args.packaging.framing.apply(&mut options.framing);
     let side_inputs: Vec<&Path> = args.header.iter().map(PathBuf::as_path).collect();
-    let out = Output::new(&args.output, args.json, args.quiet, &side_inputs)?;
+    let out = Output::new(
+        &args.output,
+        args.write.json,
+        args.write.quiet,
+        &side_inputs,
+    )?;
     let packager = Packager::from_dir(&args.dir)?;
     let progress = Progress::start(
-        args.quiet || args.json,
+        args.write.quiet || args.write.json,
         || packager.input_bytes(),
         "packing",
     );
