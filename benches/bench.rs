@@ -79,8 +79,11 @@ use std::time::Instant;
 
 use neff::schema::manifest::Dtype;
 use neff::smith::corpus::Mix;
-use neff::writer::builder::Tensor;
+use neff::writer::builder::{Tensor, Weight};
 use neff::writer::NeffBuilder;
+
+#[path = "bench/floor.rs"]
+mod floor;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
@@ -100,7 +103,15 @@ const MARKER: &str = "BENCH_TREE.json";
 const GENERATOR_VERSION: u64 = 3;
 
 fn main() -> ExitCode {
-    match run() {
+    let mut args = env::args().skip(1).peekable();
+    // The bench runs these modes of itself as timed commands: the same code
+    // the floors stand for, not a stand-in tool.
+    let result = match args.peek().map(String::as_str) {
+        Some("--floor") => floor::main(args.skip(1)),
+        Some("--sha256") => sha256_file(args.nth(1)),
+        _ => run(),
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("bench: error: {e}");
@@ -131,12 +142,33 @@ fn run() -> Result<()> {
     let mut results = Vec::new();
     let mut notes = Vec::new();
     let mut lines = Vec::new();
+    let mut limits = Vec::new();
+    // Runs `w` in every regime; returns the measurements of the last.
     let mut measure = |w: &Workload, results: &mut Vec<Measured>| -> Result<Vec<Measured>> {
-        let measured = run_workload(w, opts.runs)?;
-        results.extend(measured.iter().cloned());
+        let mut measured = Vec::new();
+        for &regime in &opts.regimes {
+            measured = run_workload(w, opts.runs, regime)?;
+            results.extend(measured.iter().cloned());
+            limits.extend(w.limit_row(&measured));
+        }
         notes.extend(w.notes.iter().cloned());
         Ok(measured)
     };
+    // The tree as one tar: what the limits of (a) and (b) are timed on.
+    let tree_tar = work.path().join("tree.tar");
+    if opts.wants('a') || opts.wants('b') {
+        let status = Command::new("tar")
+            .arg("-cf")
+            .arg(&tree_tar)
+            .arg("-C")
+            .arg(&tree)
+            .arg(".")
+            .status()?;
+        if !status.success() {
+            return Err(format!("tar of {} failed: {status}", tree.display()).into());
+        }
+    }
+    let bench = env::current_exe()?;
     if opts.wants('a') || opts.wants('d') || opts.wants('h') || opts.wants('k') {
         let a = pack_gzip_workload(
             "(a) pack pkg 2",
@@ -147,11 +179,17 @@ fn run() -> Result<()> {
             1,
             tree_bytes,
         );
+        let a = if opts.wants('a') {
+            two_core_deflate_limit(a, &tree_tar, &out_dir.join("limit.gz"))
+        } else {
+            a
+        };
         measure(&a, &mut results)?;
     }
     if opts.wants('b') {
         for fsync in [true, false] {
             let b = pack_raw_workload(&neff, &tree, &neff_b, &base_out, fsync, tree_bytes);
+            let b = disk_limit(b, &bench, &tree_tar, &out_dir.join("limit.tar"), fsync);
             measure(&b, &mut results)?;
         }
     }
@@ -203,6 +241,23 @@ fn run() -> Result<()> {
                 py.median_seconds,
                 py.our_seconds,
                 (py.median_seconds / py.our_seconds.max(1e-9) - 1.0) * 100.0
+            ));
+        }
+        let largest = largest_file(&tree)?;
+        let read = python_read_workload(
+            &neff,
+            &neff_a,
+            &work.path().join("read.py"),
+            &largest,
+            payload_bytes,
+        )?;
+        for m in measure(&read, &mut results)?.iter().filter(|m| !m.ours) {
+            lines.push(format!(
+                "(h) `{}` {:.3} s vs `neff cat` of the largest member {:.3} s: {:.2}x (goal <= 1.2x)",
+                m.label,
+                m.median_seconds,
+                m.our_seconds,
+                m.median_seconds / m.our_seconds.max(1e-9)
             ));
         }
     }
@@ -277,9 +332,29 @@ fn run() -> Result<()> {
                     &real,
                     &script,
                     real_bytes,
-                )?;
+                )?
+                .limit_part(
+                    "sh",
+                    "floor: inflate + MD5 of each payload, 2 threads",
+                    format!(
+                        "{} --floor {} --threads 2 --mode both >/dev/null",
+                        quote(&bench),
+                        quote(&real)
+                    ),
+                )
+                .limit("inflate + MD5 floor", Combine::Slowest);
                 for (w, dir_bytes) in [(g, cache_bytes), (g2, real_bytes)] {
-                    for m in measure(&w, &mut results)? {
+                    let measured = measure(&w, &mut results)?;
+                    if let Some(py) = measured.iter().find(|m| m.label == VERIFY_MANY_LABEL) {
+                        lines.push(format!(
+                            "{}: `neff.verify_many` {:.3} s vs `neff verify DIR` {:.3} s: {:+.1}% (goal <= +10%)",
+                            w.name,
+                            py.median_seconds,
+                            py.our_seconds,
+                            (py.median_seconds / py.our_seconds.max(1e-9) - 1.0) * 100.0
+                        ));
+                    }
+                    for m in measured {
                         lines.push(format!(
                             "{}: `{}` {:.0} files/s ({CACHE_NEFFS} NEFFs, {dir_bytes} bytes)",
                             w.name,
@@ -294,6 +369,24 @@ fn run() -> Result<()> {
                 lines.push(format!(
                     "(g) real-sized: skipped: {} not found",
                     real_neff_dir().display()
+                ));
+            }
+        }
+    }
+    if opts.wants('l') {
+        let model = work.path().join("model.neff");
+        let model_bytes = ensure_model(&work.path().join("model-src"), &model, opts.size_mib)?;
+        let (lift, build) =
+            lift_build_workloads(&neff, &model, &work.path().join("lift"), model_bytes);
+        for w in [lift, build] {
+            for m in measure(&w, &mut results)?.iter().filter(|m| !m.ours) {
+                lines.push(format!(
+                    "{}: `{}` {:.3} s vs ours {:.3} s: ours at {:.2} of its speed (goal >= 0.9)",
+                    w.name,
+                    m.label,
+                    m.median_seconds,
+                    m.our_seconds,
+                    m.median_seconds / m.our_seconds.max(1e-9)
                 ));
             }
         }
@@ -344,6 +437,8 @@ fn run() -> Result<()> {
     println!();
     print_table(&results);
     println!();
+    print_limits(&limits);
+    println!();
     for line in lines {
         println!("- {line}");
     }
@@ -355,6 +450,23 @@ fn run() -> Result<()> {
         let kept = work.keep();
         println!("\nKept {}", kept.display());
     }
+    Ok(())
+}
+
+/// `--sha256 FILE`: SHA-256 of a file with the `sha2` crate neff uses (SHA-NI
+/// when the CPU has it), the hash pkg 1 cannot avoid; prints the digest.
+fn sha256_file(path: Option<String>) -> Result<()> {
+    use sha2::{Digest, Sha256};
+    let path = path.ok_or("usage: bench --sha256 FILE")?;
+    let mut file = File::open(&path)?;
+    let (mut hasher, mut buf) = (Sha256::new(), vec![0u8; 1 << 20]);
+    loop {
+        match file.read(&mut buf)? {
+            0 => break,
+            n => hasher.update(&buf[..n]),
+        }
+    }
+    println!("{:x}  {path}", hasher.finalize());
     Ok(())
 }
 
@@ -385,11 +497,34 @@ struct Options {
     million: bool,
     /// The workload letters to run (all when `None`).
     only: Option<String>,
+    /// The disk regimes each workload runs in.
+    regimes: Vec<Regime>,
+}
+
+/// Whether the disk is let to drain before each timed command.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Regime {
+    /// `sync` (untimed) before each command: every command starts on an idle
+    /// disk.
+    Idle,
+    /// No `sync` between commands: each one starts while the writeback of
+    /// the ones before it is still running, as in a compile pipeline that
+    /// writes many outputs.
+    Sustained,
+}
+
+impl Regime {
+    fn name(self) -> &'static str {
+        match self {
+            Regime::Idle => "idle",
+            Regime::Sustained => "sustained",
+        }
+    }
 }
 
 impl Options {
     const USAGE: &'static str =
-        "usage: bench [--size-mib N] [--member-mib N] [--levels-mib N] [--runs N] [--dir PATH] [--keep] [--million] [--only LETTERS]\n  (defaults: 1024 MiB tree, 1024 MiB member, 256 MiB levels tree, 3 runs, every workload a-k; --only bj runs (b) and (j))";
+        "usage: bench [--size-mib N] [--member-mib N] [--levels-mib N] [--runs N] [--dir PATH] [--keep] [--million] [--only LETTERS] [--regime idle|sustained|both]\n  (defaults: 1024 MiB tree, 1024 MiB member, 256 MiB levels tree, 3 runs, every workload a-k, both regimes; --only bj runs (b) and (j))";
 
     /// Parses the arguments after the program name.
     fn parse(mut args: impl Iterator<Item = String>) -> Result<Self> {
@@ -402,6 +537,7 @@ impl Options {
             levels_mib: 256,
             million: false,
             only: None,
+            regimes: vec![Regime::Idle, Regime::Sustained],
         };
         while let Some(arg) = args.next() {
             let mut value = |name: &str| {
@@ -419,6 +555,20 @@ impl Options {
                 "--keep" => opts.keep = true,
                 "--million" => opts.million = true,
                 "--only" => opts.only = Some(value("--only")?),
+                "--regime" => {
+                    opts.regimes = match value("--regime")?.as_str() {
+                        "idle" => vec![Regime::Idle],
+                        "sustained" => vec![Regime::Sustained],
+                        "both" => vec![Regime::Idle, Regime::Sustained],
+                        other => {
+                            return Err(format!(
+                                "--regime {other:?}: use idle, sustained or both\n{}",
+                                Self::USAGE
+                            )
+                            .into())
+                        }
+                    }
+                }
                 "-h" | "--help" => {
                     println!("{}", Self::USAGE);
                     std::process::exit(0);
@@ -638,6 +788,84 @@ fn ensure_cache_tree(root: &Path) -> Result<u64> {
         }
     }
     Ok(total)
+}
+
+/// Weights per model of (l).
+const MODEL_WEIGHTS: u64 = 8;
+
+/// (l)'s model: one subgraph with [`MODEL_WEIGHTS`] raw bf16-like weights
+/// of `size_mib` MiB in all, built with `NeffBuilder` (pkg 2, level 1) into
+/// `model`; returns its payload size.
+fn ensure_model(src: &Path, model: &Path, size_mib: u64) -> Result<u64> {
+    fs::create_dir_all(src)?;
+    let each = (size_mib << 20) / MODEL_WEIGHTS;
+    let mut rng = Mix(SEED ^ 3);
+    let mut paths = Vec::new();
+    for i in 0..MODEL_WEIGHTS {
+        let path = src.join(format!("w{i}.bin"));
+        write_large_file(&path, each, DataKind::Weights, &mut rng)?;
+        paths.push(path);
+    }
+    eprintln!(
+        "bench: building a {size_mib} MiB model in {} ...",
+        model.display()
+    );
+    NeffBuilder::new()
+        .name("bench-model")
+        .subgraph("sg00", |mut sg| {
+            sg = sg
+                .input("x", Tensor::new(Dtype::Float32, [1024]))
+                .output("y", Tensor::new(Dtype::Float32, [1024]));
+            for (i, path) in paths.iter().enumerate() {
+                sg = sg.weight(format!("w{i}"), Weight::raw(path.clone()));
+            }
+            sg
+        })
+        .write_to_path(model)?;
+    payload_len(model)
+}
+
+/// (l) lift and build of a model against plain unpack and pack of the same
+/// bytes: `neff unpack --spec` against `neff unpack`, and `neff build` of the
+/// lifted spec against `neff pack` of the unpacked tree (goal: ours at 0.9 of
+/// their speed or better).
+fn lift_build_workloads(neff: &Path, model: &Path, dir: &Path, bytes: u64) -> (Workload, Workload) {
+    let q = |p: PathBuf| quote(&p);
+    let (lifted, plain, spec) = (
+        q(dir.join("lifted")),
+        q(dir.join("plain")),
+        q(dir.join("spec.json")),
+    );
+    let (built, packed) = (q(dir.join("built.neff")), q(dir.join("packed.neff")));
+    let (neff, model) = (quote(neff), quote(model));
+    let lift = Workload::new(
+        "(l) lift a model",
+        bytes,
+        ours(
+            "neff unpack --spec",
+            format!("{neff} unpack {model} -o {lifted} --spec {spec} --force -q"),
+        ),
+    );
+    let mut lift = lift;
+    lift.commands.push(Cmd {
+        label: "neff unpack".into(),
+        script: format!("{neff} unpack {model} -o {plain} --force -q"),
+        ours: false,
+    });
+    let mut build = Workload::new(
+        "(l) build the lifted model",
+        bytes,
+        ours(
+            "neff build SPEC",
+            format!("{neff} build {spec} -o {built} -q"),
+        ),
+    );
+    build.commands.push(Cmd {
+        label: "neff pack DIR (the unpacked tree)".into(),
+        script: format!("{neff} pack {plain} -o {packed} -q"),
+        ours: false,
+    });
+    (lift, build)
 }
 
 /// The real compiler NEFFs (`../shared/real-neffs`, 11 KB to 1.5 MB).
@@ -885,6 +1113,45 @@ struct Workload {
     commands: Vec<Cmd>,
     /// Baselines skipped because a tool is missing.
     notes: Vec<String>,
+    /// The floor this workload is judged against, if it has one.
+    limit: Option<Limit>,
+}
+
+/// A workload's limit: what the work it cannot avoid costs on this machine,
+/// from commands timed in the same run (they are baselines too).
+struct Limit {
+    /// What the limit is, for the report.
+    what: String,
+    /// The labels of the commands it is made of.
+    parts: Vec<String>,
+    combine: Combine,
+}
+
+/// How a limit is made of its parts' median times.
+#[derive(Clone, Copy)]
+enum Combine {
+    /// Work that two cores can share: the sum over 2.
+    TwoCores,
+    /// Parts that can overlap: the slowest.
+    Slowest,
+}
+
+impl Combine {
+    fn of(self, seconds: &[f64]) -> f64 {
+        match self {
+            Combine::TwoCores => seconds.iter().sum::<f64>() / 2.0,
+            Combine::Slowest => seconds.iter().copied().fold(0.0, f64::max),
+        }
+    }
+}
+
+/// One workload's limit in one regime.
+struct LimitRow {
+    workload: String,
+    regime: Regime,
+    what: String,
+    our_seconds: f64,
+    limit_seconds: f64,
 }
 
 impl Workload {
@@ -894,7 +1161,57 @@ impl Workload {
             bytes,
             commands: vec![ours],
             notes: Vec::new(),
+            limit: None,
         }
+    }
+
+    /// Adds a part of the workload's limit (a baseline as well).
+    fn limit_part(mut self, tool: &str, label: &str, script: String) -> Self {
+        self = self.baseline(tool, label, script);
+        if self.commands.iter().any(|c| c.label == label) {
+            self.limit
+                .get_or_insert_with(|| Limit {
+                    what: String::new(),
+                    parts: Vec::new(),
+                    combine: Combine::Slowest,
+                })
+                .parts
+                .push(label.into());
+        }
+        self
+    }
+
+    /// Names the limit its parts make and how they combine.
+    fn limit(mut self, what: &str, combine: Combine) -> Self {
+        if let Some(limit) = &mut self.limit {
+            limit.what = what.into();
+            limit.combine = combine;
+        }
+        self
+    }
+
+    /// This workload's limit among `measured` (one regime's), when every
+    /// part was measured.
+    fn limit_row(&self, measured: &[Measured]) -> Option<LimitRow> {
+        let limit = self.limit.as_ref()?;
+        let ours = measured.iter().find(|m| m.ours)?;
+        let parts: Option<Vec<f64>> = limit
+            .parts
+            .iter()
+            .map(|label| {
+                measured
+                    .iter()
+                    .find(|m| &m.label == label)
+                    .map(|m| m.median_seconds)
+            })
+            .collect();
+        Some(LimitRow {
+            workload: self.name.clone(),
+            regime: ours.regime,
+            what: limit.what.clone(),
+            our_seconds: ours.median_seconds,
+            limit_seconds: limit.combine.of(&parts?),
+        })
     }
 
     /// Adds `flag` to our command (and its label).
@@ -975,6 +1292,53 @@ fn pack_gzip_workload(
             "bsdtar -czf - --options gzip:compression-level=1 -C {tree} . | tee {base} | md5sum"
         ),
     )
+}
+
+/// (a)'s limit: what pkg 2 cannot avoid, spread over two cores. libdeflate
+/// level 1 (the fastest deflate here) of the tree's tar on one core, then
+/// `md5sum` of its output; (sum) / 2.
+fn two_core_deflate_limit(w: Workload, tar: &Path, out: &Path) -> Workload {
+    let (tar, out) = (quote(tar), quote(out));
+    w.limit_part(
+        "libdeflate-gzip",
+        "limit: libdeflate-gzip -1 tar > out (one core)",
+        format!("libdeflate-gzip -1 -c {tar} > {out}"),
+    )
+    .limit_part(
+        "md5sum",
+        "limit: md5sum out",
+        format!("md5sum {out} >/dev/null"),
+    )
+    .limit("(libdeflate -1 + md5sum) / 2", Combine::TwoCores)
+}
+
+/// (b)'s limit: what pkg 1 cannot avoid. The same bytes to the disk (`dd
+/// conv=fsync` with fsync, else `cat` into a file) and SHA-256 of them with
+/// neff's own `sha2` (`bench --sha256`), which can overlap: the slower.
+fn disk_limit(w: Workload, bench: &Path, tar: &Path, out: &Path, fsync: bool) -> Workload {
+    let (bench, tar, out) = (quote(bench), quote(tar), quote(out));
+    let (label, script) = if fsync {
+        (
+            "limit: dd conv=fsync tar to out",
+            format!("dd if={tar} of={out} bs=1M conv=fsync status=none"),
+        )
+    } else {
+        ("limit: cat tar > out", format!("cat {tar} > {out}"))
+    };
+    w.limit_part("dd", label, script)
+        .limit_part(
+            "sh",
+            "limit: sha256 tar (sha2, as neff)",
+            format!("{bench} --sha256 {tar} >/dev/null"),
+        )
+        .limit(
+            if fsync {
+                "max(dd conv=fsync, SHA-256)"
+            } else {
+                "max(cat, SHA-256)"
+            },
+            Combine::Slowest,
+        )
 }
 
 /// (b) pack to pkg 1 (raw tar + SHA-256), the baseline writing its output
@@ -1122,12 +1486,7 @@ fn python_verify_workload(neff: &Path, file: &Path, payload_bytes: u64) -> Workl
         payload_bytes,
         ours("neff verify", format!("{neff} verify {file}")),
     );
-    let importable = Command::new("python3")
-        .args(["-c", "import neff"])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if importable {
+    if python_importable() {
         w.commands.push(Cmd {
             label: "python3 neff.verify(p)".into(),
             script: format!("python3 -c 'import sys, neff; neff.verify(sys.argv[1])' {file}"),
@@ -1140,6 +1499,91 @@ fn python_verify_workload(neff: &Path, file: &Path, payload_bytes: u64) -> Workl
     }
     w
 }
+
+/// Whether `python3 -c "import neff"` works (the Python workloads need it).
+fn python_importable() -> bool {
+    Command::new("python3")
+        .args(["-c", "import neff"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Reads `k` members of a NEFF through `Neff.read_many` (one pass): the
+/// largest member (argv 2) and the members after it in archive order.
+const READ_PY: &str = r#"import sys, neff
+n = neff.Neff(sys.argv[1])
+largest, k = sys.argv[2], int(sys.argv[3])
+names = [m.name for m in n.members() if m.kind == "file"]
+i = names.index(largest)
+want = names[i:i + k]
+want = names[max(0, i - (k - len(want))):i] + want
+got = n.read_many(want)
+assert len(got) == k, (len(got), k)
+"#;
+
+/// The `k`s of the Python read workload.
+const READ_KS: [usize; 3] = [1, 5, 20];
+
+/// (h) reading members from Python: `Neff.read_many` of k members (the
+/// largest among them) against `neff cat` of the largest; one pass whatever
+/// k (goal: within 1.2x of `neff cat`).
+fn python_read_workload(
+    neff: &Path,
+    file: &Path,
+    script: &Path,
+    largest: &str,
+    payload_bytes: u64,
+) -> Result<Workload> {
+    fs::write(script, READ_PY)?;
+    let (neff, file, script) = (quote(neff), quote(file), quote(script));
+    let mut w = Workload::new(
+        "(h) read members from Python",
+        payload_bytes,
+        ours(
+            "neff cat FILE LARGEST",
+            format!("{neff} cat {file} '{largest}' >/dev/null"),
+        ),
+    );
+    if python_importable() {
+        for k in READ_KS {
+            w.commands.push(Cmd {
+                label: format!("python3 read_many(k={k})"),
+                script: format!("python3 {script} {file} '{largest}' {k}"),
+                ours: false,
+            });
+        }
+    } else {
+        let note = "(h) read members from Python: skipped: `python3 -c \"import neff\"` fails";
+        w.notes.push(note.to_string());
+    }
+    Ok(w)
+}
+
+/// The path (relative to `tree`, `/`-separated) of its largest file; of
+/// equal sizes, the last in byte order (packed last of them).
+fn largest_file(tree: &Path) -> Result<String> {
+    fn walk(dir: &Path, rel: &str, best: &mut (u64, String)) -> Result<()> {
+        let mut entries: Vec<_> = fs::read_dir(dir)?.collect::<io::Result<_>>()?;
+        entries.sort_by_key(|e| e.file_name());
+        for entry in entries {
+            let name = format!("{rel}{}", entry.file_name().to_string_lossy());
+            let meta = entry.metadata()?;
+            if meta.is_dir() {
+                walk(&entry.path(), &format!("{name}/"), best)?;
+            } else if meta.len() >= best.0 {
+                *best = (meta.len(), name);
+            }
+        }
+        Ok(())
+    }
+    let mut best = (0, String::new());
+    walk(tree, "", &mut best)?;
+    Ok(best.1)
+}
+
+/// The label of `neff.verify_many` in (g).
+const VERIFY_MANY_LABEL: &str = "python3 neff.verify_many(DIR, threads=2)";
 
 /// (g) verify a folder of NEFFs, on 1 and 2 threads.
 fn verify_dir_workload(
@@ -1164,6 +1608,15 @@ fn verify_dir_workload(
         script: format!("{neff} verify {dir} --threads 1 >/dev/null"),
         ours: false,
     });
+    if python_importable() {
+        w.commands.push(Cmd {
+            label: VERIFY_MANY_LABEL.into(),
+            script: format!(
+                "python3 -c 'import sys, neff; neff.verify_many(sys.argv[1], threads=2)' {dir}"
+            ),
+            ours: false,
+        });
+    }
     Ok(w.baseline(
         "python3",
         "python3 gzip+tarfile+hashlib",
@@ -1198,6 +1651,7 @@ struct Measured {
     peak_rss_kib: u64,
     /// The median of our command in the same workload.
     our_seconds: f64,
+    regime: Regime,
 }
 
 impl Measured {
@@ -1208,15 +1662,19 @@ impl Measured {
 }
 
 /// Runs every command of `w` `runs` times, interleaved, and summarises.
-fn run_workload(w: &Workload, runs: usize) -> Result<Vec<Measured>> {
+fn run_workload(w: &Workload, runs: usize, regime: Regime) -> Result<Vec<Measured>> {
     eprintln!(
-        "bench: {} ({} commands x {runs} runs)",
+        "bench: {} ({} commands x {runs} runs, {} disk)",
         w.name,
-        w.commands.len()
+        w.commands.len(),
+        regime.name()
     );
     let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); w.commands.len()];
     for run in 1..=runs {
         for (cmd, seen) in w.commands.iter().zip(&mut samples) {
+            if regime == Regime::Idle {
+                Command::new("sync").status()?;
+            }
             let s = time_command(&cmd.script)
                 .map_err(|e| format!("{}: `{}`: {e}", w.name, cmd.label))?;
             eprintln!(
@@ -1241,6 +1699,7 @@ fn run_workload(w: &Workload, runs: usize) -> Result<Vec<Measured>> {
             median_seconds: median(seen.iter().map(|s| s.seconds).collect()),
             peak_rss_kib: seen.iter().map(|s| s.peak_rss_kib).max().unwrap_or(0),
             our_seconds,
+            regime,
         })
         .collect())
 }
@@ -1323,14 +1782,38 @@ fn proc_field(text: &str, key: &str) -> Option<String> {
     })
 }
 
+/// Prints each limit beside our time: limit / ours is the fraction of the
+/// limit reached (1 = at the limit).
+fn print_limits(limits: &[LimitRow]) {
+    if limits.is_empty() {
+        return;
+    }
+    let mut out = String::new();
+    out.push_str("| workload | disk | limit | ours s | limit s | limit / ours |\n");
+    out.push_str("|---|---|---|---:|---:|---:|\n");
+    for l in limits {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {:.3} | {:.3} | {:.2} |",
+            l.workload,
+            l.regime.name(),
+            l.what.replace('|', "\\|"),
+            l.our_seconds,
+            l.limit_seconds,
+            l.limit_seconds / l.our_seconds.max(1e-9)
+        );
+    }
+    print!("{out}");
+}
+
 /// Prints the results as a Markdown table (pipes in commands escaped as `\|`,
 /// which GitHub-flavoured Markdown renders as `|` even inside code spans).
 fn print_table(results: &[Measured]) {
     let mut out = String::new();
     out.push_str(
-        "| workload | command | median s | MB/s | ratio (baseline/ours) | peak RSS MiB |\n",
+        "| workload | disk | command | median s | MB/s | ratio (baseline/ours) | peak RSS MiB |\n",
     );
-    out.push_str("|---|---|---:|---:|---:|---:|\n");
+    out.push_str("|---|---|---|---:|---:|---:|---:|\n");
     for r in results {
         let mbps = if r.median_seconds > 0.0 {
             r.bytes as f64 / 1e6 / r.median_seconds
@@ -1346,8 +1829,9 @@ fn print_table(results: &[Measured]) {
         };
         let _ = writeln!(
             out,
-            "| {} | `{}` | {:.3} | {:.0} | {} | {:.1} |",
+            "| {} | {} | `{}` | {:.3} | {:.0} | {} | {:.1} |",
             r.workload,
+            r.regime.name(),
             r.label.replace('|', "\\|"),
             r.median_seconds,
             mbps,

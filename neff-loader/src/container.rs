@@ -10,7 +10,7 @@ use neff_schema::features::unsupported_bits;
 use neff_schema::{HashLayout, NeffHeader, PkgVersion, HEADER_LEN};
 use serde::Serialize;
 
-use crate::digest::{matching_layout, Digester, HashingReader};
+use crate::digest::{matching_layout, DigestSink, Digester, HashingReader};
 use crate::error::{Error, ErrorKind, TarErrorKind};
 use crate::gate::{Gate, Rejection};
 use crate::gzip_reader::{looks_like_gzip, GzipReader, MemberTally};
@@ -55,6 +55,11 @@ pub struct Limits {
     /// When set, the stored payload bytes read so far are added here (for a
     /// progress display).
     pub progress: Option<std::sync::Arc<std::sync::atomic::AtomicU64>>,
+    /// Payloads larger than this are hashed on a thread of their own,
+    /// overlapped with inflate and the walk; smaller ones on the walk's
+    /// thread, where a thread and a copy per read cost more than they
+    /// overlap (`neff verify DIR` checks many such files on every core).
+    pub hash_thread_min: u64,
 }
 
 impl Default for Limits {
@@ -68,6 +73,7 @@ impl Default for Limits {
             table_max: 64 << 20,
             warnings_max: 100,
             progress: None,
+            hash_thread_min: 8 << 20,
         }
     }
 }
@@ -349,20 +355,13 @@ fn run_with<R: Read + Seek>(
     let mut digester = digester(profile.verify_hash, pkg);
     source.seek(SeekFrom::Start(HEADER_LEN as u64))?;
     let mut payload = (&mut *source).take(data_size);
-    // The digest runs on its own thread, overlapped with inflate and the walk.
-    let (walked, rest, digester) = std::thread::scope(|scope| {
-        let hashing = digester.is_on().then(|| {
-            let (tx, rx) = sync_channel::<Vec<u8>>(16);
-            let handle = scope.spawn(move || {
-                for buf in rx {
-                    digester.update(&buf);
-                }
-                digester
-            });
-            (tx, handle)
-        });
-        let tx = hashing.as_ref().map(|(tx, _)| tx.clone());
-        let reader = HashingReader::new(&mut payload, tx.clone(), limits.progress.clone());
+    let (walked, rest, digester) = if data_size <= limits.hash_thread_min || !digester.is_on() {
+        // Small payloads: the digest on this thread, as the bytes are read.
+        let reader = HashingReader::new(
+            &mut payload,
+            DigestSink::Inline(&mut digester),
+            limits.progress.clone(),
+        );
         let walked = walk(
             reader,
             limits,
@@ -372,21 +371,44 @@ fn run_with<R: Read + Seek>(
         );
         // Hash whatever the walk did not read: the digest covers all data_size bytes.
         let rest = io::copy(
-            &mut HashingReader::new(&mut payload, tx, None),
+            &mut HashingReader::new(&mut payload, DigestSink::Inline(&mut digester), None),
             &mut io::sink(),
         );
-        let digester = match hashing {
-            Some((tx, handle)) => {
-                drop(tx);
-                // A dead hash thread must never turn G9 off.
-                handle.join().map_err(|_| {
-                    Error::new(ErrorKind::Pipeline, "the payload hash thread panicked")
-                })
-            }
-            None => Ok(Digester::Off),
-        };
-        (walked, rest, digester)
-    });
+        (walked, rest, Ok(digester))
+    } else {
+        // The digest runs on its own thread, overlapped with inflate and the walk.
+        std::thread::scope(|scope| {
+            let (tx, rx) = sync_channel::<Vec<u8>>(16);
+            let handle = scope.spawn(move || {
+                for buf in rx {
+                    digester.update(&buf);
+                }
+                digester
+            });
+            let reader = HashingReader::new(
+                &mut payload,
+                DigestSink::Thread(tx.clone()),
+                limits.progress.clone(),
+            );
+            let walked = walk(
+                reader,
+                limits,
+                &mut opened.container,
+                &mut opened.warnings,
+                sink,
+            );
+            // Hash whatever the walk did not read: the digest covers all data_size bytes.
+            let rest = io::copy(
+                &mut HashingReader::new(&mut payload, DigestSink::Thread(tx), None),
+                &mut io::sink(),
+            );
+            // A dead hash thread must never turn G9 off.
+            let digester = handle
+                .join()
+                .map_err(|_| Error::new(ErrorKind::Pipeline, "the payload hash thread panicked"));
+            (walked, rest, digester)
+        })
+    };
     let walked = match walked {
         Err(WalkError::Source(e)) => return Err(e),
         walked => walked,
@@ -449,7 +471,7 @@ impl Walked {
         let mut container = Container::default();
         let mut warnings = Vec::new();
         let outcome = walk(
-            HashingReader::new(payload, None, limits.progress.clone()),
+            HashingReader::new(payload, DigestSink::Off, limits.progress.clone()),
             limits,
             &mut container,
             &mut warnings,
@@ -1185,10 +1207,14 @@ mod tests {
         let ok = run(Some(&mut Cursor::new(&bytes)), &profile, &Limits::default()).unwrap();
         assert!(ok.rejection.is_none(), "{:?}", ok.rejection);
         let failing = |_: bool, _: Option<PkgVersion>| Digester::Failing;
+        let threaded = Limits {
+            hash_thread_min: 0,
+            ..Limits::default()
+        };
         let err = run_with(
             Some(&mut Cursor::new(&bytes)),
             &profile,
-            &Limits::default(),
+            &threaded,
             failing,
             &mut NoSink,
         )

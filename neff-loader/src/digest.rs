@@ -86,28 +86,35 @@ pub(crate) struct SourceError(#[source] pub(crate) io::Error);
 /// (when one runs) and counting them (when asked). Errors of the underlying
 /// source are wrapped in [`SourceError`] so callers can tell them from format
 /// errors raised further up the reader chain.
-pub struct HashingReader<R> {
+pub struct HashingReader<'d, R> {
     inner: R,
-    digest: Option<SyncSender<Vec<u8>>>,
+    digest: DigestSink<'d>,
     progress: Option<Arc<AtomicU64>>,
 }
 
-impl<R> std::fmt::Debug for HashingReader<R> {
+/// Where a [`HashingReader`] sends the bytes it reads.
+pub enum DigestSink<'d> {
+    /// Nowhere: no digest runs.
+    Off,
+    /// Copies to a hash thread (large payloads: the hash overlaps inflate).
+    Thread(SyncSender<Vec<u8>>),
+    /// Straight into the digest on this thread (small payloads, where a
+    /// thread and a copy per read cost more than the hash).
+    Inline(&'d mut Digester),
+}
+
+impl<R> std::fmt::Debug for HashingReader<'_, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HashingReader")
-            .field("digest", &self.digest.is_some())
+            .field("digest", &!matches!(self.digest, DigestSink::Off))
             .field("progress", &self.progress)
             .finish_non_exhaustive()
     }
 }
 
-impl<R: Read> HashingReader<R> {
-    /// Reads `inner`, sending copies to `digest` and counting into `progress`.
-    pub fn new(
-        inner: R,
-        digest: Option<SyncSender<Vec<u8>>>,
-        progress: Option<Arc<AtomicU64>>,
-    ) -> Self {
+impl<'d, R: Read> HashingReader<'d, R> {
+    /// Reads `inner`, sending what it reads to `digest` and counting into `progress`.
+    pub fn new(inner: R, digest: DigestSink<'d>, progress: Option<Arc<AtomicU64>>) -> Self {
         HashingReader {
             inner,
             digest,
@@ -116,17 +123,21 @@ impl<R: Read> HashingReader<R> {
     }
 }
 
-impl<R: Read> Read for HashingReader<R> {
+impl<R: Read> Read for HashingReader<'_, R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = self
             .inner
             .read(buf)
             .map_err(|e| io::Error::other(SourceError(e)))?;
         if n > 0 {
-            if let Some(tx) = &self.digest {
+            match &mut self.digest {
+                DigestSink::Off => {}
                 // A closed channel means the hash thread is gone; the digest
                 // then simply does not match.
-                let _ = tx.send(buf[..n].to_vec());
+                DigestSink::Thread(tx) => {
+                    let _ = tx.send(buf[..n].to_vec());
+                }
+                DigestSink::Inline(digester) => digester.update(&buf[..n]),
             }
             if let Some(p) = &self.progress {
                 p.fetch_add(n as u64, Ordering::Relaxed);

@@ -672,6 +672,77 @@ fn find_deflate(
     Ok(None)
 }
 
+/// [`deflate_matches`] for the parallel engine: its chunks are independent,
+/// so they are re-deflated on every core, through the packager's own
+/// pipeline, and compared in order as they come out.
+fn parallel_deflate_matches(path: &Path, offset: u64, len: u64, level: u32) -> io::Result<bool> {
+    let mut stored = File::open(path)?;
+    stored.seek(SeekFrom::Start(offset))?;
+    let mut source = File::open(path)?;
+    source.seek(SeekFrom::Start(offset))?;
+    let mut inflate = DeflateDecoder::new(BufReader::new(source.take(len)));
+    let compare = Compare {
+        stored: BufReader::new(stored.take(len)),
+        left: len,
+        beyond: 0,
+        buf: Vec::new(),
+        differs: false,
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let compared = std::thread::scope(|scope| -> io::Result<Compare<_>> {
+        let mut sink = crate::parallel_gzip::start(scope, compare, Vec::new(), level, threads);
+        io::copy(&mut inflate, &mut sink)?;
+        sink.finish()
+    });
+    match compared {
+        Ok(compare) => Ok(compare.left == 0 && compare.beyond == TRAILER && !compare.differs),
+        // The comparison stopped the pipeline at the first difference.
+        Err(e) if e.kind() == io::ErrorKind::Other && e.to_string() == DIFFERS => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// The error a [`Compare`] stops the pipeline with.
+const DIFFERS: &str = "the re-deflated stream differs from the stored one";
+
+/// The gzip trailer's length (CRC-32 and ISIZE).
+const TRAILER: u64 = 8;
+
+/// Compares what is written with the first `left` bytes of `stored`, and
+/// counts what comes after them (`beyond`: the gzip trailer, not compared,
+/// since the content it sums is the stored stream's own).
+struct Compare<R> {
+    stored: R,
+    left: u64,
+    beyond: u64,
+    buf: Vec<u8>,
+    differs: bool,
+}
+
+impl<R: Read> io::Write for Compare<R> {
+    fn write(&mut self, out: &[u8]) -> io::Result<usize> {
+        let n = out
+            .len()
+            .min(usize::try_from(self.left).unwrap_or(usize::MAX));
+        self.buf.resize(n, 0);
+        if self.stored.read_exact(&mut self.buf).is_err() || self.buf[..] != out[..n] {
+            self.differs = true;
+            return Err(io::Error::other(DIFFERS));
+        }
+        self.left -= n as u64;
+        self.beyond += (out.len() - n) as u64;
+        if self.beyond > TRAILER {
+            self.differs = true;
+            return Err(io::Error::other(DIFFERS));
+        }
+        Ok(out.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
 /// One candidate compressor.
 enum Engine {
     Zlib(ZlibStream),
@@ -705,6 +776,9 @@ impl Engine {
 /// Re-deflates the stored stream's content with `candidate` and compares,
 /// stopping at the first differing byte.
 fn deflate_matches(path: &Path, offset: u64, len: u64, candidate: Deflate) -> io::Result<bool> {
+    if candidate.engine == DeflateEngine::Parallel {
+        return parallel_deflate_matches(path, offset, len, candidate.level);
+    }
     let mut stored = File::open(path)?;
     stored.seek(SeekFrom::Start(offset))?;
     let mut stored = BufReader::new(stored.take(len));

@@ -138,11 +138,33 @@ fn unpack(args: UnpackArgs, shown: &str) -> Result<u8, Box<dyn std::error::Error
         max_depth: args.max_depth,
         progress: progress.counter(),
     };
-    let unpacked = match args.keep_refused {
-        true => extract_refused(&args.file, &args.output, &profile, args.force, &limits),
-        false => extract(&args.file, &args.output, &profile, args.force, &limits)
-            .map(|(summary, container)| (summary, container, None)),
-    };
+    // A lift's other passes over the file (the framing recovery and, for
+    // --spec, the verdict of every gate) run beside the unpack, each reading
+    // the file on its own.
+    let lifting = args.header_out.is_some() || args.spec.is_some();
+    let (unpacked, recovered, verdict) = std::thread::scope(|scope| {
+        let recovering = lifting.then(|| scope.spawn(|| recover_framing(&args.file)));
+        // The unpack checks the payload hash (G9): the verdict's only use is
+        // when it passed, so this pass does not hash it again.
+        let unhashed = RuntimeProfile {
+            verify_hash: false,
+            ..profile.clone()
+        };
+        let file = args.file.as_path();
+        let verifying = args
+            .spec
+            .is_some()
+            .then(|| scope.spawn(move || verify_file(file, &unhashed)));
+        let unpacked = match args.keep_refused {
+            true => extract_refused(&args.file, &args.output, &profile, args.force, &limits),
+            false => extract(&args.file, &args.output, &profile, args.force, &limits)
+                .map(|(summary, container)| (summary, container, None)),
+        };
+        let joined = |what: &str| format!("the {what} thread panicked");
+        let recovered = recovering.map(|t| t.join().map_err(|_| joined("framing recovery")));
+        let verdict = verifying.map(|t| t.join().map_err(|_| joined("verify")));
+        (unpacked, recovered, verdict)
+    });
     drop(progress);
     let (summary, _container, mut refused) = match unpacked {
         Ok(done) => done,
@@ -170,9 +192,9 @@ fn unpack(args: UnpackArgs, shown: &str) -> Result<u8, Box<dyn std::error::Error
     }
     args.fsync.sync_folder(&args.output)?;
     let mut repack = None;
-    let recovered = match args.header_out.is_some() || args.spec.is_some() {
-        true => Some(recover_framing(&args.file)?),
-        false => None,
+    let recovered = match recovered {
+        Some(recovered) => Some(recovered??),
+        None => None,
     };
     if let (Some(path), Some(recovered)) = (&args.header_out, &recovered) {
         let json = recovered.file.to_json();
@@ -181,10 +203,10 @@ fn unpack(args: UnpackArgs, shown: &str) -> Result<u8, Box<dyn std::error::Error
     }
     let mut lifted = None;
     if let (Some(path), Some(recovered)) = (&args.spec, &recovered) {
-        if refused.is_none() {
+        if let (None, Some(verdict)) = (&refused, verdict) {
             // The container tier passed; a lift also says whether the
             // manifest and section gates refuse it.
-            let verdict = verify_file(&args.file, &profile)?;
+            let verdict = verdict??;
             refused = (!verdict.accepted).then(|| verdict.combined_report());
         }
         let base = neff::writer::fs::parent_dir(path);

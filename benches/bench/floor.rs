@@ -1,9 +1,7 @@
-//! The hard bound for `neff verify DIR`: only read, inflate and/or hash the
-//! payloads of every `*.neff` under a folder, on N threads (issue 14).
-//!
-//! ```text
-//! cargo run --release --example inflate_ceiling -- DIR [--threads N] [--mode inflate|md5|both|read]
-//! ```
+//! The floor for `neff verify DIR`: only read, inflate and/or hash the
+//! payloads of every `*.neff` under a folder, on N threads. The bench runs
+//! it as a command of its own (`bench --floor DIR [--threads N] [--mode
+//! inflate|md5|both|read]`), timed like every other.
 //!
 //! Each thread takes the next file, reads it whole into a reused buffer and
 //! then, by `--mode`: inflates its payload (the bytes after the 1024-byte
@@ -34,8 +32,8 @@ enum Mode {
     Both,
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut args = std::env::args().skip(1);
+/// `--floor`'s arguments (after `--floor`).
+pub fn main(mut args: impl Iterator<Item = String>) -> Result<(), Box<dyn std::error::Error>> {
     let (mut dir, mut threads, mut mode) = (None, 2, Mode::Inflate);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -54,7 +52,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let mut files = Vec::new();
     collect(
-        &dir.ok_or("usage: inflate_ceiling DIR [--threads N] [--mode M]")?,
+        &dir.ok_or("usage: bench --floor DIR [--threads N] [--mode M]")?,
         &mut files,
     )?;
     files.sort();
