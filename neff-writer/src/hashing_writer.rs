@@ -2,8 +2,7 @@
 //! second pass over the data is needed.
 
 use std::io::{self, Write};
-use std::sync::mpsc::sync_channel;
-use std::sync::mpsc::SyncSender;
+use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
 use std::thread::JoinHandle;
 
 use md5::{Digest, Md5};
@@ -17,8 +16,36 @@ pub struct HashingWriter<W> {
     md5: Option<Md5>,
     sha256: Option<Sha256>,
     count: u64,
-    /// When hashing runs on its own thread: where copies go, and the thread.
-    thread: Option<(SyncSender<Vec<u8>>, JoinHandle<Hashers>)>,
+    /// When hashing runs on its own thread: the batch being filled, where
+    /// full batches go and come back, and the thread.
+    thread: Option<HashThread>,
+}
+
+/// Bytes batched before they go to the hash thread: one hand-off per MiB,
+/// however small the writes (a tar header is 512 bytes).
+const BATCH: usize = 1 << 20;
+
+/// The hash thread's end of a [`HashingWriter`].
+struct HashThread {
+    batch: Vec<u8>,
+    full: SyncSender<Vec<u8>>,
+    /// Batches the thread is done with, to be filled again (no allocation
+    /// and no fresh pages per batch).
+    spare: Receiver<Vec<u8>>,
+    handle: JoinHandle<Hashers>,
+}
+
+impl HashThread {
+    fn send_batch(&mut self) -> io::Result<()> {
+        let next = self
+            .spare
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(BATCH));
+        let batch = std::mem::replace(&mut self.batch, next);
+        self.full
+            .send(batch)
+            .map_err(|_| io::Error::other("the hashing thread stopped"))
+    }
 }
 
 /// The hash states a hashing thread owns.
@@ -80,14 +107,23 @@ impl<W: Write> HashingWriter<W> {
             md5: w.md5.take(),
             sha256: w.sha256.take(),
         };
-        let (tx, rx) = sync_channel::<Vec<u8>>(32);
+        let (full, batches) = sync_channel::<Vec<u8>>(4);
+        let (done, spare) = channel::<Vec<u8>>();
         let handle = std::thread::spawn(move || {
-            for buf in rx {
-                hashers.update(&buf);
+            for mut batch in batches {
+                hashers.update(&batch);
+                batch.clear();
+                // The writer may be gone already; the batch is then dropped.
+                let _ = done.send(batch);
             }
             hashers
         });
-        w.thread = Some((tx, handle));
+        w.thread = Some(HashThread {
+            batch: Vec::with_capacity(BATCH),
+            full,
+            spare,
+            handle,
+        });
         w
     }
 
@@ -99,9 +135,11 @@ impl<W: Write> HashingWriter<W> {
     /// Flushes and returns the inner writer and the digests.
     pub fn finish(mut self) -> io::Result<(W, Digests)> {
         self.inner.flush()?;
-        if let Some((tx, handle)) = self.thread.take() {
-            drop(tx);
-            let hashers = handle
+        if let Some(mut thread) = self.thread.take() {
+            thread.send_batch()?;
+            drop(thread.full);
+            let hashers = thread
+                .handle
                 .join()
                 .map_err(|_| io::Error::other("the hashing thread panicked"))?;
             self.md5 = hashers.md5;
@@ -119,9 +157,11 @@ impl<W: Write> HashingWriter<W> {
 impl<W: Write> Write for HashingWriter<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let n = self.inner.write(buf)?;
-        if let Some((tx, _)) = &self.thread {
-            tx.send(buf[..n].to_vec())
-                .map_err(|_| io::Error::other("the hashing thread stopped"))?;
+        if let Some(thread) = &mut self.thread {
+            thread.batch.extend_from_slice(&buf[..n]);
+            if thread.batch.len() >= BATCH {
+                thread.send_batch()?;
+            }
         }
         if let Some(h) = &mut self.md5 {
             h.update(&buf[..n]);

@@ -567,11 +567,10 @@ impl Packager {
             true => Some(tmp.as_file().try_clone().map_err(|e| tmp.context(e))?),
             false => None,
         };
-        let writeback = syncing
-            .as_ref()
-            .map(File::try_clone)
-            .transpose()
-            .map_err(|e| tmp.context(e))?;
+        // Writeback starts as the payload is written, with or without fsync:
+        // renaming over an existing file makes ext4 (auto_da_alloc) flush
+        // the new file's data at the rename, which then finds it done.
+        let writeback = Some(tmp.as_file().try_clone().map_err(|e| tmp.context(e))?);
         let written = self.write_payload(&mut tmp, options, writeback)?;
         // The fsync (I/O-bound) runs while the check finishes (CPU-bound).
         let outcome = std::thread::scope(|scope| {
