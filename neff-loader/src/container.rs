@@ -355,26 +355,22 @@ fn run_with<R: Read + Seek>(
     let mut digester = digester(profile.verify_hash, pkg);
     source.seek(SeekFrom::Start(HEADER_LEN as u64))?;
     let mut payload = (&mut *source).take(data_size);
-    let (walked, rest, digester) = if data_size <= limits.hash_thread_min || !digester.is_on() {
-        // Small payloads: the digest on this thread, as the bytes are read.
-        let reader = HashingReader::new(
-            &mut payload,
-            DigestSink::Inline(&mut digester),
-            limits.progress.clone(),
-        );
+    // The walk, then whatever it did not read: the digest covers all
+    // data_size bytes.
+    let mut walk_all = |digest: DigestSink<'_>| {
+        let mut reader = HashingReader::new(&mut payload, digest, limits.progress.clone());
         let walked = walk(
-            reader,
+            &mut reader,
             limits,
             &mut opened.container,
             &mut opened.warnings,
             sink,
         );
-        // Hash whatever the walk did not read: the digest covers all data_size bytes.
-        let rest = io::copy(
-            &mut HashingReader::new(&mut payload, DigestSink::Inline(&mut digester), None),
-            &mut io::sink(),
-        );
-        (walked, rest, Ok(digester))
+        (walked, io::copy(&mut reader, &mut io::sink()))
+    };
+    let ((walked, rest), digester) = if data_size <= limits.hash_thread_min || !digester.is_on() {
+        // Small payloads: the digest on this thread, as the bytes are read.
+        (walk_all(DigestSink::Inline(&mut digester)), Ok(digester))
     } else {
         // The digest runs on its own thread, overlapped with inflate and the walk.
         std::thread::scope(|scope| {
@@ -385,28 +381,12 @@ fn run_with<R: Read + Seek>(
                 }
                 digester
             });
-            let reader = HashingReader::new(
-                &mut payload,
-                DigestSink::Thread(tx.clone()),
-                limits.progress.clone(),
-            );
-            let walked = walk(
-                reader,
-                limits,
-                &mut opened.container,
-                &mut opened.warnings,
-                sink,
-            );
-            // Hash whatever the walk did not read: the digest covers all data_size bytes.
-            let rest = io::copy(
-                &mut HashingReader::new(&mut payload, DigestSink::Thread(tx), None),
-                &mut io::sink(),
-            );
+            let walked = walk_all(DigestSink::Thread(tx));
             // A dead hash thread must never turn G9 off.
             let digester = handle
                 .join()
                 .map_err(|_| Error::new(ErrorKind::Pipeline, "the payload hash thread panicked"));
-            (walked, rest, digester)
+            (walked, digester)
         })
     };
     let walked = match walked {

@@ -79,14 +79,7 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
             preset.name().to_string(),
         ));
     }
-    let mut side_inputs = vec![args.spec.as_path()];
-    side_inputs.extend(args.header.as_deref());
-    let out = Output::new(
-        &args.output,
-        args.write.json,
-        args.write.quiet,
-        &side_inputs,
-    )?;
+    let out = spec_output(&args)?;
     let base = neff::writer::fs::parent_dir(&args.spec);
     let mut builder = spec
         .into_builder(base)
@@ -161,14 +154,7 @@ fn run_lifted(spec: BuildSpec, args: &BuildArgs) -> Result<u8, Box<dyn std::erro
     settings.threads = args.packaging.threads.map(|t| t as usize);
     settings.paranoid_readback = args.write.paranoid_readback;
     settings.no_fsync = !args.write.fsync.fsync();
-    let mut side_inputs = vec![args.spec.as_path()];
-    side_inputs.extend(args.header.as_deref());
-    let out = Output::new(
-        &args.output,
-        args.write.json,
-        args.write.quiet,
-        &side_inputs,
-    )?;
+    let out = spec_output(args)?;
     let base = neff::writer::fs::parent_dir(&args.spec);
     let (packager, mut options) = model
         .prepare(base, &settings)
@@ -221,4 +207,11 @@ fn in_spec(e: neff::writer::Error, spec: &Path) -> neff::writer::Error {
         Some(_) => e,
         None => e.at_path(spec),
     }
+}
+
+/// The output of a build: the spec and any --header file are its inputs.
+fn spec_output(args: &BuildArgs) -> Result<Output<'_>, Box<dyn std::error::Error>> {
+    let mut side_inputs = vec![args.spec.as_path()];
+    side_inputs.extend(args.header.as_deref());
+    args.write.output(&args.output, &side_inputs)
 }

@@ -367,6 +367,18 @@ pub struct WriteArgs {
     pub quiet: bool,
 }
 
+impl WriteArgs {
+    /// Where the NEFF goes, as these flags say to report it; `side_inputs`
+    /// are the other files the command reads (never to be overwritten).
+    pub fn output<'a>(
+        &self,
+        path: &'a std::path::Path,
+        side_inputs: &[&std::path::Path],
+    ) -> Result<Output<'a>, Box<dyn std::error::Error>> {
+        Output::new(path, self.json, self.quiet, side_inputs)
+    }
+}
+
 /// `--pkg-version 1|2`, shared by `pack` and `build`.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum PkgArg {

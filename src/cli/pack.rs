@@ -7,7 +7,7 @@ use clap::Args;
 use neff::writer::{HeaderFile, PackOptions, PackSettings, Packager};
 
 use super::progress::Progress;
-use super::{parse_features, report_written, Output, PackagingArgs, PkgArg, WriteArgs};
+use super::{parse_features, report_written, PackagingArgs, PkgArg, WriteArgs};
 
 /// Pack a directory tree into a NEFF, as it is (like `neuron-packager create`).
 ///
@@ -109,12 +109,7 @@ pub fn run(args: PackArgs) -> Result<u8, Box<dyn std::error::Error>> {
     }
     args.packaging.framing.apply(&mut options.framing);
     let side_inputs: Vec<&Path> = args.header.iter().map(PathBuf::as_path).collect();
-    let out = Output::new(
-        &args.output,
-        args.write.json,
-        args.write.quiet,
-        &side_inputs,
-    )?;
+    let out = args.write.output(&args.output, &side_inputs)?;
     let packager = Packager::from_dir(&args.dir)?;
     let progress = Progress::start(
         args.write.quiet || args.write.json,
