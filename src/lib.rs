@@ -43,7 +43,7 @@ pub use neff_writer as writer;
 /// The names most programs need: `use neff::prelude::*;`.
 pub mod prelude {
     pub use neff_loader::{
-        load_file, verify_file, verify_in, Loaded, Report, RuntimeProfile, Verdict,
+        load_file, verify_file, Checked, Loaded, Report, Runtime, RuntimeProfile, Verdict,
     };
     pub use neff_schema::manifest::Dtype;
     pub use neff_schema::{Arch, FramingPreset, PkgVersion, Target};

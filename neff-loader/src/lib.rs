@@ -12,7 +12,7 @@
 //!   when the NEFF loads on every arch it targets), on any seekable source;
 //! * [`load_file`], [`verify_file`] and [`load_buffer`]: the same on a file
 //!   or bytes in memory, with the default limits;
-//! * [`verify_in`]: `neff verify FILE`'s report, on one arch or on all;
+//! * [`Runtime`]: `neff verify FILE`'s check ([`Checked`]), on one arch or on all;
 //!   the [`RuntimeProfile`] is data (serde), with defaults.
 //!
 //! ```
@@ -84,7 +84,7 @@ pub use model::{
     VarSummary, WeightSummary, BARRIER_CONFIG_MEMBER,
 };
 pub use profile::{
-    parse_features, parse_mask, verify_in, RuntimeProfile, EVTACCEL_OFFSET, RUNTIME_VERSION,
+    parse_features, parse_mask, Checked, Runtime, RuntimeProfile, EVTACCEL_OFFSET, RUNTIME_VERSION,
     UCODE_ABI_2_31,
 };
 pub use report::{tier_names, ArchScope, Report, Tier};

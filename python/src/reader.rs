@@ -8,7 +8,9 @@ use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
 use neff_loader::inputs::Input;
-use neff_loader::{ArchScope, Error, ErrorKind, Loader, RuntimeProfile, Verdict};
+use neff_loader::{
+    ArchScope, Checked, Error, ErrorKind, Limits, Loader, Runtime, RuntimeProfile, Verdict,
+};
 use neff_tools::diff::{member_key, open_members};
 use neff_tools::{InspectReport, MemoryReport};
 use pyo3::prelude::*;
@@ -56,7 +58,7 @@ fn inspect(
             .model
             .as_ref()
             .map(|m| to_json(&MemoryReport::new(&report.file, m)));
-        Ok((to_json(&report), memory, verdict_doc(&verdict).to_string()))
+        Ok((to_json(&report), memory, to_json(&Checked::from(&verdict))))
     });
     result.map_err(|e| located(&source, e))
 }
@@ -68,10 +70,7 @@ fn to_json<T: serde::Serialize>(value: &T) -> String {
 
 /// The runtime of keyword arguments: `instance_arch` (`"all"` or an arch)
 /// and the [`RuntimeProfile`] fields, by name (`None` keeps the default).
-fn runtime(
-    instance_arch: &str,
-    profile: Option<&Bound<'_, PyDict>>,
-) -> PyResult<(ArchScope, RuntimeProfile)> {
+fn runtime(instance_arch: &str, profile: Option<&Bound<'_, PyDict>>) -> PyResult<Runtime> {
     let scope = ArchScope::parse(instance_arch).ok_or_else(|| {
         bad_argument(&format!(
             "instance_arch {instance_arch:?} is not all, sunda, cayman or mariana"
@@ -83,7 +82,7 @@ fn runtime(
     if let ArchScope::Arch(arch) = scope {
         profile.instance_arch = arch;
     }
-    Ok((scope, profile))
+    Ok(Runtime { scope, profile })
 }
 
 /// The `neff verify --json` document of one NEFF on `instance_arch` under
@@ -96,9 +95,9 @@ fn verify(
     instance_arch: &str,
     profile: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<String> {
-    let (scope, profile) = runtime(instance_arch, profile)?;
+    let runtime = runtime(instance_arch, profile)?;
     let source = Source::extract(source)?;
-    py.detach(|| checked(&source, scope, &profile))
+    py.detach(|| checked(&source, &runtime))
         .map_err(|e| located(&source, e))
 }
 
@@ -111,37 +110,10 @@ fn verify_source(source: &Source<'_>, profile: &RuntimeProfile) -> Result<Verdic
     Ok(verdict)
 }
 
-/// One verify document: under one arch that arch's report; under all the
-/// deciding report with `targeted_arches` and `per_arch`, as `neff verify`.
-fn checked(
-    source: &Source<'_>,
-    scope: ArchScope,
-    profile: &RuntimeProfile,
-) -> Result<String, Error> {
-    if scope != ArchScope::All {
-        let mut report = Loader::new(profile).load(Some(source.open()?))?.report;
-        report.file = Some(source.name());
-        return Ok(to_json(&report));
-    }
-    Ok(verdict_doc(&verify_source(source, profile)?).to_string())
-}
-
-/// The `neff verify --json` document of a verdict on every arch: the
-/// deciding report with `targeted_arches` and `per_arch`.
-fn verdict_doc(verdict: &Verdict) -> Value {
-    let per_arch: serde_json::Map<String, Value> = verdict
-        .per_arch
-        .iter()
-        .map(|l| (l.report.instance_arch.name().to_string(), json!(l.report)))
-        .collect();
-    let mut doc = json!(verdict.combined_report());
-    doc["targeted_arches"] = json!(verdict
-        .targeted
-        .iter()
-        .map(|a| a.name())
-        .collect::<Vec<_>>());
-    doc["per_arch"] = Value::Object(per_arch);
-    doc
+/// One `neff verify --json` document, its reports naming the source.
+fn checked(source: &Source<'_>, runtime: &Runtime) -> Result<String, Error> {
+    let checked = runtime.check(source.open()?, &Limits::for_verdict(), Some(source.name()))?;
+    Ok(to_json(&checked))
 }
 
 /// [`verify`] on each path, `threads` at once (default: the cores), in order;
@@ -157,7 +129,7 @@ fn verify_many(
     threads: Option<NonZeroUsize>,
     profile: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Vec<String>> {
-    let (scope, profile) = runtime(instance_arch, profile)?;
+    let runtime = runtime(instance_arch, profile)?;
     let mut sources = Vec::new();
     for input in neff_loader::inputs::expand(&paths) {
         match input {
@@ -188,7 +160,7 @@ fn verify_many(
         .min(sources.len().max(1));
     let results = py.detach(|| {
         let mut results = Vec::with_capacity(sources.len());
-        let work = |s: &Source<'_>| checked(s, scope, &profile).map_err(|e| with_path(s, e));
+        let work = |s: &Source<'_>| checked(s, &runtime).map_err(|e| with_path(s, e));
         neff_loader::inputs::in_order(&sources, workers, work, |r| results.push(r));
         results
     });

@@ -44,7 +44,7 @@ const SCHEMAS: &[Entry] = &[
     (
         "verify-report",
         "what `neff verify --json` prints for one file (with `per_arch` reports)",
-        || schemars::schema_for!(super::verify::Combined),
+        || schemars::schema_for!(neff::loader::Checked),
     ),
     (
         "verify-many",

@@ -3,13 +3,12 @@
 
 mod many;
 
-use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::Args;
-use neff::loader::{ArchScope, Error, Limits, Loader, Report, RuntimeProfile};
+use neff::loader::{ArchScope, Checked, Error, Limits, Report, Runtime, RuntimeProfile};
 use neff::schema::{Arch, HashLayoutPolicy};
 
 use super::input;
@@ -94,21 +93,6 @@ pub struct VerifyArgs {
     threads: Option<NonZeroUsize>,
 }
 
-/// The JSON verdict of one file: the deciding report (the first refusal on
-/// a targeted arch, else the accepted outcome), plus every arch's report and
-/// the targeted arches under `--instance-arch all`.
-#[serde_with::skip_serializing_none]
-#[derive(serde::Serialize, schemars::JsonSchema)]
-pub struct Combined {
-    #[serde(flatten)]
-    report: Report,
-    /// The arches the NEFF targets (under `--instance-arch all`).
-    #[schemars(with = "Option<Vec<String>>")]
-    targeted_arches: Option<Vec<Arch>>,
-    /// Each arch's full report, by arch name (under `--instance-arch all`).
-    per_arch: Option<BTreeMap<String, Report>>,
-}
-
 pub fn run(args: VerifyArgs) -> Result<u8, Box<dyn std::error::Error>> {
     // The one place that maps verify's flags onto a runtime profile.
     let defaults = RuntimeProfile::default();
@@ -169,38 +153,12 @@ fn check(
     single: Option<Arch>,
     profile: &RuntimeProfile,
     limits: &Limits,
-) -> Result<Combined, Error> {
-    Ok(match single {
-        Some(arch) => {
-            let profile = RuntimeProfile {
-                instance_arch: arch,
-                ..profile.clone()
-            };
-            let mut report = Loader::new(&profile)
-                .limits(limits.clone())
-                .load(Some(input::open(path)?))?
-                .report;
-            report.file = Some(input::name(path));
-            Combined {
-                report,
-                targeted_arches: None,
-                per_arch: None,
-            }
-        }
-        None => {
-            let verdict = input::verify(path, profile, limits)?;
-            let per_arch = verdict
-                .per_arch
-                .iter()
-                .map(|l| (l.report.instance_arch.name().to_string(), l.report.clone()))
-                .collect();
-            Combined {
-                report: verdict.combined_report(),
-                targeted_arches: Some(verdict.targeted.clone()),
-                per_arch: Some(per_arch),
-            }
-        }
-    })
+) -> Result<Checked, Error> {
+    let runtime = Runtime {
+        scope: single.map_or(ArchScope::All, ArchScope::Arch),
+        profile: profile.clone(),
+    };
+    runtime.check(input::open(path)?, limits, Some(input::name(path)))
 }
 
 /// One input's text output: the targeted arches' reports, those that read
@@ -208,7 +166,7 @@ fn check(
 /// naming the arches it applies to when not all; one line for the arches it
 /// does not target; then the verdict. `verbose` prints each targeted arch's
 /// report in full instead, with the hash-layout caveat.
-fn print_checked(name: &str, checked: &Combined, verbose: bool) {
+fn print_checked(name: &str, checked: &Checked, verbose: bool) {
     let (Some(targeted), Some(per_arch)) = (&checked.targeted_arches, &checked.per_arch) else {
         print_human(name, &checked.report, verbose);
         return;

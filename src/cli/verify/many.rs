@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use neff::loader::{Error, ErrorKind, Gate, Limits, RuntimeProfile};
 
-use super::{arch_names, check, input, Combined, VerifyArgs};
+use super::{arch_names, check, input, VerifyArgs};
 use crate::cli::{print_json, EXIT_ERROR, EXIT_OK, EXIT_REJECTED};
 use neff::loader::inputs::{self, Input};
 
@@ -25,7 +25,7 @@ pub struct ManyReport {
 #[serde(untagged)]
 enum FileOutcome {
     /// The verdict, the object `neff verify --json` prints for one file.
-    Checked(Box<Combined>),
+    Checked(Box<neff::loader::Checked>),
     /// The input could not be read (exit status 2).
     Failed {
         /// The input's path.
