@@ -1509,16 +1509,21 @@ fn python_importable() -> bool {
         .is_ok_and(|s| s.success())
 }
 
-/// Reads `k` members of a NEFF through `Neff.read_many` (one pass): the
-/// largest member (argv 2) and the members after it in archive order.
+/// Reads `k` members of a NEFF: the largest member (argv 2) and the members
+/// after it in archive order (argv 5: the member keys, listed untimed);
+/// `open` (argv 4) opens the NEFF (a verify pass) and reads them with
+/// `Neff.read_many` (one more pass), `direct` reads them with
+/// `neff.read_members` (one pass).
 const READ_PY: &str = r#"import sys, neff
-n = neff.Neff(sys.argv[1])
-largest, k = sys.argv[2], int(sys.argv[3])
-names = [m.name for m in n.members() if m.kind == "file"]
+path, largest, k, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+names = sys.argv[5].split(",")
 i = names.index(largest)
 want = names[i:i + k]
 want = names[max(0, i - (k - len(want))):i] + want
-got = n.read_many(want)
+if mode == "open":
+    got = neff.Neff(path).read_many(want)
+else:
+    got = neff.read_members(path, want)
 assert len(got) == k, (len(got), k)
 "#;
 
@@ -1536,6 +1541,7 @@ fn python_read_workload(
     payload_bytes: u64,
 ) -> Result<Workload> {
     fs::write(script, READ_PY)?;
+    let file_path = file;
     let (neff, file, script) = (quote(neff), quote(file), quote(script));
     let mut w = Workload::new(
         "(h) read members from Python",
@@ -1546,18 +1552,46 @@ fn python_read_workload(
         ),
     );
     if python_importable() {
-        for k in READ_KS {
-            w.commands.push(Cmd {
-                label: format!("python3 read_many(k={k})"),
-                script: format!("python3 {script} {file} '{largest}' {k}"),
-                ours: false,
-            });
+        let names = member_names(file_path)?.join(",");
+        for (mode, what) in [("open", "open + read_many"), ("direct", "read_members")] {
+            for k in READ_KS {
+                w.commands.push(Cmd {
+                    label: format!("python3 {what}(k={k})"),
+                    script: format!("python3 {script} {file} '{largest}' {k} {mode} '{names}'"),
+                    ours: false,
+                });
+            }
         }
     } else {
         let note = "(h) read members from Python: skipped: `python3 -c \"import neff\"` fails";
         w.notes.push(note.to_string());
     }
     Ok(w)
+}
+
+/// The member keys of a NEFF in archive order (files only), as Python's
+/// `Neff.names()` lists them (listed once, outside the timed commands).
+fn member_names(file: &Path) -> Result<Vec<String>> {
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, neff; print(\",\".join(neff.open(sys.argv[1]).names()))",
+        ])
+        .arg(file)
+        .output()?;
+    if !out.status.success() {
+        return Err(format!(
+            "listing {}: {}",
+            file.display(),
+            String::from_utf8_lossy(&out.stderr)
+        )
+        .into());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .split(',')
+        .map(str::to_string)
+        .collect())
 }
 
 /// The path (relative to `tree`, `/`-separated) of its largest file; of

@@ -15,7 +15,8 @@ from neff._errors import MemberNotFound, NeffError, NeffIOError, NeffValueError,
 from neff._native import RUNTIME_VERSION, __version__
 from neff._reader import (
     DiffReport, DmaQueue, Engine, Graph, Header, Member, Memory, MemoryFigures, Neff, PackOutcome,
-    Report, Source, Tensor, UnpackSummary, Weight, diff, open, pack, unpack, verify, verify_many,
+    Report, Source, Tensor, UnpackSummary, Weight, diff, open, pack, read_members, unpack, verify,
+    verify_many,
 )
 
 __all__ = [
@@ -24,5 +25,5 @@ __all__ = [
     "MemberNotFound", "NeffError", "NeffIOError", "NeffValueError", "Rejected",
     "DiffReport", "DmaQueue", "Engine", "Graph", "Header", "Member", "Memory", "MemoryFigures", "Neff",
     "PackOutcome", "Report", "Source", "Tensor", "UnpackSummary", "Weight",
-    "diff", "lift", "open", "pack", "unpack", "verify", "verify_many",
+    "diff", "lift", "open", "pack", "read_members", "unpack", "verify", "verify_many",
 ]

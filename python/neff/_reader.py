@@ -29,7 +29,7 @@ from neff._errors import MemberNotFound, NeffError, NeffValueError
 __all__ = [
     "DiffReport", "DmaQueue", "Engine", "Graph", "Header", "Member", "Memory", "MemoryFigures",
     "Neff", "PackOutcome", "Report", "Tensor", "UnpackSummary", "Weight",
-    "diff", "open", "pack", "unpack", "verify", "verify_many",
+    "diff", "open", "pack", "read_members", "unpack", "verify", "verify_many",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -762,6 +762,24 @@ def verify(source: Source, instance_arch: str = "all", **profile: Any) -> Report
     True
     """
     return Report._from(json.loads(_native.verify(_source(source), instance_arch, **profile)))
+
+
+def read_members(source: Source, names: Iterable[str]) -> Dict[str, bytes]:
+    """The data of the members ``names`` (keys, as :meth:`Neff.names` lists them) in
+    one pass over the payload, which is also the loader's container check (inflate,
+    tar walk, payload hash): each as the runtime keeps it (the last entry of its key).
+    Cheaper than :func:`open` followed by :meth:`Neff.read_many` (two passes) when
+    only the members are wanted. A name not in the runtime's member map raises
+    :class:`neff.MemberNotFound`; a payload that cannot be read, :class:`neff.NeffError`.
+
+    >>> neff.read_members("m.neff", ["neff.json", "sg00/def.json"]).keys()
+    """
+    wanted = list(dict.fromkeys(names))
+    found = dict(_native.read_members(_source(source), wanted))
+    for name in wanted:
+        if name not in found:
+            raise MemberNotFound(f"no member {name!r} in the runtime's member map", "NotFound", member=name)
+    return found
 
 
 def verify_many(

@@ -2,14 +2,15 @@
 //! yields the data of chosen entries in archive order, so reading k members
 //! costs one inflate of the payload, not k.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::PathBuf;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Mutex, TryLockError};
 
-use neff_loader::{Error, ErrorKind};
+use neff_loader::walk::{walk_entries, EntrySink};
+use neff_loader::{Entry, EntryKind, Error, ErrorKind, Limits, RuntimeProfile};
 use neff_tools::diff::{member_key, open_members};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -17,10 +18,111 @@ use pyo3::types::PyBytes;
 
 use crate::builder::buffer::HeldBuffer;
 use crate::errors::loader_error;
+use crate::source::Source;
 
 /// Registers the class on the module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<Members>()
+    m.add_class::<Members>()?;
+    m.add_function(wrap_pyfunction!(read_members, m)?)
+}
+
+/// The data of the members `names` (keys, as `Neff.names()` lists them), in
+/// one pass that is also the loader's container check (G1–G12: inflate, tar
+/// walk, payload hash): each member as the runtime keeps it (the last entry
+/// of its key). Returns `(key, bytes)` for those found, in `names` order;
+/// a payload that cannot be read raises, naming the refusing gate.
+#[pyfunction]
+fn read_members<'py>(
+    py: Python<'py>,
+    source: &Bound<'py, PyAny>,
+    names: Vec<String>,
+) -> PyResult<Vec<(String, Bound<'py, PyBytes>)>> {
+    let source = Source::extract(source)?;
+    let found = py
+        .detach(|| collect_members(&source, &names))
+        .map_err(|e| loader_error(&e.at_path(source.name())))?;
+    Ok(names
+        .into_iter()
+        .filter_map(|name| {
+            let data = found.get(&name)?;
+            Some((name, PyBytes::new(py, data)))
+        })
+        .collect())
+}
+
+/// [`read_members`]' pass: the wanted members' data, by key.
+fn collect_members(
+    source: &Source<'_>,
+    names: &[String],
+) -> Result<BTreeMap<String, Vec<u8>>, Error> {
+    let mut sink = Collect {
+        wanted: names.iter().map(String::as_str).collect(),
+        current: None,
+        found: BTreeMap::new(),
+    };
+    let tier1 = walk_entries(
+        &mut source.open()?,
+        &RuntimeProfile::default(),
+        &Limits::for_verdict(),
+        &mut sink,
+    )?;
+    let container = match tier1.container {
+        Some(container) if container.walk_complete => container,
+        _ => {
+            let why = tier1.rejection.map_or_else(
+                || "the payload could not be read".to_string(),
+                |r| format!("{}: {}", r.gate.id(), r.message),
+            );
+            return Err(Error::new(
+                ErrorKind::Refused,
+                format!("not a readable NEFF: {why}"),
+            ));
+        }
+    };
+    // Only members of the runtime's member map (not the entries it skips).
+    Ok(sink
+        .found
+        .into_iter()
+        .filter(|(_, (raw, _))| container.members.contains_key(raw))
+        .map(|(key, (_, data))| (key, data))
+        .collect())
+}
+
+/// Keeps the data of the wanted keys as the walk reads them; a later entry
+/// of a key replaces an earlier one (the runtime keeps the last).
+struct Collect<'n> {
+    wanted: BTreeSet<&'n str>,
+    current: Option<String>,
+    /// By key: the entry's raw key bytes and its data.
+    found: BTreeMap<String, (Vec<u8>, Vec<u8>)>,
+}
+
+impl EntrySink for Collect<'_> {
+    fn entry(&mut self, entry: &Entry) {
+        let key = member_key(entry);
+        self.current = None;
+        if entry.kind == EntryKind::File && self.wanted.contains(key.as_str()) {
+            let raw = entry
+                .name
+                .strip_prefix(b"./")
+                .unwrap_or(&entry.name)
+                .to_vec();
+            let size = usize::try_from(entry.size.max(0)).unwrap_or(0);
+            self.found
+                .insert(key.clone(), (raw, Vec::with_capacity(size.min(64 << 20))));
+            self.current = Some(key);
+        }
+    }
+
+    fn data(&mut self, bytes: &[u8]) {
+        if let Some((_, data)) = self.current.as_ref().and_then(|k| self.found.get_mut(k)) {
+            data.extend_from_slice(bytes);
+        }
+    }
+
+    fn wants_skipped(&self) -> bool {
+        false
+    }
 }
 
 /// One member read (its key and data), or why the reading stopped.

@@ -63,6 +63,24 @@ def test_read_many_reads_what_it_is_asked_in_one_pass(path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", real_neff("matmul_small"))
+def test_read_members_reads_them_in_one_checked_pass_without_opening(path: Path) -> None:
+    ind = read_independently(path)
+    names = list(neff.open(path))
+    asked = [names[-1], names[0], names[len(names) // 2]]
+    got = neff.read_members(path, asked)
+    # The data tarfile reads, in the order asked; from a path, bytes or a file.
+    assert list(got) == asked and all(got[k] == ind.members[k] for k in asked)
+    assert neff.read_members(path.read_bytes(), asked) == got
+    with path.open("rb") as f:
+        assert neff.read_members(f, asked[:1]) == {asked[0]: got[asked[0]]}
+    with pytest.raises(neff.MemberNotFound, match="no member 'nope'"):
+        neff.read_members(path, ["neff.json", "nope"])
+    # A payload that cannot be read names the refusing gate.
+    with pytest.raises(neff.NeffError, match="not a readable NEFF: G3"):
+        neff.read_members(b"garbage" * 300, ["neff.json"])
+
+
+@pytest.mark.parametrize("path", real_neff("matmul_small"))
 def test_a_closed_neff_refuses_reads_but_keeps_its_header(path: Path) -> None:
     n = neff.open(path)
     n.close()
