@@ -945,7 +945,7 @@ fn header_error(e: Error, offset: u64) -> WalkError {
 
 /// The entry's line of the entry table.
 fn entry_record(entry: &Entry, fate: EntryFate) -> EntryRecord {
-    let key: &[u8] = entry.name.strip_prefix(b"./").unwrap_or(&entry.name);
+    let key = entry.key();
     EntryRecord {
         name: escape_name(&entry.name),
         raw_name: entry.name.clone(),
@@ -967,7 +967,7 @@ fn store_entry<R: Read>(
     sink: &mut dyn EntrySink,
 ) -> Result<EntryFate, WalkError> {
     let shown = || display_name(&entry.name);
-    let key: &[u8] = entry.name.strip_prefix(b"./").unwrap_or(&entry.name);
+    let key = entry.key();
     let meta = MemberMeta {
         size: entry.size.max(0) as u64,
         kind: entry.kind,

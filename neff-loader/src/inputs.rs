@@ -88,19 +88,31 @@ pub fn in_order<T: Sync, R: Send>(
     let next = AtomicUsize::new(0);
     let (tx, rx) = mpsc::channel();
     std::thread::scope(|scope| {
-        for _ in 0..threads.clamp(1, items.len().max(1)) {
-            let (tx, next, work) = (tx.clone(), &next, &work);
-            let worker = move || loop {
+        let worker = |tx: mpsc::Sender<(usize, R)>| {
+            let (next, work) = (&next, &work);
+            move || loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(item) = items.get(i) else { break };
                 if tx.send((i, work(item))).is_err() {
                     break;
                 }
-            };
-            std::thread::Builder::new()
+            }
+        };
+        let mut spawned = 0;
+        for _ in 0..threads.clamp(1, items.len().max(1)) {
+            let started = std::thread::Builder::new()
                 .stack_size(crate::LOAD_STACK)
-                .spawn_scoped(scope, worker)
-                .expect("spawning a verify thread");
+                .spawn_scoped(scope, worker(tx.clone()));
+            // Out of threads: the ones running take the rest.
+            if started.is_err() {
+                break;
+            }
+            spawned += 1;
+        }
+        if spawned == 0 {
+            // Not even one: this thread does the work; its results wait in
+            // the channel (unbounded) until they are read below.
+            worker(tx.clone())();
         }
         drop(tx);
         let mut pending = BTreeMap::new();

@@ -686,7 +686,6 @@ fn parallel_deflate_matches(path: &Path, offset: u64, len: u64, level: u32) -> i
         left: len,
         beyond: 0,
         buf: Vec::new(),
-        differs: false,
     };
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let compared = std::thread::scope(|scope| -> io::Result<Compare<_>> {
@@ -695,15 +694,25 @@ fn parallel_deflate_matches(path: &Path, offset: u64, len: u64, level: u32) -> i
         sink.finish()
     });
     match compared {
-        Ok(compare) => Ok(compare.left == 0 && compare.beyond == TRAILER && !compare.differs),
+        Ok(compare) => Ok(compare.left == 0 && compare.beyond == TRAILER),
         // The comparison stopped the pipeline at the first difference.
-        Err(e) if e.kind() == io::ErrorKind::Other && e.to_string() == DIFFERS => Ok(false),
+        Err(e) if e.get_ref().is_some_and(|inner| inner.is::<Differs>()) => Ok(false),
         Err(e) => Err(e),
     }
 }
 
-/// The error a [`Compare`] stops the pipeline with.
-const DIFFERS: &str = "the re-deflated stream differs from the stored one";
+/// The error a [`Compare`] stops the pipeline with (told from an I/O error
+/// by its type).
+#[derive(Debug)]
+struct Differs;
+
+impl std::fmt::Display for Differs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the re-deflated stream differs from the stored one")
+    }
+}
+
+impl std::error::Error for Differs {}
 
 /// The gzip trailer's length (CRC-32 and ISIZE).
 const TRAILER: u64 = 8;
@@ -716,7 +725,6 @@ struct Compare<R> {
     left: u64,
     beyond: u64,
     buf: Vec<u8>,
-    differs: bool,
 }
 
 impl<R: Read> io::Write for Compare<R> {
@@ -726,14 +734,12 @@ impl<R: Read> io::Write for Compare<R> {
             .min(usize::try_from(self.left).unwrap_or(usize::MAX));
         self.buf.resize(n, 0);
         if self.stored.read_exact(&mut self.buf).is_err() || self.buf[..] != out[..n] {
-            self.differs = true;
-            return Err(io::Error::other(DIFFERS));
+            return Err(io::Error::other(Differs));
         }
         self.left -= n as u64;
         self.beyond += (out.len() - n) as u64;
         if self.beyond > TRAILER {
-            self.differs = true;
-            return Err(io::Error::other(DIFFERS));
+            return Err(io::Error::other(Differs));
         }
         Ok(out.len())
     }

@@ -770,7 +770,9 @@ def read_members(source: Source, names: Iterable[str]) -> Dict[str, bytes]:
     tar walk, payload hash): each as the runtime keeps it (the last entry of its key).
     Cheaper than :func:`open` followed by :meth:`Neff.read_many` (two passes) when
     only the members are wanted. A name not in the runtime's member map raises
-    :class:`neff.MemberNotFound`; a payload that cannot be read, :class:`neff.NeffError`.
+    :class:`neff.MemberNotFound`; a NEFF the container gates refuse (a payload that
+    cannot be read, a hash that does not match), :class:`neff.NeffError` naming the
+    gate (:func:`open` reads the members of a refused NEFF).
 
     >>> neff.read_members("m.neff", ["neff.json", "sg00/def.json"]).keys()
     """

@@ -10,7 +10,7 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Mutex, TryLockError};
 
 use neff_loader::walk::{walk_entries, EntrySink};
-use neff_loader::{Entry, EntryKind, Error, ErrorKind, Limits, RuntimeProfile};
+use neff_loader::{Entry, EntryKind, Error, ErrorKind, Limits, Rejection, RuntimeProfile};
 use neff_tools::diff::{member_key, open_members};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -30,7 +30,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 /// one pass that is also the loader's container check (G1–G12: inflate, tar
 /// walk, payload hash): each member as the runtime keeps it (the last entry
 /// of its key). Returns `(key, bytes)` for those found, in `names` order;
-/// a payload that cannot be read raises, naming the refusing gate.
+/// a NEFF the container gates refuse raises, naming the gate (a payload that
+/// cannot be read at all says so).
 #[pyfunction]
 fn read_members<'py>(
     py: Python<'py>,
@@ -41,11 +42,13 @@ fn read_members<'py>(
     let found = py
         .detach(|| collect_members(&source, &names))
         .map_err(|e| loader_error(&e.at_path(source.name())))?;
+    // Each member's buffer goes as soon as it is copied into its `bytes`.
+    let mut found = found;
     Ok(names
         .into_iter()
         .filter_map(|name| {
-            let data = found.get(&name)?;
-            Some((name, PyBytes::new(py, data)))
+            let data = found.remove(&name)?;
+            Some((name, PyBytes::new(py, &data)))
         })
         .collect())
 }
@@ -66,17 +69,21 @@ fn collect_members(
         &Limits::for_verdict(),
         &mut sink,
     )?;
-    let container = match tier1.container {
-        Some(container) if container.walk_complete => container,
-        _ => {
-            let why = tier1.rejection.map_or_else(
-                || "the payload could not be read".to_string(),
-                |r| format!("{}: {}", r.gate.id(), r.message),
-            );
-            return Err(Error::new(
-                ErrorKind::Refused,
-                format!("not a readable NEFF: {why}"),
-            ));
+    let why = |r: Option<Rejection>| {
+        r.map_or_else(
+            || "the payload could not be read".to_string(),
+            |r| format!("{}: {}", r.gate.id(), r.message),
+        )
+    };
+    let container = match (tier1.container, tier1.rejection) {
+        (Some(container), None) => container,
+        (Some(container), rejection) if container.walk_complete => {
+            let message = format!("refused by the container gates: {}", why(rejection));
+            return Err(Error::new(ErrorKind::Refused, message));
+        }
+        (_, rejection) => {
+            let message = format!("not a readable NEFF: {}", why(rejection));
+            return Err(Error::new(ErrorKind::Refused, message));
         }
     };
     // Only members of the runtime's member map (not the entries it skips).
@@ -102,11 +109,7 @@ impl EntrySink for Collect<'_> {
         let key = member_key(entry);
         self.current = None;
         if entry.kind == EntryKind::File && self.wanted.contains(key.as_str()) {
-            let raw = entry
-                .name
-                .strip_prefix(b"./")
-                .unwrap_or(&entry.name)
-                .to_vec();
+            let raw = entry.key().to_vec();
             let size = usize::try_from(entry.size.max(0)).unwrap_or(0);
             self.found
                 .insert(key.clone(), (raw, Vec::with_capacity(size.min(64 << 20))));

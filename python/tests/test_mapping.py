@@ -78,6 +78,12 @@ def test_read_members_reads_them_in_one_checked_pass_without_opening(path: Path)
     # A payload that cannot be read names the refusing gate.
     with pytest.raises(neff.NeffError, match="not a readable NEFF: G3"):
         neff.read_members(b"garbage" * 300, ["neff.json"])
+    # So does one the container gates refuse (here the payload hash, G9): the
+    # runtime would not load it, so its members are not handed out.
+    raw = bytearray(path.read_bytes())
+    raw[0xAC] ^= 0xFF
+    with pytest.raises(neff.NeffError, match="refused by the container gates: G9"):
+        neff.read_members(bytes(raw), asked)
 
 
 @pytest.mark.parametrize("path", real_neff("matmul_small"))

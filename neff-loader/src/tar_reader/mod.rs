@@ -160,6 +160,14 @@ pub struct Entry {
     pub mtime: Option<i64>,
 }
 
+impl Entry {
+    /// The key the runtime stores the entry under in its member map: the
+    /// name without a leading `./`.
+    pub fn key(&self) -> &[u8] {
+        self.name.strip_prefix(b"./").unwrap_or(&self.name)
+    }
+}
+
 /// The stream ended after special headers, before their entry.
 fn dangling(kind: char, offset: u64) -> Error {
     let message = format!(

@@ -67,7 +67,7 @@ pub fn open_members<'a, R: Read + 'a>(mut source: R) -> Result<Opened<'a>, Error
 /// The runtime's key for an entry: its name without a leading `./`, escaped
 /// where not UTF-8.
 pub fn member_key(entry: &Entry) -> String {
-    escape_name(entry.name.strip_prefix(b"./").unwrap_or(&entry.name))
+    escape_name(entry.key())
 }
 
 /// One member as compared.
