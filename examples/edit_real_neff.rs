@@ -9,7 +9,7 @@ use std::path::Path;
 use neff::loader::RuntimeProfile;
 use neff::tools::{extract, ExtractLimits};
 use neff::writer::lift::Model;
-use neff::writer::{recover_framing, PackSettings};
+use neff::writer::{recover_framing, DeflateProof, PackSettings};
 
 /// Lifts `input` (unpacked into a temporary folder), renames its first
 /// subgraph's def.json `name` to `new_name`, and writes `output`.
@@ -25,7 +25,7 @@ pub fn edit(input: &Path, output: &Path, new_name: &str) -> Result<(), Box<dyn s
         &ExtractLimits::default(),
     )?;
     // ... the header and framing that rebuild them byte for byte ...
-    let recovered = recover_framing(input)?;
+    let recovered = recover_framing(input, DeflateProof::DEFAULT)?;
     // ... and the typed model over both.
     let (mut model, notes) = Model::from_tree(&tree, recovered.file, None)?;
     for note in &notes.0 {

@@ -103,7 +103,7 @@ fn extract_contained(data: &[u8]) {
         beside.is_empty(),
         "unpacking wrote {beside:?} outside its destination"
     );
-    let Ok((_, container)) = result else {
+    let Some(container) = result.ok().and_then(|(_, tier1)| tier1.container) else {
         return;
     };
     let mut seen: BTreeMap<PathBuf, usize> = BTreeMap::new();
@@ -372,7 +372,7 @@ pub fn repack_via_files(neff: &[u8], framing: neff_schema::Framing) -> Vec<u8> {
     std::fs::write(input.path(), neff).expect("writing the temp file");
     let root = tempfile::tempdir().expect("a temp folder");
     let dest = root.path().join("out");
-    let (_, container) = extract(
+    let (_, tier1) = extract(
         input.path(),
         &dest,
         &RuntimeProfile::default(),
@@ -380,6 +380,7 @@ pub fn repack_via_files(neff: &[u8], framing: neff_schema::Framing) -> Vec<u8> {
         &ExtractLimits::default(),
     )
     .unwrap_or_else(|e| panic!("unpack: {e}"));
+    let container = tier1.container.expect("an accepted unpack has a container");
     let fields = container.header.fields();
     let mut header = HeaderPatch::from_fields(&fields);
     header.data_size = None;

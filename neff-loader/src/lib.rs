@@ -218,16 +218,30 @@ impl<'p> Loader<'p> {
         arches: &[Arch],
     ) -> Result<Vec<Loaded>, Error> {
         let path = path.as_ref();
-        let file =
-            File::open(path).map_err(|e| Error::io(ErrorKind::Read, "cannot open", path, e))?;
-        let source = Some(io::BufReader::with_capacity(1 << 20, file));
+        let source = Some(open_path(path)?);
         let mut all = self
             .load_arches(source, arches)
             .map_err(|e| e.at_path(path))?;
-        for loaded in &mut all {
-            loaded.report.file = Some(path.display().to_string());
-        }
+        name_file(&mut all, path);
         Ok(all)
+    }
+
+    /// [`Loader::verify_path`] going on from a container check of the file
+    /// at `path` that already ran under this loader's profile (an unpack's
+    /// walk, [`walk::walk_entries`]): the manifest and section tiers on
+    /// every arch, reading the file again only for what the walk did not
+    /// keep.
+    pub fn verify_walked(
+        &self,
+        tier1: walk::Tier1,
+        path: impl AsRef<Path>,
+    ) -> Result<Verdict, Error> {
+        let path = path.as_ref();
+        let source = Some(open_path(path)?);
+        let mut all =
+            after_tier1(tier1, source, self.profile, &Arch::ALL).map_err(|e| e.at_path(path))?;
+        name_file(&mut all, path);
+        Ok(Verdict::from_loads(all))
     }
 
     /// [`Loader::verify`] on the file at `path`.
@@ -235,6 +249,19 @@ impl<'p> Loader<'p> {
         Ok(Verdict::from_loads(
             self.load_path_arches(path, &Arch::ALL)?,
         ))
+    }
+}
+
+/// The file at `path`, buffered for the walk.
+fn open_path(path: &Path) -> Result<io::BufReader<File>, Error> {
+    let file = File::open(path).map_err(|e| Error::io(ErrorKind::Read, "cannot open", path, e))?;
+    Ok(io::BufReader::with_capacity(1 << 20, file))
+}
+
+/// Names `path` as every report's `file`.
+fn name_file(all: &mut [Loaded], path: &Path) {
+    for loaded in all {
+        loaded.report.file = Some(path.display().to_string());
     }
 }
 

@@ -109,7 +109,7 @@ pub fn lifted(path: &Path, framing: bool) -> Result<(Model, tempfile::TempDir), 
         .map_err(|e| fail(e.to_string()))?;
     let file = match framing {
         true => {
-            neff_writer::recover_framing(path)
+            neff_writer::recover_framing(path, neff_writer::DeflateProof::Whole)
                 .map_err(|e| fail(e.to_string()))?
                 .file
         }

@@ -11,9 +11,7 @@ use std::io::{self, BufReader, Write};
 use std::path::{Path, PathBuf};
 
 use neff_loader::walk::{walk_entries, EntrySink, Tier1};
-use neff_loader::{
-    Container, Entry, EntryKind, Error, ErrorKind, Gate, Limits, Report, RuntimeProfile, Tier,
-};
+use neff_loader::{Entry, EntryKind, Error, ErrorKind, Gate, Limits, Report, RuntimeProfile, Tier};
 
 use plan::Plan;
 pub use temp_dir::abandon_unpack_dirs;
@@ -90,15 +88,17 @@ pub struct ExtractSummary {
 /// refuses the unpack before anything is moved. Each file is renamed into
 /// place, so nothing is ever written through a symlink or into an existing
 /// file (a hardlink's other names keep their content). Of entries with the
-/// same path, only the last is kept. Returns the container read in the check
-/// as well.
+/// same path, only the last is kept. Returns the container gates' outcome as
+/// well (accepted, with the container it read): the other gates can go on
+/// from it ([`neff_loader::Loader::verify_walked`]) without reading the
+/// payload again.
 pub fn extract(
     neff: &Path,
     dest: &Path,
     profile: &RuntimeProfile,
     force: bool,
     limits: &ExtractLimits,
-) -> Result<(ExtractSummary, Container), Error> {
+) -> Result<(ExtractSummary, Tier1), Error> {
     let file = File::open(neff).map_err(|e| Error::io(ErrorKind::Read, "cannot open", neff, e))?;
     if file.metadata().is_ok_and(|m| m.is_dir()) {
         let e = io::Error::from(io::ErrorKind::IsADirectory);
@@ -122,7 +122,7 @@ pub fn extract(
         },
         &mut unpacker,
     )?;
-    let container = accepted(tier1, profile)?;
+    let tier1 = accepted(tier1, profile)?;
     let plan = unpacker.finish()?;
     if !empty {
         check_destination(dest, &plan)?;
@@ -131,7 +131,7 @@ pub fn extract(
     temp.keep_destination();
     let mut summary = plan.summary();
     summary.stale_removed = stale_removed;
-    Ok((summary, container))
+    Ok((summary, tier1))
 }
 
 /// [`extract`], also for a NEFF the container gates refuse for its header
@@ -146,9 +146,9 @@ pub fn extract_refused(
     profile: &RuntimeProfile,
     force: bool,
     limits: &ExtractLimits,
-) -> Result<(ExtractSummary, Container, Option<Report>), Error> {
+) -> Result<(ExtractSummary, Tier1, Option<Report>), Error> {
     let refusal = match extract(neff, dest, profile, force, limits) {
-        Ok((summary, container)) => return Ok((summary, container, None)),
+        Ok((summary, tier1)) => return Ok((summary, tier1, None)),
         Err(e) => match e.report() {
             Some(r) if matches!(r.gate, Some(Gate::G5 | Gate::G9)) => r.clone(),
             _ => return Err(e),
@@ -159,25 +159,23 @@ pub fn extract_refused(
         supported_features: u64::MAX,
         ..profile.clone()
     };
-    let (summary, container) = extract(neff, dest, &relaxed, force, limits)?;
-    Ok((summary, container, Some(refusal)))
+    let (summary, tier1) = extract(neff, dest, &relaxed, force, limits)?;
+    Ok((summary, tier1, Some(refusal)))
 }
 
 /// The container gates' verdict (only that tier matters: any readable
 /// archive unpacks).
-fn accepted(tier1: Tier1, profile: &RuntimeProfile) -> Result<Container, Error> {
-    match (tier1.rejection, tier1.container) {
-        (None, Some(c)) => Ok(c),
-        (rejection, _) => {
-            let report = Report::new(
-                profile,
-                rejection.as_ref(),
-                tier1.warnings,
-                &[Tier::Container],
-            );
-            Err(Error::refused(report))
-        }
+fn accepted(tier1: Tier1, profile: &RuntimeProfile) -> Result<Tier1, Error> {
+    if tier1.rejection.is_none() && tier1.container.is_some() {
+        return Ok(tier1);
     }
+    let report = Report::new(
+        profile,
+        tier1.rejection.as_ref(),
+        tier1.warnings,
+        &[Tier::Container],
+    );
+    Err(Error::refused(report))
 }
 
 /// Creates `dest` when absent; refuses a non-empty one without `force`.

@@ -42,15 +42,12 @@ pub enum UuidChoice {
     /// This exact UUID.
     Explicit(Uuid),
     /// The UUID a lifted or unpacked NEFF carried, kept while the payload
-    /// still hashes to the header `hash` it had (`payload_hash`); once the
-    /// payload changes, a new one is derived from the content (as
-    /// [`UuidChoice::FromContent`]) and the outcome says so.
-    Recorded {
-        /// The recorded UUID.
-        uuid: Uuid,
-        /// The header `hash` field of the NEFF it came from.
-        payload_hash: Blob<32>,
-    },
+    /// still hashes to the header `hash` it had
+    /// ([`PackOptions::source_hash`](crate::PackOptions::source_hash)); once
+    /// the payload changes, or with no source hash, a new one is derived
+    /// from the content (as [`UuidChoice::FromContent`]) and the outcome
+    /// says so.
+    Recorded(Uuid),
     /// A fresh random v4 UUID (the build is then not reproducible).
     Random,
 }
@@ -179,7 +176,8 @@ pub struct HeaderFile {
     /// What a repack will not reproduce (said again by `pack`).
     pub not_reproduced: Vec<String>,
     /// The header `hash` of the NEFF this was recorded from: its `uuid` is
-    /// reused only while the payload is unchanged ([`UuidChoice::Recorded`]).
+    /// reused only while the payload is unchanged ([`UuidChoice::Recorded`]),
+    /// and the outcome says whether the payload is that NEFF's.
     pub source_hash: Option<Blob<32>>,
 }
 

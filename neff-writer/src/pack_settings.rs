@@ -133,6 +133,7 @@ impl PackSettings {
             framing,
             compiler_header: preset.is_compiler_like(),
             uuid,
+            source_hash: file.source_hash,
             header: patch,
             keep_refused: self.keep_refused,
             paranoid_readback: self.paranoid_readback,
@@ -166,7 +167,7 @@ pub(crate) fn uuid_choice(
             }
         },
         None => Ok(match (patch.uuid.take(), source_hash) {
-            (Some(uuid), Some(payload_hash)) => UuidChoice::Recorded { uuid, payload_hash },
+            (Some(uuid), Some(_)) => UuidChoice::Recorded(uuid),
             (uuid, _) => {
                 patch.uuid = uuid;
                 UuidChoice::FromContent

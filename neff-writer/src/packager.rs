@@ -21,6 +21,7 @@ use std::sync::{Arc, OnceLock};
 
 use neff_loader::{Limits, Loader, Report, RuntimeProfile, StreamCheck, StreamedDigests, Verdict};
 use neff_schema::framing::{DeflateEngine, MemberOrder, TarFraming};
+use neff_schema::header::Blob;
 use neff_schema::{Framing, FramingPreset, HeaderFields, NeffHeader, PkgVersion, Uuid, HEADER_LEN};
 
 use crate::clobber::OutputGuard;
@@ -62,6 +63,11 @@ pub struct PackOptions {
     pub progress: Option<Arc<Progress>>,
     /// How the UUID is chosen (a UUID in `header` wins over this).
     pub uuid: UuidChoice,
+    /// The header `hash` of the NEFF the header file or spec was lifted from
+    /// (its `source_hash`): a [`UuidChoice::Recorded`] UUID is kept only
+    /// while the payload hashes to it, and the outcome says whether it does
+    /// ([`PackOutcome::payload_matches_source`]).
+    pub source_hash: Option<Blob<32>>,
     /// Header fields to set over the defaults and the computed fields.
     pub header: HeaderPatch,
     /// Keep and hand over the written NEFF even when the output check's gates
@@ -115,6 +121,7 @@ impl Default for PackOptions {
             threads: available_cores(),
             progress: None,
             uuid: UuidChoice::FromContent,
+            source_hash: None,
             header: HeaderPatch::default(),
             keep_refused: false,
             profile: RuntimeProfile::default(),
@@ -159,6 +166,10 @@ pub struct PackOutcome {
     /// What the caller should hear about choices made for it (a recorded
     /// UUID replaced after an edit).
     pub notes: Vec<String>,
+    /// Whether the payload hashes to [`PackOptions::source_hash`]: true when
+    /// this rebuilt the payload of the NEFF it was lifted from byte for byte.
+    /// `None` when no source hash is recorded.
+    pub payload_matches_source: Option<bool>,
 }
 
 enum Entry {
@@ -646,7 +657,7 @@ impl Packager {
         let uuid_from_content = options.header.uuid.is_none()
             && matches!(
                 options.uuid,
-                UuidChoice::FromContent | UuidChoice::Recorded { .. }
+                UuidChoice::FromContent | UuidChoice::Recorded(_)
             );
         let tar_framing = options.framing.tar.clone();
         if let Some(p) = &options.progress {
@@ -783,7 +794,7 @@ fn check<F: Read + Seek>(
         return Err(Error::refused("the built NEFF is", report));
     }
     let mut notes = Vec::new();
-    if let UuidChoice::Recorded { uuid, .. } = options.uuid {
+    if let UuidChoice::Recorded(uuid) = options.uuid {
         if written.header.uuid != uuid && options.header.uuid.is_none() {
             notes.push(format!(
                 "the payload changed since UUID {uuid} was recorded: derived a new UUID from the content (--uuid keep pins the recorded one)"
@@ -792,6 +803,7 @@ fn check<F: Read + Seek>(
     }
     Ok(PackOutcome {
         notes,
+        payload_matches_source: options.source_hash.map(|h| h == written.header.hash),
         header: written.header,
         report,
         tar_size: written.tar_size,
@@ -881,8 +893,8 @@ fn assemble_header(pkg: PkgVersion, digests: &Digests, options: &PackOptions) ->
         UuidChoice::Explicit(u) => u,
         UuidChoice::Random => random_uuid(),
         UuidChoice::FromContent => from_content(),
-        UuidChoice::Recorded { uuid, payload_hash } if payload_hash == h.hash => uuid,
-        UuidChoice::Recorded { .. } => from_content(),
+        UuidChoice::Recorded(uuid) if options.source_hash == Some(h.hash) => uuid,
+        UuidChoice::Recorded(_) => from_content(),
     };
     options.header.apply(&mut h);
     h

@@ -8,8 +8,9 @@
 //! header, and checking that the framing writer would encode each block
 //! exactly as stored. A second pass
 //! finds the deflate engine and parameters whose output equals the stored
-//! deflate stream. Whatever cannot be reproduced is listed, never dropped
-//! silently.
+//! deflate stream, over the whole stream or over its first bytes
+//! ([`DeflateProof`]). Whatever cannot be reproduced is listed, never
+//! dropped silently.
 
 use neff_schema::tar as fields;
 use std::collections::{BTreeMap, HashMap};
@@ -41,15 +42,72 @@ pub struct Recovered {
     /// The header fields (payload-derived ones left out), the framing and
     /// what cannot be reproduced.
     pub file: HeaderFile,
-    /// True when `pack --header` of the unpacked tree gives the same bytes.
+    /// True when `pack --header` of the unpacked tree gives the same bytes:
+    /// everything but the deflate stream is proven, and the deflate stream
+    /// over [`Recovered::deflate`]'s `compared` bytes.
     pub exact: bool,
+    /// How much of the stored deflate stream the engine found was proven to
+    /// be what it writes; `None` when the payload has no deflate stream or
+    /// no engine writes it.
+    pub deflate: Option<DeflateProven>,
 }
 
-/// Recovers the framing of the NEFF at `path`. A file whose framing cannot
-/// be read is an [`ErrorKind::Framing`] error; a failed read, [`ErrorKind::Io`].
-pub fn recover_framing(path: &Path) -> Result<Recovered, Error> {
+/// How much of a matching deflate stream was re-deflated and compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeflateProven {
+    /// Stored bytes compared, all equal.
+    pub compared: u64,
+    /// The stream's length.
+    pub stream: u64,
+}
+
+impl DeflateProven {
+    /// True when the whole stream was compared.
+    pub fn whole(&self) -> bool {
+        self.compared >= self.stream
+    }
+}
+
+/// How much of the stored deflate stream [`recover_framing`] re-deflates to
+/// prove that a repack writes it again. Proving costs a deflate of what is
+/// proven (as long as a pack of it); the engine and its parameters show in
+/// the first bytes, and a repack of a NEFF with a recorded `source_hash`
+/// (`pack --header`, `build`) says whether its payload is the source's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeflateProof {
+    /// The whole stream.
+    Whole,
+    /// At most this many stored bytes from the start (the whole stream when
+    /// it is no longer).
+    Prefix(u64),
+}
+
+impl DeflateProof {
+    /// The default: the first 64 MiB, which is every stream of the real
+    /// compiler NEFFs seen so far.
+    pub const DEFAULT: DeflateProof = DeflateProof::Prefix(64 << 20);
+
+    /// The stored bytes to compare of a stream of `len`.
+    fn budget(self, len: u64) -> u64 {
+        match self {
+            DeflateProof::Whole => len,
+            DeflateProof::Prefix(n) => n.min(len),
+        }
+    }
+}
+
+impl Default for DeflateProof {
+    fn default() -> Self {
+        DeflateProof::DEFAULT
+    }
+}
+
+/// Recovers the framing of the NEFF at `path`, proving the deflate stream
+/// as far as `proof` says. A file whose framing cannot be read is an
+/// [`ErrorKind::Framing`] error; a failed read, [`ErrorKind::Io`].
+pub fn recover_framing(path: &Path, proof: DeflateProof) -> Result<Recovered, Error> {
     let mut file = File::open(path).map_err(|e| Error::io("cannot open", path, e))?;
-    recover_from(&mut file, path).map_err(|e| {
+    recover_from(&mut file, path, proof).map_err(|e| {
         let kind = match e.kind() {
             io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof => ErrorKind::Framing,
             _ => ErrorKind::Io,
@@ -58,7 +116,7 @@ pub fn recover_framing(path: &Path) -> Result<Recovered, Error> {
     })
 }
 
-fn recover_from(file: &mut File, path: &Path) -> io::Result<Recovered> {
+fn recover_from(file: &mut File, path: &Path, proof: DeflateProof) -> io::Result<Recovered> {
     let mut raw = [0u8; HEADER_LEN];
     file.read_exact(&mut raw)
         .map_err(|e| io::Error::new(e.kind(), format!("cannot read the header: {e}")))?;
@@ -148,9 +206,22 @@ fn recover_from(file: &mut File, path: &Path) -> io::Result<Recovered> {
                 .into(),
         );
     }
+    let mut proven = None;
     if let Some((offset, len)) = deflate_at {
-        match find_deflate(path, offset, len, &framing)? {
-            Some(deflate) => framing.gzip.deflate = deflate,
+        let stored = Stored {
+            path,
+            offset,
+            len,
+            budget: proof.budget(len),
+        };
+        match find_deflate(&stored, &framing)? {
+            Some((deflate, compared)) => {
+                framing.gzip.deflate = deflate;
+                proven = Some(DeflateProven {
+                    compared,
+                    stream: len,
+                });
+            }
             None => {
                 framing.gzip.deflate = Deflate {
                     engine: DeflateEngine::Zlib,
@@ -172,6 +243,7 @@ fn recover_from(file: &mut File, path: &Path) -> io::Result<Recovered> {
     }
     Ok(Recovered {
         exact: notes.is_empty(),
+        deflate: proven,
         file: HeaderFile {
             header: patch,
             framing: Some(framing),
@@ -631,14 +703,33 @@ fn packer_order(names: &[&str], order: MemberOrder, directories: bool) -> Vec<St
     out
 }
 
-/// Finds deflate parameters whose output equals the stored stream of `len`
-/// bytes at file offset `offset`.
-fn find_deflate(
-    path: &Path,
+/// A stored deflate stream: `len` bytes at file offset `offset` of `path`,
+/// of which the first `budget` are to be proven.
+struct Stored<'p> {
+    path: &'p Path,
     offset: u64,
     len: u64,
-    framing: &Framing,
-) -> io::Result<Option<Deflate>> {
+    budget: u64,
+}
+
+impl Stored<'_> {
+    /// The stored bytes from the start of the stream.
+    fn reader(&self) -> io::Result<io::Take<BufReader<File>>> {
+        let mut file = File::open(self.path)?;
+        file.seek(SeekFrom::Start(self.offset))?;
+        Ok(BufReader::new(file).take(self.len))
+    }
+
+    /// The stream's content, inflated.
+    fn inflated(&self) -> io::Result<DeflateDecoder<io::Take<BufReader<File>>>> {
+        Ok(DeflateDecoder::new(self.reader()?))
+    }
+}
+
+/// Finds deflate parameters whose output equals the first `budget` bytes of
+/// the stored stream (all of it when the budget is its length), and how many
+/// bytes were compared.
+fn find_deflate(stored: &Stored<'_>, framing: &Framing) -> io::Result<Option<(Deflate, u64)>> {
     let mut candidates = Vec::new();
     let ours =
         framing.gzip.xfl == 0 && framing.gzip.fname.is_none() && framing.gzip.fextra.is_none();
@@ -665,8 +756,8 @@ fn find_deflate(
         candidates.extend(parallel);
     }
     for candidate in candidates {
-        if deflate_matches(path, offset, len, candidate)? {
-            return Ok(Some(candidate));
+        if let Some(compared) = deflate_matches(stored, candidate)? {
+            return Ok(Some((candidate, compared)));
         }
     }
     Ok(None)
@@ -675,15 +766,12 @@ fn find_deflate(
 /// [`deflate_matches`] for the parallel engine: its chunks are independent,
 /// so they are re-deflated on every core, through the packager's own
 /// pipeline, and compared in order as they come out.
-fn parallel_deflate_matches(path: &Path, offset: u64, len: u64, level: u32) -> io::Result<bool> {
-    let mut stored = File::open(path)?;
-    stored.seek(SeekFrom::Start(offset))?;
-    let mut source = File::open(path)?;
-    source.seek(SeekFrom::Start(offset))?;
-    let mut inflate = DeflateDecoder::new(BufReader::new(source.take(len)));
+fn parallel_deflate_matches(stored: &Stored<'_>, level: u32) -> io::Result<Option<u64>> {
+    let mut inflate = stored.inflated()?;
     let compare = Compare {
-        stored: BufReader::new(stored.take(len)),
-        left: len,
+        stored: stored.reader()?,
+        left: stored.len,
+        budget: stored.budget,
         beyond: 0,
         buf: Vec::new(),
     };
@@ -694,35 +782,48 @@ fn parallel_deflate_matches(path: &Path, offset: u64, len: u64, level: u32) -> i
         sink.finish()
     });
     match compared {
-        Ok(compare) => Ok(compare.left == 0 && compare.beyond == TRAILER),
-        // The comparison stopped the pipeline at the first difference.
-        Err(e) if e.get_ref().is_some_and(|inner| inner.is::<Differs>()) => Ok(false),
-        Err(e) => Err(e),
+        Ok(compare) => Ok((compare.left == 0 && compare.beyond == TRAILER).then_some(stored.len)),
+        // The comparison stopped the pipeline at the first difference, or
+        // once the budget was proven.
+        Err(e) => match e.get_ref().and_then(|inner| inner.downcast_ref::<Stop>()) {
+            Some(Stop::Differs) => Ok(None),
+            Some(Stop::Proven) => Ok(Some(stored.budget)),
+            None => Err(e),
+        },
     }
 }
 
-/// The error a [`Compare`] stops the pipeline with (told from an I/O error
-/// by its type).
+/// Why a [`Compare`] stops the pipeline (told from an I/O error by its type).
 #[derive(Debug)]
-struct Differs;
+enum Stop {
+    /// A byte differs.
+    Differs,
+    /// The budget of bytes to prove is proven.
+    Proven,
+}
 
-impl std::fmt::Display for Differs {
+impl std::fmt::Display for Stop {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the re-deflated stream differs from the stored one")
+        f.write_str(match self {
+            Stop::Differs => "the re-deflated stream differs from the stored one",
+            Stop::Proven => "the re-deflated stream equals the stored one as far as it is proven",
+        })
     }
 }
 
-impl std::error::Error for Differs {}
+impl std::error::Error for Stop {}
 
 /// The gzip trailer's length (CRC-32 and ISIZE).
 const TRAILER: u64 = 8;
 
 /// Compares what is written with the first `left` bytes of `stored`, and
 /// counts what comes after them (`beyond`: the gzip trailer, not compared,
-/// since the content it sums is the stored stream's own).
+/// since the content it sums is the stored stream's own). Stops once the
+/// first `budget` bytes are equal, when that is short of the whole stream.
 struct Compare<R> {
     stored: R,
     left: u64,
+    budget: u64,
     beyond: u64,
     buf: Vec<u8>,
 }
@@ -734,12 +835,16 @@ impl<R: Read> io::Write for Compare<R> {
             .min(usize::try_from(self.left).unwrap_or(usize::MAX));
         self.buf.resize(n, 0);
         if self.stored.read_exact(&mut self.buf).is_err() || self.buf[..] != out[..n] {
-            return Err(io::Error::other(Differs));
+            return Err(io::Error::other(Stop::Differs));
         }
         self.left -= n as u64;
         self.beyond += (out.len() - n) as u64;
         if self.beyond > TRAILER {
-            return Err(io::Error::other(Differs));
+            return Err(io::Error::other(Stop::Differs));
+        }
+        self.budget = self.budget.saturating_sub(n as u64);
+        if self.budget == 0 && self.left > 0 {
+            return Err(io::Error::other(Stop::Proven));
         }
         Ok(out.len())
     }
@@ -780,17 +885,14 @@ impl Engine {
 }
 
 /// Re-deflates the stored stream's content with `candidate` and compares,
-/// stopping at the first differing byte.
-fn deflate_matches(path: &Path, offset: u64, len: u64, candidate: Deflate) -> io::Result<bool> {
+/// stopping at the first differing byte or once the budget is proven;
+/// `Some(bytes compared)` when all were equal.
+fn deflate_matches(stored: &Stored<'_>, candidate: Deflate) -> io::Result<Option<u64>> {
     if candidate.engine == DeflateEngine::Parallel {
-        return parallel_deflate_matches(path, offset, len, candidate.level);
+        return parallel_deflate_matches(stored, candidate.level);
     }
-    let mut stored = File::open(path)?;
-    stored.seek(SeekFrom::Start(offset))?;
-    let mut stored = BufReader::new(stored.take(len));
-    let mut source = File::open(path)?;
-    source.seek(SeekFrom::Start(offset))?;
-    let mut inflate = DeflateDecoder::new(BufReader::new(source.take(len)));
+    let mut expected = stored.reader()?;
+    let mut inflate = stored.inflated()?;
     let mut engine = match candidate.engine {
         DeflateEngine::Zlib => Engine::Zlib(ZlibStream::new(candidate.level, candidate.mem_level)?),
         DeflateEngine::Parallel => {
@@ -807,12 +909,15 @@ fn deflate_matches(path: &Path, offset: u64, len: u64, candidate: Deflate) -> io
         out.clear();
         engine.push(&input[..n], n == 0, &mut out)?;
         expect.resize(out.len(), 0);
-        if stored.read_exact(&mut expect).is_err() || expect != out {
-            return Ok(false);
+        if expected.read_exact(&mut expect).is_err() || expect != out {
+            return Ok(None);
         }
         compared += out.len() as u64;
         if n == 0 {
-            return Ok(compared == len);
+            return Ok((compared == stored.len).then_some(compared));
+        }
+        if compared >= stored.budget && compared < stored.len {
+            return Ok(Some(compared));
         }
     }
 }
@@ -821,35 +926,146 @@ fn deflate_matches(path: &Path, offset: u64, len: u64, candidate: Deflate) -> io
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_level_one_pack_of_many_chunks_is_recovered_exactly() {
-        // Text-like members over several level-1 chunks.
-        let dir = tempfile::tempdir().unwrap();
-        let mut packager = crate::Packager::new();
+    /// Text-like members over several level-1 chunks.
+    fn text_members() -> Vec<(String, Vec<u8>)> {
         let mut state = 7u64;
-        for i in 0..3 {
-            let bytes: Vec<u8> = (0..200_000)
-                .map(|_| {
-                    state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
-                    b"etaoin shrdlu"[(state >> 60) as usize % 13]
-                })
-                .collect();
-            packager.add_bytes(&format!("m{i}.bin"), bytes).unwrap();
+        (0..3)
+            .map(|i| {
+                let bytes: Vec<u8> = (0..200_000)
+                    .map(|_| {
+                        state = state.wrapping_mul(6364136223846793005).wrapping_add(1);
+                        b"etaoin shrdlu"[(state >> 60) as usize % 13]
+                    })
+                    .collect();
+                (format!("m{i}.bin"), bytes)
+            })
+            .collect()
+    }
+
+    /// Packs `members` at `path` with `options` (no fsync, refusals kept).
+    fn pack(path: &Path, options: crate::PackOptions) -> crate::PackOutcome {
+        let mut packager = crate::Packager::new();
+        for (name, bytes) in text_members() {
+            packager.add_bytes(&name, bytes).unwrap();
         }
-        let path = dir.path().join("x.neff");
         let options = crate::PackOptions {
             keep_refused: true,
             fsync: false,
-            ..Default::default()
+            ..options
         };
-        packager.write_to_path(&path, &options).unwrap();
-        let recovered = recover_framing(&path).unwrap();
+        packager.write_to_path(path, &options).unwrap()
+    }
+
+    /// A level-1 pack of [`text_members`] at `path`.
+    fn pack_text_members(path: &Path) {
+        pack(path, crate::PackOptions::default());
+    }
+
+    #[test]
+    fn a_level_one_pack_of_many_chunks_is_recovered_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.neff");
+        pack_text_members(&path);
+        let recovered = recover_framing(&path, DeflateProof::Whole).unwrap();
         assert!(recovered.exact, "{:?}", recovered.file.not_reproduced);
+        let proven = recovered.deflate.unwrap();
+        assert!(
+            proven.whole() && proven.compared == proven.stream,
+            "{proven:?}"
+        );
         let deflate = recovered.file.framing.unwrap().gzip.deflate;
         assert_eq!(
             (deflate.engine, deflate.level),
             (DeflateEngine::Parallel, 1)
         );
+        // A prefix tells the same engine, proven over that much.
+        let prefix = recover_framing(&path, DeflateProof::Prefix(1000)).unwrap();
+        assert!(prefix.exact);
+        let proven = prefix.deflate.unwrap();
+        assert!(proven.compared >= 1000 && !proven.whole(), "{proven:?}");
+        assert_eq!(prefix.file.framing.unwrap().gzip.deflate, deflate);
+    }
+
+    #[test]
+    fn a_zlib_stream_is_proven_over_a_prefix_or_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("z.neff");
+        let mut options = crate::PackOptions::with_preset(FramingPreset::NeuronxCc);
+        options.framing.gzip.deflate = Deflate {
+            engine: DeflateEngine::Zlib,
+            level: 6,
+            mem_level: 8,
+        };
+        pack(&path, options.clone());
+        for (proof, whole) in [
+            (DeflateProof::Prefix(1000), false),
+            (DeflateProof::Whole, true),
+        ] {
+            let recovered = recover_framing(&path, proof).unwrap();
+            assert!(recovered.exact, "{:?}", recovered.file.not_reproduced);
+            let proven = recovered.deflate.unwrap();
+            assert_eq!(proven.whole(), whole, "{proven:?}");
+            assert!(proven.compared >= 1000);
+            let framing = recovered.file.framing.unwrap();
+            assert_eq!(framing.gzip.deflate, options.framing.gzip.deflate);
+        }
+    }
+
+    #[test]
+    fn a_stream_that_differs_past_the_prefix_is_caught_by_the_whole_proof() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.neff");
+        pack_text_members(&path);
+        // The same tar, its level-1 chunks as the pack wrote them but the
+        // last deflated at level 9: a valid stream a level-1 pack does not
+        // write, which differs only in its last chunk.
+        let neff = std::fs::read(&path).unwrap();
+        let payload = &neff[HEADER_LEN..];
+        let tar = {
+            let mut out = Vec::new();
+            flate2::read::GzDecoder::new(payload)
+                .read_to_end(&mut out)
+                .unwrap();
+            out
+        };
+        let chunks: Vec<&[u8]> = tar.chunks(chunk_len(1)).collect();
+        assert!(chunks.len() > 2);
+        let mut gz = payload[..10].to_vec();
+        for (i, chunk) in chunks.iter().enumerate() {
+            let last = i + 1 == chunks.len();
+            let level = if last { 9 } else { 1 };
+            gz.extend(ChunkDeflater::new(level).deflate(chunk, last));
+        }
+        let mut crc = flate2::Crc::new();
+        crc.update(&tar);
+        gz.extend(crc.sum().to_le_bytes());
+        gz.extend((tar.len() as u32).to_le_bytes());
+        let mut fields = NeffHeader::from_bytes(neff[..HEADER_LEN].try_into().unwrap()).fields();
+        fields.data_size = gz.len() as u64;
+        let md5: [u8; 16] = md5::Md5::digest(&gz).into();
+        fields.hash.0[..16].copy_from_slice(&md5);
+        let mut edited = NeffHeader::from_fields(&fields).as_bytes().to_vec();
+        edited.extend(&gz);
+        std::fs::write(&path, &edited).unwrap();
+
+        let prefix = recover_framing(&path, DeflateProof::Prefix(1000)).unwrap();
+        assert!(prefix.exact, "{:?}", prefix.file.not_reproduced);
+        assert!(!prefix.deflate.unwrap().whole());
+        let whole = recover_framing(&path, DeflateProof::Whole).unwrap();
+        assert!(!whole.exact);
+        assert!(whole.deflate.is_none());
+        let notes = whole.file.not_reproduced.join("\n");
+        assert!(notes.contains("is not what classic zlib"), "{notes}");
+
+        // A repack from the prefix-proven recovery says it is not the source;
+        // one of the level-1 pack says it is.
+        let settings = crate::PackSettings::default();
+        let repack =
+            |file: HeaderFile| pack(&dir.path().join("re.neff"), settings.options(file).unwrap());
+        assert_eq!(repack(prefix.file).payload_matches_source, Some(false));
+        pack_text_members(&path);
+        let exact = recover_framing(&path, DeflateProof::Prefix(1000)).unwrap();
+        assert_eq!(repack(exact.file).payload_matches_source, Some(true));
     }
 
     #[test]

@@ -61,6 +61,9 @@ class BuildOutcome:
     tar_size: int
     files: int
     directories: int
+    #: With a spec lifted from a NEFF (its ``source_hash``): whether the
+    #: payload written is that NEFF's, byte for byte; else ``None``.
+    payload_matches_source: Optional[bool] = None
 
     @property
     def accepted(self) -> bool:
@@ -74,7 +77,7 @@ class BuildOutcome:
     @staticmethod
     def _from(d: Dict[str, Any]) -> BuildOutcome:
         return BuildOutcome(Header._written(d["header"], d["report"]), Report._from(d["report"]), d["tar_size"],
-                            d["files"], d["directories"])
+                            d["files"], d["directories"], d.get("payload_matches_source"))
 
 
 def _error(key: str, message: str) -> NeffError:
@@ -575,7 +578,7 @@ class Builder:
 
 
 def lift(source: Union[str, os.PathLike[str]], dir: Union[str, os.PathLike[str]], *,
-         keep_refused: bool = False) -> Builder:
+         keep_refused: bool = False, prove_deflate: bool = False) -> Builder:
     """Unpacks the NEFF at ``source`` into the new or empty folder ``dir`` and
     returns a :class:`Builder` holding it as the typed model (the build spec
     ``neff unpack --spec`` writes). Unedited, :meth:`Builder.write` writes the
@@ -585,12 +588,15 @@ def lift(source: Union[str, os.PathLike[str]], dir: Union[str, os.PathLike[str]]
     bits, a payload hash that does not match): then it is lifted as a runtime
     without those checks reads it. :attr:`Builder.refusal` holds the gates'
     report of a lifted NEFF they refuse (``None`` when accepted); write such a
-    model back with ``keep_refused=True``.
+    model back with ``keep_refused=True``. The deflate stream is proven to
+    be what a rebuild writes over its first 64 MiB (``prove_deflate=True``:
+    all of it, as long as a pack); :attr:`BuildOutcome.payload_matches_source`
+    then says whether a write gave the lifted NEFF's payload.
 
     >>> b = neff.lift("model.neff", "tree")  # doctest: +SKIP
     >>> b.write("same.neff").header["uuid"]  # doctest: +SKIP
     """
-    text, refusal = _native.lift(os.fspath(source), os.fspath(dir), keep_refused)
+    text, refusal = _native.lift(os.fspath(source), os.fspath(dir), keep_refused, prove_deflate)
     builder = Builder._from_lift(json.loads(text), os.path.abspath(os.fspath(dir)))
     builder.refusal = None if refusal is None else json.loads(refusal)
     return builder

@@ -313,6 +313,9 @@ class PackOutcome:
     files: int
     directories: int
     report: Report
+    #: With a header file recorded from a NEFF (its ``source_hash``): whether
+    #: the payload written is that NEFF's, byte for byte; else ``None``.
+    payload_matches_source: Optional[bool] = None
 
 
 @dataclass(frozen=True)
@@ -330,6 +333,10 @@ class UnpackSummary:
     header_out: Optional[str] = None
     byte_identical_repack: Optional[bool] = None
     not_reproduced: Tuple[str, ...] = ()
+    #: With ``header_out``, for a gzip payload whose deflate engine was found:
+    #: ``{"compared": bytes, "stream": bytes}``, how much of the stored
+    #: deflate stream was re-deflated and compared (all with ``prove_deflate``).
+    deflate_proof: Optional[Dict[str, int]] = None
 
 
 def _source(source: Source) -> Union[str, bytes]:
@@ -865,9 +872,13 @@ def pack(
 
 def unpack(
     path: PathLike, dir: PathLike, header_out: Optional[PathLike] = None, force: bool = False,
-    no_verify_hash: bool = False, fsync: bool = True,
+    no_verify_hash: bool = False, fsync: bool = True, prove_deflate: bool = False,
 ) -> UnpackSummary:
     """Unpacks every member into ``dir`` as ``neff unpack`` does; ``header_out`` writes the repack header.
+
+    ``byte_identical_repack`` rests on the deflate stream proven over its first
+    64 MiB (``deflate_proof``); ``prove_deflate=True`` proves all of it
+    (``neff unpack --prove-deflate``), which costs as long as a pack.
 
     ``dir`` (and ``header_out``) are synced once at the end unless ``fsync=False``
     (``neff unpack --no-fsync``).
@@ -875,4 +886,5 @@ def unpack(
     >>> neff.unpack("m.neff", "tree/", header_out="m.header.json").files
     """
     h = None if header_out is None else os.fspath(header_out)
-    return _build(UnpackSummary, json.loads(_native.unpack(os.fspath(path), os.fspath(dir), h, force, no_verify_hash, fsync)))
+    return _build(UnpackSummary, json.loads(_native.unpack(os.fspath(path), os.fspath(dir), h, force, no_verify_hash,
+                                                           fsync, prove_deflate)))

@@ -135,28 +135,45 @@ fn build_lifted<'py>(
 /// raises, unless `keep_refused` and the refusal is the header's alone (G5,
 /// G9: [`neff_tools::extract_refused`]).
 #[pyfunction]
-#[pyo3(signature = (path, dir, keep_refused=false))]
+#[pyo3(signature = (path, dir, keep_refused=false, prove_deflate=false))]
 fn lift(
     py: Python<'_>,
     path: PathBuf,
     dir: PathBuf,
     keep_refused: bool,
+    prove_deflate: bool,
 ) -> PyResult<(String, Option<String>)> {
     let lifted = py.detach(
         move || -> Result<(String, Option<String>), Result<neff_loader::Error, Error>> {
             let profile = neff_loader::RuntimeProfile::default();
             let limits = neff_tools::ExtractLimits::default();
-            let (_, _, mut refused) = match keep_refused {
-                true => neff_tools::extract_refused(&path, &dir, &profile, false, &limits),
-                false => neff_tools::extract(&path, &dir, &profile, false, &limits)
-                    .map(|(s, c)| (s, c, None)),
-            }
-            .map_err(Ok)?;
+            // The framing recovery reads the file beside the unpack; the
+            // other gates go on from the unpack's container check.
+            let proof = crate::files::deflate_proof(prove_deflate);
+            let (unpacked, recovered) = std::thread::scope(|scope| {
+                let recovering = scope.spawn(|| neff_writer::recover_framing(&path, proof));
+                let unpacked = match keep_refused {
+                    true => neff_tools::extract_refused(&path, &dir, &profile, false, &limits),
+                    false => neff_tools::extract(&path, &dir, &profile, false, &limits)
+                        .map(|(s, t)| (s, t, None)),
+                };
+                (unpacked, recovering.join())
+            });
+            let (_, tier1, mut refused) = unpacked.map_err(Ok)?;
             if refused.is_none() {
-                let verdict = neff_loader::verify_file(&path, &profile).map_err(Ok)?;
+                let verdict = neff_loader::Loader::new(&profile)
+                    .verify_walked(tier1, &path)
+                    .map_err(Ok)?;
                 refused = (!verdict.accepted).then(|| verdict.combined_report());
             }
-            let recovered = neff_writer::recover_framing(&path).map_err(Err)?;
+            let recovered = recovered
+                .map_err(|_| {
+                    Err(Error::new(
+                        ErrorKind::Pipeline,
+                        "the framing recovery thread panicked",
+                    ))
+                })?
+                .map_err(Err)?;
             let (model, _notes) =
                 neff_writer::lift::Model::from_tree(&dir, recovered.file, None).map_err(Err)?;
             let refused = refused.map(|r| serde_json::to_string(&r).unwrap_or_default());
@@ -251,6 +268,7 @@ fn outcome_json(outcome: &PackOutcome) -> String {
         "tar_size": outcome.tar_size,
         "files": outcome.files,
         "directories": outcome.directories,
+        "payload_matches_source": outcome.payload_matches_source,
     })
     .to_string()
 }

@@ -11,7 +11,7 @@ use neff_loader::{parse_features, RuntimeProfile};
 use neff_schema::{FramingPreset, PkgVersion};
 use neff_tools::diff::{diff as diff_snapshots, DiffOptions, Snapshot};
 use neff_tools::{extract, ExtractLimits};
-use neff_writer::{recover_framing, HeaderFile, PackOptions, PackSettings, Packager};
+use neff_writer::{recover_framing, DeflateProof, HeaderFile, PackOptions, PackSettings, Packager};
 use pyo3::prelude::*;
 use serde_json::json;
 
@@ -101,8 +101,18 @@ fn pack(
         "files": outcome.files,
         "directories": outcome.directories,
         "report": outcome.report,
+        "payload_matches_source": outcome.payload_matches_source,
     })
     .to_string())
+}
+
+/// How much of a deflate stream a lift proves: all of it when asked, else
+/// the default prefix.
+pub(crate) fn deflate_proof(whole: bool) -> DeflateProof {
+    match whole {
+        true => DeflateProof::Whole,
+        false => DeflateProof::DEFAULT,
+    }
 }
 
 /// The writer's options for `args`: the Python spellings (a pkg version
@@ -159,8 +169,10 @@ fn pack_options(args: &PackArgs) -> PyResult<PackOptions> {
 /// `neff unpack PATH -o DIR [--force] [--header-out H] [--no-fsync]`: the
 /// summary as JSON (`files`, `directories`, `bytes`, `replaced`, and
 /// `byte_identical_repack` with a header file).
+// The Python keywords, one argument each.
+#[allow(clippy::too_many_arguments)]
 #[pyfunction]
-#[pyo3(signature = (path, dir, header_out=None, force=false, no_verify_hash=false, fsync=true))]
+#[pyo3(signature = (path, dir, header_out=None, force=false, no_verify_hash=false, fsync=true, prove_deflate=false))]
 fn unpack(
     py: Python<'_>,
     path: PathBuf,
@@ -169,6 +181,7 @@ fn unpack(
     force: bool,
     no_verify_hash: bool,
     fsync: bool,
+    prove_deflate: bool,
 ) -> PyResult<String> {
     let profile = RuntimeProfile {
         verify_hash: !no_verify_hash,
@@ -184,13 +197,16 @@ fn unpack(
     let mut doc = json!(summary);
     if let Some(out) = &header_out {
         let recovered = py
-            .detach(|| recover_framing(&path))
+            .detach(|| recover_framing(&path, deflate_proof(prove_deflate)))
             .map_err(|e| writer_error(&e))?;
         neff_writer::fs::write_atomic_with(out, recovered.file.to_json().as_bytes(), fsync)
             .map_err(|e| writer_error(&neff_writer::Error::io("cannot write", out, e)))?;
         doc["header_out"] = json!(out.display().to_string());
         doc["byte_identical_repack"] = json!(recovered.exact);
         doc["not_reproduced"] = json!(recovered.file.not_reproduced);
+        if let Some(d) = recovered.deflate {
+            doc["deflate_proof"] = json!({"compared": d.compared, "stream": d.stream});
+        }
     }
     Ok(doc.to_string())
 }

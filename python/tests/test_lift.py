@@ -16,8 +16,11 @@ def test_lift_writes_back_the_same_bytes(path: Path, tmp_path: Path) -> None:
     builder = neff.lift(path, tmp_path / "tree")
     out = tmp_path / "same.neff"
     outcome = builder.write(out, fsync=False)
-    assert outcome.accepted
+    assert outcome.accepted and outcome.payload_matches_source is True
     assert out.read_bytes() == path.read_bytes()
+    # Proving the whole deflate stream gives the same model (a real stream is
+    # under the default prefix: proven whole either way).
+    assert neff.lift(path, tmp_path / "again", prove_deflate=True).spec()["framing"] == builder.spec()["framing"]
 
 
 @pytest.mark.parametrize("path", real_neffs())
@@ -30,7 +33,7 @@ def test_an_edit_changes_that_member_and_the_uuid(path: Path, tmp_path: Path) ->
     builder.payload(pe)["engine"]["name"] = "edited_in_python"
     out = tmp_path / "edited.neff"
     outcome = builder.write(out, fsync=False)
-    assert outcome.accepted
+    assert outcome.accepted and outcome.payload_matches_source is False
     original, edited = neff.open(path), neff.open(out)
     assert edited.header.uuid != original.header.uuid
     assert b"edited_in_python" in edited.read(pe)

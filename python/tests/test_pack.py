@@ -25,8 +25,12 @@ def test_unpack_then_pack_rebuilds_the_same_bytes(real: Path, tmp_path: Path) ->
     assert s.files == len(ind.members) and s.bytes == sum(len(b) for b in ind.members.values())
     assert all((tree / k).read_bytes() == b for k, b in ind.members.items())
     assert s.byte_identical_repack and header.is_file()
+    assert s.deflate_proof is not None and s.deflate_proof["compared"] == s.deflate_proof["stream"] > 0
     out = neff.pack(tree, tmp_path / "again.neff", header=header)
     assert out.report.accepted and Path(out.file).read_bytes() == real.read_bytes()
+    assert out.payload_matches_source is True
+    plain = neff.pack(tree, tmp_path / "plain.neff")
+    assert plain.payload_matches_source is None
     assert out.files == s.files and out.header.uuid == neff.open(real).header.uuid
 
 

@@ -32,6 +32,10 @@ pub struct WrittenReport {
     /// the payload changed (absent when there are none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// With a header file or spec that records a `source_hash`: whether the
+    /// payload written is, byte for byte, that of the NEFF it was lifted from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload_matches_source: Option<bool>,
 }
 
 impl WrittenReport {
@@ -46,6 +50,7 @@ impl WrittenReport {
             directories: None,
             verdict,
             notes: Vec::new(),
+            payload_matches_source: None,
         }
     }
 
@@ -60,6 +65,7 @@ impl WrittenReport {
             directories: Some(outcome.directories),
             verdict: outcome.report,
             notes: outcome.notes,
+            payload_matches_source: outcome.payload_matches_source,
         }
     }
 }
@@ -87,8 +93,13 @@ pub struct UnpackReport {
     /// With `--spec`: manifests a reference names but that stay bytes, and why.
     pub lift_notes: Option<Vec<String>>,
     /// With `--header-out` or `--spec`: whether `neff pack DIR --header
-    /// HEADER.json` (or `neff build SPEC.json`) rebuilds the NEFF byte for byte.
+    /// HEADER.json` (or `neff build SPEC.json`) rebuilds the NEFF byte for
+    /// byte; for the deflate stream, as far as `deflate_proof` says.
     pub byte_identical_repack: Option<bool>,
+    /// With `--header-out` or `--spec`, for a gzip payload whose deflate
+    /// engine was found: how much of the stored stream was re-deflated and
+    /// compared (all of it with `--prove-deflate`).
+    pub deflate_proof: Option<DeflateProof>,
     /// With `--header-out`: what a repack cannot reproduce.
     pub not_reproduced: Option<Vec<String>>,
     /// The container gates' refusal: nothing was unpacked.
@@ -98,6 +109,16 @@ pub struct UnpackReport {
     /// manifest or section gates (the lifted spec builds it with
     /// `--keep-refused`).
     pub refused: Option<Report>,
+}
+
+/// How much of a stored deflate stream a lift proved.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeflateProof {
+    /// Stored bytes re-deflated and compared, all equal.
+    pub compared: u64,
+    /// The stream's length in bytes.
+    pub stream: u64,
 }
 
 impl UnpackReport {

@@ -323,6 +323,11 @@ pub fn report_written(
             h.feature_bits
         );
         eprintln!("  {}", outcome.report.summary());
+        match outcome.payload_matches_source {
+            Some(true) => eprintln!("  the payload is the lifted NEFF's, byte for byte"),
+            Some(false) => eprintln!("  the payload differs from the lifted NEFF's"),
+            None => {}
+        }
     }
     Ok(EXIT_OK)
 }

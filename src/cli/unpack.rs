@@ -5,12 +5,12 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use neff::loader::RuntimeProfile;
-use neff::loader::{verify_file, Report};
+use neff::loader::{Loader, Report};
 use neff::tools::{extract, extract_refused, ExtractLimits};
 use neff::writer::lift::{Content, Model};
-use neff::writer::recover_framing;
+use neff::writer::{recover_framing, DeflateProof, Recovered};
 
-use super::documents::UnpackReport;
+use super::documents::{DeflateProof as DeflateProofDoc, UnpackReport};
 use super::progress::Progress;
 use super::units::human_bytes;
 use super::{print_json, FsyncArgs, EXIT_OK, EXIT_REJECTED};
@@ -75,6 +75,13 @@ pub struct UnpackArgs {
     /// lifted spec of it builds with `neff build --keep-refused`.
     #[arg(long)]
     keep_refused: bool,
+    /// With --header-out or --spec: re-deflate the whole deflate stream to prove
+    /// a repack writes it again (as long as a pack of it). By default the first
+    /// 64 MiB are proven, which tells the engine and its parameters apart; `neff
+    /// pack --header` and `neff build` then say whether the payload they wrote is
+    /// this NEFF's.
+    #[arg(long)]
+    prove_deflate: bool,
     #[command(flatten)]
     fsync: FsyncArgs,
     /// Print a JSON summary on stdout.
@@ -138,35 +145,30 @@ fn unpack(args: UnpackArgs, shown: &str) -> Result<u8, Box<dyn std::error::Error
         max_depth: args.max_depth,
         progress: progress.counter(),
     };
-    // A lift's other passes over the file (the framing recovery and, for
-    // --spec, the verdict of every gate) run beside the unpack, each reading
-    // the file on its own.
+    // A lift's framing recovery reads the file beside the unpack; the
+    // verdict of the other gates (for --spec) goes on from the unpack's own
+    // container check.
     let lifting = args.header_out.is_some() || args.spec.is_some();
-    let (unpacked, recovered, verdict) = std::thread::scope(|scope| {
-        let recovering = lifting.then(|| scope.spawn(|| recover_framing(&args.file)));
-        // The unpack checks the payload hash (G9): the verdict's only use is
-        // when it passed, so this pass does not hash it again.
-        let unhashed = RuntimeProfile {
-            verify_hash: false,
-            ..profile.clone()
+    let (unpacked, recovered) = std::thread::scope(|scope| {
+        let proof = match args.prove_deflate {
+            true => DeflateProof::Whole,
+            false => DeflateProof::DEFAULT,
         };
         let file = args.file.as_path();
-        let verifying = args
-            .spec
-            .is_some()
-            .then(|| scope.spawn(move || verify_file(file, &unhashed)));
+        let recovering = lifting.then(|| scope.spawn(move || recover_framing(file, proof)));
         let unpacked = match args.keep_refused {
             true => extract_refused(&args.file, &args.output, &profile, args.force, &limits),
             false => extract(&args.file, &args.output, &profile, args.force, &limits)
-                .map(|(summary, container)| (summary, container, None)),
+                .map(|(summary, tier1)| (summary, tier1, None)),
         };
-        let joined = |what: &str| format!("the {what} thread panicked");
-        let recovered = recovering.map(|t| t.join().map_err(|_| joined("framing recovery")));
-        let verdict = verifying.map(|t| t.join().map_err(|_| joined("verify")));
-        (unpacked, recovered, verdict)
+        let recovered = recovering.map(|t| {
+            t.join()
+                .map_err(|_| "the framing recovery thread panicked".to_string())
+        });
+        (unpacked, recovered)
     });
     drop(progress);
-    let (summary, _container, mut refused) = match unpacked {
+    let (summary, tier1, mut refused) = match unpacked {
         Ok(done) => done,
         Err(e) => {
             let Some(report) = e.report() else {
@@ -203,10 +205,10 @@ fn unpack(args: UnpackArgs, shown: &str) -> Result<u8, Box<dyn std::error::Error
     }
     let mut lifted = None;
     if let (Some(path), Some(recovered)) = (&args.spec, &recovered) {
-        if let (None, Some(verdict)) = (&refused, verdict) {
+        if refused.is_none() {
             // The container tier passed; a lift also says whether the
             // manifest and section gates refuse it.
-            let verdict = verdict??;
+            let verdict = Loader::new(&profile).verify_walked(tier1, &args.file)?;
             refused = (!verdict.accepted).then(|| verdict.combined_report());
         }
         let base = neff::writer::fs::parent_dir(path);
@@ -224,6 +226,10 @@ fn unpack(args: UnpackArgs, shown: &str) -> Result<u8, Box<dyn std::error::Error
         let mut report = UnpackReport::unpacked(&summary);
         if let Some(r) = &recovered {
             report.byte_identical_repack = Some(r.exact);
+            report.deflate_proof = r.deflate.map(|d| DeflateProofDoc {
+                compared: d.compared,
+                stream: d.stream,
+            });
             report.not_reproduced = Some(r.file.not_reproduced.clone());
         }
         report.header_out = repack.as_ref().map(|(p, _)| p.display().to_string());
@@ -245,10 +251,11 @@ fn unpack(args: UnpackArgs, shown: &str) -> Result<u8, Box<dyn std::error::Error
         if let Some((path, r)) = &repack {
             if r.exact {
                 eprintln!(
-                    "wrote {}: `neff pack {} --header {}` rebuilds this NEFF byte for byte",
+                    "wrote {}: `neff pack {} --header {}` rebuilds this NEFF byte for byte{}",
                     path.display(),
                     args.output.display(),
-                    path.display()
+                    path.display(),
+                    proof_caveat(r)
                 );
             } else {
                 eprintln!(
@@ -268,8 +275,8 @@ fn unpack(args: UnpackArgs, shown: &str) -> Result<u8, Box<dyn std::error::Error
                 eprintln!("neff: note: {note}");
             }
             let exact = match r.exact {
-                true => " byte for byte",
-                false => " (not byte for byte: the framing cannot be reproduced)",
+                true => format!(" byte for byte{}", proof_caveat(r)),
+                false => " (not byte for byte: the framing cannot be reproduced)".into(),
             };
             eprintln!(
                 "wrote {}: {members} members, {typed} of them typed manifests; `neff build {} -o OUT` rebuilds this NEFF{exact}",
@@ -279,6 +286,19 @@ fn unpack(args: UnpackArgs, shown: &str) -> Result<u8, Box<dyn std::error::Error
         }
     }
     Ok(EXIT_OK)
+}
+
+/// What a byte-for-byte claim rests on when the deflate stream was proven
+/// only in part (empty when proven whole).
+fn proof_caveat(r: &Recovered) -> String {
+    match r.deflate {
+        Some(d) if !d.whole() => format!(
+            " (its deflate stream proven over the first {} of {}, --prove-deflate proves it all; the rebuild says whether its payload is this NEFF's)",
+            human_bytes(d.compared),
+            human_bytes(d.stream)
+        ),
+        _ => String::new(),
+    }
 }
 
 /// Refuses a `--header-out` path that is, or (as a symlink) points to, a path

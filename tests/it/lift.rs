@@ -81,6 +81,10 @@ fn every_real_neff_lifts_and_builds_back_byte_for_byte() {
         let tmp = tempfile::tempdir().unwrap();
         let (_, spec, report) = lift(&file, tmp.path());
         assert_eq!(report["byte_identical_repack"], true, "{name}: {report:#}");
+        // Every real stream is below the default proof's 64 MiB: proven whole.
+        let proof = &report["deflate_proof"];
+        assert!(proof["stream"].as_u64().unwrap() > 0, "{name}: {report:#}");
+        assert_eq!(proof["compared"], proof["stream"], "{name}: {report:#}");
         assert_eq!(report["lift_notes"], serde_json::json!([]), "{name}");
         // neff.json or the KELF, a def.json and five engines at least.
         assert!(
@@ -95,6 +99,8 @@ fn every_real_neff_lifts_and_builds_back_byte_for_byte() {
             "{name}: the rebuilt NEFF differs"
         );
         assert_eq!(uuid_of(&built), original_uuid(&file), "{name}");
+        let doc: Value = serde_json::from_slice(&built.stdout).unwrap();
+        assert_eq!(doc["payload_matches_source"], true, "{name}: {doc:#}");
     }
 }
 
@@ -190,6 +196,8 @@ fn a_typed_edit_loads_and_differs_by_that_edit_only() {
         assert!(built.status.success(), "{name}: {built:?}");
         // A new UUID: the payload is no longer the one the UUID was recorded for.
         assert_ne!(uuid_of(&built), original_uuid(&file), "{name}");
+        let doc: Value = serde_json::from_slice(&built.stdout).unwrap();
+        assert_eq!(doc["payload_matches_source"], false, "{name}: {doc:#}");
         let verify = neff(&["verify".as_ref(), out.as_os_str(), "-q".as_ref()]);
         assert!(verify.status.success(), "{name}: {verify:?}");
 
@@ -267,7 +275,8 @@ fn rust_api_renames_an_engine_member_and_def_json_follows() {
         .unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let (tree, _, _) = lift(&file, tmp.path());
-    let recovered = neff::writer::recover_framing(&file).unwrap();
+    let recovered =
+        neff::writer::recover_framing(&file, neff::writer::DeflateProof::Whole).unwrap();
     let (mut model, notes) = Model::from_tree(&tree, recovered.file, Some(tmp.path())).unwrap();
     assert!(notes.0.is_empty(), "{notes:?}");
     model.rename_member("sg00/PE.json", "sg00/pe.json").unwrap();

@@ -10,9 +10,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use neff::loader::{verify_file, RuntimeProfile};
+use neff::loader::{verify_file, Loader, RuntimeProfile};
 use neff::schema::HashLayout;
-use neff::tools::InspectReport;
+use neff::tools::{extract, InspectReport};
 
 fn folder() -> Option<PathBuf> {
     let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/real-neffs"));
@@ -58,6 +58,18 @@ fn check(path: &Path, layout: Option<HashLayout>) {
     }
 
     let tmp = tempfile::tempdir().unwrap();
+    // The verdict that goes on from an unpack's container check is the
+    // verdict of a whole verification.
+    let limits = neff::tools::ExtractLimits::default();
+    let profile = RuntimeProfile::default();
+    let (_, tier1) = extract(path, &tmp.path().join("walked"), &profile, false, &limits).unwrap();
+    let walked = Loader::new(&profile).verify_walked(tier1, path).unwrap();
+    assert_eq!(
+        serde_json::to_value(walked.combined_report()).unwrap(),
+        serde_json::to_value(verdict.combined_report()).unwrap(),
+        "{name}"
+    );
+
     let tree = tmp.path().join("tree");
     let header = tmp.path().join("header.json");
     let rebuilt = tmp.path().join("rebuilt.neff");

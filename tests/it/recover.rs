@@ -58,7 +58,8 @@ fn the_recovery_reads_each_dialect_as_the_loader_does() {
     assert!(loader_names.contains(&"sg00/def.json".to_string()));
     assert!(loader_names.contains(&"neff.json".to_string()));
 
-    let recovered = neff::writer::recover_framing(&path).unwrap();
+    let recovered =
+        neff::writer::recover_framing(&path, neff::writer::DeflateProof::Whole).unwrap();
     let framing = recovered.file.framing.unwrap();
     let mut recovered_names: Vec<String> =
         framing.tar.entries.iter().map(|e| e.name.clone()).collect();
@@ -85,7 +86,8 @@ fn a_payload_of_two_gzip_members_is_walked_through_both() {
     let payload = [gzip(head), gzip(tail)].concat();
     std::fs::write(&path, neff_with_payload(2, &payload)).unwrap();
     exit_ok(&neff(&["verify", s(&path)]));
-    let recovered = neff::writer::recover_framing(&path).unwrap();
+    let recovered =
+        neff::writer::recover_framing(&path, neff::writer::DeflateProof::Whole).unwrap();
     let framing = recovered.file.framing.unwrap();
     assert_eq!(framing.tar.entries.len(), model_files(&[]).len());
     let notes = recovered.file.not_reproduced.join("\n");

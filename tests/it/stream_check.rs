@@ -150,7 +150,7 @@ fn repack(neff: &Path, work: &Path) -> std::path::PathBuf {
         &ExtractLimits::default(),
     )
     .unwrap();
-    let recovered = recover_framing(neff).unwrap();
+    let recovered = recover_framing(neff, neff::writer::DeflateProof::Whole).unwrap();
     let options = PackSettings {
         keep_refused: true,
         ..PackSettings::default()

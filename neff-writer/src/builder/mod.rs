@@ -449,14 +449,22 @@ impl NeffBuilder {
         self
     }
 
+    /// The header `hash` of the NEFF this build remakes: a
+    /// [`UuidChoice::Recorded`] UUID is kept only while the payload hashes
+    /// to it, and the outcome says whether it does
+    /// ([`PackOutcome::payload_matches_source`]).
+    pub fn source_hash(mut self, hash: neff_schema::header::Blob<32>) -> Self {
+        self.spec.source_hash = Some(hash);
+        self
+    }
+
     /// How the header UUID is chosen (default: from the content).
     pub fn uuid(mut self, uuid: UuidChoice) -> Self {
         self.spec.uuid = match uuid {
             UuidChoice::FromContent => None,
             UuidChoice::Random => Some("random".to_string()),
             UuidChoice::Explicit(uuid) => Some(uuid.to_string()),
-            UuidChoice::Recorded { uuid, payload_hash } => {
-                self.spec.source_hash = Some(payload_hash);
+            UuidChoice::Recorded(uuid) => {
                 self.spec
                     .header
                     .get_or_insert_with(HeaderPatch::default)
