@@ -266,9 +266,11 @@ struct HashingRead<R> {
 
 impl<R: Read> HashingRead<R> {
     fn new(inner: R, pkg: PkgVersion) -> Self {
+        // pkg 1's digest is the SHA-256 computed anyway.
+        let digest = pkg != PkgVersion::Sha256Tar;
         HashingRead {
             inner,
-            digest: walk::Digester::for_payload(true, Some(pkg)),
+            digest: walk::Digester::for_payload(digest, Some(pkg)),
             sha256: Sha256::new(),
             offset: 0,
             last_nonzero: None,
