@@ -392,39 +392,103 @@ fn fields_of(block: &[u8; BLOCK]) -> (u32, EntryFields) {
 }
 
 /// Walks the tar stream with the loader's reader (so it reads every entry
-/// as the runtime does), recording each entry and checking the framing
-/// writer encodes each stored header block as it is. Returns the framing
-/// and the reader under the tar stream, at its end.
+/// as the runtime does), recording each entry in a [`TarRecorder`]. Returns
+/// the framing and the reader under the tar stream, at its end.
 fn read_tar<R: Read>(
     mut tar: walk::TarReader<R>,
     notes: &mut Vec<String>,
 ) -> io::Result<(TarFraming, R)> {
     let walk_error = |e: neff_loader::Error| bad(e.to_string());
-    let mut framing = FramingPreset::Gnu.framing().tar;
-    let mut style_known = false;
-    let mut seen: Vec<Seen> = Vec::new();
-    let mut mismatches = 0usize;
-    let mut check = |tar: &TarFraming, spec: &HeaderSpec<'_>, stored: &walk::StoredHeader| {
-        if encode_header(spec, tar).ok().as_ref() != Some(&stored.block) {
-            mismatches += 1;
-            if mismatches <= 5 {
-                notes.push(format!(
+    let mut recorder = TarRecorder::default();
+    while let Some(entry) = tar.next_entry().map_err(walk_error)? {
+        recorder.entry(tar.headers(), &entry)?;
+        tar.skip_data().map_err(walk_error)?;
+    }
+    // After the marker: count what follows; it must all be zero.
+    let (end_offset, had_marker) = match tar.end_marker() {
+        Some(at) => (at, true),
+        None => (tar.offset(), false),
+    };
+    let after_marker = tar.offset() - end_offset;
+    let nonzero_padding = tar.nonzero_padding();
+    let mut rest_reader = tar.into_inner();
+    let (rest, zero) = count_rest(&mut rest_reader)?;
+    let end = TarEnd {
+        end_offset,
+        trailing: rest + if had_marker { after_marker } else { 0 },
+        trailing_zero: zero,
+        nonzero_padding,
+    };
+    Ok((recorder.finish(&end, notes), rest_reader))
+}
+
+/// How a tar stream ends, as its reader saw it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TarEnd {
+    /// The offset of the end marker (the stream's end without one).
+    pub end_offset: u64,
+    /// The bytes from there to the stream's end.
+    pub trailing: u64,
+    /// Whether the bytes after the marker are all zero.
+    pub trailing_zero: bool,
+    /// Whether the padding after some member is not zero.
+    pub nonzero_padding: bool,
+}
+
+/// Records each tar entry as it is read (its stored header blocks and what
+/// the walk made of them), checking the framing writer encodes each block
+/// as it is stored; [`TarRecorder::finish`] gives the framing.
+pub(crate) struct TarRecorder {
+    framing: TarFraming,
+    style_known: bool,
+    seen: Vec<Seen>,
+    mismatches: usize,
+    mismatch_notes: Vec<String>,
+    other_notes: Vec<String>,
+}
+
+impl Default for TarRecorder {
+    fn default() -> Self {
+        TarRecorder {
+            framing: FramingPreset::Gnu.framing().tar,
+            style_known: false,
+            seen: Vec::new(),
+            mismatches: 0,
+            mismatch_notes: Vec::new(),
+            other_notes: Vec::new(),
+        }
+    }
+}
+
+impl TarRecorder {
+    /// Notes a stored header block the framing writer would not encode as
+    /// it is stored.
+    fn check(&mut self, spec: &HeaderSpec<'_>, stored: &walk::StoredHeader) {
+        if encode_header(spec, &self.framing).ok().as_ref() != Some(&stored.block) {
+            self.mismatches += 1;
+            if self.mismatches <= 5 {
+                self.mismatch_notes.push(format!(
                     "the tar header at tar offset {} ({}) is not written this way by any framing this tool knows",
                     stored.offset,
                     String::from_utf8_lossy(spec.name)
                 ));
             }
         }
-    };
-    let mut other_notes = Vec::new();
-    while let Some(entry) = tar.next_entry().map_err(walk_error)? {
-        let headers = tar.headers().to_vec();
+    }
+
+    /// One entry, with the stored header blocks that made it (the last its
+    /// own, any before it pax or GNU long-name headers).
+    pub(crate) fn entry(
+        &mut self,
+        headers: &[walk::StoredHeader],
+        entry: &neff_loader::Entry,
+    ) -> io::Result<()> {
         let Some((own, specials)) = headers.split_last() else {
             return Err(bad("the tar reader kept no header".into()));
         };
-        if !style_known {
-            style_known = true;
-            (framing.format, framing.numbers) = style_of(&headers[0].block);
+        if !self.style_known {
+            self.style_known = true;
+            (self.framing.format, self.framing.numbers) = style_of(&headers[0].block);
         }
         let mut pax = None;
         for special in specials {
@@ -441,13 +505,14 @@ fn read_tar<R: Read>(
                         })
                         .collect();
                     if pax_body(&records) != *body {
-                        other_notes.push(format!(
+                        self.other_notes.push(format!(
                             "the pax header at tar offset {} is not in the canonical record form",
                             special.offset
                         ));
                     }
-                    let name = String::from_utf8_lossy(&full_name(&special.block, framing.format))
-                        .into_owned();
+                    let name =
+                        String::from_utf8_lossy(&full_name(&special.block, self.framing.format))
+                            .into_owned();
                     let spec = HeaderSpec {
                         name: name.as_bytes(),
                         type_flag,
@@ -455,7 +520,7 @@ fn read_tar<R: Read>(
                         fields: &entry_fields,
                         mode,
                     };
-                    check(&framing, &spec, special);
+                    self.check(&spec, special);
                     pax = Some(PaxFraming {
                         name,
                         fields: entry_fields,
@@ -463,7 +528,7 @@ fn read_tar<R: Read>(
                     });
                 }
                 (b'L', _) => {}
-                _ => other_notes.push(format!(
+                _ => self.other_notes.push(format!(
                     "the {:?} header at tar offset {} is not written",
                     type_flag as char, special.offset
                 )),
@@ -471,13 +536,13 @@ fn read_tar<R: Read>(
         }
         let type_flag = own.block[fields::TYPE_FLAG.at];
         if !matches!(entry.kind, EntryKind::File | EntryKind::Directory) {
-            other_notes.push(format!(
+            self.other_notes.push(format!(
                 "the tar entry at tar offset {} has type {:?}, which is not written",
                 own.offset, type_flag as char
             ));
-            continue;
+            return Ok(());
         }
-        let name = String::from_utf8(entry.name).map_err(|_| {
+        let name = String::from_utf8(entry.name.clone()).map_err(|_| {
             bad(format!(
                 "the tar entry at tar offset {} has a non-UTF-8 name",
                 own.offset
@@ -485,12 +550,12 @@ fn read_tar<R: Read>(
         })?;
         let dir = entry.kind == EntryKind::Directory;
         if (type_flag == b'5') != name.ends_with('/') || type_flag == 0 || type_flag == b'D' {
-            other_notes.push(format!(
+            self.other_notes.push(format!(
                 "the tar entry {name:?} has a type flag this tool does not write"
             ));
         }
         if name.starts_with("./") || name.starts_with('/') {
-            other_notes.push(format!(
+            self.other_notes.push(format!(
                 "the tar entry name {name:?} is not written this way"
             ));
         }
@@ -498,7 +563,7 @@ fn read_tar<R: Read>(
         let has_pax_path = pax
             .as_ref()
             .is_some_and(|p: &PaxFraming| p.records.iter().any(|(k, _)| k == "path"));
-        let long = has_pax_path || (name.len() > 100 && framing.format == TarFormat::Gnu);
+        let long = has_pax_path || (name.len() > 100 && self.framing.format == TarFormat::Gnu);
         let written_name = if long {
             &name.as_bytes()[..name.len().min(100)]
         } else {
@@ -512,52 +577,56 @@ fn read_tar<R: Read>(
             fields: &entry_fields,
             mode,
         };
-        check(&framing, &spec, own);
-        tar.skip_data().map_err(walk_error)?;
-        seen.push(Seen {
+        self.check(&spec, own);
+        self.seen.push(Seen {
             name,
             dir,
             mode,
             fields: entry_fields,
             pax,
         });
+        Ok(())
     }
-    notes.append(&mut other_notes);
-    if tar.nonzero_padding() {
-        notes.push("the padding after a tar member is not zero; a repack writes zeros".into());
-    }
-    if mismatches > 5 {
-        notes.push(format!("… and {} more such tar headers", mismatches - 5));
-    }
-    // After the marker: count what follows; it must all be zero.
-    let (end_offset, had_marker) = match tar.end_marker() {
-        Some(at) => (at, true),
-        None => (tar.offset(), false),
-    };
-    let after_marker = tar.offset() - end_offset;
-    let mut rest_reader = tar.into_inner();
-    let (rest, zero) = count_rest(&mut rest_reader)?;
-    let trailing = rest + if had_marker { after_marker } else { 0 };
-    if !zero {
-        notes.push("data after the tar end marker is not all zero; a repack writes zeros".into());
-    }
-    let total = end_offset + trailing;
-    let with_record = (end_offset + 1024).div_ceil(RECORD) * RECORD;
-    if trailing >= 1024 && with_record == total {
-        framing.end_blocks = 2;
-        framing.record_size = RECORD;
-    } else {
-        framing.end_blocks = u32::try_from(trailing / BLOCK as u64).unwrap_or(u32::MAX);
-        framing.record_size = BLOCK as u64;
-        if trailing % BLOCK as u64 != 0 {
+
+    /// The framing of the entries recorded, ending as `end` says; what
+    /// cannot be reproduced is added to `notes`.
+    pub(crate) fn finish(mut self, end: &TarEnd, notes: &mut Vec<String>) -> TarFraming {
+        let mut framing = self.framing;
+        notes.append(&mut self.mismatch_notes);
+        notes.append(&mut self.other_notes);
+        if end.nonzero_padding {
+            notes.push("the padding after a tar member is not zero; a repack writes zeros".into());
+        }
+        if self.mismatches > 5 {
             notes.push(format!(
-                "the tar stream ends with a partial block ({} bytes)",
-                trailing % BLOCK as u64
+                "… and {} more such tar headers",
+                self.mismatches - 5
             ));
         }
+        if !end.trailing_zero {
+            notes.push(
+                "data after the tar end marker is not all zero; a repack writes zeros".into(),
+            );
+        }
+        let (end_offset, trailing) = (end.end_offset, end.trailing);
+        let total = end_offset + trailing;
+        let with_record = (end_offset + 1024).div_ceil(RECORD) * RECORD;
+        if trailing >= 1024 && with_record == total {
+            framing.end_blocks = 2;
+            framing.record_size = RECORD;
+        } else {
+            framing.end_blocks = u32::try_from(trailing / BLOCK as u64).unwrap_or(u32::MAX);
+            framing.record_size = BLOCK as u64;
+            if trailing % BLOCK as u64 != 0 {
+                notes.push(format!(
+                    "the tar stream ends with a partial block ({} bytes)",
+                    trailing % BLOCK as u64
+                ));
+            }
+        }
+        finish_entries(&mut framing, self.seen);
+        framing
     }
-    finish_entries(&mut framing, seen);
-    Ok((framing, rest_reader))
 }
 
 /// The tar format and number style of the first stored header.
