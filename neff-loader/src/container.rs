@@ -2,7 +2,7 @@
 //! `neff_parse`; spec §5.1) and the tar walk of spec §3.4.
 
 use std::cell::Cell;
-use std::io::{self, BufReader, Cursor, Read, Seek, SeekFrom};
+use std::io::{self, BufReader, Cursor, Read, Seek, SeekFrom, Write};
 use std::rc::Rc;
 use std::sync::mpsc::sync_channel;
 
@@ -16,7 +16,7 @@ use crate::gate::{Gate, Rejection};
 use crate::gzip_reader::{looks_like_gzip, GzipReader, MemberTally};
 use crate::members::{MemberMeta, MemberTable, Usage, MAP_MAX};
 use crate::profile::RuntimeProfile;
-use crate::tar_reader::{display_name, escape_name, Entry, EntryKind, TarReader};
+use crate::tar_reader::{display_name, escape_name, Entry, EntryKind, StoredHeader, TarReader};
 
 /// Members whose names end with this suffix are skipped by the runtime's walk.
 pub const WAVEGRAPH_SUFFIX: &[u8] = b"wavegraph-bin.json";
@@ -191,6 +191,14 @@ pub struct Container {
     /// block), i.e. where the last entry ends; the stream's end when it ends
     /// without a marker. `None` when the walk did not reach the end.
     pub tar_end_offset: Option<u64>,
+    /// Whether every byte the tar walk read past its last entry's data (the
+    /// end-of-archive blocks excepted) is zero, up to `tar_size`; `None`
+    /// when `tar_size` is.
+    pub tar_tail_zero: Option<bool>,
+    /// Whether the padding after some entry's data is not all zero. Only
+    /// measured when the walk's sink wants the stored headers
+    /// ([`EntrySink::wants_headers`]); else false.
+    pub tar_nonzero_padding: bool,
     /// gzip payloads: how many complete gzip members were read.
     pub gzip_members: Option<u64>,
     /// gzip payloads: bytes from the start of the payload to the end of the
@@ -310,6 +318,17 @@ pub trait EntrySink {
     /// Whether the data of entries the walk itself skips (the
     /// `wavegraph-bin.json` members) is wanted too.
     fn wants_skipped(&self) -> bool;
+    /// Whether each entry's stored header blocks are wanted
+    /// ([`EntrySink::headers`]). Default: no.
+    fn wants_headers(&self) -> bool {
+        false
+    }
+    /// The stored header blocks of the next entry (its pax and long-name
+    /// headers, then its own), just before [`EntrySink::entry`]; only when
+    /// [`EntrySink::wants_headers`].
+    fn headers(&mut self, headers: &[StoredHeader]) {
+        let _ = headers;
+    }
 }
 
 /// A check only: nothing receives the entries.
@@ -845,6 +864,9 @@ fn walk<R: Read>(
         .map_err(|e| classify(e.into(), Gate::G10, |t| format!("Failed to open NEFF {t}")))?;
     container.compression = Some(compression);
     let mut tar = TarReader::new(stream);
+    if sink.wants_headers() {
+        tar = tar.recording_headers();
+    }
     let mut budgets = Budgets {
         limits,
         consumed,
@@ -863,16 +885,21 @@ fn walk<R: Read>(
     capped.close();
     walked?;
     container.tar_end_offset = Some(tar.end_marker().unwrap_or(tar.offset()));
+    container.tar_nonzero_padding = tar.nonzero_padding();
     let walked_to = tar.offset();
     // libarchive stops at the end marker; look a little further only to warn
     // about a damaged gzip trailer (and to measure the whole tar stream).
     let mut rest = tar.into_inner().take(TAIL_CHECK_LIMIT);
-    match io::copy(&mut rest, &mut io::sink()) {
+    let mut tail = ZeroCheck(true);
+    match io::copy(&mut rest, &mut tail) {
         Ok(n) if n == TAIL_CHECK_LIMIT => warnings.push(format!(
             "more than {} KiB of data after the tar end marker was not inspected",
             TAIL_CHECK_LIMIT >> 10
         )),
-        Ok(n) => container.tar_size = Some(walked_to + n),
+        Ok(n) => {
+            container.tar_size = Some(walked_to + n);
+            container.tar_tail_zero = Some(tail.0);
+        }
         Err(e) => {
             let e = Error::from(e);
             if e.kind() == ErrorKind::Read {
@@ -911,6 +938,9 @@ fn walk_entries<R: Read>(
             Ok(None) => return Ok(()),
             Err(e) => return Err(header_error(e, tar.offset())),
         };
+        if sink.wants_headers() {
+            sink.headers(tar.headers());
+        }
         sink.entry(&entry);
         let fate = store_entry(tar, &entry, budgets, container, warnings, sink)?;
         if budgets.limits.entry_table {
@@ -1121,6 +1151,20 @@ fn payload_stream_tallied<'a, R: Read + 'a>(
     } else {
         (Compression::None, Box::new(chained), None)
     })
+}
+
+/// A sink that remembers whether every byte written was zero.
+struct ZeroCheck(bool);
+
+impl Write for ZeroCheck {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0 &= buf.iter().all(|&b| b == 0);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 fn read_prefix<R: Read>(r: &mut R, buf: &mut [u8]) -> io::Result<usize> {

@@ -10,7 +10,7 @@ use std::fs::{self, File};
 use std::io::{self, BufReader, Write};
 use std::path::{Path, PathBuf};
 
-use neff_loader::walk::{walk_entries, EntrySink, Tier1};
+use neff_loader::walk::{walk_entries, EntrySink, StoredHeader, Tier1};
 use neff_loader::{Entry, EntryKind, Error, ErrorKind, Gate, Limits, Report, RuntimeProfile, Tier};
 
 use plan::Plan;
@@ -99,6 +99,21 @@ pub fn extract(
     force: bool,
     limits: &ExtractLimits,
 ) -> Result<(ExtractSummary, Tier1), Error> {
+    extract_observed(neff, dest, profile, force, limits, &mut Unobserved)
+}
+
+/// [`extract`], handing every entry the walk reads (with its data, and its
+/// stored header blocks when asked for) to `observer` as well: a second
+/// reader of the same pass, such as the framing recovery of a lift
+/// (`neff_writer::FramingRecorder`).
+pub fn extract_observed(
+    neff: &Path,
+    dest: &Path,
+    profile: &RuntimeProfile,
+    force: bool,
+    limits: &ExtractLimits,
+    observer: &mut dyn EntrySink,
+) -> Result<(ExtractSummary, Tier1), Error> {
     let file = File::open(neff).map_err(|e| Error::io(ErrorKind::Read, "cannot open", neff, e))?;
     if file.metadata().is_ok_and(|m| m.is_dir()) {
         let e = io::Error::from(io::ErrorKind::IsADirectory);
@@ -120,7 +135,7 @@ pub fn extract(
             progress: limits.progress.clone(),
             ..Limits::default()
         },
-        &mut unpacker,
+        &mut Both(&mut unpacker, observer),
     )?;
     let tier1 = accepted(tier1, profile)?;
     let plan = unpacker.finish()?;
@@ -161,6 +176,42 @@ pub fn extract_refused(
     };
     let (summary, tier1) = extract(neff, dest, &relaxed, force, limits)?;
     Ok((summary, tier1, Some(refusal)))
+}
+
+/// No second reader of an unpack's walk.
+struct Unobserved;
+
+impl EntrySink for Unobserved {
+    fn entry(&mut self, _: &Entry) {}
+    fn data(&mut self, _: &[u8]) {}
+    fn wants_skipped(&self) -> bool {
+        false
+    }
+}
+
+/// Two readers of one walk: each gets every call (the data of a skipped
+/// entry when either wants it).
+struct Both<'a>(&'a mut dyn EntrySink, &'a mut dyn EntrySink);
+
+impl EntrySink for Both<'_> {
+    fn entry(&mut self, entry: &Entry) {
+        self.0.entry(entry);
+        self.1.entry(entry);
+    }
+    fn data(&mut self, bytes: &[u8]) {
+        self.0.data(bytes);
+        self.1.data(bytes);
+    }
+    fn wants_skipped(&self) -> bool {
+        self.0.wants_skipped() || self.1.wants_skipped()
+    }
+    fn wants_headers(&self) -> bool {
+        self.0.wants_headers() || self.1.wants_headers()
+    }
+    fn headers(&mut self, headers: &[StoredHeader]) {
+        self.0.headers(headers);
+        self.1.headers(headers);
+    }
 }
 
 /// The container gates' verdict (only that tier matters: any readable

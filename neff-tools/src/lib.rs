@@ -19,6 +19,8 @@ mod inspect;
 mod ntff;
 
 pub use device_memory::{CoreMemory, MemoryCategories, MemoryReport};
-pub use extract::{abandon_unpack_dirs, extract, extract_refused, ExtractLimits, ExtractSummary};
+pub use extract::{
+    abandon_unpack_dirs, extract, extract_observed, extract_refused, ExtractLimits, ExtractSummary,
+};
 pub use inspect::{InspectReport, ModelReadPast};
 pub use ntff::ntff_neff_uuid;

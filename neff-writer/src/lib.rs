@@ -74,7 +74,7 @@ pub use member::{MemberName, MemberSource};
 pub use pack_settings::{infer_virtual_core, PackSettings};
 pub use packager::{PackOptions, PackOutcome, Packager};
 pub use progress::{Phase, Progress};
-pub use recover::{recover_framing, DeflateProof, DeflateProven, Recovered};
+pub use recover::{recover_framing, DeflateProof, DeflateProven, FramingRecorder, Recovered};
 pub use zlib_gzip::ZlibGzipWriter;
 
 /// The file-system plumbing the `neff` CLI, the Python package and

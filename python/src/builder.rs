@@ -147,18 +147,35 @@ fn lift(
         move || -> Result<(String, Option<String>), Result<neff_loader::Error, Error>> {
             let profile = neff_loader::RuntimeProfile::default();
             let limits = neff_tools::ExtractLimits::default();
-            // The framing recovery reads the file beside the unpack; the
-            // other gates go on from the unpack's container check.
+            // The framing recovery rides on the unpack's walk (or, for
+            // keep_refused, which may walk twice, reads the file beside it);
+            // the other gates go on from the unpack's container check.
             let proof = crate::files::deflate_proof(prove_deflate);
-            let (unpacked, recovered) = std::thread::scope(|scope| {
-                let recovering = scope.spawn(|| neff_writer::recover_framing(&path, proof));
-                let unpacked = match keep_refused {
-                    true => neff_tools::extract_refused(&path, &dir, &profile, false, &limits),
-                    false => neff_tools::extract(&path, &dir, &profile, false, &limits)
-                        .map(|(s, t)| (s, t, None)),
-                };
-                (unpacked, recovering.join())
-            });
+            let (unpacked, recovered) = match keep_refused {
+                false => {
+                    let mut recorder = neff_writer::FramingRecorder::start(&path, proof);
+                    let (summary, tier1) = neff_tools::extract_observed(
+                        &path,
+                        &dir,
+                        &profile,
+                        false,
+                        &limits,
+                        &mut recorder,
+                    )
+                    .map_err(Ok)?;
+                    let recovered = match &tier1.container {
+                        Some(container) => recorder.finish(container),
+                        None => neff_writer::recover_framing(&path, proof),
+                    };
+                    (Ok((summary, tier1, None)), Ok(recovered))
+                }
+                true => std::thread::scope(|scope| {
+                    let recovering = scope.spawn(|| neff_writer::recover_framing(&path, proof));
+                    let unpacked =
+                        neff_tools::extract_refused(&path, &dir, &profile, false, &limits);
+                    (unpacked, recovering.join())
+                }),
+            };
             let (_, tier1, mut refused) = unpacked.map_err(Ok)?;
             if refused.is_none() {
                 let verdict = neff_loader::Loader::new(&profile)

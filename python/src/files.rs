@@ -10,8 +10,10 @@ use std::path::{Path, PathBuf};
 use neff_loader::{parse_features, RuntimeProfile};
 use neff_schema::{FramingPreset, PkgVersion};
 use neff_tools::diff::{diff as diff_snapshots, DiffOptions, Snapshot};
-use neff_tools::{extract, ExtractLimits};
-use neff_writer::{recover_framing, DeflateProof, HeaderFile, PackOptions, PackSettings, Packager};
+use neff_tools::{extract, extract_observed, ExtractLimits};
+use neff_writer::{
+    recover_framing, DeflateProof, FramingRecorder, HeaderFile, PackOptions, PackSettings, Packager,
+};
 use pyo3::prelude::*;
 use serde_json::json;
 
@@ -187,18 +189,31 @@ fn unpack(
         verify_hash: !no_verify_hash,
         ..RuntimeProfile::default()
     };
-    let (summary, _) = py
-        .detach(|| extract(&path, &dir, &profile, force, &ExtractLimits::default()))
+    let limits = ExtractLimits::default();
+    let proof = deflate_proof(prove_deflate);
+    // With a header file, the framing recovery rides on the unpack's walk.
+    let (summary, recovered) = py
+        .detach(|| match &header_out {
+            Some(_) => {
+                let mut recorder = FramingRecorder::start(&path, proof);
+                let (summary, tier1) =
+                    extract_observed(&path, &dir, &profile, force, &limits, &mut recorder)?;
+                let recovered = match &tier1.container {
+                    Some(container) => recorder.finish(container),
+                    None => recover_framing(&path, proof),
+                };
+                Ok((summary, Some(recovered)))
+            }
+            None => extract(&path, &dir, &profile, force, &limits).map(|(s, _)| (s, None)),
+        })
         .map_err(|e| loader_error(&e))?;
     if fsync {
         py.detach(|| neff_writer::fs::sync_tree(&dir))
             .map_err(|e| writer_error(&neff_writer::Error::from(e).at_path(&dir)))?;
     }
     let mut doc = json!(summary);
-    if let Some(out) = &header_out {
-        let recovered = py
-            .detach(|| recover_framing(&path, deflate_proof(prove_deflate)))
-            .map_err(|e| writer_error(&e))?;
+    if let (Some(out), Some(recovered)) = (&header_out, recovered) {
+        let recovered = recovered.map_err(|e| writer_error(&e))?;
         neff_writer::fs::write_atomic_with(out, recovered.file.to_json().as_bytes(), fsync)
             .map_err(|e| writer_error(&neff_writer::Error::io("cannot write", out, e)))?;
         doc["header_out"] = json!(out.display().to_string());

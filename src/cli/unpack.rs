@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use neff::loader::RuntimeProfile;
 use neff::loader::{Loader, Report};
-use neff::tools::{extract, extract_refused, ExtractLimits};
+use neff::tools::{extract, extract_observed, extract_refused, ExtractLimits};
 use neff::writer::lift::{Content, Model};
-use neff::writer::{recover_framing, DeflateProof, Recovered};
+use neff::writer::{recover_framing, DeflateProof, FramingRecorder, Recovered};
 
 use super::documents::{DeflateProof as DeflateProofDoc, UnpackReport};
 use super::progress::Progress;
@@ -145,28 +145,49 @@ fn unpack(args: UnpackArgs, shown: &str) -> Result<u8, Box<dyn std::error::Error
         max_depth: args.max_depth,
         progress: progress.counter(),
     };
-    // A lift's framing recovery reads the file beside the unpack; the
+    // A lift's framing recovery rides on the unpack's walk (or, for
+    // --keep-refused, which may walk twice, reads the file beside it); the
     // verdict of the other gates (for --spec) goes on from the unpack's own
     // container check.
     let lifting = args.header_out.is_some() || args.spec.is_some();
-    let (unpacked, recovered) = std::thread::scope(|scope| {
-        let proof = match args.prove_deflate {
-            true => DeflateProof::Whole,
-            false => DeflateProof::DEFAULT,
-        };
-        let file = args.file.as_path();
-        let recovering = lifting.then(|| scope.spawn(move || recover_framing(file, proof)));
-        let unpacked = match args.keep_refused {
-            true => extract_refused(&args.file, &args.output, &profile, args.force, &limits),
-            false => extract(&args.file, &args.output, &profile, args.force, &limits)
-                .map(|(summary, tier1)| (summary, tier1, None)),
-        };
-        let recovered = recovering.map(|t| {
-            t.join()
-                .map_err(|_| "the framing recovery thread panicked".to_string())
+    let proof = match args.prove_deflate {
+        true => DeflateProof::Whole,
+        false => DeflateProof::DEFAULT,
+    };
+    let file = args.file.as_path();
+    let (unpacked, recovered) = if lifting && !args.keep_refused {
+        let mut recorder = FramingRecorder::start(file, proof);
+        let unpacked = extract_observed(
+            file,
+            &args.output,
+            &profile,
+            args.force,
+            &limits,
+            &mut recorder,
+        )
+        .map(|(summary, tier1)| (summary, tier1, None));
+        let recovered = unpacked.as_ref().ok().map(|(_, tier1, _)| {
+            Ok(match &tier1.container {
+                Some(container) => recorder.finish(container),
+                None => recover_framing(file, proof),
+            })
         });
         (unpacked, recovered)
-    });
+    } else {
+        std::thread::scope(|scope| {
+            let recovering = lifting.then(|| scope.spawn(move || recover_framing(file, proof)));
+            let unpacked = match args.keep_refused {
+                true => extract_refused(file, &args.output, &profile, args.force, &limits),
+                false => extract(file, &args.output, &profile, args.force, &limits)
+                    .map(|(summary, tier1)| (summary, tier1, None)),
+            };
+            let recovered = recovering.map(|t| {
+                t.join()
+                    .map_err(|_| "the framing recovery thread panicked".to_string())
+            });
+            (unpacked, recovered)
+        })
+    };
     drop(progress);
     let (summary, tier1, mut refused) = match unpacked {
         Ok(done) => done,

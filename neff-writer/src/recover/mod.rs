@@ -36,6 +36,9 @@ use crate::parallel_gzip::chunk_len;
 use crate::tar_writer::{encode_header, pax_body, HeaderSpec, BLOCK, RECORD};
 use crate::zlib_gzip::ZlibStream;
 
+mod riding;
+pub use riding::FramingRecorder;
+
 /// What a byte-identical repack needs, recovered from a NEFF.
 #[derive(Debug, Clone)]
 pub struct Recovered {
@@ -107,13 +110,17 @@ impl Default for DeflateProof {
 /// [`ErrorKind::Framing`] error; a failed read, [`ErrorKind::Io`].
 pub fn recover_framing(path: &Path, proof: DeflateProof) -> Result<Recovered, Error> {
     let mut file = File::open(path).map_err(|e| Error::io("cannot open", path, e))?;
-    recover_from(&mut file, path, proof).map_err(|e| {
-        let kind = match e.kind() {
-            io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof => ErrorKind::Framing,
-            _ => ErrorKind::Io,
-        };
-        Error::new(kind, e.to_string()).at_path(path).with_source(e)
-    })
+    recover_from(&mut file, path, proof).map_err(|e| recovery_error(path, e))
+}
+
+/// A recovery's failure: [`ErrorKind::Framing`] for what the file holds,
+/// [`ErrorKind::Io`] for a failed read.
+fn recovery_error(path: &Path, e: io::Error) -> Error {
+    let kind = match e.kind() {
+        io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof => ErrorKind::Framing,
+        _ => ErrorKind::Io,
+    };
+    Error::new(kind, e.to_string()).at_path(path).with_source(e)
 }
 
 fn recover_from(file: &mut File, path: &Path, proof: DeflateProof) -> io::Result<Recovered> {
@@ -125,13 +132,7 @@ fn recover_from(file: &mut File, path: &Path, proof: DeflateProof) -> io::Result
     let file_size = file.seek(SeekFrom::End(0))?;
     let data_size = fields.data_size;
     let mut notes = Vec::new();
-    let end = HEADER_LEN as u64 + data_size;
-    if file_size > end {
-        notes.push(format!(
-            "the {} bytes after the payload (file offset {end:#x}) are not written",
-            file_size - end
-        ));
-    }
+    note_after_payload(file_size, data_size, &mut notes);
     let pkg = PkgVersion::from_value(fields.pkg_version).unwrap_or(PkgVersion::Md5Gzip);
     file.seek(SeekFrom::Start(HEADER_LEN as u64))?;
     let mut hashed = HashingRead::new(file.take(data_size), pkg);
@@ -158,15 +159,8 @@ fn recover_from(file: &mut File, path: &Path, proof: DeflateProof) -> io::Result
             drop(reader);
             let member_len = first.header.len + deflate_len + 8;
             let rest = data_size.saturating_sub(member_len);
-            if hashed.last_nonzero.is_some_and(|at| at >= member_len) && members == 1 {
-                notes.push(format!(
-                    "the {rest} bytes after the gzip member are not all zero; a repack writes zeros"
-                ));
-            }
-            framing.gzip = GzipFraming {
-                padding: padding_of(member_len, rest),
-                ..gzip_framing(&first.header, &mut notes)
-            };
+            let rest_zero = hashed.last_nonzero.is_none_or(|at| at < member_len) || members > 1;
+            framing.gzip = member_framing(&first.header, member_len, rest, rest_zero, &mut notes);
             Some((HEADER_LEN as u64 + first.header.len, deflate_len))
         }
         (false, PkgVersion::Sha256Tar) => {
@@ -194,6 +188,62 @@ fn recover_from(file: &mut File, path: &Path, proof: DeflateProof) -> io::Result
         }
     };
     let (digest, sha256) = hashed.finish();
+    let walked = Walked {
+        header,
+        notes,
+        framing,
+        deflate_at,
+        digest,
+        sha256,
+    };
+    conclude(walked, path, proof, None)
+}
+
+/// Notes the bytes of a file of `file_size` after a payload of `data_size`.
+fn note_after_payload(file_size: u64, data_size: u64, notes: &mut Vec<String>) {
+    let end = HEADER_LEN as u64 + data_size;
+    if file_size > end {
+        notes.push(format!(
+            "the {} bytes after the payload (file offset {end:#x}) are not written",
+            file_size - end
+        ));
+    }
+}
+
+/// What a walk over the payload found, whichever walk it was.
+struct Walked {
+    header: NeffHeader,
+    /// What cannot be reproduced, so far.
+    notes: Vec<String>,
+    /// The framing, but for the hash and the deflate engine.
+    framing: Framing,
+    /// Where the first gzip member's deflate stream is in the file, and its
+    /// length (gzip payloads of pkg 2).
+    deflate_at: Option<(u64, u64)>,
+    /// The payload's pkg digest (MD5 or SHA-256), standard layout.
+    digest: Vec<u8>,
+    /// The payload's SHA-256.
+    sha256: [u8; 32],
+}
+
+/// Completes a recovery from what the walk found: the hash layout, the
+/// deflate engine (proven as far as `proof` says; `early` is a proof that
+/// already ran over the same prefix), and the header fields a repack takes.
+fn conclude(
+    walked: Walked,
+    path: &Path,
+    proof: DeflateProof,
+    early: Option<Option<(Deflate, u64)>>,
+) -> io::Result<Recovered> {
+    let Walked {
+        header,
+        mut notes,
+        mut framing,
+        deflate_at,
+        digest,
+        sha256,
+    } = walked;
+    let fields = header.fields();
     let stored = header.hash();
     let layout = walk::matching_layout(&digest, &stored, &HashLayout::ALL);
     framing.hash = HashFraming {
@@ -213,8 +263,13 @@ fn recover_from(file: &mut File, path: &Path, proof: DeflateProof) -> io::Result
             offset,
             len,
             budget: proof.budget(len),
+            len_known: true,
         };
-        match find_deflate(&stored, &framing)? {
+        let found = match early {
+            Some(found) => found,
+            None => find_deflate(&stored, &framing)?,
+        };
+        match found {
             Some((deflate, compared)) => {
                 framing.gzip.deflate = deflate;
                 proven = Some(DeflateProven {
@@ -311,6 +366,27 @@ fn count_rest<R: Read>(r: &mut R) -> io::Result<(u64, bool)> {
     }
 }
 
+/// The framing of a payload's one gzip member (its deflate engine to be
+/// found): its `header`, its length `member_len`, and the `rest` bytes of
+/// the payload after it (all zero or not).
+fn member_framing(
+    header: &walk::GzipMemberHeader,
+    member_len: u64,
+    rest: u64,
+    rest_zero: bool,
+    notes: &mut Vec<String>,
+) -> GzipFraming {
+    if !rest_zero {
+        notes.push(format!(
+            "the {rest} bytes after the gzip member are not all zero; a repack writes zeros"
+        ));
+    }
+    GzipFraming {
+        padding: padding_of(member_len, rest),
+        ..gzip_framing(header, notes)
+    }
+}
+
 /// The padding rule that explains `rest` zero bytes after a member of `len`.
 fn padding_of(len: u64, rest: u64) -> Padding {
     if rest == 0 {
@@ -363,6 +439,7 @@ fn gzip_framing(header: &walk::GzipMemberHeader, notes: &mut Vec<String>) -> Gzi
 }
 
 /// One tar entry as stored.
+#[derive(Debug)]
 struct Seen {
     name: String,
     dir: bool,
@@ -438,6 +515,7 @@ pub(crate) struct TarEnd {
 /// Records each tar entry as it is read (its stored header blocks and what
 /// the walk made of them), checking the framing writer encodes each block
 /// as it is stored; [`TarRecorder::finish`] gives the framing.
+#[derive(Debug)]
 pub(crate) struct TarRecorder {
     framing: TarFraming,
     style_known: bool,
@@ -775,12 +853,15 @@ fn packer_order(names: &[&str], order: MemberOrder, directories: bool) -> Vec<St
 }
 
 /// A stored deflate stream: `len` bytes at file offset `offset` of `path`,
-/// of which the first `budget` are to be proven.
+/// of which the first `budget` are to be proven. When `len` is only an upper
+/// bound (`len_known` false), a comparison that reaches the content's end
+/// is [`Stop::Undecided`]: its verdict would depend on the true length.
 struct Stored<'p> {
     path: &'p Path,
     offset: u64,
     len: u64,
     budget: u64,
+    len_known: bool,
 }
 
 impl Stored<'_> {
@@ -853,13 +934,14 @@ fn parallel_deflate_matches(stored: &Stored<'_>, level: u32) -> io::Result<Optio
         sink.finish()
     });
     match compared {
+        Ok(_) if !stored.len_known => Err(io::Error::other(Stop::Undecided)),
         Ok(compare) => Ok((compare.left == 0 && compare.beyond == TRAILER).then_some(stored.len)),
         // The comparison stopped the pipeline at the first difference, or
         // once the budget was proven.
         Err(e) => match e.get_ref().and_then(|inner| inner.downcast_ref::<Stop>()) {
             Some(Stop::Differs) => Ok(None),
             Some(Stop::Proven) => Ok(Some(stored.budget)),
-            None => Err(e),
+            Some(Stop::Undecided) | None => Err(e),
         },
     }
 }
@@ -871,6 +953,9 @@ enum Stop {
     Differs,
     /// The budget of bytes to prove is proven.
     Proven,
+    /// The content ended before the budget was proven, and the stream's
+    /// true length is not known.
+    Undecided,
 }
 
 impl std::fmt::Display for Stop {
@@ -878,6 +963,7 @@ impl std::fmt::Display for Stop {
         f.write_str(match self {
             Stop::Differs => "the re-deflated stream differs from the stored one",
             Stop::Proven => "the re-deflated stream equals the stored one as far as it is proven",
+            Stop::Undecided => "the stream's content ended before its proof did",
         })
     }
 }
@@ -985,6 +1071,9 @@ fn deflate_matches(stored: &Stored<'_>, candidate: Deflate) -> io::Result<Option
         }
         compared += out.len() as u64;
         if n == 0 {
+            if !stored.len_known {
+                return Err(io::Error::other(Stop::Undecided));
+            }
             return Ok((compared == stored.len).then_some(compared));
         }
         if compared >= stored.budget && compared < stored.len {
