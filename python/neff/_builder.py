@@ -589,7 +589,7 @@ def lift(source: Union[str, os.PathLike[str]], dir: Union[str, os.PathLike[str]]
     without those checks reads it. :attr:`Builder.refusal` holds the gates'
     report of a lifted NEFF they refuse (``None`` when accepted); write such a
     model back with ``keep_refused=True``. The deflate stream is proven to
-    be what a rebuild writes over its first 64 MiB (``prove_deflate=True``:
+    be what a rebuild writes over its first 16 MiB (``prove_deflate=True``:
     all of it, as long as a pack); :attr:`BuildOutcome.payload_matches_source`
     then says whether a write gave the lifted NEFF's payload.
 

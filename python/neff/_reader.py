@@ -877,7 +877,7 @@ def unpack(
     """Unpacks every member into ``dir`` as ``neff unpack`` does; ``header_out`` writes the repack header.
 
     ``byte_identical_repack`` rests on the deflate stream proven over its first
-    64 MiB (``deflate_proof``); ``prove_deflate=True`` proves all of it
+    16 MiB (``deflate_proof``); ``prove_deflate=True`` proves all of it
     (``neff unpack --prove-deflate``), which costs as long as a pack.
 
     ``dir`` (and ``header_out``) are synced once at the end unless ``fsync=False``

@@ -77,7 +77,7 @@ pub struct UnpackArgs {
     keep_refused: bool,
     /// With --header-out or --spec: re-deflate the whole deflate stream to prove
     /// a repack writes it again (as long as a pack of it). By default the first
-    /// 64 MiB are proven, which tells the engine and its parameters apart; `neff
+    /// 16 MiB are proven, which tells the engine and its parameters apart; `neff
     /// pack --header` and `neff build` then say whether the payload they wrote is
     /// this NEFF's.
     #[arg(long)]

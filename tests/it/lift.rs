@@ -81,7 +81,7 @@ fn every_real_neff_lifts_and_builds_back_byte_for_byte() {
         let tmp = tempfile::tempdir().unwrap();
         let (_, spec, report) = lift(&file, tmp.path());
         assert_eq!(report["byte_identical_repack"], true, "{name}: {report:#}");
-        // Every real stream is below the default proof's 64 MiB: proven whole.
+        // Every real stream is below the default proof's 16 MiB: proven whole.
         let proof = &report["deflate_proof"];
         assert!(proof["stream"].as_u64().unwrap() > 0, "{name}: {report:#}");
         assert_eq!(proof["compared"], proof["stream"], "{name}: {report:#}");

@@ -86,9 +86,9 @@ pub enum DeflateProof {
 }
 
 impl DeflateProof {
-    /// The default: the first 64 MiB, which is every stream of the real
+    /// The default: the first 16 MiB, which is every stream of the real
     /// compiler NEFFs seen so far.
-    pub const DEFAULT: DeflateProof = DeflateProof::Prefix(64 << 20);
+    pub const DEFAULT: DeflateProof = DeflateProof::Prefix(16 << 20);
 
     /// The stored bytes to compare of a stream of `len`.
     fn budget(self, len: u64) -> u64 {
