@@ -20,7 +20,7 @@ import warnings
 from dataclasses import dataclass, field
 from collections.abc import Mapping as _MappingABC
 from typing import (
-    Any, BinaryIO, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union,
+    Any, BinaryIO, Dict, FrozenSet, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union,
 )
 
 from neff import _native
@@ -43,9 +43,15 @@ Features = Union[int, str, Iterable[Union[int, str]]]
 T = TypeVar("T")
 
 
+_FIELD_NAMES: Dict[type, FrozenSet[str]] = {}
+
+
 def _build(cls: Type[T], d: Mapping[str, Any], **override: Any) -> T:
     """A ``cls`` dataclass from the fields of ``d`` it has (and ``raw`` = ``d``)."""
-    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = frozenset(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+        _FIELD_NAMES[cls] = names
     values = {k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items() if k in names}
     values.update(override)
     if "raw" in names:
