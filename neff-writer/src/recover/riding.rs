@@ -28,7 +28,9 @@ use crate::error::Error;
 /// Records how a NEFF is framed while another walk reads its entries: hand
 /// it to that walk as its [`EntrySink`] (or beside its own sink), then
 /// [`FramingRecorder::finish`] with the container the walk read. The result
-/// is what [`recover_framing`] gives.
+/// is what [`recover_framing`] gives. Dropped without `finish` (the walk
+/// was refused), its thread beside the walk still reads to its end on its
+/// own, holding the file open until then.
 #[derive(Debug)]
 pub struct FramingRecorder {
     path: PathBuf,
