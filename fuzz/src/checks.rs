@@ -13,8 +13,9 @@ use neff_loader::{load_buffer, Loaded, Loader, RuntimeProfile, Verdict};
 use neff_loader::{payload_stream, EntryFate};
 use neff_loader::{EntryKind, TarReader};
 use neff_schema::{Arch, NeffHeader, PkgVersion, HEADER_LEN};
-use neff_tools::{extract, ExtractLimits, InspectReport};
+use neff_tools::{extract, extract_observed, ExtractLimits, InspectReport};
 use neff_writer::build_spec::BuildSpec;
+use neff_writer::{recover_framing, DeflateProof, FramingRecorder};
 use neff_writer::{HeaderPatch, MemberName, PackOptions, Packager};
 
 /// `read_verify`: any bytes, loaded on every arch with the default profile,
@@ -78,22 +79,51 @@ fn load_everywhere(data: &[u8], base: &RuntimeProfile) -> Option<&'static str> {
     }
 }
 
-/// Unpacks `data` with [`extract`] into a fresh folder: whatever the outcome,
-/// nothing appears beside the destination; when it succeeds, every file the
-/// walk stored is there with its size (unless another entry maps to the same
-/// path, e.g. `a//b` and `a/b`).
+/// Unpacks `data` with [`extract_observed`] into a fresh folder, recording
+/// its framing on the way: whatever the outcome, nothing appears beside the
+/// destination; when it succeeds, every file the walk stored is there with
+/// its size (unless another entry maps to the same path, e.g. `a//b` and
+/// `a/b`), and the framing recorded on the unpack's walk is what the
+/// recovery's own walk finds.
 fn extract_contained(data: &[u8]) {
     let input = tempfile::NamedTempFile::new().expect("a temp file");
     std::fs::write(input.path(), data).expect("writing the temp file");
     let root = tempfile::tempdir().expect("a temp folder");
     let dest = root.path().join("out");
-    let result = extract(
+    let proof = DeflateProof::DEFAULT;
+    let mut recorder = FramingRecorder::start(input.path(), proof);
+    let result = extract_observed(
         input.path(),
         &dest,
         &RuntimeProfile::default(),
         false,
         &ExtractLimits::default(),
+        &mut recorder,
     );
+    if let Ok((_, tier1)) = &result {
+        let container = tier1
+            .container
+            .as_ref()
+            .expect("an accepted unpack's container");
+        let recorded = recorder.finish(container);
+        let own = recover_framing(input.path(), proof);
+        match (recorded, own) {
+            (Ok(recorded), Ok(own)) => {
+                assert_eq!(
+                    recorded.file.to_json(),
+                    own.file.to_json(),
+                    "recorded framing"
+                );
+                assert_eq!((recorded.exact, recorded.deflate), (own.exact, own.deflate));
+            }
+            (Err(recorded), Err(own)) => assert_eq!(recorded.to_string(), own.to_string()),
+            (recorded, own) => panic!(
+                "the recorded framing is {:?}, the recovery's own walk gives {:?}",
+                recorded.map(|r| r.exact),
+                own.map(|r| r.exact)
+            ),
+        }
+    }
     let beside: Vec<_> = std::fs::read_dir(root.path())
         .expect("listing the temp folder")
         .map(|e| e.expect("a folder entry").file_name())
