@@ -736,11 +736,13 @@ impl Packager {
         let (buf, stream, ends) = tee.into_parts();
         buf.into_inner().map_err(|e| e.into_error())?;
         let header = assemble_header(pkg, &digests, options);
+        let payload_hash = payload_hash(pkg, &digests, options);
         file.seek(SeekFrom::Start(0))?;
         file.write_all(NeffHeader::from_fields(&header).as_bytes())?;
         file.flush()?;
         Ok(Written {
             header,
+            payload_hash,
             tar_size,
             files,
             directories,
@@ -752,6 +754,8 @@ impl Packager {
 /// What [`Packager::write_payload`] wrote, before the check.
 struct Written {
     header: HeaderFields,
+    /// The `hash` field the payload gives (the header's may be patched).
+    payload_hash: Option<Blob<32>>,
     tar_size: u64,
     files: usize,
     directories: usize,
@@ -803,7 +807,7 @@ fn check<F: Read + Seek>(
     }
     Ok(PackOutcome {
         notes,
-        payload_matches_source: options.source_hash.map(|h| h == written.header.hash),
+        payload_matches_source: options.source_hash.map(|h| Some(h) == written.payload_hash),
         header: written.header,
         report,
         tar_size: written.tar_size,
@@ -874,14 +878,8 @@ fn assemble_header(pkg: PkgVersion, digests: &Digests, options: &PackOptions) ->
         compiler_header(&mut h, &options.header);
     }
     h.data_size = digests.count;
-    let layout = options.framing.hash.layout;
-    match (digests.md5, digests.sha256) {
-        (Some(md5), _) if pkg == PkgVersion::Md5Gzip => {
-            h.hash.0[..16].copy_from_slice(&layout.apply(&md5));
-            h.hash.0[16..].copy_from_slice(&options.framing.hash.tail.0);
-        }
-        (_, Some(sha)) => h.hash.0.copy_from_slice(&layout.apply(&sha)),
-        _ => {}
+    if let Some(hash) = payload_hash(pkg, digests, options) {
+        h.hash = hash;
     }
     let from_content = || {
         digests
@@ -898,6 +896,22 @@ fn assemble_header(pkg: PkgVersion, digests: &Digests, options: &PackOptions) ->
     };
     options.header.apply(&mut h);
     h
+}
+
+/// The header `hash` field the payload's `digests` give, in the framing's
+/// layout (before any patch of the field); `None` without a digest.
+fn payload_hash(pkg: PkgVersion, digests: &Digests, options: &PackOptions) -> Option<Blob<32>> {
+    let layout = options.framing.hash.layout;
+    let mut hash = Blob([0; 32]);
+    match (digests.md5, digests.sha256) {
+        (Some(md5), _) if pkg == PkgVersion::Md5Gzip => {
+            hash.0[..16].copy_from_slice(&layout.apply(&md5));
+            hash.0[16..].copy_from_slice(&options.framing.hash.tail.0);
+        }
+        (_, Some(sha)) => hash.0.copy_from_slice(&layout.apply(&sha)),
+        _ => return None,
+    }
+    Some(hash)
 }
 
 /// neuronx-cc's header conventions (spec §11.1): empty build version,

@@ -1147,6 +1147,33 @@ mod tests {
     }
 
     #[test]
+    fn the_payload_is_matched_with_the_source_by_its_own_hash_not_a_patched_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.neff");
+        let hash = pack(&path, crate::PackOptions::default()).header.hash;
+        let with_source = |source: Blob<32>, patched: Option<Blob<32>>| crate::PackOptions {
+            source_hash: Some(source),
+            header: HeaderPatch {
+                hash: patched,
+                ..HeaderPatch::default()
+            },
+            ..crate::PackOptions::default()
+        };
+        let other = Blob([7; 32]);
+        let same = pack(&path, with_source(hash, None));
+        assert_eq!(same.payload_matches_source, Some(true));
+        // A header patched to claim the source's hash does not make the
+        // payload the source's.
+        let claimed = pack(&path, with_source(other, Some(other)));
+        assert_eq!(claimed.header.hash, other);
+        assert_eq!(claimed.payload_matches_source, Some(false));
+        assert_eq!(
+            pack(&path, crate::PackOptions::default()).payload_matches_source,
+            None
+        );
+    }
+
+    #[test]
     fn a_zlib_stream_is_proven_over_a_prefix_or_whole() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("z.neff");
