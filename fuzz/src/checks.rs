@@ -13,9 +13,9 @@ use neff_loader::{load_buffer, Loaded, Loader, RuntimeProfile, Verdict};
 use neff_loader::{payload_stream, EntryFate};
 use neff_loader::{EntryKind, TarReader};
 use neff_schema::{Arch, NeffHeader, PkgVersion, HEADER_LEN};
-use neff_tools::{extract, extract_observed, ExtractLimits, InspectReport};
+use neff_tools::{extract, extract_recovering, ExtractLimits, InspectReport};
 use neff_writer::build_spec::BuildSpec;
-use neff_writer::{recover_framing, DeflateProof, FramingRecorder};
+use neff_writer::{recover_framing, DeflateProof};
 use neff_writer::{HeaderPatch, MemberName, PackOptions, Packager};
 
 /// `read_verify`: any bytes, loaded on every arch with the default profile,
@@ -79,7 +79,7 @@ fn load_everywhere(data: &[u8], base: &RuntimeProfile) -> Option<&'static str> {
     }
 }
 
-/// Unpacks `data` with [`extract_observed`] into a fresh folder, recording
+/// Unpacks `data` with [`extract_recovering`] into a fresh folder, recording
 /// its framing on the way: whatever the outcome, nothing appears beside the
 /// destination; when it succeeds, every file the walk stored is there with
 /// its size (unless another entry maps to the same path, e.g. `a//b` and
@@ -91,23 +91,18 @@ fn extract_contained(data: &[u8]) {
     let root = tempfile::tempdir().expect("a temp folder");
     let dest = root.path().join("out");
     let proof = DeflateProof::DEFAULT;
-    let mut recorder = FramingRecorder::start(input.path(), proof);
-    let result = extract_observed(
+    let result = extract_recovering(
         input.path(),
         &dest,
         &RuntimeProfile::default(),
         false,
         &ExtractLimits::default(),
-        &mut recorder,
+        false,
+        proof,
     );
-    if let Ok((_, tier1)) = &result {
-        let container = tier1
-            .container
-            .as_ref()
-            .expect("an accepted unpack's container");
-        let recorded = recorder.finish(container);
+    if let Ok(unpacked) = &result {
         let own = recover_framing(input.path(), proof);
-        match (recorded, own) {
+        match (&unpacked.recovered, own) {
             (Ok(recorded), Ok(own)) => {
                 assert_eq!(
                     recorded.file.to_json(),
@@ -119,7 +114,7 @@ fn extract_contained(data: &[u8]) {
             (Err(recorded), Err(own)) => assert_eq!(recorded.to_string(), own.to_string()),
             (recorded, own) => panic!(
                 "the recorded framing is {:?}, the recovery's own walk gives {:?}",
-                recorded.map(|r| r.exact),
+                recorded.as_ref().map(|r| r.exact),
                 own.map(|r| r.exact)
             ),
         }
@@ -133,7 +128,7 @@ fn extract_contained(data: &[u8]) {
         beside.is_empty(),
         "unpacking wrote {beside:?} outside its destination"
     );
-    let Some(container) = result.ok().and_then(|(_, tier1)| tier1.container) else {
+    let Some(container) = result.ok().and_then(|unpacked| unpacked.tier1.container) else {
         return;
     };
     let mut seen: BTreeMap<PathBuf, usize> = BTreeMap::new();

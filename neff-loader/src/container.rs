@@ -244,16 +244,28 @@ impl Container {
         }
     }
 
-    /// Fills in [`Container::payload_padding`] by reading the bytes between
-    /// the end of the gzip data and the end of `data_size` from `source`
-    /// again (stopping at the first non-zero byte). Does nothing unless the
-    /// gzip data was read to its end.
+    /// Fills in [`Container::payload_padding`] ([`Container::padding`]).
+    /// Does nothing unless the gzip data was read to its end.
     pub fn measure_padding<R: Read + Seek + ?Sized>(
         &mut self,
         source: &mut R,
     ) -> Result<(), Error> {
+        if let Some(padding) = self.padding(source)? {
+            self.payload_padding = Some(padding);
+        }
+        Ok(())
+    }
+
+    /// The bytes between the end of the gzip data and the end of
+    /// `data_size`, read from `source` (the same NEFF) again, stopping at
+    /// the first non-zero byte; `None` unless the gzip data was read to its
+    /// end.
+    pub fn padding<R: Read + Seek + ?Sized>(
+        &self,
+        source: &mut R,
+    ) -> Result<Option<PayloadPadding>, Error> {
         let Some(end) = self.gzip_member_size else {
-            return Ok(());
+            return Ok(None);
         };
         let data_size = self.header.data_size();
         let bytes = data_size.saturating_sub(end);
@@ -271,8 +283,7 @@ impl Container {
                 break;
             }
         }
-        self.payload_padding = Some(PayloadPadding { bytes, all_zero });
-        Ok(())
+        Ok(Some(PayloadPadding { bytes, all_zero }))
     }
 }
 

@@ -8,6 +8,7 @@
 //! * [`diff`]: what differs between two NEFFs (header, members, keys);
 //! * [`extract`]: `neff unpack`, writing each member as the walk reads it,
 //!   through directory descriptors, refusing what the limits refuse;
+//!   [`extract_recovering`] also recovers the framing on the same walk;
 //! * [`ntff_neff_uuid`]: the NEFF UUID an NTFF profile names.
 #![deny(missing_docs)]
 #![deny(missing_debug_implementations)]
@@ -17,6 +18,7 @@ pub mod diff;
 mod extract;
 mod inspect;
 mod ntff;
+mod recovering;
 
 pub use device_memory::{CoreMemory, MemoryCategories, MemoryReport};
 pub use extract::{
@@ -24,3 +26,4 @@ pub use extract::{
 };
 pub use inspect::{InspectReport, ModelReadPast};
 pub use ntff::ntff_neff_uuid;
+pub use recovering::{extract_recovering, refusal_after_unpack, Recovering};

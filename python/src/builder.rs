@@ -147,50 +147,23 @@ fn lift(
         move || -> Result<(String, Option<String>), Result<neff_loader::Error, Error>> {
             let profile = neff_loader::RuntimeProfile::default();
             let limits = neff_tools::ExtractLimits::default();
-            // The framing recovery rides on the unpack's walk (or, for
-            // keep_refused, which may walk twice, reads the file beside it);
-            // the other gates go on from the unpack's container check.
+            // The framing is recovered on the unpack's own walk; the other
+            // gates go on from its container check.
             let proof = crate::files::deflate_proof(prove_deflate);
-            let (unpacked, recovered) = match keep_refused {
-                false => {
-                    let mut recorder = neff_writer::FramingRecorder::start(&path, proof);
-                    let (summary, tier1) = neff_tools::extract_observed(
-                        &path,
-                        &dir,
-                        &profile,
-                        false,
-                        &limits,
-                        &mut recorder,
-                    )
+            let unpacked = neff_tools::extract_recovering(
+                &path,
+                &dir,
+                &profile,
+                false,
+                &limits,
+                keep_refused,
+                proof,
+            )
+            .map_err(Ok)?;
+            let refused =
+                neff_tools::refusal_after_unpack(&path, &profile, unpacked.tier1, unpacked.refused)
                     .map_err(Ok)?;
-                    let recovered = match &tier1.container {
-                        Some(container) => recorder.finish(container),
-                        None => neff_writer::recover_framing(&path, proof),
-                    };
-                    (Ok((summary, tier1, None)), Ok(recovered))
-                }
-                true => std::thread::scope(|scope| {
-                    let recovering = scope.spawn(|| neff_writer::recover_framing(&path, proof));
-                    let unpacked =
-                        neff_tools::extract_refused(&path, &dir, &profile, false, &limits);
-                    (unpacked, recovering.join())
-                }),
-            };
-            let (_, tier1, mut refused) = unpacked.map_err(Ok)?;
-            if refused.is_none() {
-                let verdict = neff_loader::Loader::new(&profile)
-                    .verify_walked(tier1, &path)
-                    .map_err(Ok)?;
-                refused = (!verdict.accepted).then(|| verdict.combined_report());
-            }
-            let recovered = recovered
-                .map_err(|_| {
-                    Err(Error::new(
-                        ErrorKind::Pipeline,
-                        "the framing recovery thread panicked",
-                    ))
-                })?
-                .map_err(Err)?;
+            let recovered = unpacked.recovered.map_err(Err)?;
             let (model, _notes) =
                 neff_writer::lift::Model::from_tree(&dir, recovered.file, None).map_err(Err)?;
             let refused = refused.map(|r| serde_json::to_string(&r).unwrap_or_default());

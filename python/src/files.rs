@@ -10,10 +10,8 @@ use std::path::{Path, PathBuf};
 use neff_loader::{parse_features, RuntimeProfile};
 use neff_schema::{FramingPreset, PkgVersion};
 use neff_tools::diff::{diff as diff_snapshots, DiffOptions, Snapshot};
-use neff_tools::{extract, extract_observed, ExtractLimits};
-use neff_writer::{
-    recover_framing, DeflateProof, FramingRecorder, HeaderFile, PackOptions, PackSettings, Packager,
-};
+use neff_tools::{extract, extract_recovering, ExtractLimits};
+use neff_writer::{DeflateProof, HeaderFile, PackOptions, PackSettings, Packager};
 use pyo3::prelude::*;
 use serde_json::json;
 
@@ -194,16 +192,8 @@ fn unpack(
     // With a header file, the framing recovery rides on the unpack's walk.
     let (summary, recovered) = py
         .detach(|| match &header_out {
-            Some(_) => {
-                let mut recorder = FramingRecorder::start(&path, proof);
-                let (summary, tier1) =
-                    extract_observed(&path, &dir, &profile, force, &limits, &mut recorder)?;
-                let recovered = match &tier1.container {
-                    Some(container) => recorder.finish(container),
-                    None => recover_framing(&path, proof),
-                };
-                Ok((summary, Some(recovered)))
-            }
+            Some(_) => extract_recovering(&path, &dir, &profile, force, &limits, false, proof)
+                .map(|r| (r.summary, Some(r.recovered))),
             None => extract(&path, &dir, &profile, force, &limits).map(|(s, _)| (s, None)),
         })
         .map_err(|e| loader_error(&e))?;

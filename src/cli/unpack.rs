@@ -4,11 +4,13 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+use neff::loader::Report;
 use neff::loader::RuntimeProfile;
-use neff::loader::{Loader, Report};
-use neff::tools::{extract, extract_observed, extract_refused, ExtractLimits};
+use neff::tools::{
+    extract, extract_recovering, extract_refused, refusal_after_unpack, ExtractLimits,
+};
 use neff::writer::lift::{Content, Model};
-use neff::writer::{recover_framing, DeflateProof, FramingRecorder, Recovered};
+use neff::writer::{DeflateProof, Recovered};
 
 use super::documents::{DeflateProof as DeflateProofDoc, UnpackReport};
 use super::progress::Progress;
@@ -145,51 +147,26 @@ fn unpack(args: UnpackArgs, shown: &str) -> Result<u8, Box<dyn std::error::Error
         max_depth: args.max_depth,
         progress: progress.counter(),
     };
-    // A lift's framing recovery rides on the unpack's walk (or, for
-    // --keep-refused, which may walk twice, reads the file beside it); the
-    // verdict of the other gates (for --spec) goes on from the unpack's own
-    // container check.
+    // A lift recovers the framing on the unpack's own walk; the verdict of
+    // the other gates (for --spec) goes on from its container check.
     let lifting = args.header_out.is_some() || args.spec.is_some();
     let proof = match args.prove_deflate {
         true => DeflateProof::Whole,
         false => DeflateProof::DEFAULT,
     };
-    let file = args.file.as_path();
-    let (unpacked, recovered) = if lifting && !args.keep_refused {
-        let mut recorder = FramingRecorder::start(file, proof);
-        let unpacked = extract_observed(
-            file,
-            &args.output,
-            &profile,
-            args.force,
-            &limits,
-            &mut recorder,
-        )
-        .map(|(summary, tier1)| (summary, tier1, None));
-        let recovered = unpacked.as_ref().ok().map(|(_, tier1, _)| {
-            Ok(match &tier1.container {
-                Some(container) => recorder.finish(container),
-                None => recover_framing(file, proof),
-            })
-        });
-        (unpacked, recovered)
-    } else {
-        std::thread::scope(|scope| {
-            let recovering = lifting.then(|| scope.spawn(move || recover_framing(file, proof)));
-            let unpacked = match args.keep_refused {
-                true => extract_refused(file, &args.output, &profile, args.force, &limits),
-                false => extract(file, &args.output, &profile, args.force, &limits)
-                    .map(|(summary, tier1)| (summary, tier1, None)),
-            };
-            let recovered = recovering.map(|t| {
-                t.join()
-                    .map_err(|_| "the framing recovery thread panicked".to_string())
-            });
-            (unpacked, recovered)
-        })
+    let (file, out, force) = (args.file.as_path(), args.output.as_path(), args.force);
+    let unpacked = match (lifting, args.keep_refused) {
+        (true, keep_refused) => {
+            extract_recovering(file, out, &profile, force, &limits, keep_refused, proof)
+                .map(|r| (r.summary, r.tier1, r.refused, Some(r.recovered)))
+        }
+        (false, true) => extract_refused(file, out, &profile, force, &limits)
+            .map(|(summary, tier1, refused)| (summary, tier1, refused, None)),
+        (false, false) => extract(file, out, &profile, force, &limits)
+            .map(|(summary, tier1)| (summary, tier1, None, None)),
     };
     drop(progress);
-    let (summary, tier1, mut refused) = match unpacked {
+    let (summary, tier1, mut refused, recovered) = match unpacked {
         Ok(done) => done,
         Err(e) => {
             let Some(report) = e.report() else {
@@ -215,10 +192,7 @@ fn unpack(args: UnpackArgs, shown: &str) -> Result<u8, Box<dyn std::error::Error
     }
     args.fsync.sync_folder(&args.output)?;
     let mut repack = None;
-    let recovered = match recovered {
-        Some(recovered) => Some(recovered??),
-        None => None,
-    };
+    let recovered = recovered.transpose()?;
     if let (Some(path), Some(recovered)) = (&args.header_out, &recovered) {
         let json = recovered.file.to_json();
         neff::writer::fs::write_atomic_with(path, json.as_bytes(), args.fsync.fsync())?;
@@ -226,12 +200,8 @@ fn unpack(args: UnpackArgs, shown: &str) -> Result<u8, Box<dyn std::error::Error
     }
     let mut lifted = None;
     if let (Some(path), Some(recovered)) = (&args.spec, &recovered) {
-        if refused.is_none() {
-            // The container tier passed; a lift also says whether the
-            // manifest and section gates refuse it.
-            let verdict = Loader::new(&profile).verify_walked(tier1, &args.file)?;
-            refused = (!verdict.accepted).then(|| verdict.combined_report());
-        }
+        // A lift also says whether the manifest and section gates refuse it.
+        refused = refusal_after_unpack(&args.file, &profile, tier1, refused)?;
         let base = neff::writer::fs::parent_dir(path);
         let (model, notes) = Model::from_tree(&args.output, recovered.file.clone(), Some(base))?;
         let json = model.to_spec_json()?;

@@ -8,10 +8,8 @@ use crate::common::*;
 use neff::loader::{RuntimeProfile, TarReader};
 use neff::schema::framing::{Deflate, DeflateEngine};
 use neff::schema::{tar, FramingPreset, PkgVersion};
-use neff::tools::{extract_observed, ExtractLimits};
-use neff::writer::{
-    recover_framing, DeflateProof, FramingRecorder, PackOptions, Packager, Recovered,
-};
+use neff::tools::{extract_recovering, ExtractLimits};
+use neff::writer::{recover_framing, DeflateProof, PackOptions, Packager, Recovered};
 
 /// The model's tar with `sg00/def.json` stored as a ustar prefix ending in
 /// `/` (libarchive adds no second one), its size field led by a tab and
@@ -104,17 +102,12 @@ fn a_payload_of_two_gzip_members_is_walked_through_both() {
 /// The recovery riding on an unpack's walk (`FramingRecorder`).
 fn riding(path: &Path, proof: DeflateProof) -> Recovered {
     let tmp = tempfile::tempdir().unwrap();
-    let mut recorder = FramingRecorder::start(path, proof);
-    let (_, tier1) = extract_observed(
-        path,
-        &tmp.path().join("tree"),
-        &RuntimeProfile::default(),
-        false,
-        &ExtractLimits::default(),
-        &mut recorder,
-    )
-    .unwrap();
-    recorder.finish(tier1.container.as_ref().unwrap()).unwrap()
+    let (tree, profile) = (tmp.path().join("tree"), RuntimeProfile::default());
+    let limits = ExtractLimits::default();
+    extract_recovering(path, &tree, &profile, false, &limits, false, proof)
+        .unwrap()
+        .recovered
+        .unwrap()
 }
 
 /// The riding recovery gives what the recovery's own walk gives.

@@ -117,10 +117,20 @@ impl FramingRecorder {
                     return fallback();
                 };
                 framing.tar = self.tar.finish(&end, &mut notes);
-                let rest = data_size.saturating_sub(member_len);
-                let rest_zero = all_zero(path, HEADER_LEN as u64 + member_len, rest)
-                    .map_err(|e| recovery_error(path, e))?;
-                framing.gzip = member_framing(gzip, member_len, rest, rest_zero, &mut notes);
+                let mut file = File::open(path).map_err(|e| Error::io("cannot open", path, e))?;
+                let padding = container
+                    .padding(&mut file)
+                    .map_err(|e| Error::from(e).at_path(path))?;
+                let Some(padding) = padding else {
+                    return fallback();
+                };
+                framing.gzip = member_framing(
+                    gzip,
+                    member_len,
+                    padding.bytes,
+                    padding.all_zero,
+                    &mut notes,
+                );
                 let deflate_len = member_len.saturating_sub(gzip.len + 8);
                 (Some((HEADER_LEN as u64 + gzip.len, deflate_len)), sha256)
             }
@@ -240,19 +250,4 @@ fn beside_the_walk(path: &Path, proof: DeflateProof) -> io::Result<Beside> {
         gzip,
         found,
     })
-}
-
-/// Whether the `len` bytes at `offset` of the file at `path` are all zero.
-fn all_zero(path: &Path, offset: u64, len: u64) -> io::Result<bool> {
-    let mut file = File::open(path)?;
-    file.seek(SeekFrom::Start(offset))?;
-    let mut rest = BufReader::new(file).take(len);
-    let mut buf = [0u8; 8192];
-    loop {
-        match rest.read(&mut buf)? {
-            0 => return Ok(true),
-            n if buf[..n].iter().any(|&b| b != 0) => return Ok(false),
-            _ => {}
-        }
-    }
 }
