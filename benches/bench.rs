@@ -847,11 +847,10 @@ fn lift_build_workloads(neff: &Path, model: &Path, dir: &Path, bytes: u64) -> (W
         ),
     );
     let mut lift = lift;
-    lift.commands.push(Cmd {
-        label: "neff unpack".into(),
-        script: format!("{neff} unpack {model} -o {plain} --force -q"),
-        ours: false,
-    });
+    lift.commands.push(theirs(
+        "neff unpack",
+        format!("{neff} unpack {model} -o {plain} --force -q"),
+    ));
     let mut build = Workload::new(
         "(l) build the lifted model",
         bytes,
@@ -860,11 +859,10 @@ fn lift_build_workloads(neff: &Path, model: &Path, dir: &Path, bytes: u64) -> (W
             format!("{neff} build {spec} -o {built} -q"),
         ),
     );
-    build.commands.push(Cmd {
-        label: "neff pack DIR (the unpacked tree)".into(),
-        script: format!("{neff} pack {plain} -o {packed} -q"),
-        ours: false,
-    });
+    build.commands.push(theirs(
+        "neff pack DIR (the unpacked tree)",
+        format!("{neff} pack {plain} -o {packed} -q"),
+    ));
     (lift, build)
 }
 
@@ -1226,11 +1224,7 @@ impl Workload {
     /// Adds a baseline, or a note that it is skipped when `tool` is missing.
     fn baseline(mut self, tool: &str, label: &str, script: String) -> Self {
         if find_in_path(tool).is_some() {
-            self.commands.push(Cmd {
-                label: label.into(),
-                script,
-                ours: false,
-            });
+            self.commands.push(theirs(label, script));
         } else {
             let note = format!(
                 "{}: baseline `{label}` skipped: `{tool}` is not installed",
@@ -1254,6 +1248,15 @@ fn ours(label: &str, script: String) -> Cmd {
         label: label.into(),
         script,
         ours: true,
+    }
+}
+
+/// A baseline's command.
+fn theirs(label: impl Into<String>, script: String) -> Cmd {
+    Cmd {
+        label: label.into(),
+        script,
+        ours: false,
     }
 }
 
@@ -1442,11 +1445,10 @@ fn corpus_workload(neff: &Path, dir: &Path, count: u64) -> Workload {
         0,
         ours(&format!("neff corpus --count {count}"), script("")),
     );
-    w.commands.push(Cmd {
-        label: format!("neff corpus --count {count} --no-fsync"),
-        script: script(" --no-fsync"),
-        ours: false,
-    });
+    w.commands.push(theirs(
+        format!("neff corpus --count {count} --no-fsync"),
+        script(" --no-fsync"),
+    ));
     w
 }
 
@@ -1487,11 +1489,10 @@ fn python_verify_workload(neff: &Path, file: &Path, payload_bytes: u64) -> Workl
         ours("neff verify", format!("{neff} verify {file}")),
     );
     if python_importable() {
-        w.commands.push(Cmd {
-            label: "python3 neff.verify(p)".into(),
-            script: format!("python3 -c 'import sys, neff; neff.verify(sys.argv[1])' {file}"),
-            ours: false,
-        });
+        w.commands.push(theirs(
+            "python3 neff.verify(p)",
+            format!("python3 -c 'import sys, neff; neff.verify(sys.argv[1])' {file}"),
+        ));
     } else {
         let note = "(h) verify from Python: skipped: `python3 -c \"import neff\"` fails (pip install ./python)";
         eprintln!("bench: {note}");
@@ -1555,11 +1556,10 @@ fn python_read_workload(
         let names = member_names(file_path)?.join(",");
         for (mode, what) in [("open", "open + read_many"), ("direct", "read_members")] {
             for k in READ_KS {
-                w.commands.push(Cmd {
-                    label: format!("python3 {what}(k={k})"),
-                    script: format!("python3 {script} {file} '{largest}' {k} {mode} '{names}'"),
-                    ours: false,
-                });
+                w.commands.push(theirs(
+                    format!("python3 {what}(k={k})"),
+                    format!("python3 {script} {file} '{largest}' {k} {mode} '{names}'"),
+                ));
             }
         }
     } else {
@@ -1637,19 +1637,17 @@ fn verify_dir_workload(
             format!("{neff} verify {dir} --threads 2 >/dev/null"),
         ),
     );
-    w.commands.push(Cmd {
-        label: "neff verify DIR --threads 1".into(),
-        script: format!("{neff} verify {dir} --threads 1 >/dev/null"),
-        ours: false,
-    });
+    w.commands.push(theirs(
+        "neff verify DIR --threads 1",
+        format!("{neff} verify {dir} --threads 1 >/dev/null"),
+    ));
     if python_importable() {
-        w.commands.push(Cmd {
-            label: VERIFY_MANY_LABEL.into(),
-            script: format!(
+        w.commands.push(theirs(
+            VERIFY_MANY_LABEL,
+            format!(
                 "python3 -c 'import sys, neff; neff.verify_many(sys.argv[1], threads=2)' {dir}"
             ),
-            ours: false,
-        });
+        ));
     }
     Ok(w.baseline(
         "python3",
