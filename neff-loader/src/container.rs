@@ -195,10 +195,10 @@ pub struct Container {
     /// end-of-archive blocks excepted) is zero, up to `tar_size`; `None`
     /// when `tar_size` is.
     pub tar_tail_zero: Option<bool>,
-    /// Whether the padding after some entry's data is not all zero. Only
-    /// measured when the walk's sink wants the stored headers
-    /// ([`EntrySink::wants_headers`]); else false.
-    pub tar_nonzero_padding: bool,
+    /// Whether the padding after some entry's data is not all zero; `None`
+    /// unless the walk's sink wanted the stored headers
+    /// ([`EntrySink::wants_headers`]), the only walk that measures it.
+    pub tar_nonzero_padding: Option<bool>,
     /// gzip payloads: how many complete gzip members were read.
     pub gzip_members: Option<u64>,
     /// gzip payloads: bytes from the start of the payload to the end of the
@@ -875,7 +875,8 @@ fn walk<R: Read>(
         .map_err(|e| classify(e.into(), Gate::G10, |t| format!("Failed to open NEFF {t}")))?;
     container.compression = Some(compression);
     let mut tar = TarReader::new(stream);
-    if sink.wants_headers() {
+    let recording = sink.wants_headers();
+    if recording {
         tar = tar.recording_headers();
     }
     let mut budgets = Budgets {
@@ -896,7 +897,7 @@ fn walk<R: Read>(
     capped.close();
     walked?;
     container.tar_end_offset = Some(tar.end_marker().unwrap_or(tar.offset()));
-    container.tar_nonzero_padding = tar.nonzero_padding();
+    container.tar_nonzero_padding = recording.then(|| tar.nonzero_padding());
     let walked_to = tar.offset();
     // libarchive stops at the end marker; look a little further only to warn
     // about a damaged gzip trailer (and to measure the whole tar stream).

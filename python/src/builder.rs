@@ -149,7 +149,7 @@ fn lift(
             let limits = neff_tools::ExtractLimits::default();
             // The framing is recovered on the unpack's own walk; the other
             // gates go on from its container check.
-            let proof = crate::files::deflate_proof(prove_deflate);
+            let proof = neff_writer::DeflateProof::whole_if(prove_deflate);
             let unpacked = neff_tools::extract_recovering(
                 &path,
                 &dir,

@@ -106,15 +106,6 @@ fn pack(
     .to_string())
 }
 
-/// How much of a deflate stream a lift proves: all of it when asked, else
-/// the default prefix.
-pub(crate) fn deflate_proof(whole: bool) -> DeflateProof {
-    match whole {
-        true => DeflateProof::Whole,
-        false => DeflateProof::DEFAULT,
-    }
-}
-
 /// The writer's options for `args`: the Python spellings (a pkg version
 /// number, a preset name, feature names) turned into [`PackSettings`], which
 /// map them as `neff pack` does.
@@ -188,7 +179,7 @@ fn unpack(
         ..RuntimeProfile::default()
     };
     let limits = ExtractLimits::default();
-    let proof = deflate_proof(prove_deflate);
+    let proof = DeflateProof::whole_if(prove_deflate);
     // With a header file, the framing recovery rides on the unpack's walk.
     let (summary, recovered) = py
         .detach(|| match &header_out {

@@ -150,10 +150,7 @@ fn unpack(args: UnpackArgs, shown: &str) -> Result<u8, Box<dyn std::error::Error
     // A lift recovers the framing on the unpack's own walk; the verdict of
     // the other gates (for --spec) goes on from its container check.
     let lifting = args.header_out.is_some() || args.spec.is_some();
-    let proof = match args.prove_deflate {
-        true => DeflateProof::Whole,
-        false => DeflateProof::DEFAULT,
-    };
+    let proof = DeflateProof::whole_if(args.prove_deflate);
     let (file, out, force) = (args.file.as_path(), args.output.as_path(), args.force);
     let unpacked = match (lifting, args.keep_refused) {
         (true, keep_refused) => {

@@ -90,6 +90,15 @@ impl DeflateProof {
     /// compiler NEFFs seen so far.
     pub const DEFAULT: DeflateProof = DeflateProof::Prefix(16 << 20);
 
+    /// The proof a `--prove-deflate` flag asks for: the whole stream when
+    /// set, else [`DeflateProof::DEFAULT`].
+    pub fn whole_if(prove_whole: bool) -> DeflateProof {
+        match prove_whole {
+            true => DeflateProof::Whole,
+            false => DeflateProof::DEFAULT,
+        }
+    }
+
     /// The stored bytes to compare of a stream of `len`.
     fn budget(self, len: u64) -> u64 {
         match self {

@@ -81,18 +81,17 @@ impl FramingRecorder {
         if self.failed {
             return fallback();
         }
-        let (Some(beside), Some(digest), Some(tar_size), Some(end_offset), Some(tail_zero)) = (
-            beside,
-            container.digest.clone(),
-            container.tar_size,
-            container.tar_end_offset,
-            container.tar_tail_zero,
-        ) else {
+        let c = container;
+        let (Some(beside), Some(digest), Some(tar_size), Some(end_offset)) =
+            (beside, c.digest.clone(), c.tar_size, c.tar_end_offset)
+        else {
             return fallback();
         };
-        if !container.walk_complete {
+        let (Some(tail_zero), Some(nonzero_padding), true) =
+            (c.tar_tail_zero, c.tar_nonzero_padding, c.walk_complete)
+        else {
             return fallback();
-        }
+        };
         let header = container.header.clone();
         let fields = header.fields();
         let data_size = fields.data_size;
@@ -104,7 +103,7 @@ impl FramingRecorder {
             end_offset,
             trailing: tar_size.saturating_sub(end_offset),
             trailing_zero: tail_zero,
-            nonzero_padding: container.tar_nonzero_padding,
+            nonzero_padding,
         };
         let (deflate_at, sha256) = match (container.compression, pkg) {
             (Some(Compression::Gzip), Some(PkgVersion::Md5Gzip)) => {
