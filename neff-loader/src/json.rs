@@ -142,6 +142,7 @@ pub fn parse(bytes: &[u8], budget: Budget) -> Result<(Doc, Duplicates), ParseErr
         budget,
         ..Builder::default()
     };
+    b.reserve_for(bytes.len());
     if scan::scan(bytes, &mut b).is_ok() {
         return Ok((b.doc, b.dups));
     }
@@ -278,6 +279,16 @@ impl Default for Builder {
 }
 
 impl Builder {
+    /// Room for the document of `len` bytes of text, as manifests
+    /// usually need it (about a value per 8 bytes), within the budget, so
+    /// the tables are not grown step by step.
+    fn reserve_for(&mut self, len: usize) {
+        let values = (len / 8).min(self.budget.nodes);
+        self.doc.nodes.reserve(values);
+        self.doc.children.reserve(values);
+        self.doc.text.reserve((len / 2).min(self.budget.text));
+    }
+
     fn push(&mut self, node: Node) -> Result<u32, String> {
         if self.doc.nodes.len() + self.keyed >= self.budget.nodes {
             self.overrun = true;
@@ -328,7 +339,7 @@ impl Builder {
             None => 0,
         };
         if frame.object {
-            children.sort_unstable_by(|&a, &b| doc.key_bytes(a).cmp(doc.key_bytes(b)));
+            children.sort_unstable_by(|&a, &b| key_order(doc.key_bytes(a), doc.key_bytes(b)));
             self.repeated |= self.deferred
                 && children
                     .windows(2)
@@ -461,6 +472,7 @@ impl Doc {
     /// The key (or string) at `pos` as bytes: compared without the
     /// character-boundary checks of [`Doc::key`] (same order: UTF-8 sorts
     /// as its code points).
+    #[inline]
     fn key_bytes(&self, pos: u32) -> &[u8] {
         match self.nodes.get(pos as usize) {
             Some(&Node::Str { start, len }) => self
@@ -822,7 +834,7 @@ impl<'a> Object<'a> {
     pub fn get(self, key: &str) -> Option<Json<'a>> {
         let i = self
             .keys
-            .binary_search_by(|&k| self.doc.key_bytes(k).cmp(key.as_bytes()))
+            .binary_search_by(|&k| key_order(self.doc.key_bytes(k), key.as_bytes()))
             .ok()?;
         Some(Json {
             doc: self.doc,
@@ -850,12 +862,35 @@ impl<'a> Object<'a> {
     }
 }
 
+/// Byte order of two keys, as `<[u8]>::cmp`, compared in place: keys are
+/// short, and a call to `memcmp` per step of a search or sort cost more
+/// than the comparison.
+#[inline]
+fn key_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    for (x, y) in a.iter().zip(b) {
+        if x != y {
+            return x.cmp(y);
+        }
+    }
+    a.len().cmp(&b.len())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn doc(text: &str) -> (Doc, Duplicates) {
         parse(text.as_bytes(), Budget::full()).unwrap()
+    }
+
+    #[test]
+    fn keys_order_as_byte_slices_do() {
+        let keys: [&[u8]; 8] = [b"", b"a", b"ab", b"b", b"from", b"from_sizes", b"\xff", b"to"];
+        for a in keys {
+            for b in keys {
+                assert_eq!(key_order(a, b), a.cmp(b), "{a:?} {b:?}");
+            }
+        }
     }
 
     #[test]
@@ -980,7 +1015,8 @@ mod tests {
         let sample = r#" {"name": "sg00", "n": [0, 1, 18446744073709551615, 18446744073709551616,
             -0, -7, -9223372036854775808, -9223372036854775809, 1.5, 2e3, 1E-2, 0.1e+5,
             123456789012345678901234567890], "s": ["a\"b\\c\/\u00e9\ud83d\ude00", "é", ""],
-            "o": {"b": true, "a": false, "c": null, "z": {}}, "e": [[]]} "#
+            "o": {"b": true, "a": false, "c": null, "z": {}}, "e": [[]],
+            "long": ["abcdefghijklmnopqrstuvwxyz", "abcdefghijé klmnopqr", "abcdefghijk\"lmnopq"]} "#
             .as_bytes();
         assert!(agrees(sample), "the sample takes the fast path");
         // Cases serde_json refuses or treats specially, split at `|`.
@@ -1044,3 +1080,4 @@ mod tests {
         assert_eq!(std::mem::size_of::<Node>(), 16);
     }
 }
+

@@ -162,12 +162,14 @@ impl<'t> Scanner<'t> {
 
     /// The string starting at the `"` under the cursor. Text without escapes
     /// is taken as is (valid UTF-8, no control character, as serde_json
-    /// requires); text with escapes is decoded by serde_json.
+    /// requires); text with escapes is decoded by serde_json. Plain ASCII
+    /// is skipped eight bytes at a time.
     fn string(&mut self) -> Result<std::borrow::Cow<'t, str>, GiveUp> {
         let start = self.at + 1;
         let mut end = start;
         let mut escaped = false;
         loop {
+            end += plain_ascii_run(self.bytes.get(end..).unwrap_or_default());
             match *self.bytes.get(end).ok_or(GiveUp)? {
                 b'"' => break,
                 b'\\' => {
@@ -179,12 +181,13 @@ impl<'t> Scanner<'t> {
             }
         }
         self.at = end + 1;
+        let text = self.bytes.get(start..end).ok_or(GiveUp)?;
         if escaped {
             return serde_json::from_slice::<String>(&self.bytes[start - 1..=end])
                 .map(Into::into)
                 .map_err(|_| GiveUp);
         }
-        std::str::from_utf8(&self.bytes[start..end])
+        std::str::from_utf8(text)
             .map(Into::into)
             .map_err(|_| GiveUp)
     }
@@ -239,5 +242,66 @@ impl<'t> Scanner<'t> {
             .deserialize(&mut de)
             .and_then(|()| de.end())
             .map_err(|_| GiveUp)
+    }
+}
+
+/// How many leading bytes of `bytes` are plain string text: ASCII, not a
+/// control character, not `"` or `\\`. Whole 8-byte words are tested at
+/// once (the lowest flagged byte of each test is exact), the tail byte by
+/// byte.
+fn plain_ascii_run(bytes: &[u8]) -> usize {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    let has_zero = |w: u64| w.wrapping_sub(ONES) & !w & HIGH;
+    let mut run = 0;
+    let words = bytes.chunks_exact(8);
+    let tail = words.remainder();
+    for word in words {
+        let w = u64::from_le_bytes([
+            word[0], word[1], word[2], word[3], word[4], word[5], word[6], word[7],
+        ]);
+        let special = has_zero(w ^ (ONES * u64::from(b'"')))
+            | has_zero(w ^ (ONES * u64::from(b'\\')))
+            | (w.wrapping_sub(ONES * 0x20) & !w & HIGH)
+            | (w & HIGH);
+        if special != 0 {
+            return run + (special.trailing_zeros() / 8) as usize;
+        }
+        run += 8;
+    }
+    run + tail
+        .iter()
+        .take_while(|&&b| (0x20..0x80).contains(&b) && b != b'"' && b != b'\\')
+        .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The byte-at-a-time statement of what [`plain_ascii_run`] counts.
+    fn plain_run_by_bytes(bytes: &[u8]) -> usize {
+        bytes
+            .iter()
+            .take_while(|&&b| (0x20..0x80).contains(&b) && b != b'"' && b != b'\\')
+            .count()
+    }
+
+    #[test]
+    fn the_word_at_a_time_run_stops_where_the_byte_at_a_time_one_does() {
+        let specials = [b'"', b'\\', 0x00, 0x1F, 0x20, 0x7F, 0x80, 0xFF, b'a'];
+        for len in 0..20 {
+            for at in 0..len {
+                for &special in &specials {
+                    let mut text = vec![b'x'; len];
+                    text[at] = special;
+                    assert_eq!(
+                        plain_ascii_run(&text),
+                        plain_run_by_bytes(&text),
+                        "{special:#04x} at {at} of {len}"
+                    );
+                }
+            }
+        }
     }
 }

@@ -104,9 +104,12 @@ pub(super) fn dma_desc(desc: Option<Object<'_>>) -> Result<(), (String, String)>
         return refuse(&format!("Unknown dma operation: {op}"), String::new());
     }
     let compute = COMPUTE_DMA_OPS.contains(&op);
-    for side in ["from", "to"] {
-        let list = |k: String| desc.get(&k).and_then(Json::as_array);
-        let (sizes, steps) = (list(format!("{side}_sizes")), list(format!("{side}_steps")));
+    for (side, sizes_key, steps_key) in [
+        ("from", "from_sizes", "from_steps"),
+        ("to", "to_sizes", "to_steps"),
+    ] {
+        let list = |k: &str| desc.get(k).and_then(Json::as_array);
+        let (sizes, steps) = (list(sizes_key), list(steps_key));
         if let (Some(sizes), Some(steps)) = (sizes, steps) {
             if sizes.len() != steps.len() {
                 return refuse(

@@ -657,7 +657,7 @@ impl<R: Read> TarReader<R> {
         let size = self.pending_data;
         let data_offset = self.offset;
         if self.buf.is_empty() && size > 0 {
-            self.buf = vec![0u8; 64 * 1024];
+            self.buf = vec![0u8; crate::gzip_reader::BLOCK];
         }
         let buf = &mut self.buf;
         while self.pending_data > 0 {
@@ -872,6 +872,11 @@ pub fn display_name(name: &[u8]) -> String {
 
 /// Renders a byte name for messages: UTF-8 as is, other bytes as `\xNN`.
 pub fn escape_name(name: &[u8]) -> String {
+    if let Ok(text) = std::str::from_utf8(name) {
+        if !text.chars().any(char::is_control) {
+            return text.to_owned();
+        }
+    }
     let mut out = String::new();
     for chunk in name.utf8_chunks() {
         for ch in chunk.valid().chars() {
