@@ -885,7 +885,16 @@ mod tests {
 
     #[test]
     fn keys_order_as_byte_slices_do() {
-        let keys: [&[u8]; 8] = [b"", b"a", b"ab", b"b", b"from", b"from_sizes", b"\xff", b"to"];
+        let keys: [&[u8]; 8] = [
+            b"",
+            b"a",
+            b"ab",
+            b"b",
+            b"from",
+            b"from_sizes",
+            b"\xff",
+            b"to",
+        ];
         for a in keys {
             for b in keys {
                 assert_eq!(key_order(a, b), a.cmp(b), "{a:?} {b:?}");
@@ -1080,4 +1089,3 @@ mod tests {
         assert_eq!(std::mem::size_of::<Node>(), 16);
     }
 }
-

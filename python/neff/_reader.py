@@ -811,8 +811,9 @@ def verify_many(
     >>> [r.file for r in neff.verify_many("cache/")]
     """
     given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-    docs = _native.verify_many([os.fspath(p) for p in given], instance_arch, threads, **profile)
-    return [Report._from(json.loads(d)) for d in docs]
+    # Each report is built here while the native threads check the files after it.
+    return _native.verify_many([os.fspath(p) for p in given], instance_arch,
+                               lambda doc: Report._from(json.loads(doc)), threads, **profile)
 
 
 def diff(a: PathLike, b: PathLike, ignore: Iterable[str] = (), programs: bool = False) -> DiffReport:

@@ -6,6 +6,8 @@
 use std::io::Read;
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 
 use neff_loader::inputs::Input;
 use neff_loader::{
@@ -118,17 +120,22 @@ fn checked(source: &Source<'_>, runtime: &Runtime) -> Result<String, Error> {
 
 /// [`verify`] on each path, `threads` at once (default: the cores), in order;
 /// a folder gives every `*.neff` under it, sorted by path (as `neff verify`).
-/// The first file that cannot be read raises, naming it, and so do paths
-/// that name no NEFF at all.
+/// Each verdict's JSON goes through `each` as soon as it and every one
+/// before it are done, while the threads check the files after it, so the
+/// Python side of a report overlaps the checking; the list of what `each`
+/// returned comes back. The first file that cannot be read raises, naming
+/// it (the files after it are not checked), and so do paths that name no
+/// NEFF at all.
 #[pyfunction]
-#[pyo3(signature = (paths, instance_arch, threads=None, **profile))]
+#[pyo3(signature = (paths, instance_arch, each, threads=None, **profile))]
 fn verify_many(
     py: Python<'_>,
     paths: Vec<PathBuf>,
     instance_arch: &str,
+    each: &Bound<'_, PyAny>,
     threads: Option<NonZeroUsize>,
     profile: Option<&Bound<'_, PyDict>>,
-) -> PyResult<Vec<String>> {
+) -> PyResult<Vec<Py<PyAny>>> {
     let runtime = runtime(instance_arch, profile)?;
     let mut sources = Vec::new();
     for input in neff_loader::inputs::expand(&paths) {
@@ -158,16 +165,54 @@ fn verify_many(
         .or_else(|| std::thread::available_parallelism().ok())
         .map_or(1, NonZeroUsize::get)
         .min(sources.len().max(1));
-    let results = py.detach(|| {
-        let mut results = Vec::with_capacity(sources.len());
-        let work = |s: &Source<'_>| checked(s, &runtime).map_err(|e| with_path(s, e));
-        neff_loader::inputs::in_order(&sources, workers, work, |r| results.push(r));
-        results
-    });
-    results
-        .into_iter()
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| loader_error(&e))
+    // Set once Python stops taking verdicts: the files left are skipped.
+    let stopped = AtomicBool::new(false);
+    let (tx, mut rx) = mpsc::channel();
+    let mut out = Vec::with_capacity(sources.len());
+    std::thread::scope(|scope| {
+        let (sources, runtime, stopped) = (&sources, &runtime, &stopped);
+        let checking = scope.spawn(move || {
+            let work = |s: &Source<'_>| {
+                if stopped.load(Ordering::Relaxed) {
+                    return Err(Error::new(ErrorKind::Read, "not checked".to_string()));
+                }
+                checked(s, runtime).map_err(|e| with_path(s, e))
+            };
+            neff_loader::inputs::in_order(sources, workers, work, |r| {
+                // The receiver is gone only once Python stopped taking them.
+                let _ = tx.send(r);
+            });
+        });
+        let result = loop {
+            // The receiver crosses into the GIL-free wait and back.
+            let (back, next) = py.detach(move || {
+                let next = rx.recv();
+                (rx, next)
+            });
+            rx = back;
+            match next {
+                Ok(Ok(doc)) => match each.call1((doc,)) {
+                    Ok(report) => out.push(report.unbind()),
+                    Err(e) => break Err(e),
+                },
+                Ok(Err(e)) => break Err(loader_error(&e)),
+                Err(mpsc::RecvError) => break Ok(()),
+            }
+        };
+        if result.is_err() {
+            stopped.store(true, Ordering::Relaxed);
+        }
+        drop(rx);
+        // The threads end (at once, once `stopped`) without the GIL held.
+        if py.detach(move || checking.join()).is_err() {
+            return Err(loader_error(&Error::new(
+                ErrorKind::Read,
+                "a checking thread failed".to_string(),
+            )));
+        }
+        result
+    })?;
+    Ok(out)
 }
 
 /// The data of member `name` (the last entry of that key, as the runtime

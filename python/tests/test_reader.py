@@ -136,6 +136,26 @@ def test_verify_many_keeps_the_order() -> None:
     assert [r.accepted for r in sunda] == [neff.verify(p, instance_arch="sunda").accepted for p in paths]
 
 
+def test_verify_many_builds_each_report_as_it_comes_and_stops_at_the_first_failure() -> None:
+    if not REAL_NEFFS:
+        pytest.skip("no real NEFFs")
+    from neff import _native
+    paths = [str(p) for p in REAL_NEFFS * 3]
+    seen: list[str] = []
+
+    def each(doc: str) -> str:
+        seen.append(json.loads(doc)["file"])
+        if len(seen) == 2:
+            raise RuntimeError("stop here")
+        return doc
+
+    with pytest.raises(RuntimeError, match="stop here"):
+        _native.verify_many(paths, "all", each, 2)
+    assert seen == paths[:2]
+    docs = _native.verify_many(paths, "sunda", lambda doc: doc, 2)
+    assert [json.loads(d)["file"] for d in docs] == paths
+
+
 def test_verify_many_takes_folders_and_a_single_path(tmp_path: Path) -> None:
     if not REAL_NEFFS:
         pytest.skip("no real NEFFs")
