@@ -19,7 +19,6 @@ is already loaded.
 
 from __future__ import annotations
 
-import base64
 import copy
 import json
 import os
@@ -440,6 +439,8 @@ class Builder:
                 except TypeError:
                     raise _error(f"payload.{name!r}", f"expected a path or bytes, "
                                                       f"not {type(data).__name__}") from None
+                import base64  # only here: it costs every `import neff` several ms
+
                 blob = {"base64": base64.b64encode(raw).decode("ascii")}
             kept.append({"name": name, "data": blob})
         doc["payload"] = kept

@@ -14,7 +14,6 @@ import io
 import json
 import os
 import re
-import tempfile
 import uuid as _uuid
 import warnings
 from dataclasses import dataclass, field
@@ -578,6 +577,8 @@ class Neff:
         if isinstance(self._source, str):
             self._check_identity("since it was opened")
             return unpack(self._source, dir, force=force, fsync=fsync)
+        import tempfile  # only here: it costs every `import neff` several ms
+
         with tempfile.TemporaryDirectory() as scratch:
             path = os.path.join(scratch, "source.neff")
             with builtins.open(path, "wb") as f:
