@@ -11,6 +11,7 @@ mod fixtures;
 mod generated;
 mod input;
 mod inspect;
+pub mod malloc;
 mod pack;
 mod progress;
 mod schema;
