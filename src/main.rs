@@ -31,7 +31,6 @@ fn report_peak_rss() {
 }
 
 fn run() -> ExitCode {
-    cli::malloc::tune();
     cli::signals::install();
     neff::writer::fs::report_stale_temp_files(|path| {
         eprintln!(

@@ -11,7 +11,6 @@ mod fixtures;
 mod generated;
 mod input;
 mod inspect;
-pub mod malloc;
 mod pack;
 mod progress;
 mod schema;

@@ -171,34 +171,8 @@ fn corpus_is_the_same_with_one_and_many_threads() {
 /// The fsync(2)/fdatasync(2) and syncfs(2) calls of a `neff` run, counted by
 /// strace; `None` without a working strace.
 fn sync_calls(args: &[&str]) -> Option<(usize, usize)> {
-    let log = tempfile::NamedTempFile::new().unwrap();
-    let status = Command::new("strace")
-        .args(["-f", "-qq", "-e", "trace=fsync,fdatasync,syncfs", "-o"])
-        .arg(log.path())
-        .arg(env!("CARGO_BIN_EXE_neff"))
-        .args(args)
-        .output()
-        .ok()?;
-    if !status.status.success() {
-        let probe = Command::new("strace")
-            .args(["-o", "/dev/null", "true"])
-            .status();
-        // strace missing or not allowed to trace here: nothing to count.
-        if !probe.is_ok_and(|s| s.success()) {
-            return None;
-        }
-        panic!("{args:?}: {}", String::from_utf8_lossy(&status.stderr));
-    }
-    let text = fs::read_to_string(log.path()).unwrap();
-    let count = |names: &[&str]| {
-        text.lines()
-            .filter(|line| {
-                let call = line.split_whitespace().nth(1).unwrap_or("");
-                names.iter().any(|n| call.starts_with(&format!("{n}(")))
-            })
-            .count()
-    };
-    Some((count(&["fsync", "fdatasync"]), count(&["syncfs"])))
+    let counts = traced_calls(args, &[&["fsync", "fdatasync"], &["syncfs"]])?;
+    Some((counts[0], counts[1]))
 }
 
 #[test]

@@ -382,3 +382,26 @@ fn a_folder_without_neffs_is_an_error() {
         );
     }
 }
+
+/// A folder of small NEFFs is checked without handing memory back to the
+/// kernel after each one: glibc's malloc starts by returning every free
+/// 128 KiB at a heap's top (one `madvise` per NEFF per thread, and the pages
+/// faulted in again for the next), which cost more than the checking.
+#[test]
+#[cfg_attr(
+    not(neff_strace),
+    ignore = "strace is missing or cannot trace here: apt-get install -y strace"
+)]
+fn a_folder_of_small_neffs_is_checked_without_a_trim_per_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let neff = neff_of(&model_files(&[]));
+    for i in 0..40 {
+        fs::write(dir.path().join(format!("m{i:02}.neff")), &neff).unwrap();
+    }
+    let counts = traced_calls(
+        &["verify", "-q", s(dir.path()), "--threads", "2"],
+        &[&["madvise"]],
+    )
+    .expect("strace could trace when the tests were built");
+    assert!(counts[0] < 8, "{} madvise calls for 40 NEFFs", counts[0]);
+}

@@ -318,3 +318,47 @@ pub fn names(dir: &Path) -> Vec<String> {
     names.sort();
     names
 }
+
+/// The system calls of a `neff` run (and its threads), counted by strace, one
+/// count per group of `calls`; `None` without a working strace. The run must
+/// succeed.
+pub fn traced_calls(args: &[&str], calls: &[&[&str]]) -> Option<Vec<usize>> {
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let names: Vec<&str> = calls
+        .iter()
+        .flat_map(|group| group.iter().copied())
+        .collect();
+    let status = Command::new("strace")
+        .args([
+            "-f",
+            "-qq",
+            "-e",
+            &format!("trace={}", names.join(",")),
+            "-o",
+        ])
+        .arg(log.path())
+        .arg(env!("CARGO_BIN_EXE_neff"))
+        .args(args)
+        .output()
+        .ok()?;
+    if !status.status.success() {
+        let probe = Command::new("strace")
+            .args(["-o", "/dev/null", "true"])
+            .status();
+        // strace missing or not allowed to trace here: nothing to count.
+        if !probe.is_ok_and(|s| s.success()) {
+            return None;
+        }
+        panic!("{args:?}: {}", String::from_utf8_lossy(&status.stderr));
+    }
+    let text = std::fs::read_to_string(log.path()).unwrap();
+    let count = |group: &[&str]| {
+        text.lines()
+            .filter(|line| {
+                let call = line.split_whitespace().nth(1).unwrap_or("");
+                group.iter().any(|n| call.starts_with(&format!("{n}(")))
+            })
+            .count()
+    };
+    Some(calls.iter().map(|group| count(group)).collect())
+}
