@@ -6,7 +6,6 @@ use crate::common::*;
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn example(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
