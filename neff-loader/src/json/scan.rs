@@ -48,9 +48,14 @@ struct Scanner<'t> {
 }
 
 impl<'t> Scanner<'t> {
+    /// Skips whitespace; the indentation of pretty-printed manifests (runs
+    /// of spaces) eight bytes at a time.
     fn skip_ws(&mut self) {
         while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.bytes.get(self.at) {
             self.at += 1;
+            while self.bytes.get(self.at..self.at + 8) == Some(b"        ") {
+                self.at += 8;
+            }
         }
     }
 
