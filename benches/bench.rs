@@ -342,9 +342,27 @@ fn run() -> Result<()> {
                         quote(&real)
                     ),
                 )
-                .limit("inflate + MD5 floor", Combine::Slowest);
+                .limit("inflate + MD5 floor", Combine::Slowest)
+                .baseline(
+                    "sh",
+                    MANIFEST_FLOOR_LABEL,
+                    format!(
+                        "{} --floor {} --threads 2 --mode manifests >/dev/null",
+                        quote(&bench),
+                        quote(&real)
+                    ),
+                );
                 for (w, dir_bytes) in [(g, cache_bytes), (g2, real_bytes)] {
                     let measured = measure(&w, &mut results)?;
+                    if let Some(floor) = measured.iter().find(|m| m.label == MANIFEST_FLOOR_LABEL) {
+                        lines.push(format!(
+                            "{}: the floor with every manifest's JSON syntax checked too: {:.3} s against `neff verify DIR` {:.3} s: limit / ours {:.2}",
+                            w.name,
+                            floor.median_seconds,
+                            floor.our_seconds,
+                            floor.median_seconds / floor.our_seconds.max(1e-9)
+                        ));
+                    }
                     if let Some(py) = measured.iter().find(|m| m.label == VERIFY_MANY_LABEL) {
                         lines.push(format!(
                             "{}: `neff.verify_many` {:.3} s vs `neff verify DIR` {:.3} s: {:+.1}% (goal <= +10%)",
@@ -1618,6 +1636,10 @@ fn largest_file(tree: &Path) -> Result<String> {
 
 /// The label of `neff.verify_many` in (g).
 const VERIFY_MANY_LABEL: &str = "python3 neff.verify_many(DIR, threads=2)";
+
+/// The (g) floor that also checks every manifest's JSON syntax (`bench
+/// --floor --mode manifests`).
+const MANIFEST_FLOOR_LABEL: &str = "floor + JSON syntax of every manifest, 2 threads";
 
 /// (g) verify a folder of NEFFs, on 1 and 2 threads.
 fn verify_dir_workload(

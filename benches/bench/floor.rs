@@ -7,9 +7,12 @@
 //! then, by `--mode`: inflates its payload (the bytes after the 1024-byte
 //! header) with flate2 + zlib-rs, as the loader does, into a reused 256 KiB
 //! buffer that is dropped (`inflate`, the default); hashes the payload with
-//! MD5 (`md5`); both (`both`); or nothing (`read`). Prints files/s and the
-//! bytes seen. A verifier that must see every tar header cannot beat
-//! `inflate`'s files/s on the same threads.
+//! MD5 (`md5`); both (`both`); both, with the tar inflated into a reused
+//! buffer, walked, and every `*.json` member's syntax checked by serde_json
+//! without building anything (`manifests`: the runtime parses each manifest
+//! it reads, so a verifier cannot skip that either); or nothing (`read`).
+//! Prints files/s and the bytes seen. A verifier that must see every tar
+//! header cannot beat `inflate`'s files/s on the same threads.
 
 use std::fs;
 use std::io::Read;
@@ -30,6 +33,7 @@ enum Mode {
     Inflate,
     Md5,
     Both,
+    Manifests,
 }
 
 /// `--floor`'s arguments (after `--floor`).
@@ -44,7 +48,8 @@ pub fn main(mut args: impl Iterator<Item = String>) -> Result<(), Box<dyn std::e
                     Some("inflate") => Mode::Inflate,
                     Some("md5") => Mode::Md5,
                     Some("both") => Mode::Both,
-                    _ => return Err("--mode inflate|md5|both|read".into()),
+                    Some("manifests") => Mode::Manifests,
+                    _ => return Err("--mode inflate|md5|both|manifests|read".into()),
                 }
             }
             _ => dir = Some(PathBuf::from(arg)),
@@ -79,7 +84,7 @@ pub fn main(mut args: impl Iterator<Item = String>) -> Result<(), Box<dyn std::e
 
 /// Takes files until none is left; returns (payload bytes, inflated bytes).
 fn worker(files: &[PathBuf], next: &AtomicUsize, mode: Mode) -> Result<(u64, u64), String> {
-    let (mut file_buf, mut out) = (Vec::new(), vec![0u8; 256 << 10]);
+    let (mut file_buf, mut out, mut tar) = (Vec::new(), vec![0u8; 256 << 10], Vec::new());
     let (mut stored, mut inflated) = (0u64, 0u64);
     while let Some(path) = files.get(next.fetch_add(1, Ordering::Relaxed)) {
         file_buf.clear();
@@ -88,8 +93,17 @@ fn worker(files: &[PathBuf], next: &AtomicUsize, mode: Mode) -> Result<(u64, u64
             .map_err(|e| format!("{}: {e}", path.display()))?;
         let payload = file_buf.get(HEADER..).unwrap_or_default();
         stored += payload.len() as u64;
-        if matches!(mode, Mode::Md5 | Mode::Both) {
+        if matches!(mode, Mode::Md5 | Mode::Both | Mode::Manifests) {
             std::hint::black_box(Md5::digest(payload));
+        }
+        if mode == Mode::Manifests {
+            tar.clear();
+            GzDecoder::new(payload)
+                .read_to_end(&mut tar)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            inflated += tar.len() as u64;
+            check_manifests(&tar).map_err(|e| format!("{}: {e}", path.display()))?;
+            continue;
         }
         if matches!(mode, Mode::Inflate | Mode::Both) {
             let mut gz = GzDecoder::new(payload);
@@ -103,6 +117,32 @@ fn worker(files: &[PathBuf], next: &AtomicUsize, mode: Mode) -> Result<(u64, u64
         }
     }
     Ok((stored, inflated))
+}
+
+/// Walks the (ustar or GNU) tar in `tar` and checks the JSON syntax of every
+/// `*.json` member with serde_json, building nothing.
+fn check_manifests(tar: &[u8]) -> Result<(), String> {
+    let mut at = 0;
+    while let Some(header) = tar.get(at..at + 512) {
+        if header.iter().all(|&b| b == 0) {
+            break;
+        }
+        let octal = &header[124..136];
+        let text = std::str::from_utf8(octal).map_err(|e| e.to_string())?;
+        let size = usize::from_str_radix(text.trim_matches(|c| c == '\0' || c == ' '), 8)
+            .map_err(|e| format!("size field at {at}: {e}"))?;
+        let name = header[..100].split(|&b| b == 0).next().unwrap_or_default();
+        let data = tar
+            .get(at + 512..at + 512 + size)
+            .ok_or("truncated member")?;
+        // Regular files only: not pax or GNU long-name records.
+        if matches!(header[156], b'0' | 0) && name.ends_with(b".json") {
+            serde_json::from_slice::<serde::de::IgnoredAny>(data)
+                .map_err(|e| format!("{}: {e}", String::from_utf8_lossy(name)))?;
+        }
+        at += 512 + size.div_ceil(512) * 512;
+    }
+    Ok(())
 }
 
 /// Every `*.neff` under `dir`.
