@@ -177,3 +177,40 @@ impl<W: Write> Write for HashingWriter<W> {
         self.inner.flush()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Small and large writes, across several batches: the inner writer gets
+    /// every byte in order and the thread's digest is the one-shot digest.
+    #[test]
+    fn the_threaded_writer_writes_and_hashes_every_byte_once() {
+        let data: Vec<u8> = (0..3 * BATCH + 12345)
+            .map(|i| (i * 31 % 251) as u8)
+            .collect();
+        let mut w = HashingWriter::threaded(Vec::new(), PkgVersion::Sha256Tar, false);
+        let mut at = 0;
+        for (i, size) in [512, 1, BATCH + 7, 4096, 512, 2 * BATCH]
+            .iter()
+            .cycle()
+            .enumerate()
+        {
+            if at == data.len() {
+                break;
+            }
+            let end = (at + size).min(data.len());
+            w.write_all(&data[at..end]).unwrap();
+            if i == 3 {
+                w.flush().unwrap();
+            }
+            at = end;
+        }
+        assert_eq!(w.count(), data.len() as u64);
+        let (written, digests) = w.finish().unwrap();
+        assert!(written == data, "the bytes written differ");
+        assert_eq!(digests.count, data.len() as u64);
+        assert_eq!(digests.sha256, Some(Sha256::digest(&data).into()));
+        assert_eq!(digests.md5, None);
+    }
+}
