@@ -1126,7 +1126,7 @@ mod tests {
     }
 
     /// A level-1 pack of [`text_members`] at `path`.
-    fn pack_text_members(path: &Path) {
+    pub(super) fn pack_text_members(path: &Path) {
         pack(path, crate::PackOptions::default());
     }
 

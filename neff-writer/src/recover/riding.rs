@@ -11,6 +11,8 @@
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use neff_loader::walk::{self, EntrySink, StoredHeader};
@@ -29,8 +31,8 @@ use crate::error::Error;
 /// it to that walk as its [`EntrySink`] (or beside its own sink), then
 /// [`FramingRecorder::finish`] with the container the walk read. The result
 /// is what [`recover_framing`] gives. Dropped without `finish` (the walk
-/// was refused), its thread beside the walk still reads to its end on its
-/// own, holding the file open until then.
+/// was refused), it tells its thread beside the walk to stop, which then
+/// ends at its next MiB and closes the file.
 #[derive(Debug)]
 pub struct FramingRecorder {
     path: PathBuf,
@@ -39,6 +41,18 @@ pub struct FramingRecorder {
     headers: Vec<StoredHeader>,
     failed: bool,
     beside: Option<JoinHandle<io::Result<Beside>>>,
+    /// Set when the recorder is gone: the thread beside stops reading.
+    _stop: StopOnDrop,
+}
+
+/// A flag raised when it is dropped.
+#[derive(Debug, Default)]
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
 
 /// What the thread beside the walk found.
@@ -58,9 +72,11 @@ impl FramingRecorder {
     /// deflate stream as far as `proof` says.
     pub fn start(path: &Path, proof: DeflateProof) -> FramingRecorder {
         let owned = path.to_path_buf();
+        let stop = StopOnDrop::default();
+        let stopped = Arc::clone(&stop.0);
         let beside = std::thread::Builder::new()
             .name("neff-framing".into())
-            .spawn(move || beside_the_walk(&owned, proof))
+            .spawn(move || beside_the_walk(&owned, proof, &stopped))
             .ok();
         FramingRecorder {
             path: path.to_path_buf(),
@@ -69,6 +85,7 @@ impl FramingRecorder {
             headers: Vec::new(),
             failed: false,
             beside,
+            _stop: stop,
         }
     }
 
@@ -190,8 +207,9 @@ impl EntrySink for FramingRecorder {
 
 /// Reads the payload of the NEFF at `path` raw: its SHA-256 (pkg 2), its
 /// first gzip member's header, and the deflate engine proven over the
-/// proof's prefix when the stream is surely longer.
-fn beside_the_walk(path: &Path, proof: DeflateProof) -> io::Result<Beside> {
+/// proof's prefix when the stream is surely longer. Ends with an error at
+/// the next MiB read once `stopped` is set.
+fn beside_the_walk(path: &Path, proof: DeflateProof, stopped: &AtomicBool) -> io::Result<Beside> {
     let mut file = File::open(path)?;
     let mut raw = [0u8; HEADER_LEN];
     file.read_exact(&mut raw)?;
@@ -240,7 +258,18 @@ fn beside_the_walk(path: &Path, proof: DeflateProof) -> io::Result<Beside> {
         Some(PkgVersion::Sha256Tar) => None,
         _ => {
             let mut hasher = Sha256::new();
-            io::copy(&mut payload, &mut hasher)?;
+            loop {
+                if stopped.load(Ordering::Relaxed) {
+                    return Err(io::Error::other("the walk beside it was dropped"));
+                }
+                let chunk = io::BufRead::fill_buf(&mut payload)?;
+                if chunk.is_empty() {
+                    break;
+                }
+                hasher.update(chunk);
+                let n = chunk.len();
+                io::BufRead::consume(&mut payload, n);
+            }
             Some(hasher.finalize().into())
         }
     };
@@ -249,4 +278,25 @@ fn beside_the_walk(path: &Path, proof: DeflateProof) -> io::Result<Beside> {
         gzip,
         found,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_thread_beside_stops_once_the_recorder_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.neff");
+        super::super::tests::pack_text_members(&path);
+        let proof = DeflateProof::DEFAULT;
+        let read = beside_the_walk(&path, proof, &AtomicBool::new(false)).unwrap();
+        assert!(read.sha256.is_some() && read.gzip.is_some());
+        let stopped = beside_the_walk(&path, proof, &AtomicBool::new(true));
+        assert!(stopped.is_err(), "read on after the stop");
+        let stop = StopOnDrop::default();
+        let flag = Arc::clone(&stop.0);
+        drop(stop);
+        assert!(flag.load(Ordering::Relaxed));
+    }
 }
