@@ -2,7 +2,7 @@
 //! `neff_parse`; spec §5.1) and the tar walk of spec §3.4.
 
 use std::cell::Cell;
-use std::io::{self, BufReader, Cursor, Read, Seek, SeekFrom, Write};
+use std::io::{self, BufRead, BufReader, Cursor, Read, Seek, SeekFrom, Write};
 use std::rc::Rc;
 use std::sync::mpsc::sync_channel;
 
@@ -931,7 +931,7 @@ fn walk<R: Read>(
 
 /// Reads every entry up to the end marker into the member map (and the
 /// entry table when asked).
-fn walk_entries<R: Read>(
+fn walk_entries<R: BufRead>(
     tar: &mut TarReader<R>,
     budgets: &mut Budgets<'_>,
     container: &mut Container,
@@ -1000,7 +1000,7 @@ fn entry_record(entry: &Entry, fate: EntryFate) -> EntryRecord {
 }
 
 /// Stores one entry as the runtime does (or skips it), reading its data.
-fn store_entry<R: Read>(
+fn store_entry<R: BufRead>(
     tar: &mut TarReader<R>,
     entry: &Entry,
     budgets: &mut Budgets<'_>,
@@ -1141,7 +1141,7 @@ pub fn reread_member<R: Read + Seek + ?Sized, T>(
 /// bytes (libarchive's bidder), whatever `pkg_version` says (spec §3.1, §9 C22).
 pub fn payload_stream<'a, R: Read + 'a>(
     payload: R,
-) -> Result<(Compression, Box<dyn Read + 'a>), Error> {
+) -> Result<(Compression, Box<dyn BufRead + 'a>), Error> {
     let (compression, stream, _) = payload_stream_tallied(payload)?;
     Ok((compression, stream))
 }
@@ -1149,7 +1149,7 @@ pub fn payload_stream<'a, R: Read + 'a>(
 /// [`payload_stream`], with a tally of where the gzip members end (gzip only).
 fn payload_stream_tallied<'a, R: Read + 'a>(
     mut payload: R,
-) -> io::Result<(Compression, Box<dyn Read + 'a>, Option<MemberTally>)> {
+) -> io::Result<(Compression, Box<dyn BufRead + 'a>, Option<MemberTally>)> {
     let mut prefix = [0u8; 4];
     let got = read_prefix(&mut payload, &mut prefix)?;
     let prefix = prefix[..got].to_vec();
@@ -1161,7 +1161,8 @@ fn payload_stream_tallied<'a, R: Read + 'a>(
             GzipReader::new(BufReader::with_capacity(64 * 1024, chained)).with_tally(tally.clone());
         (Compression::Gzip, Box::new(reader), Some(tally))
     } else {
-        (Compression::None, Box::new(chained), None)
+        let reader = BufReader::with_capacity(64 * 1024, chained);
+        (Compression::None, Box::new(reader), None)
     })
 }
 

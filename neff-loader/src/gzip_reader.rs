@@ -435,16 +435,11 @@ impl<R: BufRead> GzipReader<R> {
     }
 }
 
-impl<R: BufRead> Read for GzipReader<R> {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        if out.is_empty() {
-            return Ok(0);
-        }
+/// The current block, inflated in libarchive's 64 KiB steps: a reader that
+/// borrows it (as [`crate::TarReader`] does) copies nothing it skips.
+impl<R: BufRead> BufRead for GzipReader<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
         if self.at == self.len {
-            if out.len() >= BLOCK {
-                // A whole block straight into the caller's buffer.
-                return self.next_block(&mut out[..BLOCK]);
-            }
             let mut block = std::mem::take(&mut self.block);
             block.resize(BLOCK, 0);
             let made = self.next_block(&mut block);
@@ -452,9 +447,27 @@ impl<R: BufRead> Read for GzipReader<R> {
             self.at = 0;
             self.len = made?;
         }
-        let n = out.len().min(self.len - self.at);
-        out[..n].copy_from_slice(&self.block[self.at..self.at + n]);
-        self.at += n;
+        Ok(&self.block[self.at..self.len])
+    }
+
+    fn consume(&mut self, amount: usize) {
+        self.at = (self.at + amount).min(self.len);
+    }
+}
+
+impl<R: BufRead> Read for GzipReader<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if out.is_empty() {
+            return Ok(0);
+        }
+        if self.at == self.len && out.len() >= BLOCK {
+            // A whole block straight into the caller's buffer.
+            return self.next_block(&mut out[..BLOCK]);
+        }
+        let block = self.fill_buf()?;
+        let n = out.len().min(block.len());
+        out[..n].copy_from_slice(&block[..n]);
+        self.consume(n);
         Ok(n)
     }
 }
@@ -464,7 +477,7 @@ mod tests {
     use super::*;
     use flate2::write::GzEncoder;
     use flate2::Compression;
-    use std::io::Write;
+    use std::io::{BufRead, Write};
 
     fn gz(data: &[u8]) -> Vec<u8> {
         let mut e = GzEncoder::new(Vec::new(), Compression::new(6));
@@ -553,6 +566,23 @@ mod tests {
         }
     }
 
+    /// Reads `data` through `BufRead`, consuming at most `step` bytes at a time.
+    fn borrow_in(data: &[u8], step: usize) -> (Vec<u8>, Option<String>) {
+        let mut reader = GzipReader::new(data);
+        let mut out = Vec::new();
+        loop {
+            match reader.fill_buf() {
+                Ok([]) => return (out, None),
+                Ok(block) => {
+                    let n = block.len().min(step);
+                    out.extend_from_slice(&block[..n]);
+                    reader.consume(n);
+                }
+                Err(e) => return (out, Some(e.to_string())),
+            }
+        }
+    }
+
     #[test]
     fn reads_of_any_size_see_the_same_bytes_then_the_same_failure() {
         let text: Vec<u8> = (0..400_000u32)
@@ -569,6 +599,7 @@ mod tests {
             let whole = read_in(data, 1 << 20);
             for size in [1, 511, 4096, BLOCK - 1, BLOCK] {
                 assert_eq!(read_in(data, size), whole, "reads of {size} bytes");
+                assert_eq!(borrow_in(data, size), whole, "borrows of {size} bytes");
             }
         }
         // A failure loses its whole 64 KiB block: what came before is whole

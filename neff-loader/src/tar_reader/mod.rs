@@ -21,7 +21,7 @@ pub use number::header_field;
 pub use pax::pax_records;
 
 use neff_schema::tar as fields;
-use std::io::{self, Read, Write};
+use std::io::{self, BufRead, Read, Write};
 
 use crate::error::{Error, TarErrorKind};
 use pax::unsupported;
@@ -204,8 +204,6 @@ pub struct TarReader<R> {
     /// The archive format libarchive has settled on so far (it decides how
     /// a hard link's size is read).
     format: ArchiveFormat,
-    /// Copy buffer, reused across entries.
-    buf: Vec<u8>,
     /// Whether the header blocks are kept ([`TarReader::recording_headers`]).
     record: bool,
     /// The header blocks read by the last [`TarReader::next_entry`].
@@ -284,7 +282,7 @@ enum ArchiveFormat {
     Pax,
 }
 
-impl<R: Read> TarReader<R> {
+impl<R: BufRead> TarReader<R> {
     /// Reads tar data from `inner`.
     pub fn new(inner: R) -> Self {
         TarReader {
@@ -296,7 +294,6 @@ impl<R: Read> TarReader<R> {
             done: false,
             end_marker: None,
             format: ArchiveFormat::Unknown,
-            buf: Vec::new(),
             record: false,
             headers: Vec::new(),
             capture: None,
@@ -656,20 +653,17 @@ impl<R: Read> TarReader<R> {
     pub fn copy_data<W: Write + ?Sized>(&mut self, sink: &mut W) -> Result<u64, Error> {
         let size = self.pending_data;
         let data_offset = self.offset;
-        if self.buf.is_empty() && size > 0 {
-            self.buf = vec![0u8; crate::gzip_reader::BLOCK];
-        }
-        let buf = &mut self.buf;
         while self.pending_data > 0 {
-            let want = buf
+            // Straight from the reader's buffer: data skipped is never copied.
+            let available = match self.inner.fill_buf() {
+                Ok(available) => available,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e.into()),
+            };
+            let got = available
                 .len()
                 .min(usize::try_from(self.pending_data).unwrap_or(usize::MAX));
-            let got = read_full(&mut self.inner, &mut buf[..want])?;
-            self.offset += got as u64;
-            self.pending_data -= got as u64;
-            sink.write_all(&buf[..got]).map_err(Error::sink)?;
-            capture_into(&mut self.capture, &buf[..got]);
-            if got < want {
+            if got == 0 {
                 let got = size - self.pending_data;
                 let e = truncated_data(size, got, data_offset);
                 return Err(match self.current.as_ref() {
@@ -677,6 +671,11 @@ impl<R: Read> TarReader<R> {
                     None => e,
                 });
             }
+            sink.write_all(&available[..got]).map_err(Error::sink)?;
+            capture_into(&mut self.capture, &available[..got]);
+            self.inner.consume(got);
+            self.offset += got as u64;
+            self.pending_data -= got as u64;
         }
         // The padding is consumed on the way to the next header, where
         // libarchive too reads it ("Truncated input file" at the header).
@@ -779,7 +778,7 @@ struct EntryData<'t, R> {
     tar: &'t mut TarReader<R>,
 }
 
-impl<R: Read> Read for EntryData<'_, R> {
+impl<R: BufRead> Read for EntryData<'_, R> {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
         let tar = &mut *self.tar;
         let want = out

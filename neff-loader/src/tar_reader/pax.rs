@@ -11,7 +11,7 @@
 //! more than the bytes (the process locale) or that this reader does not
 //! model (sparse files, ACLs) are refused by name.
 
-use std::io::Read;
+use std::io::BufRead;
 
 use super::number::{pax_number, pax_time};
 use super::{escape_name, TarReader};
@@ -93,7 +93,7 @@ impl Body {
     }
 }
 
-impl<R: Read> TarReader<R> {
+impl<R: BufRead> TarReader<R> {
     /// Reads the body of a pax header of `size` bytes (and its padding)
     /// whose header block is at `offset`; `global` for `g`.
     pub(super) fn read_pax(

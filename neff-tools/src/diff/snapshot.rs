@@ -3,7 +3,7 @@
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::io::{self, Cursor, Read};
+use std::io::{self, BufRead, Cursor, Read};
 use std::rc::Rc;
 
 use neff_schema::{NeffHeader, PkgVersion, HEADER_LEN};
@@ -22,7 +22,7 @@ pub struct Opened<'a> {
     /// The gzip header's MTIME, for a gzip payload.
     pub gzip_mtime: Option<u32>,
     /// The tar entries of the payload (the `data_size` bytes after the header).
-    pub tar: TarReader<Box<dyn Read + 'a>>,
+    pub tar: TarReader<Box<dyn BufRead + 'a>>,
 }
 
 impl std::fmt::Debug for Opened<'_> {
@@ -213,7 +213,7 @@ impl Snapshot {
         Ok(snapshot)
     }
 
-    fn walk<R: Read>(
+    fn walk<R: BufRead>(
         &mut self,
         tar: &mut TarReader<R>,
         budget: &mut Budget,

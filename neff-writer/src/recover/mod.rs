@@ -480,7 +480,7 @@ fn fields_of(block: &[u8; BLOCK]) -> (u32, EntryFields) {
 /// Walks the tar stream with the loader's reader (so it reads every entry
 /// as the runtime does), recording each entry in a [`TarRecorder`]. Returns
 /// the framing and the reader under the tar stream, at its end.
-fn read_tar<R: Read>(
+fn read_tar<R: BufRead>(
     mut tar: walk::TarReader<R>,
     notes: &mut Vec<String>,
 ) -> io::Result<(TarFraming, R)> {
