@@ -12,7 +12,7 @@
 
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::mem;
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::thread::JoinHandle;
 
 use neff_schema::{Arch, NeffHeader, PkgVersion};
@@ -22,12 +22,13 @@ use crate::digest::Digester;
 use crate::profile::RuntimeProfile;
 use crate::{Error, ErrorKind, Verdict};
 
-/// Bytes gathered before a copy is handed to the walk thread: small, so the
-/// walk keeps up with the writer and has little left to do at the end.
-const CHUNK: usize = 64 << 10;
+/// Bytes gathered before a copy is handed to the walk thread: large enough
+/// that the hand-offs cost little (64 KiB chunks made 16 wake-ups per MiB),
+/// small enough that the walk has little left to do at the end.
+const CHUNK: usize = 1 << 20;
 /// Chunks in flight between the writer and the walk (the writer waits when
 /// the walk is this far behind).
-const IN_FLIGHT: usize = 8;
+const IN_FLIGHT: usize = 4;
 
 /// The digests the writer computed over the stored payload bytes it streamed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -45,6 +46,8 @@ pub struct StreamCheck {
     buffer: Vec<u8>,
     count: u64,
     sender: Option<SyncSender<Vec<u8>>>,
+    /// Chunks the walk has read, to be filled again.
+    spare: Receiver<Vec<u8>>,
     walk: Option<JoinHandle<Walked>>,
 }
 
@@ -53,12 +56,14 @@ impl StreamCheck {
     /// [`crate::Loader::verify`].
     pub fn new(profile: &RuntimeProfile, limits: &Limits) -> StreamCheck {
         let (sender, receiver) = sync_channel(IN_FLIGHT);
+        let (done, spare) = channel();
         let walk_limits = limits.clone();
         let walk = std::thread::Builder::new()
             .stack_size(crate::LOAD_STACK)
             .spawn(move || {
                 let mut payload = ChannelReader {
                     receiver,
+                    done,
                     chunk: Vec::new(),
                     at: 0,
                 };
@@ -73,6 +78,7 @@ impl StreamCheck {
             buffer: Vec::with_capacity(CHUNK),
             count: 0,
             sender: Some(sender),
+            spare,
             walk: Some(walk),
         }
     }
@@ -86,7 +92,14 @@ impl StreamCheck {
         if self.buffer.is_empty() {
             return;
         }
-        let chunk = mem::replace(&mut self.buffer, Vec::with_capacity(CHUNK));
+        let next = match self.spare.try_recv() {
+            Ok(mut spare) => {
+                spare.clear();
+                spare
+            }
+            Err(_) => Vec::with_capacity(CHUNK),
+        };
+        let chunk = mem::replace(&mut self.buffer, next);
         if let Some(sender) = &self.sender {
             // A walk thread that is gone (it panicked) shows in `finish`.
             let _ = sender.send(chunk);
@@ -167,6 +180,8 @@ impl Write for StreamCheck {
 /// The walk's side of the channel: the chunks in order, then the end.
 struct ChannelReader {
     receiver: Receiver<Vec<u8>>,
+    /// Where read chunks go back to the writer.
+    done: Sender<Vec<u8>>,
     chunk: Vec<u8>,
     at: usize,
 }
@@ -176,7 +191,8 @@ impl Read for ChannelReader {
         while self.at == self.chunk.len() {
             match self.receiver.recv() {
                 Ok(chunk) => {
-                    self.chunk = chunk;
+                    // The writer may be gone (it ignores a closed channel).
+                    let _ = self.done.send(mem::replace(&mut self.chunk, chunk));
                     self.at = 0;
                 }
                 Err(_) => return Ok(0),

@@ -241,7 +241,7 @@ impl TempFile {
                     "interrupted by a signal before the output was renamed into place",
                 )));
             }
-            std::fs::rename(&self.path, &self.target).map_err(|e| self.context(e))?;
+            crate::replace::replace(&self.path, &self.target).map_err(|e| self.context(e))?;
             registry.live.retain(|p| p != &self.path);
             self.live = false;
         }

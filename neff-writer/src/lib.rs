@@ -55,6 +55,7 @@ mod parallel_gzip;
 mod progress;
 mod recover;
 mod repeated_keys;
+mod replace;
 mod small_file;
 mod stale;
 mod sync_tree;

@@ -578,10 +578,14 @@ impl Packager {
             true => Some(tmp.as_file().try_clone().map_err(|e| tmp.context(e))?),
             false => None,
         };
-        // Writeback starts as the payload is written, with or without fsync:
-        // renaming over an existing file makes ext4 (auto_da_alloc) flush
-        // the new file's data at the rename, which then finds it done.
-        let writeback = Some(tmp.as_file().try_clone().map_err(|e| tmp.context(e))?);
+        // With fsync, writeback starts as the payload is written, so the
+        // fsync finds little left to write. Without, the kernel writes it
+        // when it likes: the move into place swaps instead of renaming over
+        // an existing file (`crate::replace`), so ext4 does not flush it then.
+        let writeback = match options.fsync {
+            true => Some(tmp.as_file().try_clone().map_err(|e| tmp.context(e))?),
+            false => None,
+        };
         let written = self.write_payload(&mut tmp, options, writeback)?;
         // The fsync (I/O-bound) runs while the check finishes (CPU-bound).
         let outcome = std::thread::scope(|scope| {

@@ -319,21 +319,16 @@ pub fn names(dir: &Path) -> Vec<String> {
     names
 }
 
-/// The system calls of a `neff` run (and its threads), counted by strace, one
-/// count per group of `calls`; `None` without a working strace. The run must
-/// succeed.
-pub fn traced_calls(args: &[&str], calls: &[&[&str]]) -> Option<Vec<usize>> {
+/// strace's log of the `calls` a `neff` run makes (one line per call, with
+/// its arguments); `None` without a working strace.
+pub fn traced_log(args: &[&str], calls: &[&str]) -> Option<String> {
     let log = tempfile::NamedTempFile::new().unwrap();
-    let names: Vec<&str> = calls
-        .iter()
-        .flat_map(|group| group.iter().copied())
-        .collect();
     let status = Command::new("strace")
         .args([
             "-f",
             "-qq",
             "-e",
-            &format!("trace={}", names.join(",")),
+            &format!("trace={}", calls.join(",")),
             "-o",
         ])
         .arg(log.path())
@@ -351,7 +346,18 @@ pub fn traced_calls(args: &[&str], calls: &[&[&str]]) -> Option<Vec<usize>> {
         }
         panic!("{args:?}: {}", String::from_utf8_lossy(&status.stderr));
     }
-    let text = std::fs::read_to_string(log.path()).unwrap();
+    Some(std::fs::read_to_string(log.path()).unwrap())
+}
+
+/// The system calls of a `neff` run (and its threads), counted by strace, one
+/// count per group of `calls`; `None` without a working strace. The run must
+/// succeed.
+pub fn traced_calls(args: &[&str], calls: &[&[&str]]) -> Option<Vec<usize>> {
+    let names: Vec<&str> = calls
+        .iter()
+        .flat_map(|group| group.iter().copied())
+        .collect();
+    let text = traced_log(args, &names)?;
     let count = |group: &[&str]| {
         text.lines()
             .filter(|line| {
@@ -361,4 +367,17 @@ pub fn traced_calls(args: &[&str], calls: &[&[&str]]) -> Option<Vec<usize>> {
             .count()
     };
     Some(calls.iter().map(|group| count(group)).collect())
+}
+
+/// Copies the folder `from` (files and folders) to `to`.
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
 }
