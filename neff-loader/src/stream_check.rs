@@ -92,17 +92,36 @@ impl StreamCheck {
         if self.buffer.is_empty() {
             return;
         }
-        let next = match self.spare.try_recv() {
+        let next = self.spare_buffer();
+        let chunk = mem::replace(&mut self.buffer, next);
+        if let Some(sender) = &self.sender {
+            // A walk thread that is gone (it panicked) shows in `finish`.
+            let _ = sender.send(chunk);
+        }
+    }
+
+    /// Streams `chunk` as [`Write::write`] would, handing it to the walk
+    /// without a copy; returns an empty buffer to fill next (one the walk is
+    /// done with, when there is one).
+    pub fn write_owned(&mut self, chunk: Vec<u8>) -> Vec<u8> {
+        self.count += chunk.len() as u64;
+        self.send_buffer();
+        let spare = self.spare_buffer();
+        if let Some(sender) = &self.sender {
+            // A walk thread that is gone (it panicked) shows in `finish`.
+            let _ = sender.send(chunk);
+        }
+        spare
+    }
+
+    /// An empty buffer: one the walk has read, or a new one.
+    fn spare_buffer(&self) -> Vec<u8> {
+        match self.spare.try_recv() {
             Ok(mut spare) => {
                 spare.clear();
                 spare
             }
             Err(_) => Vec::with_capacity(CHUNK),
-        };
-        let chunk = mem::replace(&mut self.buffer, next);
-        if let Some(sender) = &self.sender {
-            // A walk thread that is gone (it panicked) shows in `finish`.
-            let _ = sender.send(chunk);
         }
     }
 

@@ -6,6 +6,7 @@ use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
 use std::thread::JoinHandle;
 
 use md5::{Digest, Md5};
+use neff_loader::StreamCheck;
 use neff_schema::PkgVersion;
 use sha2::Sha256;
 
@@ -32,7 +33,7 @@ struct HashThread {
     /// Batches the thread is done with, to be filled again (no allocation
     /// and no fresh pages per batch).
     spare: Receiver<Vec<u8>>,
-    handle: JoinHandle<Hashers>,
+    handle: JoinHandle<(Hashers, Option<StreamCheck>)>,
 }
 
 impl HashThread {
@@ -100,8 +101,15 @@ impl<W: Write> HashingWriter<W> {
     }
 
     /// Like [`HashingWriter::new`], but the hashes run on their own thread,
-    /// overlapped with the caller's framing and I/O (each write is copied to it).
-    pub fn threaded(inner: W, pkg: PkgVersion, want_sha256: bool) -> Self {
+    /// overlapped with the caller's framing and I/O (each write is copied to
+    /// it). That thread then hands each batch to `check`, when given, without
+    /// another copy; [`HashingWriter::finish`] gives the check back.
+    pub fn threaded(
+        inner: W,
+        pkg: PkgVersion,
+        want_sha256: bool,
+        mut check: Option<StreamCheck>,
+    ) -> Self {
         let mut w = HashingWriter::new(inner, pkg, want_sha256);
         let mut hashers = Hashers {
             md5: w.md5.take(),
@@ -112,11 +120,17 @@ impl<W: Write> HashingWriter<W> {
         let handle = std::thread::spawn(move || {
             for mut batch in batches {
                 hashers.update(&batch);
-                batch.clear();
+                let spare = match &mut check {
+                    Some(check) => check.write_owned(batch),
+                    None => {
+                        batch.clear();
+                        batch
+                    }
+                };
                 // The writer may be gone already; the batch is then dropped.
-                let _ = done.send(batch);
+                let _ = done.send(spare);
             }
-            hashers
+            (hashers, check)
         });
         w.thread = Some(HashThread {
             batch: Vec::with_capacity(BATCH),
@@ -132,25 +146,28 @@ impl<W: Write> HashingWriter<W> {
         self.count
     }
 
-    /// Flushes and returns the inner writer and the digests.
-    pub fn finish(mut self) -> io::Result<(W, Digests)> {
+    /// Flushes and returns the inner writer, the digests and the check
+    /// given to [`HashingWriter::threaded`].
+    pub fn finish(mut self) -> io::Result<(W, Digests, Option<StreamCheck>)> {
         self.inner.flush()?;
+        let mut check = None;
         if let Some(mut thread) = self.thread.take() {
             thread.send_batch()?;
             drop(thread.full);
-            let hashers = thread
+            let (hashers, fed) = thread
                 .handle
                 .join()
                 .map_err(|_| io::Error::other("the hashing thread panicked"))?;
             self.md5 = hashers.md5;
             self.sha256 = hashers.sha256;
+            check = fed;
         }
         let digests = Digests {
             count: self.count,
             md5: self.md5.map(|h| h.finalize().into()),
             sha256: self.sha256.map(|h| h.finalize().into()),
         };
-        Ok((self.inner, digests))
+        Ok((self.inner, digests, check))
     }
 }
 
@@ -183,13 +200,24 @@ mod tests {
     use super::*;
 
     /// Small and large writes, across several batches: the inner writer gets
-    /// every byte in order and the thread's digest is the one-shot digest.
+    /// every byte in order, the thread's digest is the one-shot digest, and
+    /// a check handed to the thread gets every byte too.
     #[test]
     fn the_threaded_writer_writes_and_hashes_every_byte_once() {
+        for with_check in [false, true] {
+            writes_and_hashes_every_byte_once(with_check);
+        }
+    }
+
+    fn writes_and_hashes_every_byte_once(with_check: bool) {
         let data: Vec<u8> = (0..3 * BATCH + 12345)
             .map(|i| (i * 31 % 251) as u8)
             .collect();
-        let mut w = HashingWriter::threaded(Vec::new(), PkgVersion::Sha256Tar, false);
+        let check = with_check.then(|| {
+            let profile = neff_loader::RuntimeProfile::default();
+            StreamCheck::new(&profile, &neff_loader::Limits::default())
+        });
+        let mut w = HashingWriter::threaded(Vec::new(), PkgVersion::Sha256Tar, false, check);
         let mut at = 0;
         for (i, size) in [512, 1, BATCH + 7, 4096, 512, 2 * BATCH]
             .iter()
@@ -207,8 +235,12 @@ mod tests {
             at = end;
         }
         assert_eq!(w.count(), data.len() as u64);
-        let (written, digests) = w.finish().unwrap();
+        let (written, digests, check) = w.finish().unwrap();
         assert!(written == data, "the bytes written differ");
+        assert_eq!(
+            check.map(|c| c.count()),
+            with_check.then_some(data.len() as u64)
+        );
         assert_eq!(digests.count, data.len() as u64);
         assert_eq!(digests.sha256, Some(Sha256::digest(&data).into()));
         assert_eq!(digests.md5, None);

@@ -676,9 +676,15 @@ impl Packager {
             Writeback::new(&mut *file, writeback, HEADER_LEN as u64),
         );
         let check = (!options.paranoid_readback).then(|| stream_check(options));
-        let out = Tee::new(out, check);
+        // pkg 1's hash thread hands its batches on to the check (no copy);
+        // pkg 2's bytes are copied to it as they pass.
+        let (teed_check, handed_check) = match pkg {
+            PkgVersion::Md5Gzip => (check, None),
+            PkgVersion::Sha256Tar => (None, check),
+        };
+        let out = Tee::new(out, teed_check);
         let progress = options.progress.clone();
-        let ((tee, digests), tar_size) = match pkg {
+        let ((tee, digests, handed_check), tar_size) = match pkg {
             PkgVersion::Md5Gzip => std::thread::scope(|scope| -> Result<_, Error> {
                 let sink = HashingWriter::new(out, pkg, uuid_from_content);
                 let (mut sink, tar_size) = match (&options.deflate_cache, deflate.engine) {
@@ -729,7 +735,7 @@ impl Packager {
             })?,
             PkgVersion::Sha256Tar => {
                 // SHA-256 on its own thread, overlapped with framing and I/O.
-                let sink = HashingWriter::threaded(out, pkg, uuid_from_content);
+                let sink = HashingWriter::threaded(out, pkg, uuid_from_content, handed_check);
                 let mut tar = TarWriter::with_framing(sink, tar_framing);
                 write_entries(&mut tar, &mut entries, progress.as_deref())?;
                 let (sink, tar_size) = tar.finish()?;
@@ -737,7 +743,8 @@ impl Packager {
             }
         };
         let (files, directories) = (entries.files, entries.directories);
-        let (buf, stream, ends) = tee.into_parts();
+        let (buf, teed_check, ends) = tee.into_parts();
+        let stream = teed_check.or(handed_check);
         buf.into_inner().map_err(|e| e.into_error())?;
         let header = assemble_header(pkg, &digests, options);
         let payload_hash = payload_hash(pkg, &digests, options);
