@@ -18,6 +18,7 @@ use pyo3::types::PyBytes;
 
 use crate::builder::buffer::HeldBuffer;
 use crate::errors::loader_error;
+use crate::reader::uninit_bytes;
 use crate::source::Source;
 
 /// Registers the class on the module.
@@ -42,26 +43,27 @@ fn read_members<'py>(
     let found = py
         .detach(|| collect_members(&source, &names))
         .map_err(|e| loader_error(&e.at_path(source.name())))?;
-    // Each member's buffer goes as soon as it is copied into its `bytes`.
     let mut found = found;
     Ok(names
         .into_iter()
         .filter_map(|name| {
-            let data = found.remove(&name)?;
-            Some((name, PyBytes::new(py, &data)))
+            let bytes = found.remove(&name)?;
+            Some((name, bytes.into_bound(py)))
         })
         .collect())
 }
 
-/// [`read_members`]' pass: the wanted members' data, by key.
+/// [`read_members`]' pass: the wanted members' data, by key, each streamed
+/// straight into the `bytes` object returned (no copy after the pass).
 fn collect_members(
     source: &Source<'_>,
     names: &[String],
-) -> Result<BTreeMap<String, Vec<u8>>, Error> {
+) -> Result<BTreeMap<String, Py<PyBytes>>, Error> {
     let mut sink = Collect {
         wanted: names.iter().map(String::as_str).collect(),
         current: None,
         found: BTreeMap::new(),
+        failed: None,
     };
     let tier1 = walk_entries(
         &mut source.open()?,
@@ -69,6 +71,9 @@ fn collect_members(
         &Limits::for_verdict(),
         &mut sink,
     )?;
+    if let Some(e) = sink.failed {
+        return Err(e);
+    }
     let why = |r: Option<Rejection>| {
         r.map_or_else(
             || "the payload could not be read".to_string(),
@@ -87,12 +92,67 @@ fn collect_members(
         }
     };
     // Only members of the runtime's member map (not the entries it skips).
-    Ok(sink
-        .found
-        .into_iter()
-        .filter(|(_, (raw, _))| container.members.contains_key(raw))
-        .map(|(key, (_, data))| (key, data))
-        .collect())
+    let mut kept = BTreeMap::new();
+    for (key, (raw, filling)) in sink.found {
+        if container.members.contains_key(&raw) {
+            kept.insert(
+                key.clone(),
+                filling.finish().map_err(|e| e.in_member(&key))?,
+            );
+        }
+    }
+    Ok(kept)
+}
+
+/// A `bytes` object being filled with a member's data as the walk reads it.
+struct Filling {
+    bytes: Py<PyBytes>,
+    /// The address of its data, `len` bytes.
+    at: usize,
+    len: usize,
+    filled: usize,
+}
+
+impl Filling {
+    /// A `bytes` object of `len` bytes to fill (the GIL is taken to make it).
+    fn new(len: usize) -> Result<Filling, Error> {
+        let (bytes, at) = Python::attach(|py| uninit_bytes(py, len)).map_err(|e| {
+            Error::from(std::io::Error::new(
+                std::io::ErrorKind::OutOfMemory,
+                e.to_string(),
+            ))
+        })?;
+        Ok(Filling {
+            bytes,
+            at,
+            len,
+            filled: 0,
+        })
+    }
+
+    /// Appends `data`; `false` when it does not fit.
+    fn push(&mut self, data: &[u8]) -> bool {
+        if data.len() > self.len - self.filled {
+            return false;
+        }
+        // SAFETY: `at..at + len` is the data of `bytes`, a new object that no
+        // other code holds until the pass ends; it lives as long as `self`.
+        let buf = unsafe { std::slice::from_raw_parts_mut(self.at as *mut u8, self.len) };
+        buf[self.filled..self.filled + data.len()].copy_from_slice(data);
+        self.filled += data.len();
+        true
+    }
+
+    /// The filled object, when every declared byte came.
+    fn finish(self) -> Result<Py<PyBytes>, Error> {
+        match self.filled == self.len {
+            true => Ok(self.bytes),
+            false => Err(Error::new(
+                ErrorKind::Read,
+                format!("{} of {} bytes read", self.filled, self.len),
+            )),
+        }
+    }
 }
 
 /// Keeps the data of the wanted keys as the walk reads them; a later entry
@@ -101,25 +161,44 @@ struct Collect<'n> {
     wanted: BTreeSet<&'n str>,
     current: Option<String>,
     /// By key: the entry's raw key bytes and its data.
-    found: BTreeMap<String, (Vec<u8>, Vec<u8>)>,
+    found: BTreeMap<String, (Vec<u8>, Filling)>,
+    /// Why a member could not be kept (no memory for it, or more data than
+    /// its header declares).
+    failed: Option<Error>,
 }
 
 impl EntrySink for Collect<'_> {
     fn entry(&mut self, entry: &Entry) {
         let key = member_key(entry);
         self.current = None;
-        if entry.kind == EntryKind::File && self.wanted.contains(key.as_str()) {
-            let raw = entry.key().to_vec();
-            let size = usize::try_from(entry.size.max(0)).unwrap_or(0);
-            self.found
-                .insert(key.clone(), (raw, Vec::with_capacity(size.min(64 << 20))));
-            self.current = Some(key);
+        if entry.kind == EntryKind::File
+            && self.wanted.contains(key.as_str())
+            && self.failed.is_none()
+        {
+            let size = usize::try_from(entry.size.max(0)).unwrap_or(usize::MAX);
+            match Filling::new(size) {
+                Ok(filling) => {
+                    let raw = entry.key().to_vec();
+                    // An earlier entry of the key is released once the GIL
+                    // is held again.
+                    self.found.insert(key.clone(), (raw, filling));
+                    self.current = Some(key);
+                }
+                Err(e) => self.failed = Some(e.in_member(&key)),
+            }
         }
     }
 
     fn data(&mut self, bytes: &[u8]) {
-        if let Some((_, data)) = self.current.as_ref().and_then(|k| self.found.get_mut(k)) {
-            data.extend_from_slice(bytes);
+        let Some(key) = &self.current else {
+            return;
+        };
+        if let Some((_, filling)) = self.found.get_mut(key) {
+            if !filling.push(bytes) {
+                let message = "more data than its tar header declares";
+                self.failed = Some(Error::new(ErrorKind::Read, message).in_member(key));
+                self.current = None;
+            }
         }
     }
 

@@ -256,7 +256,7 @@ fn read_member<'py>(
 
 /// A new `bytes` object of `size` bytes, not yet filled, and the address of
 /// its data.
-fn uninit_bytes(py: Python<'_>, size: usize) -> PyResult<(Py<PyBytes>, usize)> {
+pub(crate) fn uninit_bytes(py: Python<'_>, size: usize) -> PyResult<(Py<PyBytes>, usize)> {
     let len = isize::try_from(size)
         .map_err(|_| pyo3::exceptions::PyMemoryError::new_err(format!("{size} bytes")))?;
     // SAFETY: a NULL source makes CPython allocate `len` uninitialised bytes;
