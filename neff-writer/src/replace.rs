@@ -82,60 +82,54 @@ fn exchange(a: &Path, b: &Path) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
 
     fn read(p: &Path) -> String {
         std::fs::read_to_string(p).unwrap()
     }
 
-    #[test]
-    fn replaces_a_file_and_leaves_no_temp() {
+    /// A folder with the temp file `.t.tmp` holding "new", and the target `t`
+    /// (not made here).
+    fn folder() -> (tempfile::TempDir, PathBuf, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let (temp, target) = (dir.path().join(".t.tmp"), dir.path().join("t"));
-        std::fs::write(&target, "old").unwrap();
         std::fs::write(&temp, "new").unwrap();
-        replace(&temp, &target).unwrap();
-        assert_eq!(read(&target), "new");
+        (dir, temp, target)
+    }
+
+    /// Replaces the target and checks the new file is there and the temp gone.
+    fn replaced(temp: &Path, target: &Path) {
+        replace(temp, target).unwrap();
+        assert_eq!(read(target), "new");
         assert!(!temp.exists());
     }
 
     #[test]
-    fn creates_a_missing_target() {
-        let dir = tempfile::tempdir().unwrap();
-        let (temp, target) = (dir.path().join(".t.tmp"), dir.path().join("t"));
-        std::fs::write(&temp, "new").unwrap();
-        replace(&temp, &target).unwrap();
-        assert_eq!(read(&target), "new");
-        assert!(!temp.exists());
+    fn replaces_a_file_or_creates_a_missing_one_and_leaves_no_temp() {
+        let (_dir, temp, target) = folder();
+        std::fs::write(&target, "old").unwrap();
+        replaced(&temp, &target);
+        let (_dir, temp, target) = folder();
+        replaced(&temp, &target);
     }
 
     #[cfg(unix)]
     #[test]
     fn replaces_a_symlink_not_what_it_points_to() {
-        let dir = tempfile::tempdir().unwrap();
-        let (temp, target, other) = (
-            dir.path().join(".t.tmp"),
-            dir.path().join("t"),
-            dir.path().join("other"),
-        );
+        let (dir, temp, target) = folder();
+        let other = dir.path().join("other");
         std::fs::write(&other, "other").unwrap();
         std::os::unix::fs::symlink(&other, &target).unwrap();
-        std::fs::write(&temp, "new").unwrap();
-        replace(&temp, &target).unwrap();
+        replaced(&temp, &target);
         assert!(!std::fs::symlink_metadata(&target).unwrap().is_symlink());
-        assert_eq!(
-            (read(&target), read(&other)),
-            ("new".into(), "other".into())
-        );
-        assert!(!temp.exists());
+        assert_eq!(read(&other), "other");
     }
 
     #[test]
     fn a_folder_target_fails_and_stays() {
-        let dir = tempfile::tempdir().unwrap();
-        let (temp, target) = (dir.path().join(".t.tmp"), dir.path().join("t"));
+        let (_dir, temp, target) = folder();
         std::fs::create_dir(&target).unwrap();
         std::fs::write(target.join("kept"), "kept").unwrap();
-        std::fs::write(&temp, "new").unwrap();
         assert!(replace(&temp, &target).is_err());
         assert_eq!(read(&target.join("kept")), "kept");
         assert_eq!(read(&temp), "new");
@@ -147,10 +141,8 @@ mod tests {
     #[test]
     fn the_old_file_is_swapped_out() {
         use std::os::unix::fs::MetadataExt;
-        let dir = tempfile::tempdir().unwrap();
-        let (temp, target) = (dir.path().join(".t.tmp"), dir.path().join("t"));
+        let (_dir, temp, target) = folder();
         std::fs::write(&target, "old").unwrap();
-        std::fs::write(&temp, "new").unwrap();
         let new_inode = std::fs::metadata(&temp).unwrap().ino();
         if exchange(&temp, &target).is_err() {
             eprintln!("this filesystem cannot swap; replace falls back to rename");
