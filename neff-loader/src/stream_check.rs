@@ -210,8 +210,11 @@ impl Read for ChannelReader {
         while self.at == self.chunk.len() {
             match self.receiver.recv() {
                 Ok(chunk) => {
-                    // The writer may be gone (it ignores a closed channel).
-                    let _ = self.done.send(mem::replace(&mut self.chunk, chunk));
+                    let read = mem::replace(&mut self.chunk, chunk);
+                    if read.capacity() > 0 {
+                        // The writer may be gone (it ignores a closed channel).
+                        let _ = self.done.send(read);
+                    }
                     self.at = 0;
                 }
                 Err(_) => return Ok(0),
