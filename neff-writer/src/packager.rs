@@ -684,7 +684,7 @@ impl Packager {
         };
         let out = Tee::new(out, teed_check);
         let progress = options.progress.clone();
-        let ((tee, digests, handed_check), tar_size) = match pkg {
+        let ((tee, digests, fed_check), tar_size) = match pkg {
             PkgVersion::Md5Gzip => std::thread::scope(|scope| -> Result<_, Error> {
                 let sink = HashingWriter::new(out, pkg, uuid_from_content);
                 let (mut sink, tar_size) = match (&options.deflate_cache, deflate.engine) {
@@ -744,7 +744,7 @@ impl Packager {
         };
         let (files, directories) = (entries.files, entries.directories);
         let (buf, teed_check, ends) = tee.into_parts();
-        let stream = teed_check.or(handed_check);
+        let stream = teed_check.or(fed_check);
         buf.into_inner().map_err(|e| e.into_error())?;
         let header = assemble_header(pkg, &digests, options);
         let payload_hash = payload_hash(pkg, &digests, options);

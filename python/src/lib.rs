@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 mod builder;
 mod errors;
 mod files;
+mod filling;
 mod members;
 mod reader;
 mod source;

@@ -18,7 +18,7 @@ use pyo3::types::PyBytes;
 
 use crate::builder::buffer::HeldBuffer;
 use crate::errors::loader_error;
-use crate::reader::uninit_bytes;
+use crate::filling::{most_held, Filling};
 use crate::source::Source;
 
 /// Registers the class on the module.
@@ -59,21 +59,20 @@ fn collect_members(
     source: &Source<'_>,
     names: &[String],
 ) -> Result<BTreeMap<String, Py<PyBytes>>, Error> {
+    let mut payload = source.open()?;
     let mut sink = Collect {
         wanted: names.iter().map(String::as_str).collect(),
+        most: most_held(&mut payload)?,
         current: None,
         found: BTreeMap::new(),
         failed: None,
     };
     let tier1 = walk_entries(
-        &mut source.open()?,
+        &mut payload,
         &RuntimeProfile::default(),
         &Limits::for_verdict(),
         &mut sink,
     )?;
-    if let Some(e) = sink.failed {
-        return Err(e);
-    }
     let why = |r: Option<Rejection>| {
         r.map_or_else(
             || "the payload could not be read".to_string(),
@@ -91,6 +90,11 @@ fn collect_members(
             return Err(Error::new(ErrorKind::Refused, message));
         }
     };
+    // The gates' verdict first: a member that could not be kept because the
+    // payload is damaged is reported as the damage.
+    if let Some(e) = sink.failed {
+        return Err(e);
+    }
     // Only members of the runtime's member map (not the entries it skips).
     let mut kept = BTreeMap::new();
     for (key, (raw, filling)) in sink.found {
@@ -104,61 +108,12 @@ fn collect_members(
     Ok(kept)
 }
 
-/// A `bytes` object being filled with a member's data as the walk reads it.
-struct Filling {
-    bytes: Py<PyBytes>,
-    /// The address of its data, `len` bytes.
-    at: usize,
-    len: usize,
-    filled: usize,
-}
-
-impl Filling {
-    /// A `bytes` object of `len` bytes to fill (the GIL is taken to make it).
-    fn new(len: usize) -> Result<Filling, Error> {
-        let (bytes, at) = Python::attach(|py| uninit_bytes(py, len)).map_err(|e| {
-            Error::from(std::io::Error::new(
-                std::io::ErrorKind::OutOfMemory,
-                e.to_string(),
-            ))
-        })?;
-        Ok(Filling {
-            bytes,
-            at,
-            len,
-            filled: 0,
-        })
-    }
-
-    /// Appends `data`; `false` when it does not fit.
-    fn push(&mut self, data: &[u8]) -> bool {
-        if data.len() > self.len - self.filled {
-            return false;
-        }
-        // SAFETY: `at..at + len` is the data of `bytes`, a new object that no
-        // other code holds until the pass ends; it lives as long as `self`.
-        let buf = unsafe { std::slice::from_raw_parts_mut(self.at as *mut u8, self.len) };
-        buf[self.filled..self.filled + data.len()].copy_from_slice(data);
-        self.filled += data.len();
-        true
-    }
-
-    /// The filled object, when every declared byte came.
-    fn finish(self) -> Result<Py<PyBytes>, Error> {
-        match self.filled == self.len {
-            true => Ok(self.bytes),
-            false => Err(Error::new(
-                ErrorKind::Read,
-                format!("{} of {} bytes read", self.filled, self.len),
-            )),
-        }
-    }
-}
-
 /// Keeps the data of the wanted keys as the walk reads them; a later entry
 /// of a key replaces an earlier one (the runtime keeps the last).
 struct Collect<'n> {
     wanted: BTreeSet<&'n str>,
+    /// The most bytes the payload can hold ([`most_held`]).
+    most: u64,
     current: Option<String>,
     /// By key: the entry's raw key bytes and its data.
     found: BTreeMap<String, (Vec<u8>, Filling)>,
@@ -175,8 +130,7 @@ impl EntrySink for Collect<'_> {
             && self.wanted.contains(key.as_str())
             && self.failed.is_none()
         {
-            let size = usize::try_from(entry.size.max(0)).unwrap_or(usize::MAX);
-            match Filling::new(size) {
+            match Filling::new(entry.size.max(0) as u64, self.most) {
                 Ok(filling) => {
                     let raw = entry.key().to_vec();
                     // An earlier entry of the key is released once the GIL

@@ -20,6 +20,7 @@ use pyo3::types::{PyBytes, PyDict};
 use serde_json::{json, Value};
 
 use crate::errors::{bad_argument, loader_error};
+use crate::filling::{most_held, Filling};
 use crate::source::Source;
 
 /// Registers the reading functions on the module.
@@ -227,23 +228,17 @@ fn read_member<'py>(
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
     let source = Source::extract(source)?;
     let found = py.detach(|| -> Result<Option<Py<PyBytes>>, Error> {
-        let mut opened = open_members(source.open()?)?;
+        let mut payload = source.open()?;
+        let most = most_held(&mut payload)?;
+        let mut opened = open_members(payload)?;
         let mut found = None;
         while let Some(entry) = opened.tar.next_entry()? {
             if member_key(&entry) != name {
                 continue;
             }
-            let size = usize::try_from(entry.size.max(0)).unwrap_or(usize::MAX);
-            let (bytes, at) = Python::attach(|py| uninit_bytes(py, size)).map_err(|e| {
-                Error::from(std::io::Error::new(
-                    std::io::ErrorKind::OutOfMemory,
-                    e.to_string(),
-                ))
-            })?;
-            // SAFETY: `at` is the data buffer of `bytes`, `size` bytes long,
-            // a new object no other code holds yet; it outlives this write.
-            let buf = unsafe { std::slice::from_raw_parts_mut(at as *mut u8, size) };
-            opened.tar.data().read_exact(buf)?;
+            let mut filling = Filling::new(entry.size.max(0) as u64, most)?;
+            opened.tar.data().read_exact(filling.rest())?;
+            let bytes = filling.filled_whole().finish()?;
             // An earlier entry of the same key is dropped (the runtime keeps
             // the last): pyo3 releases it once the GIL is held again.
             found = Some(bytes);
@@ -252,21 +247,4 @@ fn read_member<'py>(
     });
     let found = found.map_err(|e| located(&source, e.in_member(name)))?;
     Ok(found.map(|b| b.into_bound(py)))
-}
-
-/// A new `bytes` object of `size` bytes, not yet filled, and the address of
-/// its data.
-pub(crate) fn uninit_bytes(py: Python<'_>, size: usize) -> PyResult<(Py<PyBytes>, usize)> {
-    let len = isize::try_from(size)
-        .map_err(|_| pyo3::exceptions::PyMemoryError::new_err(format!("{size} bytes")))?;
-    // SAFETY: a NULL source makes CPython allocate `len` uninitialised bytes;
-    // the object is owned here and its data pointer stays valid while it lives.
-    unsafe {
-        let raw = pyo3::ffi::PyBytes_FromStringAndSize(std::ptr::null(), len);
-        if raw.is_null() {
-            return Err(PyErr::fetch(py));
-        }
-        let at = pyo3::ffi::PyBytes_AsString(raw) as usize;
-        Ok((Py::from_owned_ptr(py, raw), at))
-    }
 }
