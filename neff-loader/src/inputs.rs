@@ -7,7 +7,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
+use std::sync::{Mutex, PoisonError};
 
 use walkdir::WalkDir;
 
@@ -79,31 +79,38 @@ fn walk(root: &Path, out: &mut Vec<Input>) {
 /// loader's stack, [`crate::LOAD_STACK`]) and hands each result to `emit` in
 /// item order, as soon as it and every one before it are done: how
 /// `neff verify DIR` and Python's `neff.verify_many` check many NEFFs.
+///
+/// The worker that finishes the result next due calls `emit` (one at a
+/// time), so no thread is woken to pass results on: a folder of small NEFFs
+/// spent an eighth of its time in those wake-ups.
 pub fn in_order<T: Sync, R: Send>(
     items: &[T],
     threads: usize,
     work: impl Fn(&T) -> R + Sync,
-    mut emit: impl FnMut(R),
+    emit: impl FnMut(R) + Send,
 ) {
     raise_glibc_trim_threshold();
     let next = AtomicUsize::new(0);
-    let (tx, rx) = mpsc::channel();
+    let ordered = Mutex::new(Ordered {
+        pending: BTreeMap::new(),
+        due: 0,
+        emit,
+    });
+    let worker = || loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        let Some(item) = items.get(i) else { break };
+        let result = work(item);
+        ordered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .finished(i, result);
+    };
     std::thread::scope(|scope| {
-        let worker = |tx: mpsc::Sender<(usize, R)>| {
-            let (next, work) = (&next, &work);
-            move || loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(item) = items.get(i) else { break };
-                if tx.send((i, work(item))).is_err() {
-                    break;
-                }
-            }
-        };
         let mut spawned = 0;
         for _ in 0..threads.clamp(1, items.len().max(1)) {
             let started = std::thread::Builder::new()
                 .stack_size(crate::LOAD_STACK)
-                .spawn_scoped(scope, worker(tx.clone()));
+                .spawn_scoped(scope, worker);
             // Out of threads: the ones running take the rest.
             if started.is_err() {
                 break;
@@ -111,21 +118,35 @@ pub fn in_order<T: Sync, R: Send>(
             spawned += 1;
         }
         if spawned == 0 {
-            // Not even one: this thread does the work; its results wait in
-            // the channel (unbounded) until they are read below.
-            worker(tx.clone())();
-        }
-        drop(tx);
-        let mut pending = BTreeMap::new();
-        let mut due = 0;
-        for (i, r) in rx {
-            pending.insert(i, r);
-            while let Some(r) = pending.remove(&due) {
-                emit(r);
-                due += 1;
-            }
+            // Not even one: this thread does the work.
+            worker();
         }
     });
+}
+
+/// The results of [`in_order`] not yet emitted, and what takes them.
+struct Ordered<R, E> {
+    /// Finished results waiting for an earlier one.
+    pending: BTreeMap<usize, R>,
+    /// The index emitted next.
+    due: usize,
+    emit: E,
+}
+
+impl<R, E: FnMut(R)> Ordered<R, E> {
+    /// Takes item `i`'s result and emits every result now due.
+    fn finished(&mut self, i: usize, result: R) {
+        if i != self.due {
+            self.pending.insert(i, result);
+            return;
+        }
+        (self.emit)(result);
+        self.due += 1;
+        while let Some(r) = self.pending.remove(&self.due) {
+            (self.emit)(r);
+            self.due += 1;
+        }
+    }
 }
 
 /// Puts glibc's malloc now in the state it reaches by itself the first time
@@ -139,5 +160,51 @@ pub fn in_order<T: Sync, R: Send>(
 fn raise_glibc_trim_threshold() {
     if cfg!(all(target_os = "linux", target_env = "gnu")) {
         drop(std::hint::black_box(Vec::<u8>::with_capacity(4 << 20)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn results_are_emitted_in_item_order_whatever_order_they_finish_in() {
+        let items: Vec<u64> = (0..24).collect();
+        let mut seen = Vec::new();
+        // Earlier items take longer, so later ones finish first.
+        in_order(
+            &items,
+            4,
+            |&i| {
+                std::thread::sleep(Duration::from_millis(24 - i));
+                i * 10
+            },
+            |r| seen.push(r),
+        );
+        assert_eq!(seen, (0..24).map(|i| i * 10).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn the_workers_emit_so_the_calling_thread_is_never_woken_per_result() {
+        let caller = std::thread::current().id();
+        let mut emitted_on = Vec::new();
+        in_order(
+            &[1, 2, 3, 4, 5],
+            2,
+            |&i| i,
+            |_| emitted_on.push(std::thread::current().id()),
+        );
+        assert_eq!(emitted_on.len(), 5);
+        assert!(emitted_on.iter().all(|&t| t != caller));
+    }
+
+    #[test]
+    fn no_items_emit_nothing_and_zero_threads_still_run_one() {
+        let mut seen = Vec::new();
+        in_order(&[] as &[u8], 3, |&i| i, |r| seen.push(r));
+        assert!(seen.is_empty());
+        in_order(&[7u8, 8], 0, |&i| i + 1, |r| seen.push(r));
+        assert_eq!(seen, [8, 9]);
     }
 }

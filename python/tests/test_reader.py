@@ -269,3 +269,51 @@ def test_open_reports_the_verdict_verify_gives(path: Path) -> None:
     opened = neff.open(path).report
     assert opened == neff.verify(path)
     assert opened.targeted_arches and set(opened.targeted_arches) <= set(opened.per_arch)
+
+
+@pytest.mark.parametrize("how", ["read_member", "read_members"])
+def test_a_member_larger_than_the_payload_can_hold_is_refused_before_it_is_made(
+        tmp_path: Path, how: str) -> None:
+    """A tar header can declare any size. The ``bytes`` a member is read into
+    is made only when the payload could inflate to that many bytes (deflate
+    expands at most 1032-fold), so a NEFF of a few KiB never makes Python
+    reserve the 8 GiB its one header declares."""
+    import gzip
+    import struct
+    import tarfile
+    import tracemalloc
+    from neff import _native
+
+    b = neff.Builder()
+    with b.subgraph("sg00") as sg:
+        sg.input("x", "float32", (4,)).output("y", "float32", (4,))
+    out = tmp_path / "small.neff"
+    assert b.write(out, fsync=False).accepted
+    info = tarfile.TarInfo("sg00/huge.bin")
+    info.size = (8 << 30) - 1
+    payload = gzip.compress(info.tobuf(format=tarfile.USTAR_FORMAT), mtime=0)
+    raw = out.read_bytes()
+    header = bytearray(raw[:1024])
+    struct.pack_into("<Q", header, 0x010, len(payload))
+    # The hash in the layout the builder wrote it in.
+    plain = hashlib.md5(raw[1024:]).digest() == raw[0x0AC:0x0BC]
+    digest = hashlib.md5(payload).digest()
+    header[0x0AC:0x0BC] = digest if plain else word_reversed(digest)
+    data = bytes(header) + payload
+    tracemalloc.start()
+    try:
+        with pytest.raises(neff.NeffError) as caught:
+            if how == "read_member":
+                _native.read_member(data, "sg00/huge.bin")
+            else:
+                neff.read_members(data, ["sg00/huge.bin"])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 << 20, f"{how}: {peak} bytes reserved for a member that cannot come"
+    message = str(caught.value)
+    if how == "read_member":
+        assert "declares 8589934591 bytes, more than the payload can hold" in message, message
+    else:
+        # The walk's verdict (the data never comes) is reported first.
+        assert "G12" in message and "Truncated tar archive" in message, message

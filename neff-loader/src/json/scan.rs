@@ -32,7 +32,11 @@ pub(super) struct GiveUp;
 /// Builds the document `bytes` holds into `b`, or gives up.
 pub(super) fn scan(bytes: &[u8], b: &mut Builder) -> Result<(), GiveUp> {
     b.deferred = true;
-    let mut s = Scanner { bytes, at: 0 };
+    // UTF-8 is checked once for the whole text, not string by string: text
+    // that is not UTF-8 is refused by serde_json either way (in a string)
+    // or is no JSON at all (elsewhere).
+    let text = std::str::from_utf8(bytes).map_err(|_| GiveUp)?;
+    let mut s = Scanner { bytes, text, at: 0 };
     s.value(b, 0)?;
     s.skip_ws();
     if s.at == bytes.len() {
@@ -44,6 +48,8 @@ pub(super) fn scan(bytes: &[u8], b: &mut Builder) -> Result<(), GiveUp> {
 
 struct Scanner<'t> {
     bytes: &'t [u8],
+    /// The same bytes, known to be UTF-8.
+    text: &'t str,
     at: usize,
 }
 
@@ -166,8 +172,8 @@ impl<'t> Scanner<'t> {
     }
 
     /// The string starting at the `"` under the cursor. Text without escapes
-    /// is taken as is (valid UTF-8, no control character, as serde_json
-    /// requires); text with escapes is decoded by serde_json. Plain ASCII
+    /// is taken as is (no control character, as serde_json requires; the
+    /// whole text is UTF-8); text with escapes is decoded by serde_json. Plain ASCII
     /// is skipped eight bytes at a time.
     fn string(&mut self) -> Result<std::borrow::Cow<'t, str>, GiveUp> {
         let start = self.at + 1;
@@ -186,15 +192,15 @@ impl<'t> Scanner<'t> {
             }
         }
         self.at = end + 1;
-        let text = self.bytes.get(start..end).ok_or(GiveUp)?;
         if escaped {
-            return serde_json::from_slice::<String>(&self.bytes[start - 1..=end])
-                .map(Into::into)
-                .map_err(|_| GiveUp);
-        }
-        std::str::from_utf8(text)
+            return serde_json::from_slice::<String>(
+                self.bytes.get(start - 1..=end).ok_or(GiveUp)?,
+            )
             .map(Into::into)
-            .map_err(|_| GiveUp)
+            .map_err(|_| GiveUp);
+        }
+        // Both ends are next to a `"`: character boundaries.
+        self.text.get(start..end).map(Into::into).ok_or(GiveUp)
     }
 
     /// A number: a plain unsigned integer of up to [`FAST_DIGITS`] digits

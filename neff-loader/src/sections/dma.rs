@@ -39,11 +39,12 @@ pub(super) fn dma_blocks(
         };
         let descs = block.get("desc").map(Json::items).unwrap_or_default();
         for (d, desc) in descs.iter().enumerate() {
-            if let Some(desc) = desc.as_object() {
-                count_descriptors(desc, &io, &mut summary.dma);
+            let keys = desc.as_object().map(DescKeys::of);
+            if let Some(keys) = &keys {
+                count_descriptors(keys, &io, &mut summary.dma);
             }
             // The descriptor's path is only written for a refusal.
-            dma_desc(desc.as_object()).map_err(|(message, problem)| {
+            dma_desc(keys.as_ref()).map_err(|(message, problem)| {
                 reject(
                     Gate::G26,
                     message,
@@ -55,14 +56,57 @@ pub(super) fn dma_blocks(
     Ok(blocks.len())
 }
 
+/// The members of one descriptor the gates read, found in one pass over
+/// its members (a descriptor has a dozen; a lookup each cost more).
+#[derive(Default)]
+struct DescKeys<'a> {
+    op: Option<Json<'a>>,
+    from: Option<Json<'a>>,
+    to: Option<Json<'a>>,
+    from_sizes: Option<Json<'a>>,
+    from_steps: Option<Json<'a>>,
+    to_sizes: Option<Json<'a>>,
+    to_steps: Option<Json<'a>>,
+    scale_dtype: Option<Json<'a>>,
+    has_dtype: bool,
+    has_scale: bool,
+}
+
+impl<'a> DescKeys<'a> {
+    fn of(desc: Object<'a>) -> Self {
+        let mut keys = DescKeys::default();
+        for (key, value) in desc.iter() {
+            let slot = match key {
+                "op" => &mut keys.op,
+                "from" => &mut keys.from,
+                "to" => &mut keys.to,
+                "from_sizes" => &mut keys.from_sizes,
+                "from_steps" => &mut keys.from_steps,
+                "to_sizes" => &mut keys.to_sizes,
+                "to_steps" => &mut keys.to_steps,
+                "scale_dtype" => &mut keys.scale_dtype,
+                "_dtype" => {
+                    keys.has_dtype = true;
+                    continue;
+                }
+                "scale" => {
+                    keys.has_scale = true;
+                    continue;
+                }
+                _ => continue,
+            };
+            *slot = Some(value);
+        }
+        keys
+    }
+}
+
 /// Adds one descriptor's [`hardware_descriptors`] to `dma`, as I/O when
 /// its `from` or `to` names one of `io`.
-fn count_descriptors(desc: Object<'_>, io: &HashSet<String>, dma: &mut DmaSummary) {
-    let names_io = ["from", "to"].iter().any(|k| {
-        desc.get(k)
-            .and_then(Json::as_str)
-            .is_some_and(|n| io.contains(n))
-    });
+fn count_descriptors(desc: &DescKeys<'_>, io: &HashSet<String>, dma: &mut DmaSummary) {
+    let names_io = [desc.from, desc.to]
+        .iter()
+        .any(|side| side.and_then(Json::as_str).is_some_and(|n| io.contains(n)));
     let count = hardware_descriptors(desc);
     let slot = if names_io {
         &mut dma.io_descriptors
@@ -76,9 +120,9 @@ fn count_descriptors(desc: Object<'_>, io: &HashSet<String>, dma: &mut DmaSummar
 /// the products of `from_sizes` and `to_sizes` without their first
 /// (contiguous) dimension, at least 1. This equals neuron-cc 1.15's
 /// `#block_num_descs` on every block of its real NEFF (spec §11).
-pub(super) fn hardware_descriptors(desc: Object<'_>) -> u64 {
-    let outer = |key: &str| {
-        desc.get(key).and_then(Json::as_array).map_or(1, |sizes| {
+fn hardware_descriptors(desc: &DescKeys<'_>) -> u64 {
+    let outer = |sizes: Option<Json<'_>>| {
+        sizes.and_then(Json::as_array).map_or(1, |sizes| {
             sizes
                 .iter()
                 .skip(1)
@@ -86,12 +130,12 @@ pub(super) fn hardware_descriptors(desc: Object<'_>) -> u64 {
                 .fold(1u64, u64::saturating_mul)
         })
     };
-    outer("from_sizes").max(outer("to_sizes")).max(1)
+    outer(desc.from_sizes).max(outer(desc.to_sizes)).max(1)
 }
 
 /// One descriptor; a refusal is its message and what follows the
 /// descriptor's path in the detail.
-pub(super) fn dma_desc(desc: Option<Object<'_>>) -> Result<(), (String, String)> {
+fn dma_desc(desc: Option<&DescKeys<'_>>) -> Result<(), (String, String)> {
     let refuse = |message: &str, problem: String| Err((message.to_string(), problem));
     let Some(desc) = desc else {
         return refuse("invalid dma block", " is not an object".into());
@@ -99,17 +143,19 @@ pub(super) fn dma_desc(desc: Option<Object<'_>>) -> Result<(), (String, String)>
     // No `op` means COPY, or a transpose when the descriptor carries the
     // transpose keys (`transpose_op` holds a permutation such as "WZXY",
     // spec §11.4). `cast` converts between from_dtype and to_dtype.
-    let op = desc.get("op").and_then(Json::as_str).unwrap_or("copy");
+    let op = desc.op.and_then(Json::as_str).unwrap_or("copy");
     if !DMA_OPS.contains(&op) {
         return refuse(&format!("Unknown dma operation: {op}"), String::new());
     }
     let compute = COMPUTE_DMA_OPS.contains(&op);
-    for (side, sizes_key, steps_key) in [
-        ("from", "from_sizes", "from_steps"),
-        ("to", "to_sizes", "to_steps"),
+    for (side, sizes, steps) in [
+        ("from", desc.from_sizes, desc.from_steps),
+        ("to", desc.to_sizes, desc.to_steps),
     ] {
-        let list = |k: &str| desc.get(k).and_then(Json::as_array);
-        let (sizes, steps) = (list(sizes_key), list(steps_key));
+        let (sizes, steps) = (
+            sizes.and_then(Json::as_array),
+            steps.and_then(Json::as_array),
+        );
         if let (Some(sizes), Some(steps)) = (sizes, steps) {
             if sizes.len() != steps.len() {
                 return refuse(
@@ -126,15 +172,13 @@ pub(super) fn dma_desc(desc: Option<Object<'_>>) -> Result<(), (String, String)>
             return refuse("Size cannot be 0", format!(": {side}_sizes has a 0"));
         }
     }
-    if compute && !desc.contains_key("_dtype") {
+    if compute && !desc.has_dtype {
         return refuse(
             "Invalid cce desc ap without dtype",
             format!(": op {op} needs _dtype"),
         );
     }
-    if desc.contains_key("scale")
-        && desc.get("scale_dtype").and_then(Json::as_str) != Some("float32")
-    {
+    if desc.has_scale && desc.scale_dtype.and_then(Json::as_str) != Some("float32") {
         return refuse(
             "invalid dma block: scale_dtype must be float32",
             ": scale without scale_dtype \"float32\"".into(),
