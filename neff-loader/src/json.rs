@@ -338,7 +338,14 @@ impl Builder {
             None if self.deferred && frame.object => table_size(children.len()),
             None => 0,
         };
-        if frame.object {
+        // Keys already in strictly ascending order (as manifests are mostly
+        // written) are sorted and repeat none: one pass instead of a sort
+        // and a second pass.
+        let ascending = |keys: &[u32]| {
+            keys.windows(2)
+                .all(|w| key_order(doc.key_bytes(w[0]), doc.key_bytes(w[1])).is_lt())
+        };
+        if frame.object && !ascending(children) {
             children.sort_unstable_by(|&a, &b| key_order(doc.key_bytes(a), doc.key_bytes(b)));
             self.repeated |= self.deferred
                 && children
