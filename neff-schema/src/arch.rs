@@ -80,19 +80,11 @@ impl<'de> serde::Deserialize<'de> for Arch {
     }
 }
 
-impl schemars::JsonSchema for Arch {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "Arch".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "description": "NeuronCore architecture: sunda (v2), cayman (v3) or mariana (v4).",
-            "type": "string",
-            "enum": ["sunda", "cayman", "mariana"]
-        })
-    }
-}
+string_schema!(
+    Arch,
+    "NeuronCore architecture: sunda (v2), cayman (v3) or mariana (v4).",
+    "enum": ["sunda", "cayman", "mariana"],
+);
 
 #[cfg(test)]
 mod tests {

@@ -519,19 +519,11 @@ impl<const N: usize> schemars::JsonSchema for Blob<N> {
     }
 }
 
-impl schemars::JsonSchema for Uuid {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "Uuid".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "description": "A UUID: 32 hex digits, canonically 8-4-4-4-12.",
-            "type": "string",
-            "pattern": "^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"
-        })
-    }
-}
+string_schema!(
+    Uuid,
+    "A UUID: 32 hex digits, canonically 8-4-4-4-12.",
+    "pattern": "^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$",
+);
 
 #[cfg(test)]
 mod tests {

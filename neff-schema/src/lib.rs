@@ -17,6 +17,28 @@
 #![deny(missing_docs)]
 #![deny(missing_debug_implementations)]
 
+/// Implements `schemars::JsonSchema` for a type written as one JSON string:
+/// the schema is named after the type, described by `$description`, and
+/// narrowed by the keywords that follow (`"enum"`, `"pattern"`).
+macro_rules! string_schema {
+    ($ty:ident, $description:expr, $($keyword:literal: $value:expr),+ $(,)?) => {
+        impl schemars::JsonSchema for $ty {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($ty).into()
+            }
+
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                let mut schema = schemars::json_schema!({
+                    "description": $description,
+                    "type": "string",
+                });
+                $(schema.insert($keyword.into(), serde_json::json!($value));)+
+                schema
+            }
+        }
+    };
+}
+
 mod arch;
 pub mod barrier;
 mod error;

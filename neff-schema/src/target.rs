@@ -112,19 +112,11 @@ impl<'de> serde::Deserialize<'de> for Target {
     }
 }
 
-impl schemars::JsonSchema for Target {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "Target".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "description": "Target architecture: sunda (v2), cayman (v3), mariana (v4), or * for any.",
-            "type": "string",
-            "enum": Target::RUNTIME_NAMES.map(|(name, _)| name)
-        })
-    }
-}
+string_schema!(
+    Target,
+    "Target architecture: sunda (v2), cayman (v3), mariana (v4), or * for any.",
+    "enum": Target::RUNTIME_NAMES.map(|(name, _)| name),
+);
 
 #[cfg(test)]
 mod tests {

@@ -232,20 +232,11 @@ impl fmt::Display for VarType {
     }
 }
 
-impl schemars::JsonSchema for VarType {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "VarType".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        let names: Vec<&str> = VarType::ALL.iter().map(|t| t.as_str()).collect();
-        schemars::json_schema!({
-            "description": "Variable type (spec §4.3.1).",
-            "type": "string",
-            "enum": names
-        })
-    }
-}
+string_schema!(
+    VarType,
+    "Variable type (spec §4.3.1).",
+    "enum": VarType::ALL.iter().map(|t| t.as_str()).collect::<Vec<_>>(),
+);
 
 /// One `var` entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -434,19 +425,11 @@ impl<'de> Deserialize<'de> for QueueType {
     }
 }
 
-impl schemars::JsonSchema for QueueType {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "QueueType".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "description": "DMA queue type (spec §4.3.2).",
-            "type": "string",
-            "enum": ["in", "out", "data", "act_load", "embedding_update", "dynamic"]
-        })
-    }
-}
+string_schema!(
+    QueueType,
+    "DMA queue type (spec §4.3.2).",
+    "enum": ["in", "out", "data", "act_load", "embedding_update", "dynamic"],
+);
 
 /// One `dma_queue` entry.
 #[serde_with::skip_serializing_none]

@@ -94,19 +94,11 @@ impl<'de> Deserialize<'de> for Engine {
     }
 }
 
-impl schemars::JsonSchema for Engine {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "Engine".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "description": "A NeuronCore engine: pe, act, pool, dve or sp.",
-            "type": "string",
-            "enum": ["pe", "act", "pool", "dve", "sp"]
-        })
-    }
-}
+string_schema!(
+    Engine,
+    "A NeuronCore engine: pe, act, pool, dve or sp.",
+    "enum": ["pe", "act", "pool", "dve", "sp"],
+);
 
 /// `sgNN/<eng>.json`: one engine's program. File names inside are resolved
 /// relative to the subgraph folder.
