@@ -7,7 +7,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 
 use walkdir::WalkDir;
 
@@ -100,10 +100,12 @@ pub fn in_order<T: Sync, R: Send>(
         let i = next.fetch_add(1, Ordering::Relaxed);
         let Some(item) = items.get(i) else { break };
         let result = work(item);
-        ordered
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .finished(i, result);
+        // Poisoned: `emit` panicked on another worker. The rest is not
+        // checked; the panic reaches the caller once every worker stops.
+        let Ok(mut ordered) = ordered.lock() else {
+            break;
+        };
+        ordered.finished(i, result);
     };
     std::thread::scope(|scope| {
         let mut spawned = 0;
@@ -197,6 +199,26 @@ mod tests {
         );
         assert_eq!(emitted_on.len(), 5);
         assert!(emitted_on.iter().all(|&t| t != caller));
+    }
+
+    #[test]
+    fn a_panic_in_emit_stops_the_workers_and_reaches_the_caller() {
+        let items: Vec<u32> = (0..200).collect();
+        let worked = AtomicUsize::new(0);
+        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            in_order(
+                &items,
+                2,
+                |&i| {
+                    worked.fetch_add(1, Ordering::Relaxed);
+                    std::thread::sleep(Duration::from_millis(1));
+                    i
+                },
+                |r| assert!(r < 3, "emit refuses {r}"),
+            )
+        }));
+        assert!(run.is_err());
+        assert!(worked.load(Ordering::Relaxed) < 20);
     }
 
     #[test]
