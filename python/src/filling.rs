@@ -1,7 +1,7 @@
 //! A `bytes` object filled with a member's data as a walk reads it, so the
 //! data is copied once (by inflate) and never again after the walk.
 
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 
 use neff_loader::{Error, ErrorKind};
 use pyo3::prelude::*;
@@ -52,28 +52,23 @@ impl Filling {
         })
     }
 
-    /// The part not filled yet.
-    pub(crate) fn rest(&mut self) -> &mut [u8] {
-        // SAFETY: `at..at + len` is the data of `bytes`, a new object that no
-        // other code holds until it is handed over; it lives as long as `self`.
-        let all = unsafe { std::slice::from_raw_parts_mut(self.at as *mut u8, self.len) };
-        &mut all[self.filled..]
-    }
-
-    /// Appends `data`; `false` when it does not fit.
+    /// Appends `data`; `false` when it does not fit. The data is written
+    /// through a raw pointer: the part not filled yet is uninitialised, so
+    /// no `&mut [u8]` over it is ever made.
     pub(crate) fn push(&mut self, data: &[u8]) -> bool {
-        let Some(to) = self.rest().get_mut(..data.len()) else {
+        if data.len() > self.len - self.filled {
             return false;
-        };
-        to.copy_from_slice(data);
+        }
+        // SAFETY: `at..at + len` is the data of `bytes`, a new object that no
+        // other code holds until it is handed over and that lives as long as
+        // `self`; `filled + data.len() <= len` was checked above, and `data`
+        // (borrowed elsewhere) cannot overlap it.
+        unsafe {
+            let to = (self.at as *mut u8).add(self.filled);
+            std::ptr::copy_nonoverlapping(data.as_ptr(), to, data.len());
+        }
         self.filled += data.len();
         true
-    }
-
-    /// Marks the whole object filled (by a read into [`Filling::rest`]).
-    pub(crate) fn filled_whole(mut self) -> Self {
-        self.filled = self.len;
-        self
     }
 
     /// The filled object, when every declared byte came.
@@ -85,6 +80,22 @@ impl Filling {
                 format!("{} of {} bytes read", self.filled, self.len),
             )),
         }
+    }
+}
+
+/// A tar walk's `copy_data` fills it straight from the inflated block.
+impl Write for Filling {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        match self.push(data) {
+            true => Ok(data.len()),
+            false => Err(io::Error::other(
+                "more data than the member's tar header declares",
+            )),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 

@@ -3,7 +3,6 @@
 //! with the GIL released; results cross to Python as JSON text (the shapes
 //! `neff inspect --json` and `neff verify --json` print).
 
-use std::io::Read;
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -237,8 +236,8 @@ fn read_member<'py>(
                 continue;
             }
             let mut filling = Filling::new(entry.size.max(0) as u64, most)?;
-            opened.tar.data().read_exact(filling.rest())?;
-            let bytes = filling.filled_whole().finish()?;
+            opened.tar.copy_data(&mut filling)?;
+            let bytes = filling.finish()?;
             // An earlier entry of the same key is dropped (the runtime keeps
             // the last): pyo3 releases it once the GIL is held again.
             found = Some(bytes);
