@@ -10,14 +10,17 @@ package is its typed Python surface.
 
 from __future__ import annotations
 
-from neff._builder import BuildOutcome, Builder, Subgraph, lift
 from neff._errors import MemberNotFound, NeffError, NeffIOError, NeffValueError, Rejected
 from neff._native import RUNTIME_VERSION, __version__
-from neff._reader import (
-    DiffReport, DmaQueue, Engine, Graph, Header, Member, Memory, MemoryFigures, Neff, PackOutcome,
-    Report, Source, Tensor, UnpackSummary, Weight, diff, open, pack, read_members, unpack, verify,
-    verify_many,
-)
+from neff._report import Report, verify, verify_many
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from neff._builder import BuildOutcome, Builder, Subgraph, lift
+    from neff._reader import (
+        DiffReport, DmaQueue, Engine, Graph, Header, Member, Memory, MemoryFigures, Neff, PackOutcome,
+        Source, Tensor, UnpackSummary, Weight, diff, open, pack, read_members, unpack,
+    )
 
 __all__ = [
     "RUNTIME_VERSION", "__version__",
@@ -27,3 +30,30 @@ __all__ = [
     "PackOutcome", "Report", "Source", "Tensor", "UnpackSummary", "Weight",
     "diff", "lift", "open", "pack", "read_members", "unpack", "verify", "verify_many",
 ]
+
+# The rest of the API is imported on first use (PEP 562): `import neff` followed by
+# `neff.verify_many` loads no more than that needs.
+_LAZY = {
+    **dict.fromkeys(("BuildOutcome", "Builder", "Subgraph", "lift"), "neff._builder"),
+    **dict.fromkeys(
+        ("DiffReport", "DmaQueue", "Engine", "Graph", "Header", "Member", "Memory", "MemoryFigures", "Neff",
+         "PackOutcome", "Source", "Tensor", "UnpackSummary", "Weight", "diff", "open", "pack", "read_members",
+         "unpack"),
+        "neff._reader",
+    ),
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'neff' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

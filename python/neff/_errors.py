@@ -13,7 +13,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Optional
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Dict, Optional
 
 __all__ = ["MemberNotFound", "NeffError", "NeffIOError", "NeffValueError", "Rejected"]
 

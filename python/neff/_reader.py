@@ -24,6 +24,7 @@ from typing import (
 
 from neff import _native
 from neff._errors import MemberNotFound, NeffError, NeffValueError
+from neff._report import Report, _source, verify, verify_many
 
 __all__ = [
     "DiffReport", "DmaQueue", "Engine", "Graph", "Header", "Member", "Memory", "MemoryFigures",
@@ -254,40 +255,6 @@ class Memory:
 
 
 @dataclass(frozen=True)
-class Report:
-    """The loader's verdict (the ``neff verify --json`` document).
-
-    >>> r = neff.verify("m.neff")
-    >>> r.accepted, r.gate, r.status_name, r.targeted_arches
-    """
-
-    accepted: bool
-    gate: Optional[str]
-    """The refusing gate (``"G1"`` .. ``"G31"``), ``None`` when accepted."""
-    status: int
-    status_name: str
-    message: Optional[str]
-    """The runtime's log line for the refusal."""
-    detail: Optional[str]
-    warnings: Tuple[str, ...]
-    instance_arch: str
-    file: Optional[str] = None
-    hash_layout: Optional[str] = None
-    digest: Optional[str] = None
-    target: Optional[str] = None
-    targeted_arches: Tuple[str, ...] = ()
-    """The arches the NEFF targets (with ``instance_arch="all"``)."""
-    per_arch: Dict[str, Report] = field(default_factory=dict)
-    """Each arch's report (with ``instance_arch="all"``)."""
-    raw: Dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
-
-    @staticmethod
-    def _from(d: Mapping[str, Any]) -> Report:
-        per_arch = {k: Report._from(v) for k, v in (d.get("per_arch") or {}).items()}
-        return _build(Report, d, per_arch=per_arch)
-
-
-@dataclass(frozen=True)
 class DiffReport:
     """What differs between two NEFFs (the ``neff diff --json`` document).
 
@@ -342,31 +309,6 @@ class UnpackSummary:
     #: ``{"compared": bytes, "stream": bytes}``, how much of the stored
     #: deflate stream was re-deflated and compared (all with ``prove_deflate``).
     deflate_proof: Optional[Dict[str, int]] = None
-
-
-def _source(source: Source) -> Union[str, bytes]:
-    """A path as ``str``, bytes as they are; a binary file object: the path of the file on
-    disk it is open on, else its bytes (read from where it is)."""
-    if isinstance(source, bytes):
-        return source
-    if isinstance(source, (str, os.PathLike)):
-        return os.fspath(source)
-    name = getattr(source, "name", None)
-    fileno = getattr(source, "fileno", None)
-    if isinstance(name, str) and fileno is not None:
-        # A file on disk is read by its path, streamed, not copied into memory.
-        try:
-            if os.path.samestat(os.fstat(fileno()), os.stat(name)):
-                return name
-        except (OSError, ValueError, io.UnsupportedOperation):
-            pass
-    read = getattr(source, "read", None)
-    if read is None:
-        raise TypeError(f"expected a path, bytes or a binary file object, not {type(source).__name__}")
-    data = read()
-    if not isinstance(data, bytes):
-        raise TypeError(f"the file object gave {type(data).__name__}, not bytes: open it in binary mode ('rb')")
-    return data
 
 
 PROFILE_KNOBS = (
@@ -769,15 +711,6 @@ def open(source: Source) -> Neff:  # noqa: A001 - the API's name
     return Neff(source)
 
 
-def verify(source: Source, instance_arch: str = "all", **profile: Any) -> Report:
-    """Checks a NEFF as ``neff verify`` does; returns the :class:`Report`, never raises on a refusal.
-
-    >>> neff.verify("model.neff", allow_legacy_neff=True).accepted
-    True
-    """
-    return Report._from(json.loads(_native.verify(_source(source), instance_arch, **profile)))
-
-
 def read_members(source: Source, names: Iterable[str]) -> Dict[str, bytes]:
     """The data of the members ``names`` (keys, as :meth:`Neff.names` lists them) in
     one pass over the payload, which is also the loader's container check (inflate,
@@ -796,25 +729,6 @@ def read_members(source: Source, names: Iterable[str]) -> Dict[str, bytes]:
         if name not in found:
             raise MemberNotFound(f"no member {name!r} in the runtime's member map", "NotFound", member=name)
     return found
-
-
-def verify_many(
-    paths: Union[PathLike, Iterable[PathLike]], threads: Optional[int] = None, instance_arch: str = "all",
-    **profile: Any,
-) -> List[Report]:
-    """:func:`verify` on each path, in parallel Rust threads (GIL released); in input order.
-
-    ``paths`` is one path or several (``str`` or ``os.PathLike``); a folder
-    stands for every ``*.neff`` under it, sorted by path, as ``neff verify
-    DIR`` reads it. Paths that name no NEFF at all raise :class:`neff.NeffIOError`.
-
-    >>> [r.accepted for r in neff.verify_many(["a.neff", "b.neff"], threads=4)]
-    >>> [r.file for r in neff.verify_many("cache/")]
-    """
-    given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-    # Each report is built here while the native threads check the files after it.
-    return _native.verify_many([os.fspath(p) for p in given], instance_arch,
-                               lambda doc: Report._from(json.loads(doc)), threads, **profile)
 
 
 def diff(a: PathLike, b: PathLike, ignore: Iterable[str] = (), programs: bool = False) -> DiffReport:
