@@ -12,22 +12,34 @@
 //! file it leaves is named `.<target>.neff-tmp.<pid>.<n>` and is locked while
 //! written, and the next temp file created in that folder removes it once its
 //! process is gone ([`crate::stale`]).
+//!
+//! The temp file is made, renamed, removed and its folder fsynced through
+//! one descriptor of the folder ([`crate::folder`]), never by a path looked up
+//! again.
 
 use std::collections::BTreeSet;
+use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::folder::Folder;
 use crate::labelled::Labelled;
 
 /// What separates the target's name from the pid in a temp file's name.
 pub(crate) const MARKER: &str = ".neff-tmp.";
 
+/// A temp file not yet renamed or removed: its folder and name there.
+struct Live {
+    folder: Arc<Folder>,
+    name: OsString,
+}
+
 /// The temp files not yet renamed or removed, and the folders already swept
 /// for stale ones.
 struct Registry {
-    live: Vec<PathBuf>,
+    live: Vec<Live>,
     swept: BTreeSet<PathBuf>,
     next: u64,
     reporter: Option<fn(&Path)>,
@@ -119,8 +131,8 @@ fn hold_before_rename() {
 /// forever): for a signal handler about to end the process.
 pub fn abandon_temp_files() {
     let registry = registry();
-    for path in &registry.live {
-        let _ = std::fs::remove_file(path);
+    for live in &registry.live {
+        let _ = live.folder.remove(&live.name);
     }
     std::mem::forget(registry);
 }
@@ -145,8 +157,12 @@ pub fn parent_dir(path: &Path) -> &Path {
 #[derive(Debug)]
 pub struct TempFile {
     file: Labelled<File>,
-    path: PathBuf,
-    target: PathBuf,
+    /// The folder of the temp file and its target.
+    folder: Arc<Folder>,
+    /// The temp file's name in `folder`.
+    name: OsString,
+    /// The target's name in `folder`.
+    target_name: OsString,
     live: bool,
 }
 
@@ -160,33 +176,38 @@ pub fn temp_beside(path: &Path) -> io::Result<TempFile> {
             format!("{} is not a file path", path.display()),
         )
     })?;
+    let folder = Arc::new(Folder::open(dir).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("cannot open the folder {}: {e}", dir.display()),
+        )
+    })?);
     let mut registry = registry();
     if registry.swept.insert(dir.to_path_buf()) {
-        crate::stale::sweep(dir, registry.reporter);
+        crate::stale::sweep(&folder, registry.reporter);
     }
     let mut attempts = 0;
     loop {
         let n = registry.next;
         registry.next += 1;
-        let temp = dir.join(format!(".{name}{MARKER}{}.{n}", std::process::id()));
-        match File::options()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&temp)
-        {
+        let temp = OsString::from(format!(".{name}{MARKER}{}.{n}", std::process::id()));
+        match folder.create_new(&temp) {
             Ok(file) => {
                 crate::stale::hold_lock(&file);
-                registry.live.push(temp.clone());
+                registry.live.push(Live {
+                    folder: Arc::clone(&folder),
+                    name: temp.clone(),
+                });
                 let label = format!(
                     "cannot write {} (temp file {})",
                     path.display(),
-                    temp.display()
+                    dir.join(&temp).display()
                 );
                 return Ok(TempFile {
                     file: Labelled::new(file, label),
-                    path: temp,
-                    target: path.to_path_buf(),
+                    folder,
+                    name: temp,
+                    target_name: OsString::from(name),
                     live: true,
                 });
             }
@@ -209,8 +230,17 @@ impl TempFile {
 
     /// Where the temp file is.
     #[cfg(test)]
-    pub fn path(&self) -> &Path {
-        &self.path
+    pub fn path(&self) -> PathBuf {
+        self.folder.path().join(&self.name)
+    }
+
+    /// Takes the temp file off the registry of live ones (the registry's
+    /// lock held).
+    fn unregister(&mut self, registry: &mut Registry) {
+        registry
+            .live
+            .retain(|l| !(Arc::ptr_eq(&l.folder, &self.folder) && l.name == self.name));
+        self.live = false;
     }
 
     /// `e`, naming the target and the temp file.
@@ -233,23 +263,20 @@ impl TempFile {
             if termination_signalled() {
                 // A signal came first: the old output stays. The signal
                 // thread ends the process once the lock is free.
-                let _ = std::fs::remove_file(&self.path);
-                registry.live.retain(|p| p != &self.path);
-                self.live = false;
+                let _ = self.folder.remove(&self.name);
+                self.unregister(&mut registry);
                 return Err(self.context(io::Error::new(
                     io::ErrorKind::Interrupted,
                     "interrupted by a signal before the output was renamed into place",
                 )));
             }
-            crate::replace::replace(&self.path, &self.target).map_err(|e| self.context(e))?;
-            registry.live.retain(|p| p != &self.path);
-            self.live = false;
+            self.folder
+                .replace(&self.name, &self.target_name)
+                .map_err(|e| self.context(e))?;
+            self.unregister(&mut registry);
         }
-        if let Some(d) = sync_dir
-            .then(|| File::open(parent_dir(&self.target)).ok())
-            .flatten()
-        {
-            let _ = d.sync_all();
+        if sync_dir {
+            let _ = self.folder.sync();
         }
         Ok(())
     }
@@ -259,8 +286,8 @@ impl Drop for TempFile {
     fn drop(&mut self) {
         if self.live {
             let mut registry = registry();
-            let _ = std::fs::remove_file(&self.path);
-            registry.live.retain(|p| p != &self.path);
+            let _ = self.folder.remove(&self.name);
+            self.unregister(&mut registry);
         }
     }
 }
@@ -343,11 +370,13 @@ mod tests {
             .to_string();
         let prefix = format!(".x.neff.neff-tmp.{}.", std::process::id());
         assert!(name.starts_with(&prefix), "{name}");
-        assert!(registry().live.contains(&tmp.path().to_path_buf()));
-        let path = tmp.path().to_path_buf();
+        let registered = |name: &std::ffi::OsStr| registry().live.iter().any(|l| l.name == name);
+        let path = tmp.path();
+        let temp_name = path.file_name().unwrap().to_os_string();
+        assert!(registered(&temp_name));
         drop(tmp);
         assert!(!path.exists());
-        assert!(!registry().live.contains(&path));
+        assert!(!registered(&temp_name));
         assert!(names(dir.path()).is_empty());
     }
 

@@ -8,25 +8,26 @@ use std::fs::File;
 use std::path::Path;
 
 use crate::atomic::MARKER;
+use crate::folder::Folder;
 
-/// Removes the stale temp files in `dir`, passing each to `report`.
-/// Unreadable folders and entries are left alone.
-pub(crate) fn sweep(dir: &Path, report: Option<fn(&Path)>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
+/// Removes the stale temp files in `folder`, passing each to `report`.
+/// Unreadable folders and entries are left alone. The names are listed by
+/// the folder's path, but each is opened, checked and removed through the
+/// folder's descriptor: a listing of some other folder only names files
+/// that are then looked for, and checked, in this one.
+pub(crate) fn sweep(folder: &Folder, report: Option<fn(&Path)>) {
+    let Ok(entries) = std::fs::read_dir(folder.path()) else {
         return;
     };
     for entry in entries.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(temp_pid) else {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(temp_pid) else {
             continue;
         };
-        let path = entry.path();
-        let stale = pid != std::process::id()
-            && !pid_alive(pid)
-            && entry.file_type().is_ok_and(|t| t.is_file())
-            && unlocked(&path);
-        if stale && std::fs::remove_file(&path).is_ok() {
+        let stale = pid != std::process::id() && !pid_alive(pid) && unlocked_file(folder, &name);
+        if stale && folder.remove(&name).is_ok() {
             if let Some(report) = report {
-                report(&path);
+                report(&folder.path().join(&name));
             }
         }
     }
@@ -54,19 +55,17 @@ pub(crate) fn hold_lock(file: &File) {
     }
 }
 
-/// True when nobody holds the lock of the file at `path` (a failure to
-/// open or lock it counts as held).
+/// True when `name` in `folder` is a regular file nobody holds the lock of
+/// (a failure to open or lock it counts as held).
 #[cfg(unix)]
-fn unlocked(path: &Path) -> bool {
+fn unlocked_file(folder: &Folder, name: &std::ffi::OsStr) -> bool {
     use std::os::fd::AsRawFd;
-    use std::os::unix::fs::OpenOptionsExt;
-    let Ok(file) = File::options()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-    else {
+    let Ok(file) = folder.open_nofollow(name) else {
         return false;
     };
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return false;
+    }
     // SAFETY: flock on a descriptor `file` owns; the lock ends when it is closed.
     unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
 }
@@ -86,7 +85,7 @@ fn pid_alive(pid: u32) -> bool {
 pub(crate) fn hold_lock(_file: &File) {}
 
 #[cfg(not(unix))]
-fn unlocked(_path: &Path) -> bool {
+fn unlocked_file(_folder: &Folder, _name: &std::ffi::OsStr) -> bool {
     false
 }
 
@@ -151,8 +150,9 @@ mod tests {
         let link = dir.path().join(format!(".d.neff.neff-tmp.{dead}.4"));
         std::os::unix::fs::symlink(&other, &link).unwrap();
 
+        let opened = Folder::open(dir.path()).unwrap();
         sweep(
-            dir.path(),
+            &opened,
             Some(|p| REMOVED.lock().unwrap().push(p.to_path_buf())),
         );
         assert_eq!(*REMOVED.lock().unwrap(), std::slice::from_ref(&stale));
@@ -161,7 +161,7 @@ mod tests {
             assert!(kept.symlink_metadata().is_ok(), "{}", kept.display());
         }
         drop(lock);
-        sweep(dir.path(), None);
+        sweep(&opened, None);
         assert!(!locked.exists());
     }
 }

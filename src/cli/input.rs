@@ -5,7 +5,7 @@
 //! an unlinked temporary file: memory stays bounded whatever the input size;
 //! the disk holds one copy until the process ends.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, BufReader, IsTerminal, Seek, SeekFrom};
 use std::os::fd::AsFd;
 use std::path::Path;
@@ -85,24 +85,10 @@ fn stdin_file() -> io::Result<File> {
     if file.stream_position().is_ok() {
         return Ok(file);
     }
-    let mut spool = unlinked_temp_file()?;
+    // A file in the temp folder with no name (O_TMPFILE where there is one).
+    let mut spool = tempfile::tempfile()
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot spool stdin to a temp file: {e}")))?;
     io::copy(&mut file, &mut spool)?;
     spool.seek(SeekFrom::Start(0))?;
     Ok(spool)
-}
-
-/// A new file in the temp folder, removed at once (it lives while open).
-fn unlinked_temp_file() -> io::Result<File> {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let path = std::env::temp_dir().join(format!(".neff-stdin-{}-{nanos:09}", std::process::id()));
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(&path)
-        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
-    std::fs::remove_file(&path)?;
-    Ok(file)
 }

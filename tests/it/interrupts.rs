@@ -246,3 +246,49 @@ fn a_signal_before_the_rename_is_never_lost() {
         );
     }
 }
+
+/// The output's folder is opened once: when the path to it is made to point
+/// elsewhere while the output is written (the folder renamed away and a
+/// symlink to another folder put in its place), the output still lands in
+/// the folder it was started in, and the other folder is not touched.
+#[test]
+fn a_folder_swapped_mid_write_does_not_redirect_the_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    copy_tree(&examples().join("allreduce"), &tree);
+    let (outdir, moved, elsewhere) = (
+        dir.path().join("out"),
+        dir.path().join("out.moved"),
+        dir.path().join("elsewhere"),
+    );
+    fs::create_dir(&outdir).unwrap();
+    fs::create_dir(&elsewhere).unwrap();
+    fs::write(elsewhere.join("model.neff"), b"not ours").unwrap();
+    let hold = dir.path().join("held");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_neff"))
+        .args([
+            "pack",
+            s(&tree),
+            "-o",
+            s(&outdir.join("model.neff")),
+            "--quiet",
+        ])
+        .env("NEFF_TEST_HOLD_BEFORE_RENAME", &hold)
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !hold.exists() {
+        assert!(child.try_wait().unwrap().is_none(), "ended early");
+        assert!(start.elapsed() < Duration::from_secs(60), "never held");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    fs::rename(&outdir, &moved).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &outdir).unwrap();
+    fs::remove_file(&hold).unwrap();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(names(&moved), ["model.neff"]);
+    assert_eq!(fs::read(elsewhere.join("model.neff")).unwrap(), b"not ours");
+    assert_eq!(names(&elsewhere), ["model.neff"]);
+    let ok = neff(&["verify", s(&moved.join("model.neff"))]);
+    assert!(ok.status.success(), "{}", stderr(&ok));
+}
