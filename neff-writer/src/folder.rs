@@ -80,18 +80,14 @@ impl Folder {
 
     /// Opens `name` for reading without following a symlink and without
     /// blocking (a FIFO planted there opens at once).
+    #[cfg(unix)]
     pub(crate) fn open_nofollow(&self, name: &OsStr) -> io::Result<File> {
-        #[cfg(unix)]
-        {
-            use std::os::fd::FromRawFd;
-            let name = c_name(name)?;
-            let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC;
-            // SAFETY: as in `create_new`.
-            let fd = cvt(unsafe { libc::openat(self.raw(), name.as_ptr(), flags) })?;
-            Ok(unsafe { File::from_raw_fd(fd) })
-        }
-        #[cfg(not(unix))]
-        File::open(self.path.join(name))
+        use std::os::fd::FromRawFd;
+        let name = c_name(name)?;
+        let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC;
+        // SAFETY: as in `create_new`.
+        let fd = cvt(unsafe { libc::openat(self.raw(), name.as_ptr(), flags) })?;
+        Ok(unsafe { File::from_raw_fd(fd) })
     }
 
     /// Removes the file (not folder) `name`.
@@ -108,21 +104,15 @@ impl Folder {
 
     /// Whether `name` is a folder (not following a symlink); `None` when it
     /// does not exist or cannot be looked at.
-    pub(crate) fn is_dir(&self, name: &OsStr) -> Option<bool> {
-        #[cfg(unix)]
-        {
-            let name = c_name(name).ok()?;
-            // SAFETY: `stat` is plain data, filled by the call; `name` is
-            // NUL-terminated and outlives it.
-            let mut stat: libc::stat = unsafe { std::mem::zeroed() };
-            let flags = libc::AT_SYMLINK_NOFOLLOW;
-            cvt(unsafe { libc::fstatat(self.raw(), name.as_ptr(), &mut stat, flags) }).ok()?;
-            Some(stat.st_mode & libc::S_IFMT == libc::S_IFDIR)
-        }
-        #[cfg(not(unix))]
-        std::fs::symlink_metadata(self.path.join(name))
-            .ok()
-            .map(|m| m.is_dir())
+    #[cfg(target_os = "linux")]
+    fn is_dir(&self, name: &OsStr) -> Option<bool> {
+        let name = c_name(name).ok()?;
+        // SAFETY: `stat` is plain data, filled by the call; `name` is
+        // NUL-terminated and outlives it.
+        let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+        let flags = libc::AT_SYMLINK_NOFOLLOW;
+        cvt(unsafe { libc::fstatat(self.raw(), name.as_ptr(), &mut stat, flags) }).ok()?;
+        Some(stat.st_mode & libc::S_IFMT == libc::S_IFDIR)
     }
 
     /// Moves `temp` onto `target`, replacing any file there (the swap, then
