@@ -7,8 +7,10 @@
 //!   (the wheel that bundles libarchive 3.8), which the differential test
 //!   against the runtime's reader drives;
 //! * `neff_gnu_time` when GNU time is at `/usr/bin/time` (peak-RSS checks),
-//!   `neff_strace` when `strace` can trace a child here (fsync counts), and
-//!   `neff_jsonschema` when `python3` imports `jsonschema` (the schema checks).
+//!   `neff_strace` when `strace` can trace a child here (fsync counts),
+//!   `neff_jsonschema` when `python3` imports `jsonschema` (the schema checks),
+//!   and `neff_setpriv` when `setpriv` can run a program as `nobody` (as root:
+//!   the permission checks).
 
 use std::path::Path;
 use std::process::Command;
@@ -16,7 +18,12 @@ use std::process::Command;
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(neff_real_neffs)");
     println!("cargo::rustc-check-cfg=cfg(neff_libarchive)");
-    for cfg in ["neff_gnu_time", "neff_strace", "neff_jsonschema"] {
+    for cfg in [
+        "neff_gnu_time",
+        "neff_strace",
+        "neff_jsonschema",
+        "neff_setpriv",
+    ] {
         println!("cargo::rustc-check-cfg=cfg({cfg})");
     }
     let runs = |program: &str, args: &[&str]| {
@@ -34,6 +41,10 @@ fn main() {
     }
     if runs("strace", &["-o", "/dev/null", "true"]) {
         println!("cargo::rustc-cfg=neff_strace");
+    }
+    let nobody = ["--reuid=65534", "--regid=65534", "--clear-groups", "true"];
+    if runs("setpriv", &nobody) {
+        println!("cargo::rustc-cfg=neff_setpriv");
     }
     if runs("python3", &["-c", "import jsonschema"]) {
         println!("cargo::rustc-cfg=neff_jsonschema");

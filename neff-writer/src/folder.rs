@@ -38,10 +38,20 @@ impl Folder {
         #[cfg(unix)]
         {
             use std::os::unix::fs::OpenOptionsExt;
-            let fd = File::options()
-                .read(true)
-                .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC)
-                .open(path)?;
+            let open = |extra: libc::c_int| {
+                File::options()
+                    .read(true)
+                    .custom_flags(libc::O_DIRECTORY | libc::O_CLOEXEC | extra)
+                    .open(path)
+            };
+            let fd = match open(0) {
+                // A folder one may write in but not list (mode -wx): a
+                // descriptor for the `*at` calls only, which cannot be
+                // fsynced (as before, when the folder was opened to sync it).
+                #[cfg(target_os = "linux")]
+                Err(e) if e.kind() == io::ErrorKind::PermissionDenied => open(libc::O_PATH)?,
+                opened => opened?,
+            };
             Ok(Folder {
                 fd,
                 path: path.to_path_buf(),

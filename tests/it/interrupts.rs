@@ -292,3 +292,46 @@ fn a_folder_swapped_mid_write_does_not_redirect_the_output() {
     let ok = neff(&["verify", s(&moved.join("model.neff"))]);
     assert!(ok.status.success(), "{}", stderr(&ok));
 }
+
+/// A folder its user may write in but not list (mode `-wx`) takes an output
+/// and its replacement: the folder is then held by an `O_PATH` descriptor.
+/// Run as `nobody` (through `setpriv`, as root), with a copy of the binary.
+#[test]
+#[cfg_attr(
+    not(neff_setpriv),
+    ignore = "needs root and setpriv (util-linux) to run neff as nobody"
+)]
+fn a_folder_that_cannot_be_listed_takes_the_output() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let open_to_all =
+        |p: &Path, mode: u32| fs::set_permissions(p, fs::Permissions::from_mode(mode)).unwrap();
+    open_to_all(dir.path(), 0o755);
+    let tree = dir.path().join("tree");
+    copy_tree(&examples().join("allreduce"), &tree);
+    let status = Command::new("chmod")
+        .args(["-R", "a+rX", s(&tree)])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let binary = dir.path().join("neff");
+    fs::copy(env!("CARGO_BIN_EXE_neff"), &binary).unwrap();
+    open_to_all(&binary, 0o755);
+    let out = dir.path().join("out");
+    fs::create_dir(&out).unwrap();
+    std::os::unix::fs::chown(&out, Some(65534), Some(65534)).unwrap();
+    open_to_all(&out, 0o300);
+    let target = out.join("model.neff");
+    for round in 0..2 {
+        let done = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&binary)
+            .args(["pack", s(&tree), "-o", s(&target), "--quiet"])
+            .output()
+            .unwrap();
+        assert!(done.status.success(), "round {round}: {}", stderr(&done));
+    }
+    assert_eq!(names(&out), ["model.neff"]);
+    let ok = neff(&["verify", s(&target)]);
+    assert!(ok.status.success(), "{}", stderr(&ok));
+}
