@@ -3,6 +3,8 @@
 
 use std::cell::Cell;
 use std::io::{self, BufRead, BufReader, Cursor, Read, Seek, SeekFrom, Write};
+
+use crate::block_pool::BlockReader;
 use std::rc::Rc;
 use std::sync::mpsc::sync_channel;
 
@@ -1157,11 +1159,10 @@ fn payload_stream_tallied<'a, R: Read + 'a>(
     let chained = Cursor::new(prefix).chain(payload);
     Ok(if gzip {
         let tally = MemberTally::default();
-        let reader =
-            GzipReader::new(BufReader::with_capacity(64 * 1024, chained)).with_tally(tally.clone());
+        let reader = GzipReader::new(BlockReader::new(chained)).with_tally(tally.clone());
         (Compression::Gzip, Box::new(reader), Some(tally))
     } else {
-        let reader = BufReader::with_capacity(64 * 1024, chained);
+        let reader = BlockReader::new(chained);
         (Compression::None, Box::new(reader), None)
     })
 }

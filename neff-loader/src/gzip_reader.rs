@@ -44,12 +44,13 @@ impl MemberTally {
 }
 
 /// libarchive's gzip output block: 64 KiB.
-pub const BLOCK: usize = 64 * 1024;
+pub const BLOCK: usize = crate::block_pool::BLOCK;
 
 /// Inflates a gzip stream (one or more members) in libarchive's blocks.
 pub struct GzipReader<R> {
     inner: R,
-    inflate: Decompress,
+    /// The inflate state (this thread's spare one while the reader lives).
+    inflate: Option<Decompress>,
     state: State,
     members: u64,
     compressed_offset: u64,
@@ -164,12 +165,12 @@ impl<R: BufRead> GzipReader<R> {
     pub fn new(inner: R) -> Self {
         GzipReader {
             inner,
-            inflate: Decompress::new(false),
+            inflate: Some(crate::block_pool::take_inflate()),
             state: State::Header,
             members: 0,
             compressed_offset: 0,
             tally: None,
-            block: Vec::new(),
+            block: crate::block_pool::take(),
             at: 0,
             len: 0,
             failed: None,
@@ -355,7 +356,7 @@ impl<R: BufRead> GzipReader<R> {
                 State::Done => break,
                 State::Header => {
                     if self.read_header()? {
-                        self.inflate.reset(false);
+                        state(&mut self.inflate).reset(false);
                         self.state = State::Body;
                     } else {
                         self.state = State::Done;
@@ -364,13 +365,12 @@ impl<R: BufRead> GzipReader<R> {
                 State::Body => {
                     let input = self.inner.fill_buf()?;
                     let at_eof = input.is_empty();
-                    let (in_before, out_before) =
-                        (self.inflate.total_in(), self.inflate.total_out());
+                    let inflate = state(&mut self.inflate);
+                    let (in_before, out_before) = (inflate.total_in(), inflate.total_out());
                     let result =
-                        self.inflate
-                            .decompress(input, &mut out[produced..], FlushDecompress::None);
-                    let consumed = (self.inflate.total_in() - in_before) as usize;
-                    let made = (self.inflate.total_out() - out_before) as usize;
+                        inflate.decompress(input, &mut out[produced..], FlushDecompress::None);
+                    let consumed = (inflate.total_in() - in_before) as usize;
+                    let made = (inflate.total_out() - out_before) as usize;
                     self.inner.consume(consumed);
                     self.compressed_offset += consumed as u64;
                     produced += made;
@@ -387,7 +387,7 @@ impl<R: BufRead> GzipReader<R> {
                         }
                         Ok(Status::StreamEnd) => {
                             if let (0, Some(first)) = (self.members, &mut self.first) {
-                                first.deflate_len = Some(self.inflate.total_in());
+                                first.deflate_len = Some(state(&mut self.inflate).total_in());
                             }
                             self.read_trailer()?;
                             self.members += 1;
@@ -435,13 +435,28 @@ impl<R: BufRead> GzipReader<R> {
     }
 }
 
+/// The block and the inflate state go back to the thread's pool for the
+/// next NEFF.
+impl<R> Drop for GzipReader<R> {
+    fn drop(&mut self) {
+        crate::block_pool::give(std::mem::take(&mut self.block));
+        if let Some(inflate) = self.inflate.take() {
+            crate::block_pool::give_inflate(inflate);
+        }
+    }
+}
+
+/// The reader's inflate state (always there until the reader is dropped).
+fn state(slot: &mut Option<Decompress>) -> &mut Decompress {
+    slot.get_or_insert_with(|| Decompress::new(false))
+}
+
 /// The current block, inflated in libarchive's 64 KiB steps: a reader that
 /// borrows it (as [`crate::TarReader`] does) copies nothing it skips.
 impl<R: BufRead> BufRead for GzipReader<R> {
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
         if self.at == self.len {
             let mut block = std::mem::take(&mut self.block);
-            block.resize(BLOCK, 0);
             let made = self.next_block(&mut block);
             self.block = block;
             self.at = 0;
@@ -489,6 +504,29 @@ mod tests {
         let mut out = Vec::new();
         GzipReader::new(data).read_to_end(&mut out)?;
         Ok(out)
+    }
+
+    /// A reader after one that failed mid-stream, or stopped half-way, on the
+    /// same thread (so with the same pooled inflate state and blocks) reads as
+    /// a fresh one: nothing of the earlier stream leaks into it.
+    #[test]
+    fn pooled_state_after_a_failure_reads_as_new() {
+        let text: Vec<u8> = (0..300_000u32)
+            .flat_map(|i| (i % 977).to_le_bytes())
+            .collect();
+        let good = gz(&text);
+        let (cut, mut wrong) = (&good[..good.len() / 2], good.clone());
+        // The stored-block type 3 does not exist: the first block fails.
+        wrong[10] |= 0b110;
+        for _ in 0..3 {
+            assert!(inflate(cut).is_err());
+            assert!(inflate(&wrong).is_err());
+            let mut half = GzipReader::new(&good[..]);
+            let mut some = vec![0u8; 100_000];
+            half.read_exact(&mut some).unwrap();
+            drop(half);
+            assert_eq!(inflate(&good).unwrap(), text);
+        }
     }
 
     #[test]

@@ -40,6 +40,7 @@
 #![deny(missing_debug_implementations)]
 
 mod access;
+mod block_pool;
 mod container;
 mod digest;
 mod error;
