@@ -68,6 +68,27 @@ pub fn give(block: Vec<u8>) {
     });
 }
 
+/// Reads `reader` to its end, handing each piece read to `each`; the bytes
+/// read. As `io::copy` into a sink, through a pooled block instead of a
+/// zero-filled stack buffer for every read (the reader is not `BufRead`).
+pub fn drain(reader: &mut impl Read, mut each: impl FnMut(&[u8])) -> io::Result<u64> {
+    let mut block = take();
+    let mut total = 0u64;
+    let result = loop {
+        match reader.read(&mut block) {
+            Ok(0) => break Ok(total),
+            Ok(n) => {
+                each(&block[..n]);
+                total += n as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => break Err(e),
+        }
+    };
+    give(block);
+    result
+}
+
 /// `BufReader` over `inner` with a block from the pool (given back on
 /// drop): the reads and refills are `BufReader`'s, one `inner.read` of up
 /// to [`BLOCK`] bytes at a time, and a read of a block or more into an
@@ -143,6 +164,14 @@ mod tests {
         give(vec![0; 10]);
         give(again);
         assert_eq!(take().len(), BLOCK);
+    }
+
+    #[test]
+    fn drain_sees_every_byte_once() {
+        let data: Vec<u8> = (0..2 * BLOCK + 5).map(|i| (i % 13) as u8).collect();
+        let mut seen = Vec::new();
+        let n = drain(&mut &data[..], |piece| seen.extend_from_slice(piece)).unwrap();
+        assert_eq!((n, seen), (data.len() as u64, data));
     }
 
     #[test]

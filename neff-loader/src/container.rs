@@ -2,7 +2,7 @@
 //! `neff_parse`; spec §5.1) and the tar walk of spec §3.4.
 
 use std::cell::Cell;
-use std::io::{self, BufRead, BufReader, Cursor, Read, Seek, SeekFrom, Write};
+use std::io::{self, BufRead, BufReader, Cursor, Read, Seek, SeekFrom};
 
 use crate::block_pool::BlockReader;
 use std::rc::Rc;
@@ -398,7 +398,7 @@ fn run_with<R: Read + Seek>(
             &mut opened.warnings,
             sink,
         );
-        (walked, io::copy(&mut reader, &mut io::sink()))
+        (walked, crate::block_pool::drain(&mut reader, |_| {}))
     };
     let ((walked, rest), digester) = if data_size <= limits.hash_thread_min || !digester.is_on() {
         // Small payloads: the digest on this thread, as the bytes are read.
@@ -905,7 +905,7 @@ fn walk<R: Read>(
     // about a damaged gzip trailer (and to measure the whole tar stream).
     let mut rest = tar.into_inner().take(TAIL_CHECK_LIMIT);
     let mut tail = ZeroCheck(true);
-    match io::copy(&mut rest, &mut tail) {
+    match crate::block_pool::drain(&mut rest, |piece| tail.see(piece)) {
         Ok(n) if n == TAIL_CHECK_LIMIT => warnings.push(format!(
             "more than {} KiB of data after the tar end marker was not inspected",
             TAIL_CHECK_LIMIT >> 10
@@ -1167,17 +1167,12 @@ fn payload_stream_tallied<'a, R: Read + 'a>(
     })
 }
 
-/// A sink that remembers whether every byte written was zero.
+/// Remembers whether every byte seen was zero.
 struct ZeroCheck(bool);
 
-impl Write for ZeroCheck {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0 &= buf.iter().all(|&b| b == 0);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
+impl ZeroCheck {
+    fn see(&mut self, piece: &[u8]) {
+        self.0 &= piece.iter().all(|&b| b == 0);
     }
 }
 
