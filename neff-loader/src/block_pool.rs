@@ -12,8 +12,8 @@ use std::io::{self, BufRead, Read};
 
 use flate2::Decompress;
 
-/// The size of a block: libarchive's gzip output block, and the read size
-/// of the stored bytes under it.
+/// The size of a block: libarchive's gzip output block (64 KiB), and the
+/// read size of the stored bytes under it.
 pub const BLOCK: usize = 64 * 1024;
 
 /// Blocks kept per thread: a NEFF in flight uses two.
@@ -50,7 +50,6 @@ pub fn take() -> Vec<u8> {
         .try_with(|spare| spare.borrow_mut().pop())
         .ok()
         .flatten()
-        .filter(|b| b.len() == BLOCK)
         .unwrap_or_else(|| vec![0; BLOCK])
 }
 

@@ -3,8 +3,6 @@
 
 use std::cell::Cell;
 use std::io::{self, BufRead, BufReader, Cursor, Read, Seek, SeekFrom};
-
-use crate::block_pool::BlockReader;
 use std::rc::Rc;
 use std::sync::mpsc::sync_channel;
 
@@ -12,6 +10,7 @@ use neff_schema::features::unsupported_bits;
 use neff_schema::{HashLayout, NeffHeader, PkgVersion, HEADER_LEN};
 use serde::Serialize;
 
+use crate::block_pool::BlockReader;
 use crate::digest::{matching_layout, DigestSink, Digester, HashingReader};
 use crate::error::{Error, ErrorKind, TarErrorKind};
 use crate::gate::{Gate, Rejection};
@@ -904,15 +903,17 @@ fn walk<R: Read>(
     // libarchive stops at the end marker; look a little further only to warn
     // about a damaged gzip trailer (and to measure the whole tar stream).
     let mut rest = tar.into_inner().take(TAIL_CHECK_LIMIT);
-    let mut tail = ZeroCheck(true);
-    match crate::block_pool::drain(&mut rest, |piece| tail.see(piece)) {
+    let mut tail_zero = true;
+    match crate::block_pool::drain(&mut rest, |piece| {
+        tail_zero &= piece.iter().all(|&b| b == 0)
+    }) {
         Ok(n) if n == TAIL_CHECK_LIMIT => warnings.push(format!(
             "more than {} KiB of data after the tar end marker was not inspected",
             TAIL_CHECK_LIMIT >> 10
         )),
         Ok(n) => {
             container.tar_size = Some(walked_to + n);
-            container.tar_tail_zero = Some(tail.0);
+            container.tar_tail_zero = Some(tail_zero);
         }
         Err(e) => {
             let e = Error::from(e);
@@ -1165,15 +1166,6 @@ fn payload_stream_tallied<'a, R: Read + 'a>(
         let reader = BlockReader::new(chained);
         (Compression::None, Box::new(reader), None)
     })
-}
-
-/// Remembers whether every byte seen was zero.
-struct ZeroCheck(bool);
-
-impl ZeroCheck {
-    fn see(&mut self, piece: &[u8]) {
-        self.0 &= piece.iter().all(|&b| b == 0);
-    }
 }
 
 fn read_prefix<R: Read>(r: &mut R, buf: &mut [u8]) -> io::Result<usize> {

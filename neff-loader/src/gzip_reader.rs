@@ -15,6 +15,8 @@ use std::rc::Rc;
 
 use flate2::{Decompress, FlushDecompress, Status};
 
+use crate::block_pool::BLOCK;
+
 /// True when `prefix` starts like a gzip member libarchive would bid on:
 /// `1f 8b`, CM 8, and no reserved flag bits.
 pub fn looks_like_gzip(prefix: &[u8]) -> bool {
@@ -42,9 +44,6 @@ impl MemberTally {
         self.0.get().1
     }
 }
-
-/// libarchive's gzip output block: 64 KiB.
-pub const BLOCK: usize = crate::block_pool::BLOCK;
 
 /// Inflates a gzip stream (one or more members) in libarchive's blocks.
 pub struct GzipReader<R> {

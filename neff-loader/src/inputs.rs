@@ -7,7 +7,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex, MutexGuard};
 
 use walkdir::WalkDir;
 
@@ -151,6 +151,76 @@ impl<R, E: FnMut(R)> Ordered<R, E> {
     }
 }
 
+/// Results on their way from producing threads (such as [`in_order`]'s
+/// workers) to one thread that takes them, in the order put, `size` at a
+/// time: the taker is woken once per batch, not once per result (each wake
+/// preempts a producer on a busy machine). Python's `neff.verify_many`
+/// builds its reports so.
+#[derive(Debug)]
+pub struct Batches<T> {
+    state: Mutex<BatchState<T>>,
+    ready: Condvar,
+    size: usize,
+}
+
+#[derive(Debug)]
+struct BatchState<T> {
+    waiting: Vec<T>,
+    finished: bool,
+}
+
+impl<T> Batches<T> {
+    /// Batches of `size` (at least 1).
+    pub fn new(size: usize) -> Self {
+        Batches {
+            state: Mutex::new(BatchState {
+                waiting: Vec::new(),
+                finished: false,
+            }),
+            ready: Condvar::new(),
+            size: size.max(1),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, BatchState<T>> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs `produce`, which [`Batches::put`]s the results; once it returns,
+    /// or unwinds, no more come, and [`Batches::take`] hands over what is
+    /// left and then `None` (a taker never waits for a producer that died).
+    pub fn fill(&self, produce: impl FnOnce(&Self)) {
+        struct Finish<'a, T>(&'a Batches<T>);
+        impl<T> Drop for Finish<'_, T> {
+            fn drop(&mut self) {
+                self.0.lock().finished = true;
+                self.0.ready.notify_one();
+            }
+        }
+        let _finish = Finish(self);
+        produce(self);
+    }
+
+    /// Adds the next result; wakes the taker once a batch is ready.
+    pub fn put(&self, item: T) {
+        let mut state = self.lock();
+        state.waiting.push(item);
+        if state.waiting.len() == self.size {
+            self.ready.notify_one();
+        }
+    }
+
+    /// The next batch (a full one, or what is left once the filling ended),
+    /// waiting for it; `None` once everything was taken.
+    pub fn take(&self) -> Option<Vec<T>> {
+        let mut state = self.lock();
+        while state.waiting.len() < self.size && !state.finished {
+            state = self.ready.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+        (!state.waiting.is_empty()).then(|| std::mem::take(&mut state.waiting))
+    }
+}
+
 /// Puts glibc's malloc now in the state it reaches by itself the first time
 /// a block of 4 MiB is freed: blocks under 4 MiB come from the heap and up to
 /// 8 MiB of free memory stays at its top (from 128 KiB for both). Checking a
@@ -219,6 +289,45 @@ mod tests {
         }));
         assert!(run.is_err());
         assert!(worked.load(Ordering::Relaxed) < 20);
+    }
+
+    #[test]
+    fn batches_come_in_order_full_then_the_rest() {
+        let batches = Batches::new(4);
+        let taken = std::thread::scope(|scope| {
+            scope.spawn(|| batches.fill(|b| (0..10).for_each(|i| b.put(i))));
+            std::iter::from_fn(|| batches.take()).collect::<Vec<_>>()
+        });
+        assert_eq!(taken.concat(), (0..10).collect::<Vec<_>>());
+        // Each batch but the last is full (the taker may find more waiting).
+        let (last, full) = taken.split_last().unwrap();
+        assert!(full.iter().all(|b| b.len() >= 4), "{taken:?}");
+        assert!(!last.is_empty());
+        assert_eq!(batches.take(), None);
+    }
+
+    #[test]
+    fn a_producer_that_panics_still_ends_the_taking() {
+        let batches = std::sync::Arc::new(Batches::new(8));
+        let producer = std::thread::spawn({
+            let batches = batches.clone();
+            move || {
+                batches.fill(|b| {
+                    b.put(1u8);
+                    b.put(2);
+                    panic!("the producer fails");
+                })
+            }
+        });
+        assert!(producer.join().is_err());
+        // On a thread of its own: without the end being marked, `take` would
+        // wait forever, and this test fails by its timeout instead.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(std::iter::from_fn(|| batches.take()).collect::<Vec<_>>());
+        });
+        let taken = rx.recv_timeout(Duration::from_secs(10));
+        assert_eq!(taken, Ok(vec![vec![1, 2]]));
     }
 
     #[test]

@@ -6,9 +6,8 @@
 use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Condvar, Mutex};
 
-use neff_loader::inputs::Input;
+use neff_loader::inputs::{Batches, Input};
 use neff_loader::{
     ArchScope, Checked, Error, ErrorKind, Limits, Loader, Runtime, RuntimeProfile, Verdict,
 };
@@ -167,7 +166,7 @@ fn verify_many(
         .min(sources.len().max(1));
     // Set once Python stops taking verdicts: the files left are skipped.
     let stopped = AtomicBool::new(false);
-    let handoff = Handoff::default();
+    let handoff = Batches::new(BATCH);
     let mut out = Vec::with_capacity(sources.len());
     std::thread::scope(|scope| {
         let (sources, runtime, stopped, handoff) = (&sources, &runtime, &stopped, &handoff);
@@ -178,8 +177,8 @@ fn verify_many(
                 }
                 checked(s, runtime).map_err(|e| with_path(s, e))
             };
-            neff_loader::inputs::in_order(sources, workers, work, |r| handoff.put(r));
-            handoff.finish();
+            // Python's thread stops waiting once this ends, even by a panic.
+            handoff.fill(|h| neff_loader::inputs::in_order(sources, workers, work, |r| h.put(r)));
         });
         let result = 'taking: loop {
             let Some(batch) = py.detach(|| handoff.take()) else {
@@ -211,48 +210,9 @@ fn verify_many(
 }
 
 /// How many verdicts wait before Python's thread is woken to build their
-/// reports: fewer wake-ups, each preempting a checking thread on a busy
-/// machine (1,000 files: about 1,900 context switches one by one, 190 in
+/// reports (1,000 files: about 1,900 context switches one by one, 190 in
 /// batches).
 const BATCH: usize = 32;
-
-/// The verdicts on their way from the checking threads to Python's, in
-/// order, handed over [`BATCH`] at a time (or all that are left at the end).
-#[derive(Default)]
-struct Handoff {
-    state: Mutex<(Vec<Result<String, Error>>, bool)>,
-    ready: Condvar,
-}
-
-impl Handoff {
-    fn lock(&self) -> std::sync::MutexGuard<'_, (Vec<Result<String, Error>>, bool)> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Adds the next verdict; wakes the taker once a batch is ready.
-    fn put(&self, verdict: Result<String, Error>) {
-        let mut state = self.lock();
-        state.0.push(verdict);
-        if state.0.len() == BATCH {
-            self.ready.notify_one();
-        }
-    }
-
-    /// No verdict comes after those put.
-    fn finish(&self) {
-        self.lock().1 = true;
-        self.ready.notify_one();
-    }
-
-    /// The next batch, waiting for it; `None` once every verdict was taken.
-    fn take(&self) -> Option<Vec<Result<String, Error>>> {
-        let mut state = self.lock();
-        while state.0.len() < BATCH && !state.1 {
-            state = self.ready.wait(state).unwrap_or_else(|e| e.into_inner());
-        }
-        (!state.0.is_empty()).then(|| std::mem::take(&mut state.0))
-    }
-}
 
 /// The data of member `name` (the last entry of that key, as the runtime
 /// keeps it), streamed from the payload straight into the `bytes` object
