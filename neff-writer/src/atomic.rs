@@ -89,13 +89,22 @@ pub fn signal_taken() -> Option<i32> {
 /// Whether a termination signal was taken or is pending (blocked, not yet
 /// taken by the signal thread), once [`watch_signals`] was called: then an
 /// output's rename must not happen.
+///
+/// The two are checked in the reverse order of the signal thread's steps
+/// (it notes a signal, then takes it off the pending set): pending first,
+/// then noted. A signal sent before this call is then seen by one of them.
+/// Checked the other way round, the thread could note and take the signal
+/// between the two checks, and the rename would go ahead.
 pub fn termination_signalled() -> bool {
     if !WATCHED.load(std::sync::atomic::Ordering::SeqCst) {
         return false;
     }
-    if signal_taken().is_some() {
-        return true;
-    }
+    termination_signal_pending() || signal_taken().is_some()
+}
+
+/// Whether SIGINT, SIGTERM or SIGHUP is pending for this thread or the
+/// process (blocked and not yet taken).
+fn termination_signal_pending() -> bool {
     #[cfg(unix)]
     // SAFETY: sigpending fills a zeroed set this function owns.
     unsafe {

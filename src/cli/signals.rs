@@ -66,8 +66,10 @@ unsafe fn ignored(sig: libc::c_int) -> bool {
 
 /// Takes one signal of `set`. On Linux it is read from a `signalfd` and
 /// noted ([`neff::writer::fs::note_signal`]) while still pending, so a rename
-/// that checks "taken or pending" cannot run between the two; elsewhere
-/// `sigwait` takes it.
+/// that checks "pending, then noted" always sees it
+/// ([`neff::writer::fs::termination_signalled`]); elsewhere `sigwait` takes
+/// it, and a rename in the moment between `sigwait` and the note can still
+/// go ahead.
 #[cfg(unix)]
 fn take_signal(set: &libc::sigset_t) -> libc::c_int {
     #[cfg(target_os = "linux")]

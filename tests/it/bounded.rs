@@ -2,7 +2,7 @@
 
 use std::fs;
 use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use crate::common::*;
 
@@ -86,7 +86,7 @@ fn a_large_neff_on_a_pipe_keeps_memory_bounded() {
         "{}",
         String::from_utf8_lossy(&packed.stderr)
     );
-    let mut command = Command::new(env!("CARGO_BIN_EXE_neff"));
+    let mut command = neff_command();
     let report = report_peak_rss(&mut command);
     #[allow(clippy::zombie_processes)] // reaped by wait_peak_rss below
     let mut child = command

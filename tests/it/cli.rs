@@ -575,7 +575,7 @@ fn unpack_force_never_opens_a_fifo_in_the_destination() {
     assert!(made.success());
     let file = dir.path().join("m.neff");
     fs::write(&file, valid_neff()).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_neff"))
+    let mut child = neff_command()
         .args(["unpack", s(&file), "-o", s(&dest), "--force"])
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -650,7 +650,7 @@ fn unpack_header_out_never_lands_inside_the_destination() {
     );
     assert!(fs::read_to_string(&header).unwrap().contains("framing"));
     // A bare relative name is beside the working folder, outside DIR.
-    let r = Command::new(env!("CARGO_BIN_EXE_neff"))
+    let r = neff_command()
         .args(["unpack", s(&file), "-o", "rel", "--header-out", "h2.json"])
         .current_dir(dir.path())
         .output()
@@ -825,7 +825,7 @@ fn swapping_a_folder_for_a_symlink_at_any_step_writes_nothing_outside() {
         fs::create_dir_all(&outside).unwrap();
         fs::write(dest.join("keep.txt"), b"mine").unwrap();
         let marker = run.join("held");
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_neff"))
+        let mut child = crate::common::neff_command()
             .args(["unpack", s(&file), "-o", s(&dest), "--force", "-q"])
             .env(
                 "NEFF_TEST_HOLD_UNPACK",

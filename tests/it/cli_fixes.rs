@@ -125,7 +125,7 @@ fn barrier_dash_output_is_stdout_and_creates_no_file() {
     let d = dir.path();
     let json = barrier_json(d);
     let file = fs::read(d.join("seed.bin")).unwrap();
-    let compose = Command::new(env!("CARGO_BIN_EXE_neff"))
+    let compose = neff_command()
         .current_dir(d)
         .args(COMPOSE)
         .args(["-o", "-"])
@@ -133,7 +133,7 @@ fn barrier_dash_output_is_stdout_and_creates_no_file() {
         .unwrap();
     exit(&compose, 0);
     assert_eq!(compose.stdout, file);
-    let encode = Command::new(env!("CARGO_BIN_EXE_neff"))
+    let encode = neff_command()
         .current_dir(d)
         .args(["barrier", "encode", s(&json), "-o", "-"])
         .output()
@@ -477,7 +477,7 @@ fn pack_infers_the_virtual_core_of_a_two_graph_tree() {
 
 /// Runs `neff args` with `stdin` as its standard input.
 fn neff_stdin(args: &[&str], stdin: &Path, cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_neff"))
+    neff_command()
         .args(args)
         .current_dir(cwd)
         .stdin(fs::File::open(stdin).unwrap())

@@ -11,7 +11,7 @@ use crate::common::*;
 use serde_json::Value;
 
 fn neff_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_neff"))
+    neff_command()
         .current_dir(dir)
         .args(args)
         .output()
@@ -312,7 +312,7 @@ fn cat_writes_a_member_and_names_the_members_when_missing() {
     let r = neff_in(d, &["cat", "w.neff", "sg00"]);
     assert_eq!(code(&r), 2);
     assert!(stderr(&r).contains("sg00 is a directory"), "{}", stderr(&r));
-    let r = Command::new(env!("CARGO_BIN_EXE_neff"))
+    let r = neff_command()
         .args(["cat", "-", "neff.json"])
         .stdin(fs::File::open(d.join("w.neff")).unwrap())
         .output()
@@ -334,7 +334,7 @@ fn cat_writes_the_entry_the_runtime_keeps_when_a_name_repeats() {
     let r = neff(&["cat", s(&path), "a.txt"]);
     assert_eq!(code(&r), 0, "{}", stderr(&r));
     assert_eq!(r.stdout, b"second");
-    let r = Command::new(env!("CARGO_BIN_EXE_neff"))
+    let r = neff_command()
         .args(["cat", "-", "a.txt"])
         .stdin(fs::File::open(&path).unwrap())
         .output()

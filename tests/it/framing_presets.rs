@@ -45,7 +45,7 @@ fn run_ok(cmd: &mut Command) -> Output {
 }
 
 fn neff(args: &[&OsStr]) -> Output {
-    run_ok(Command::new(env!("CARGO_BIN_EXE_neff")).args(args))
+    run_ok(crate::common::neff_command().args(args))
 }
 
 /// A valid model tree plus a long-named member; returns its root.

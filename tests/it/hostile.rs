@@ -402,7 +402,7 @@ fn verify_of_a_4_gib_inflate_stays_under_256_mib() {
 /// Runs neff with `args`, killing it after `secs`: its output, or `None`
 /// when it had to be killed (it blocked).
 fn neff_within(args: &[&str], secs: u64) -> Option<std::process::Output> {
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_neff"))
+    let mut child = crate::common::neff_command()
         .args(args)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

@@ -11,7 +11,7 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::common::*;
@@ -93,7 +93,7 @@ struct Run {
 fn run(args: &[&std::ffi::OsStr], what: &str) -> Run {
     let dir = tempfile::tempdir().unwrap();
     let stdout = dir.path().join("stdout");
-    let mut command = Command::new(env!("CARGO_BIN_EXE_neff"));
+    let mut command = neff_command();
     let report = report_peak_rss(&mut command);
     #[allow(clippy::zombie_processes)] // reaped by waitpid below
     let mut child = command

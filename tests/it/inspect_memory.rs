@@ -12,7 +12,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 fn neff<S: AsRef<OsStr>>(args: &[S]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_neff"))
+    crate::common::neff_command()
         .args(args)
         .output()
         .expect("run neff")
@@ -177,7 +177,7 @@ fn memory_text_of_the_real_neffs_matches_its_golden_file() {
     };
     let mut text = String::new();
     for file in real_neffs(&dir) {
-        let o = Command::new(env!("CARGO_BIN_EXE_neff"))
+        let o = crate::common::neff_command()
             .current_dir(&dir)
             .args(["inspect", "--memory"])
             .arg(file.file_name().unwrap())
@@ -199,7 +199,7 @@ fn show_weights_lists_every_file_variable() {
     let Some(dir) = common::real_neff_dir() else {
         return;
     };
-    let o = Command::new(env!("CARGO_BIN_EXE_neff"))
+    let o = crate::common::neff_command()
         .current_dir(&dir)
         .args([
             "inspect",

@@ -77,7 +77,7 @@ fn run_python(script: &str, args: &[&OsStr]) -> String {
 
 /// Runs the `neff` binary and returns its output, whatever the exit status.
 fn neff(args: &[&OsStr]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_neff"))
+    crate::common::neff_command()
         .args(args)
         .output()
         .expect("cannot run the neff binary")

@@ -59,7 +59,7 @@ fn a_signal_mid_pack_removes_the_temp_file_and_keeps_the_old_output() {
     let target = outdir.join("model.neff");
     fs::write(&target, b"the previous output").unwrap();
     for (name, number) in [("INT", 2), ("TERM", 15), ("HUP", 1)] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_neff"))
+        let mut child = neff_command()
             .args(["pack", s(&tree), "-o", s(&target), "--quiet"])
             .stderr(Stdio::null())
             .spawn()
@@ -212,7 +212,7 @@ fn a_signal_before_the_rename_is_never_lost() {
     let signals = [("INT", 2), ("TERM", 15), ("HUP", 1)];
     for round in 0..200 {
         let (name, number) = signals[round % 3];
-        let mut child = Command::new(env!("CARGO_BIN_EXE_neff"))
+        let mut child = neff_command()
             .args(["pack", s(&tree), "-o", s(&target), "--quiet", "--no-fsync"])
             .env("NEFF_TEST_HOLD_BEFORE_RENAME", &hold)
             .stderr(Stdio::null())
@@ -265,7 +265,7 @@ fn a_folder_swapped_mid_write_does_not_redirect_the_output() {
     fs::create_dir(&elsewhere).unwrap();
     fs::write(elsewhere.join("model.neff"), b"not ours").unwrap();
     let hold = dir.path().join("held");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_neff"))
+    let mut child = neff_command()
         .args([
             "pack",
             s(&tree),

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use neff::smith::coverage::{manifest_paths, RUNTIME_READ};
 use neff::writer::lift::{Content, Model};
@@ -24,7 +24,7 @@ fn real_neffs() -> Vec<PathBuf> {
 }
 
 fn neff(args: &[&std::ffi::OsStr]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_neff"))
+    crate::common::neff_command()
         .args(args)
         .output()
         .expect("run neff")

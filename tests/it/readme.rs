@@ -4,7 +4,6 @@
 //! repository's.
 
 use std::path::Path;
-use std::process::Command;
 
 #[test]
 fn the_quick_start_commands_run_as_written() {
@@ -31,7 +30,7 @@ fn the_quick_start_commands_run_as_written() {
             .unwrap_or_else(|| panic!("{command}"))
             .split_whitespace()
             .collect();
-        let out = Command::new(env!("CARGO_BIN_EXE_neff"))
+        let out = crate::common::neff_command()
             .args(&args)
             .current_dir(dir.path())
             .output()

@@ -421,7 +421,7 @@ fn inspect_text_of_a_real_neff_matches_its_golden_file() {
         return;
     };
     let name = "ncc2.21_riya-ranjan_transpose_1024_0.neff";
-    let o = std::process::Command::new(env!("CARGO_BIN_EXE_neff"))
+    let o = crate::common::neff_command()
         .current_dir(&dir)
         .args(["inspect", name])
         .output()

@@ -8,7 +8,6 @@
 //! line; under CI (`CI=true`) a missing folder fails them.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use neff::loader::{verify_file, Loader, RuntimeProfile};
 use neff::schema::HashLayout;
@@ -27,7 +26,7 @@ fn folder() -> Option<PathBuf> {
 }
 
 fn neff(args: &[&std::ffi::OsStr]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_neff"))
+    crate::common::neff_command()
         .args(args)
         .output()
         .expect("run neff")

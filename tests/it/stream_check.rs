@@ -209,7 +209,7 @@ fn pack_and_build_write_the_same_bytes_with_and_without_the_paranoid_read_back()
     let mut outputs = Vec::new();
     for extra in [&[][..], &["--paranoid-readback"][..]] {
         let out = work.path().join(format!("m{}.neff", extra.len()));
-        let r = std::process::Command::new(env!("CARGO_BIN_EXE_neff"))
+        let r = crate::common::neff_command()
             .args([
                 "pack".as_ref(),
                 tree.as_os_str(),

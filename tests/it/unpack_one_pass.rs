@@ -118,7 +118,7 @@ fn a_signal_mid_unpack_removes_the_temp_dir() {
     let file = big_neff(dir.path(), 48);
     let dest = dir.path().join("out");
     fs::create_dir(&dest).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_neff"))
+    let mut child = neff_command()
         .args(["unpack", s(&file), "-o", s(&dest), "-q"])
         .stderr(Stdio::null())
         .spawn()

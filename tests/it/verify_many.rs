@@ -6,13 +6,13 @@
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use crate::common::*;
 
 /// `neff ARGS` with `input` written into a pipe on stdin.
 fn neff_piped(args: &[&str], input: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_neff"))
+    let mut child = neff_command()
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -29,7 +29,7 @@ fn neff_piped(args: &[&str], input: &[u8]) -> Output {
 
 /// `neff ARGS` with the file `path` as stdin (a seekable stdin).
 fn neff_redirected(args: &[&str], path: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_neff"))
+    neff_command()
         .args(args)
         .stdin(fs::File::open(path).expect("open stdin file"))
         .output()

@@ -140,7 +140,7 @@ pub fn read_peak_rss(report: &std::path::Path) -> u64 {
 /// peak RSS in KiB (see [`wait_peak_rss`]).
 #[cfg(unix)]
 pub fn neff_peak_rss(args: &[&str]) -> (Option<i32>, u64) {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_neff"));
+    let mut command = neff_command();
     let report = report_peak_rss(&mut command);
     #[allow(clippy::zombie_processes)] // reaped by wait_peak_rss
     let child = command
@@ -281,12 +281,34 @@ pub fn golden_text(name: &str, actual: &str) {
 
 // The CLI helpers most test files share.
 
+/// A command running the `neff` binary, with SIGINT, SIGTERM and SIGHUP at
+/// their default actions in the child even when this test process was
+/// started with them ignored (a background job, `nohup`): `neff` keeps a
+/// signal ignored that was ignored when it started, and the tests that
+/// signal it expect it to die of the signal.
+pub fn neff_command() -> Command {
+    #[allow(unused_mut)]
+    let mut command = Command::new(env!("CARGO_BIN_EXE_neff"));
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: `signal` is async-signal-safe; nothing else runs between
+        // fork and exec.
+        unsafe {
+            command.pre_exec(|| {
+                for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                    libc::signal(sig, libc::SIG_DFL);
+                }
+                Ok(())
+            });
+        }
+    }
+    command
+}
+
 /// Runs the `neff` binary with `args`.
 pub fn neff(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_neff"))
-        .args(args)
-        .output()
-        .expect("run neff")
+    neff_command().args(args).output().expect("run neff")
 }
 
 /// The exit code of a finished command.
