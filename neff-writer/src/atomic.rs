@@ -252,6 +252,16 @@ impl TempFile {
         self.live = false;
     }
 
+    /// Drops the page cache of the file this one will replace, when all of
+    /// it is on the device ([`crate::page_cache`]): the new output then
+    /// reuses those pages. Nothing happens when there is no old file.
+    pub fn release_target_cache(&self) {
+        #[cfg(unix)]
+        if let Some(old) = self.folder.open_regular(&self.target_name) {
+            crate::page_cache::release_if_clean(&old);
+        }
+    }
+
     /// `e`, naming the target and the temp file.
     pub fn context(&self, e: io::Error) -> io::Error {
         self.file.context(e)

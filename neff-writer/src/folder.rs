@@ -112,17 +112,34 @@ impl Folder {
         std::fs::remove_file(self.path.join(name))
     }
 
-    /// Whether `name` is a folder (not following a symlink); `None` when it
-    /// does not exist or cannot be looked at.
-    #[cfg(target_os = "linux")]
-    fn is_dir(&self, name: &OsStr) -> Option<bool> {
+    /// The type bits (`S_IFMT`) of `name`, not following a symlink; `None`
+    /// when it does not exist or cannot be looked at.
+    #[cfg(unix)]
+    fn file_type(&self, name: &OsStr) -> Option<libc::mode_t> {
         let name = c_name(name).ok()?;
         // SAFETY: `stat` is plain data, filled by the call; `name` is
         // NUL-terminated and outlives it.
         let mut stat: libc::stat = unsafe { std::mem::zeroed() };
         let flags = libc::AT_SYMLINK_NOFOLLOW;
         cvt(unsafe { libc::fstatat(self.raw(), name.as_ptr(), &mut stat, flags) }).ok()?;
-        Some(stat.st_mode & libc::S_IFMT == libc::S_IFDIR)
+        Some(stat.st_mode & libc::S_IFMT)
+    }
+
+    /// Whether `name` is a folder (not following a symlink); `None` when it
+    /// does not exist or cannot be looked at.
+    #[cfg(target_os = "linux")]
+    fn is_dir(&self, name: &OsStr) -> Option<bool> {
+        self.file_type(name).map(|t| t == libc::S_IFDIR)
+    }
+
+    /// `name` opened for reading when it is a regular file (never a device,
+    /// whose opening may act on it); `None` otherwise.
+    #[cfg(unix)]
+    pub(crate) fn open_regular(&self, name: &OsStr) -> Option<File> {
+        match self.file_type(name)? {
+            libc::S_IFREG => self.open_nofollow(name).ok(),
+            _ => None,
+        }
     }
 
     /// Moves `temp` onto `target`, replacing any file there (the swap, then

@@ -101,8 +101,9 @@ impl<W: Write> HashingWriter<W> {
     }
 
     /// Like [`HashingWriter::new`], but the hashes run on their own thread,
-    /// overlapped with the caller's framing and I/O (each write is copied to
-    /// it). That thread then hands each batch to `check`, when given, without
+    /// overlapped with the caller's framing and I/O: writes are gathered in
+    /// 1 MiB batches, each written to `inner` in one call and then sent to
+    /// the thread. That thread then hands each batch to `check`, when given, without
     /// another copy; [`HashingWriter::finish`] gives the check back.
     pub fn threaded(
         inner: W,
@@ -149,9 +150,9 @@ impl<W: Write> HashingWriter<W> {
     /// Flushes and returns the inner writer, the digests and the check
     /// given to [`HashingWriter::threaded`].
     pub fn finish(mut self) -> io::Result<(W, Digests, Option<StreamCheck>)> {
-        self.inner.flush()?;
         let mut check = None;
         if let Some(mut thread) = self.thread.take() {
+            self.inner.write_all(&thread.batch)?;
             thread.send_batch()?;
             drop(thread.full);
             let (hashers, fed) = thread
@@ -162,6 +163,7 @@ impl<W: Write> HashingWriter<W> {
             self.sha256 = hashers.sha256;
             check = fed;
         }
+        self.inner.flush()?;
         let digests = Digests {
             count: self.count,
             md5: self.md5.map(|h| h.finalize().into()),
@@ -173,13 +175,18 @@ impl<W: Write> HashingWriter<W> {
 
 impl<W: Write> Write for HashingWriter<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.inner.write(buf)?;
         if let Some(thread) = &mut self.thread {
-            thread.batch.extend_from_slice(&buf[..n]);
+            // The batch is the one copy: it is written out whole (a `BufWriter`
+            // of at most `BATCH` passes it through), then hashed on the thread.
+            thread.batch.extend_from_slice(buf);
             if thread.batch.len() >= BATCH {
+                self.inner.write_all(&thread.batch)?;
                 thread.send_batch()?;
             }
+            self.count += buf.len() as u64;
+            return Ok(buf.len());
         }
+        let n = self.inner.write(buf)?;
         if let Some(h) = &mut self.md5 {
             h.update(&buf[..n]);
         }
@@ -191,6 +198,12 @@ impl<W: Write> Write for HashingWriter<W> {
     }
 
     fn flush(&mut self) -> io::Result<()> {
+        if let Some(thread) = &mut self.thread {
+            if !thread.batch.is_empty() {
+                self.inner.write_all(&thread.batch)?;
+                thread.send_batch()?;
+            }
+        }
         self.inner.flush()
     }
 }
@@ -207,6 +220,37 @@ mod tests {
         for with_check in [false, true] {
             writes_and_hashes_every_byte_once(with_check);
         }
+    }
+
+    /// What an inner writer was given, write by write.
+    #[derive(Default)]
+    struct Writes(Vec<usize>, Vec<u8>);
+
+    impl Write for Writes {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.push(buf.len());
+            self.1.extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Tar-sized writes reach the inner writer as whole batches (so a
+    /// `BufWriter` there passes them through, uncopied), the rest at the end.
+    #[test]
+    fn the_threaded_writer_writes_whole_batches() {
+        let data: Vec<u8> = (0..2 * BATCH + 3 * 512).map(|i| i as u8).collect();
+        let mut w = HashingWriter::threaded(Writes::default(), PkgVersion::Sha256Tar, false, None);
+        for piece in data.chunks(512) {
+            w.write_all(piece).unwrap();
+        }
+        let (inner, digests, _) = w.finish().unwrap();
+        assert_eq!(inner.0, [BATCH, BATCH, 3 * 512]);
+        assert!(inner.1 == data);
+        assert_eq!(digests.sha256, Some(Sha256::digest(&data).into()));
     }
 
     fn writes_and_hashes_every_byte_once(with_check: bool) {

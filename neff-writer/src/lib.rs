@@ -52,6 +52,7 @@ pub mod lift;
 mod member;
 mod pack_settings;
 mod packager;
+mod page_cache;
 mod parallel_gzip;
 mod progress;
 mod recover;

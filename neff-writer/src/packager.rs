@@ -574,6 +574,7 @@ impl Packager {
             )
             .map_err(|why| Error::new(ErrorKind::Conflict, why).at_path(path))?;
         let mut tmp = crate::atomic::temp_beside(path)?;
+        tmp.release_target_cache();
         let syncing = match options.fsync {
             true => Some(tmp.as_file().try_clone().map_err(|e| tmp.context(e))?),
             false => None,
