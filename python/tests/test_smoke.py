@@ -36,3 +36,23 @@ def test_verifying_imports_only_the_verdict_module(tmp_path: Path) -> None:
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert done.stdout.split("\n")[:2] == ["[]", "['neff._reader']"]
+
+
+def test_a_report_is_a_whole_frozen_dataclass(tmp_path: Path) -> None:
+    # `Report._from` fills the instance's `__dict__` directly: every field must be
+    # set, equal to what the dataclass's own constructor gives, and still frozen.
+    import dataclasses
+
+    path = tmp_path / "m.neff"
+    b = neff.Builder()
+    b.subgraph("sg00").input("x", "float32", (4,)).output("y", "float32", (4,))
+    b.write(path)
+    report = neff.verify(path)
+    names = [f.name for f in dataclasses.fields(neff.Report)]
+    assert list(vars(report)) == names
+    assert report.per_arch and all(list(vars(r)) == names for r in report.per_arch.values())
+    rebuilt = neff.Report(**{name: getattr(report, name) for name in names})
+    assert rebuilt == report and repr(rebuilt) == repr(report)
+    assert neff.verify_many([path]) == [report]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        report.accepted = False  # type: ignore[misc]
