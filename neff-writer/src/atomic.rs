@@ -256,7 +256,7 @@ impl TempFile {
     /// it is on the device ([`crate::page_cache`]): the new output then
     /// reuses those pages. Nothing happens when there is no old file.
     pub fn release_target_cache(&self) {
-        #[cfg(unix)]
+        #[cfg(target_os = "linux")]
         if let Some(old) = self.folder.open_regular(&self.target_name) {
             crate::page_cache::release_if_clean(&old);
         }

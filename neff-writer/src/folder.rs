@@ -114,7 +114,7 @@ impl Folder {
 
     /// The type bits (`S_IFMT`) of `name`, not following a symlink; `None`
     /// when it does not exist or cannot be looked at.
-    #[cfg(unix)]
+    #[cfg(target_os = "linux")]
     fn file_type(&self, name: &OsStr) -> Option<libc::mode_t> {
         let name = c_name(name).ok()?;
         // SAFETY: `stat` is plain data, filled by the call; `name` is
@@ -134,7 +134,7 @@ impl Folder {
 
     /// `name` opened for reading when it is a regular file (never a device,
     /// whose opening may act on it); `None` otherwise.
-    #[cfg(unix)]
+    #[cfg(target_os = "linux")]
     pub(crate) fn open_regular(&self, name: &OsStr) -> Option<File> {
         match self.file_type(name)? {
             libc::S_IFREG => self.open_nofollow(name).ok(),

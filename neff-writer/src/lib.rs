@@ -52,6 +52,7 @@ pub mod lift;
 mod member;
 mod pack_settings;
 mod packager;
+#[cfg(target_os = "linux")]
 mod page_cache;
 mod parallel_gzip;
 mod progress;

@@ -15,17 +15,15 @@
 //! `cachestat`): its data is then on the device and nothing is lost, and the
 //! new file reuses those pages. Dirty pages are left alone:
 //! `POSIX_FADV_DONTNEED` would first write them out, I/O for a file about to
-//! be removed. Anywhere else this does nothing.
+//! be removed. Linux only: elsewhere nothing is dropped.
 
 use std::fs::File;
 
 /// `cachestat(2)`'s number: 451 on every Linux architecture (new system
 /// calls share one table since 5.1); absent from the `libc` crate for most.
-#[cfg(target_os = "linux")]
 const SYS_CACHESTAT: libc::c_long = 451;
 
 /// `struct cachestat_range`: the byte range asked about (length 0: to the end).
-#[cfg(target_os = "linux")]
 #[repr(C)]
 struct CachestatRange {
     off: u64,
@@ -33,7 +31,6 @@ struct CachestatRange {
 }
 
 /// `struct cachestat`: what `cachestat(2)` reports, in pages.
-#[cfg(target_os = "linux")]
 #[repr(C)]
 #[derive(Default)]
 pub(crate) struct Cachestat {
@@ -46,7 +43,6 @@ pub(crate) struct Cachestat {
 
 /// The page-cache state of the whole of `file`; `None` where the kernel has
 /// no `cachestat` (before 6.5) or refuses it.
-#[cfg(target_os = "linux")]
 pub(crate) fn cachestat(file: &File) -> Option<Cachestat> {
     use std::os::fd::AsRawFd;
     let range = CachestatRange { off: 0, len: 0 };
@@ -68,27 +64,17 @@ pub(crate) fn cachestat(file: &File) -> Option<Cachestat> {
 /// Drops `file`'s pages from the page cache when some are cached and none is
 /// dirty or under writeback; returns whether it did.
 pub(crate) fn release_if_clean(file: &File) -> bool {
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::fd::AsRawFd;
-        match cachestat(file) {
-            Some(s) if s.nr_cache > 0 && s.nr_dirty == 0 && s.nr_writeback == 0 => {
-                // SAFETY: a plain call on an open descriptor.
-                unsafe {
-                    libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) == 0
-                }
-            }
-            _ => false,
+    use std::os::fd::AsRawFd;
+    match cachestat(file) {
+        Some(s) if s.nr_cache > 0 && s.nr_dirty == 0 && s.nr_writeback == 0 => {
+            // SAFETY: a plain call on an open descriptor.
+            unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) == 0 }
         }
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = file;
-        false
+        _ => false,
     }
 }
 
-#[cfg(all(test, target_os = "linux"))]
+#[cfg(test)]
 mod tests {
     use super::*;
     use std::io::Write;
