@@ -45,26 +45,35 @@ impl ChunkDeflater {
     /// Deflates `input` as one chunk: ends with a sync flush, or with the
     /// final block when `last`.
     pub(crate) fn deflate(&mut self, input: &[u8], last: bool) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.deflate_into(input, last, &mut out);
+        out
+    }
+
+    /// [`ChunkDeflater::deflate`] into `out`, cleared first (a buffer used
+    /// again keeps its pages: no fresh memory per chunk).
+    pub(crate) fn deflate_into(&mut self, input: &[u8], last: bool, out: &mut Vec<u8>) {
         if looks_random(input) {
-            return stored(input, last);
+            return stored(input, last, out);
         }
         self.compress.reset();
-        match compress_all(&mut self.compress, input, last) {
-            Some(out) if out.len() <= stored_len(input.len()) => out,
-            _ => stored(input, last),
+        let fits = compress_all(&mut self.compress, input, last, out);
+        if !fits || out.len() > stored_len(input.len()) {
+            stored(input, last, out);
         }
     }
 }
 
-/// Runs `compress` over all of `input` in one call sequence with one flush;
-/// `None` if the compressor reports an error.
-fn compress_all(compress: &mut Compress, input: &[u8], last: bool) -> Option<Vec<u8>> {
+/// Runs `compress` over all of `input` in one call sequence with one flush,
+/// into `out` (cleared first); false if the compressor reports an error.
+fn compress_all(compress: &mut Compress, input: &[u8], last: bool, out: &mut Vec<u8>) -> bool {
     let flush = if last {
         FlushCompress::Finish
     } else {
         FlushCompress::Sync
     };
-    let mut out = Vec::with_capacity(stored_len(input.len()) + 256);
+    out.clear();
+    out.reserve(stored_len(input.len()) + 256);
     let mut pos = 0;
     loop {
         if out.capacity() - out.len() < 64 {
@@ -72,7 +81,9 @@ fn compress_all(compress: &mut Compress, input: &[u8], last: bool) -> Option<Vec
         }
         let before_in = compress.total_in();
         let before_out = out.len();
-        let status = compress.compress_vec(&input[pos..], &mut out, flush).ok()?;
+        let Ok(status) = compress.compress_vec(&input[pos..], out, flush) else {
+            return false;
+        };
         pos += (compress.total_in() - before_in) as usize;
         let all_in = pos == input.len();
         let room_left = out.len() < out.capacity();
@@ -84,7 +95,7 @@ fn compress_all(compress: &mut Compress, input: &[u8], last: bool) -> Option<Vec
             _ => all_in && room_left && out.len() == before_out,
         };
         if finished {
-            return Some(out);
+            return true;
         }
     }
 }
@@ -94,10 +105,11 @@ fn stored_len(len: usize) -> usize {
     len + 5 * len.div_ceil(STORED_MAX).max(1)
 }
 
-/// `input` as stored blocks (byte-aligned: the stream is aligned at every
-/// chunk start), the last one final when `last`.
-fn stored(input: &[u8], last: bool) -> Vec<u8> {
-    let mut out = Vec::with_capacity(stored_len(input.len()));
+/// `input` as stored blocks into `out` (cleared first; byte-aligned: the
+/// stream is aligned at every chunk start), the last one final when `last`.
+fn stored(input: &[u8], last: bool, out: &mut Vec<u8>) {
+    out.clear();
+    out.reserve(stored_len(input.len()));
     let blocks = input.len().div_ceil(STORED_MAX).max(1);
     for (i, block) in input
         .chunks(STORED_MAX)
@@ -110,7 +122,6 @@ fn stored(input: &[u8], last: bool) -> Vec<u8> {
         out.extend_from_slice(&(!len).to_le_bytes());
         out.extend_from_slice(block);
     }
-    out
 }
 
 /// True when deflate could gain next to nothing on `input`: its order-2
@@ -203,7 +214,31 @@ mod tests {
         let out = ChunkDeflater::new(6).deflate(&data, true);
         assert_eq!(out.len(), stored_len(data.len()));
         assert_eq!(inflate(&out), data);
-        assert_eq!(inflate(&stored(&[], true)), b"");
+        assert_eq!(inflate(&ChunkDeflater::new(6).deflate(&[], true)), b"");
+    }
+
+    /// A buffer used again, whatever it held and however large it grew,
+    /// gives the bytes a new one gives.
+    #[test]
+    fn a_reused_buffer_gives_the_same_bytes() {
+        let mut text = Vec::new();
+        for i in 0..40_000u32 {
+            text.extend_from_slice(
+                format!("{{\"id\": {i}, \"name\": \"t{}\"}},", i % 97).as_bytes(),
+            );
+        }
+        let noise = random(300 << 10, 3);
+        let mut deflater = ChunkDeflater::new(1);
+        let mut reused = vec![0xAA; 3 << 20];
+        for (input, last) in [
+            (&text[..], false),
+            (&noise[..], false),
+            (&text[..5000], true),
+            (&[][..], true),
+        ] {
+            deflater.deflate_into(input, last, &mut reused);
+            assert_eq!(reused, ChunkDeflater::new(1).deflate(input, last));
+        }
     }
 
     #[test]

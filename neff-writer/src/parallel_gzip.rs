@@ -11,11 +11,13 @@
 //! thread count or on how callers split their writes, so any `--threads`
 //! gives byte-identical output. The writer stage (which hashes) runs on its
 //! own thread, overlapped with compression; memory holds a bounded number of
-//! chunks in flight.
+//! chunks in flight. Their buffers go round: a worker hands a chunk's input
+//! buffer back to the framing side, and the writer a compressed one back to
+//! the workers, so the pipeline does not fault in fresh memory per chunk.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::{Scope, ScopedJoinHandle};
 
@@ -56,6 +58,8 @@ struct Done {
 /// framing, and hands full chunks to the worker threads.
 pub struct ChunkSink<'scope, W: Write + Send + 'scope> {
     pending: Vec<u8>,
+    /// Input buffers the workers are done with.
+    spare_inputs: Receiver<Vec<u8>>,
     /// Input bytes per chunk.
     chunk: usize,
     seq: u64,
@@ -87,19 +91,27 @@ pub fn start<'scope, 'env, W: Write + Send + 'scope>(
     let threads = threads.max(1);
     let (job_tx, job_rx) = sync_channel::<Job>(threads);
     let (done_tx, done_rx) = sync_channel::<Done>(threads);
+    let (spare_in_tx, spare_in_rx) = channel::<Vec<u8>>();
+    let (spare_out_tx, spare_out_rx) = channel::<Vec<u8>>();
     let job_rx = Arc::new(Mutex::new(job_rx));
+    let spare_out_rx = Arc::new(Mutex::new(spare_out_rx));
     let workers = (0..threads)
         .map(|_| {
-            let jobs = Arc::clone(&job_rx);
-            let done = done_tx.clone();
-            scope.spawn(move || compress_jobs(&jobs, &done, level))
+            let buffers = Buffers {
+                jobs: Arc::clone(&job_rx),
+                done: done_tx.clone(),
+                spare_inputs: spare_in_tx.clone(),
+                spare_outputs: Arc::clone(&spare_out_rx),
+            };
+            scope.spawn(move || compress_jobs(&buffers, level))
         })
         .collect();
     drop(done_tx);
-    let writer = scope.spawn(move || write_member(out, &header, &done_rx));
+    let writer = scope.spawn(move || write_member(out, &header, &done_rx, &spare_out_tx));
     let chunk = chunk_len(level);
     ChunkSink {
         pending: Vec::with_capacity(chunk),
+        spare_inputs: spare_in_rx,
         chunk,
         seq: 0,
         jobs: Some(job_tx),
@@ -108,19 +120,36 @@ pub fn start<'scope, 'env, W: Write + Send + 'scope>(
     }
 }
 
+/// A worker's ends of the pipeline.
+struct Buffers {
+    jobs: Arc<Mutex<Receiver<Job>>>,
+    done: SyncSender<Done>,
+    /// Where a chunk's input buffer goes back to the framing side.
+    spare_inputs: Sender<Vec<u8>>,
+    /// Compressed buffers the writer is done with.
+    spare_outputs: Arc<Mutex<Receiver<Vec<u8>>>>,
+}
+
 /// A worker: compresses chunks until the job channel closes.
-fn compress_jobs(jobs: &Mutex<Receiver<Job>>, done: &SyncSender<Done>, level: u32) {
+fn compress_jobs(buffers: &Buffers, level: u32) {
     let mut deflater = ChunkDeflater::new(level);
     loop {
-        let job = match jobs.lock() {
+        let job = match buffers.jobs.lock() {
             Ok(rx) => rx.recv(),
             Err(_) => return,
         };
         let Ok(job) = job else { return };
         let mut crc = Crc::new();
         crc.update(&job.data);
-        let compressed = deflater.deflate(&job.data, job.last);
-        if done
+        let mut compressed = match buffers.spare_outputs.lock() {
+            Ok(rx) => rx.try_recv().unwrap_or_default(),
+            Err(_) => Vec::new(),
+        };
+        deflater.deflate_into(&job.data, job.last, &mut compressed);
+        // The framing side may be gone already; the buffer is then dropped.
+        let _ = buffers.spare_inputs.send(job.data);
+        if buffers
+            .done
             .send(Done {
                 seq: job.seq,
                 compressed,
@@ -135,7 +164,12 @@ fn compress_jobs(jobs: &Mutex<Receiver<Job>>, done: &SyncSender<Done>, level: u3
 }
 
 /// The writer stage: gzip header, chunks in order, trailer.
-fn write_member<W: Write>(mut out: W, header: &[u8], done: &Receiver<Done>) -> io::Result<W> {
+fn write_member<W: Write>(
+    mut out: W,
+    header: &[u8],
+    done: &Receiver<Done>,
+    spare_outputs: &Sender<Vec<u8>>,
+) -> io::Result<W> {
     out.write_all(header)?;
     let mut crc = Crc::new();
     let mut next = 0u64;
@@ -150,6 +184,8 @@ fn write_member<W: Write>(mut out: W, header: &[u8], done: &Receiver<Done>) -> i
         while let Some(d) = waiting.remove(&next) {
             out.write_all(&d.compressed)?;
             crc.combine(&d.crc);
+            // The workers may be gone already; the buffer is then dropped.
+            let _ = spare_outputs.send(d.compressed);
             next += 1;
             if d.last {
                 out.write_all(&crc.sum().to_le_bytes())?;
@@ -163,14 +199,17 @@ fn write_member<W: Write>(mut out: W, header: &[u8], done: &Receiver<Done>) -> i
 
 impl<'scope, W: Write + Send + 'scope> ChunkSink<'scope, W> {
     fn dispatch(&mut self, last: bool) -> io::Result<()> {
-        let data = std::mem::replace(
-            &mut self.pending,
-            if last {
-                Vec::new()
-            } else {
-                Vec::with_capacity(self.chunk)
-            },
-        );
+        let next = match last {
+            true => Vec::new(),
+            false => self.spare_inputs.try_recv().map_or_else(
+                |_| Vec::with_capacity(self.chunk),
+                |mut spare| {
+                    spare.clear();
+                    spare
+                },
+            ),
+        };
+        let data = std::mem::replace(&mut self.pending, next);
         let job = Job {
             seq: self.seq,
             data,
