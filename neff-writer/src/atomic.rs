@@ -99,24 +99,28 @@ pub fn termination_signalled() -> bool {
     if !WATCHED.load(std::sync::atomic::Ordering::SeqCst) {
         return false;
     }
-    termination_signal_pending() || signal_taken().is_some()
+    pending_termination_signal().is_some() || signal_taken().is_some()
 }
 
-/// Whether SIGINT, SIGTERM or SIGHUP is pending for this thread or the
+/// The signals that end a `neff` run and are taken by its signal thread.
+#[cfg(unix)]
+pub const TERMINATION_SIGNALS: [i32; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+/// The first of [`TERMINATION_SIGNALS`] pending for this thread or the
 /// process (blocked and not yet taken).
-fn termination_signal_pending() -> bool {
+pub fn pending_termination_signal() -> Option<i32> {
     #[cfg(unix)]
     // SAFETY: sigpending fills a zeroed set this function owns.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
         if libc::sigpending(&mut set) == 0 {
-            return [libc::SIGINT, libc::SIGTERM, libc::SIGHUP]
+            return TERMINATION_SIGNALS
                 .into_iter()
-                .any(|sig| libc::sigismember(&set, sig) == 1);
+                .find(|&sig| libc::sigismember(&set, sig) == 1);
         }
     }
-    false
+    None
 }
 
 /// Test hook: with `NEFF_TEST_HOLD_BEFORE_RENAME=<path>` set, an output

@@ -178,13 +178,15 @@ impl<W: Write> Write for HashingWriter<W> {
         if let Some(thread) = &mut self.thread {
             // The batch is the one copy: it is written out whole (a `BufWriter`
             // of at most `BATCH` passes it through), then hashed on the thread.
-            thread.batch.extend_from_slice(buf);
-            if thread.batch.len() >= BATCH {
+            // It never grows past `BATCH`, whatever the size of a write.
+            let n = buf.len().min(BATCH - thread.batch.len());
+            thread.batch.extend_from_slice(&buf[..n]);
+            if thread.batch.len() == BATCH {
                 self.inner.write_all(&thread.batch)?;
                 thread.send_batch()?;
             }
-            self.count += buf.len() as u64;
-            return Ok(buf.len());
+            self.count += n as u64;
+            return Ok(n);
         }
         let n = self.inner.write(buf)?;
         if let Some(h) = &mut self.md5 {

@@ -87,9 +87,12 @@ pub use zlib_gzip::ZlibGzipWriter;
 /// Not a supported API: it may change in any release.
 #[doc(hidden)]
 pub mod fs {
+    #[cfg(unix)]
+    pub use crate::atomic::TERMINATION_SIGNALS;
     pub use crate::atomic::{
-        abandon_temp_files, note_signal, parent_dir, report_stale_temp_files,
-        termination_signalled, watch_signals, write_atomic, write_atomic_with,
+        abandon_temp_files, note_signal, parent_dir, pending_termination_signal,
+        report_stale_temp_files, termination_signalled, watch_signals, write_atomic,
+        write_atomic_with,
     };
     pub use crate::clobber::OutputGuard;
     pub use crate::small_file::{open_regular, read_small_file, SMALL_MAX, SPEC_MAX};

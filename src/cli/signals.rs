@@ -25,7 +25,7 @@ pub fn install() {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut set);
-        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        for sig in neff::writer::fs::TERMINATION_SIGNALS {
             if !ignored(sig) {
                 libc::sigaddset(&mut set, sig);
             }
@@ -73,8 +73,8 @@ unsafe fn ignored(sig: libc::c_int) -> bool {
 #[cfg(unix)]
 fn take_signal(set: &libc::sigset_t) -> libc::c_int {
     #[cfg(target_os = "linux")]
-    // SAFETY: `set` is initialised; the pollfd, the pending set and the
-    // siginfo buffer are owned here and sized as the calls expect.
+    // SAFETY: `set` is initialised; the pollfd and the siginfo buffer are
+    // owned here and sized as the calls expect.
     unsafe {
         let fd = libc::signalfd(-1, set, libc::SFD_CLOEXEC);
         if fd >= 0 {
@@ -87,15 +87,9 @@ fn take_signal(set: &libc::sigset_t) -> libc::c_int {
                 if libc::poll(&mut ready, 1, -1) <= 0 {
                     continue;
                 }
-                let mut pending: libc::sigset_t = std::mem::zeroed();
-                libc::sigemptyset(&mut pending);
-                libc::sigpending(&mut pending);
-                let Some(sig) = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP]
-                    .into_iter()
-                    .find(|&s| {
-                        libc::sigismember(set, s) == 1 && libc::sigismember(&pending, s) == 1
-                    })
-                else {
+                // Only signals of `set` can be pending: one left out of it
+                // is ignored, and an ignored signal is discarded when sent.
+                let Some(sig) = neff::writer::fs::pending_termination_signal() else {
                     continue;
                 };
                 neff::writer::fs::note_signal(sig);
