@@ -33,7 +33,7 @@ fn corpus(out: &Path, count: &str, threads: &str) {
 #[test]
 #[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
 fn five_hundred_seeds_from_the_real_neffs_carry_the_verdict_verify_gives() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = memory_tempdir(1 << 30);
     let out = dir.path().join("c");
     corpus(&out, "500", "2");
     let listing: Value =
@@ -87,7 +87,11 @@ fn five_hundred_seeds_from_the_real_neffs_carry_the_verdict_verify_gives() {
 
     // One change per seed keeps the real shapes: the corpus holds every
     // key path, enum value and member pattern of the real NEFFs.
-    let r = neff(&["coverage", s(&out), "--reference", s(&real()), "--json"]);
+    let r = neff_command()
+        .args(["coverage", s(&out), "--reference", s(&real()), "--json"])
+        .env("TMPDIR", dir.path())
+        .output()
+        .unwrap();
     assert_eq!(code(&r), 0, "{}", stderr(&r));
     let report: Value = serde_json::from_slice(&r.stdout).unwrap();
     for kind in [
@@ -105,7 +109,8 @@ fn five_hundred_seeds_from_the_real_neffs_carry_the_verdict_verify_gives() {
 #[test]
 #[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
 fn a_generated_corpus_holds_the_shapes_of_real_output() {
-    let dir = tempfile::tempdir().unwrap();
+    // `coverage` unpacks each of the 2,000 NEFFs into a temporary folder.
+    let dir = memory_tempdir(1 << 30);
     let out = dir.path().join("g");
     let r = neff(&[
         "corpus",
@@ -119,7 +124,11 @@ fn a_generated_corpus_holds_the_shapes_of_real_output() {
         "-q",
     ]);
     assert_eq!(code(&r), 0, "{}", stderr(&r));
-    let r = neff(&["coverage", s(&out), "--reference", s(&real()), "--json"]);
+    let r = neff_command()
+        .args(["coverage", s(&out), "--reference", s(&real()), "--json"])
+        .env("TMPDIR", dir.path())
+        .output()
+        .unwrap();
     assert_eq!(code(&r), 0, "{}", stderr(&r));
     let report: Value = serde_json::from_slice(&r.stdout).unwrap();
     let ratio = |kind: &str| {

@@ -110,7 +110,7 @@ fn a_million_member_neff_is_verified_in_bounded_memory() {
 #[cfg(unix)]
 #[test]
 fn packing_many_files_keeps_memory_bounded() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = memory_tempdir(256 << 20);
     let tree = dir.path().join("tree");
     write_model_tree(&tree);
     for d in 0..200 {
