@@ -10,22 +10,10 @@ fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/barrier")
 }
 
-/// Compares `actual` with a golden file (rewritten under NEFF_UPDATE_GOLDEN=1).
+/// Compares `actual` with tests/golden/barrier/`name`.
 #[track_caller]
 fn golden(name: &str, actual: &[u8]) {
-    let path = golden_dir().join(name);
-    if std::env::var_os("NEFF_UPDATE_GOLDEN").is_some() {
-        fs::create_dir_all(golden_dir()).unwrap();
-        fs::write(&path, actual).unwrap();
-    }
-    let expected = fs::read(&path)
-        .unwrap_or_else(|_| panic!("{} missing: run with NEFF_UPDATE_GOLDEN=1", path.display()));
-    assert!(
-        expected == actual,
-        "{} changed:\n{}",
-        path.display(),
-        String::from_utf8_lossy(actual)
-    );
+    crate::common::golden(&format!("barrier/{name}"), actual);
 }
 
 #[track_caller]

@@ -518,24 +518,10 @@ fn weight_sizes_and_shapes_that_overflow_are_refused_by_name() {
 
 #[test]
 fn help_for_build_and_schema_matches_the_golden_files() {
-    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
-    let update = std::env::var_os("NEFF_UPDATE_GOLDEN").is_some();
     for cmd in ["build", "schema"] {
         let r = neff(&[cmd, "--help"]);
         assert_eq!(code(&r), 0);
-        let path = golden.join(format!("help-{cmd}.txt"));
-        if update {
-            fs::write(&path, &r.stdout).unwrap();
-        }
-        let expected = fs::read_to_string(&path).unwrap_or_else(|_| {
-            panic!("{} missing: run with NEFF_UPDATE_GOLDEN=1", path.display())
-        });
-        assert_eq!(
-            stdout(&r),
-            expected,
-            "{} changed: review, then NEFF_UPDATE_GOLDEN=1",
-            path.display()
-        );
+        golden(&format!("help-{cmd}.txt"), &r.stdout);
     }
 }
 

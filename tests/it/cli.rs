@@ -661,32 +661,16 @@ fn unpack_header_out_never_lands_inside_the_destination() {
 
 #[test]
 fn help_output_matches_the_golden_files() {
-    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
-    let update = std::env::var_os("NEFF_UPDATE_GOLDEN").is_some();
     for cmd in ["", "pack", "unpack", "inspect", "verify"] {
         let mut args: Vec<&str> = cmd.split_whitespace().collect();
         args.push("--help");
         let r = neff(&args);
         assert_eq!(code(&r), 0);
-        let name = if cmd.is_empty() {
-            "help.txt".to_string()
-        } else {
-            format!("help-{cmd}.txt")
+        let name = match cmd {
+            "" => "help.txt".to_string(),
+            cmd => format!("help-{cmd}.txt"),
         };
-        let path = golden.join(name);
-        if update {
-            fs::create_dir_all(&golden).unwrap();
-            fs::write(&path, &r.stdout).unwrap();
-        }
-        let expected = fs::read_to_string(&path).unwrap_or_else(|_| {
-            panic!("{} missing: run with NEFF_UPDATE_GOLDEN=1", path.display())
-        });
-        assert_eq!(
-            stdout(&r),
-            expected,
-            "{} changed: review, then NEFF_UPDATE_GOLDEN=1",
-            path.display()
-        );
+        golden(&name, &r.stdout);
     }
 }
 

@@ -506,24 +506,10 @@ fn json_prints_one_document_on_failure() {
 /// (regenerate with NEFF_UPDATE_GOLDEN=1).
 #[test]
 fn help_of_new_and_changed_commands_matches_the_golden_files() {
-    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
-    let update = std::env::var_os("NEFF_UPDATE_GOLDEN").is_some();
     for cmd in ["completions", "man", "fixtures", "corpus"] {
         let r = neff(&[cmd, "--help"]);
         assert_eq!(code(&r), 0);
-        let path = golden.join(format!("help-{cmd}.txt"));
-        if update {
-            fs::write(&path, &r.stdout).unwrap();
-        }
-        let expected = fs::read_to_string(&path).unwrap_or_else(|_| {
-            panic!("{} missing: run with NEFF_UPDATE_GOLDEN=1", path.display())
-        });
-        assert_eq!(
-            text(&r.stdout),
-            expected,
-            "{} changed: review, then NEFF_UPDATE_GOLDEN=1",
-            path.display()
-        );
+        golden(&format!("help-{cmd}.txt"), &r.stdout);
     }
 }
 

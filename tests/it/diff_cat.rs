@@ -189,7 +189,7 @@ fn manifest_differences_by_key_path_match_the_golden_file() {
         out.contains("sg00/def.json: .var.acc.size: 16 -> 32\n"),
         "{out}"
     );
-    golden("diff-manifests.txt", &out);
+    golden_text("diff-manifests.txt", &out);
 }
 
 #[test]
@@ -457,30 +457,12 @@ fn cat_of_neff_json_matches_gnu_tar_on_every_real_neff() {
     }
 }
 
-/// Compares `actual` with tests/golden/`name` (NEFF_UPDATE_GOLDEN=1 rewrites it).
-fn golden(name: &str, actual: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
-        .join(name);
-    if std::env::var_os("NEFF_UPDATE_GOLDEN").is_some() {
-        fs::write(&path, actual).unwrap();
-    }
-    let expected = fs::read_to_string(&path)
-        .unwrap_or_else(|_| panic!("{} missing: run with NEFF_UPDATE_GOLDEN=1", path.display()));
-    assert_eq!(
-        actual,
-        expected,
-        "{} changed: review, then NEFF_UPDATE_GOLDEN=1",
-        path.display()
-    );
-}
-
 #[test]
 fn help_of_diff_and_cat_matches_the_golden_files() {
     for cmd in ["diff", "cat"] {
         let r = neff_in(Path::new("."), &[cmd, "--help"]);
         assert_eq!(code(&r), 0);
-        golden(&format!("help-{cmd}.txt"), &stdout(&r));
+        golden_text(&format!("help-{cmd}.txt"), &stdout(&r));
     }
 }
 

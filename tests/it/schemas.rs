@@ -28,7 +28,6 @@ fn names() -> Vec<String> {
 #[test]
 fn every_schema_matches_its_golden_file() {
     let dir = golden_dir();
-    let update = std::env::var_os("NEFF_UPDATE_GOLDEN").is_some();
     let names = names();
     for expected in [
         "build-spec",
@@ -58,19 +57,7 @@ fn every_schema_matches_its_golden_file() {
             schema["$schema"], "https://json-schema.org/draft/2020-12/schema",
             "{name}"
         );
-        let path = dir.join(format!("{name}.json"));
-        if update {
-            fs::create_dir_all(&dir).unwrap();
-            fs::write(&path, &r.stdout).unwrap();
-        }
-        let golden = fs::read(&path).unwrap_or_else(|_| {
-            panic!("{} missing: run with NEFF_UPDATE_GOLDEN=1", path.display())
-        });
-        assert!(
-            golden == r.stdout,
-            "{} drifted from `neff schema {name}`: review, then NEFF_UPDATE_GOLDEN=1",
-            path.display()
-        );
+        golden(&format!("schemas/{name}.json"), &r.stdout);
     }
     // No stale golden files.
     for entry in fs::read_dir(&dir).unwrap() {

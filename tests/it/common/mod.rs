@@ -290,17 +290,41 @@ pub fn real_neff_dir() -> Option<std::path::PathBuf> {
     None
 }
 
-/// Compares `actual` with tests/golden/`name` (rewritten under NEFF_UPDATE_GOLDEN=1).
-pub fn golden_text(name: &str, actual: &str) {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+/// Compares `actual` with tests/golden/`name` (`name` may name a subfolder);
+/// `NEFF_UPDATE_GOLDEN=1` rewrites the file instead. A difference names the
+/// file and its first differing line.
+#[track_caller]
+pub fn golden(name: &str, actual: &[u8]) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/golden")
         .join(name);
     if std::env::var_os("NEFF_UPDATE_GOLDEN").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, actual).unwrap();
     }
-    let want = std::fs::read_to_string(&path)
+    let want = std::fs::read(&path)
         .unwrap_or_else(|_| panic!("{} missing: run with NEFF_UPDATE_GOLDEN=1", path.display()));
-    assert!(want == actual, "{} drifted:\n{actual}", path.display());
+    if want != actual {
+        let (want, actual) = (
+            String::from_utf8_lossy(&want),
+            String::from_utf8_lossy(actual),
+        );
+        let line = want.lines().zip(actual.lines()).position(|(a, b)| a != b);
+        let line = line.unwrap_or(want.lines().count().min(actual.lines().count()));
+        panic!(
+            "{} changed at line {}: review, then NEFF_UPDATE_GOLDEN=1\n  golden: {:?}\n  now:    {:?}",
+            path.display(),
+            line + 1,
+            want.lines().nth(line).unwrap_or("<end>"),
+            actual.lines().nth(line).unwrap_or("<end>"),
+        );
+    }
+}
+
+/// [`golden`] for text.
+#[track_caller]
+pub fn golden_text(name: &str, actual: &str) {
+    golden(name, actual.as_bytes());
 }
 
 // The CLI helpers most test files share.
