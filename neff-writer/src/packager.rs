@@ -696,9 +696,8 @@ impl Packager {
                             deflate.level,
                             cache.clone(),
                         )?;
-                        let mut tar = TarWriter::with_framing(gzip, tar_framing);
-                        write_entries(&mut tar, &mut entries, progress.as_deref())?;
-                        let (gzip, tar_size) = tar.finish()?;
+                        let (gzip, tar_size) =
+                            write_tar(gzip, tar_framing, &mut entries, progress.as_deref())?;
                         (gzip.finish()?, tar_size)
                     }
                     // Tar framing here, deflate on `threads` workers, hashing
@@ -711,9 +710,8 @@ impl Packager {
                             deflate.level,
                             options.threads,
                         );
-                        let mut tar = TarWriter::with_framing(gzip, tar_framing);
-                        write_entries(&mut tar, &mut entries, progress.as_deref())?;
-                        let (gzip, tar_size) = tar.finish()?;
+                        let (gzip, tar_size) =
+                            write_tar(gzip, tar_framing, &mut entries, progress.as_deref())?;
                         (gzip.finish()?, tar_size)
                     }
                     // Classic zlib, one stream: the compilers' exact bytes.
@@ -724,9 +722,8 @@ impl Packager {
                             deflate.level,
                             deflate.mem_level,
                         )?;
-                        let mut tar = TarWriter::with_framing(gzip, tar_framing);
-                        write_entries(&mut tar, &mut entries, progress.as_deref())?;
-                        let (gzip, tar_size) = tar.finish()?;
+                        let (gzip, tar_size) =
+                            write_tar(gzip, tar_framing, &mut entries, progress.as_deref())?;
                         (gzip.finish()?, tar_size)
                     }
                 };
@@ -737,9 +734,8 @@ impl Packager {
             PkgVersion::Sha256Tar => {
                 // SHA-256 on its own thread, overlapped with framing and I/O.
                 let sink = HashingWriter::threaded(out, pkg, uuid_from_content, handed_check);
-                let mut tar = TarWriter::with_framing(sink, tar_framing);
-                write_entries(&mut tar, &mut entries, progress.as_deref())?;
-                let (sink, tar_size) = tar.finish()?;
+                let (sink, tar_size) =
+                    write_tar(sink, tar_framing, &mut entries, progress.as_deref())?;
                 (sink.finish()?, tar_size)
             }
         };
@@ -847,11 +843,15 @@ fn read_back<F: Read + Seek>(
         .verify(Some(BufReader::with_capacity(1 << 20, &mut *file)))?)
 }
 
-fn write_entries<W: Write>(
-    tar: &mut TarWriter<W>,
+/// Frames `entries` as tar (`framing`) into `sink`; returns the sink, not yet
+/// finished, and the tar stream's length.
+fn write_tar<W: Write>(
+    sink: W,
+    framing: TarFraming,
     entries: impl Iterator<Item = Result<(String, Entry), Error>>,
     progress: Option<&Progress>,
-) -> Result<(), Error> {
+) -> Result<(W, u64), Error> {
+    let mut tar = TarWriter::with_framing(sink, framing);
     for item in entries {
         let (name, entry) = item?;
         match entry {
@@ -867,7 +867,7 @@ fn write_entries<W: Write>(
             }
         }
     }
-    Ok(())
+    Ok(tar.finish()?)
 }
 
 /// The header a write with `options` starts from before the payload exists:

@@ -253,9 +253,6 @@ pub fn write_binary(
     Ok(std::io::Write::flush(&mut out)?)
 }
 
-/// Reports the result of writing a NEFF (`pack`, `build`): a refusal by the
-/// read-back gates is exit 1 with the gate and how to force it; success prints
-/// a summary on stderr, or the header and verdict as JSON on stdout.
 /// The flags that change what a refusal with this gate is about, where one
 /// flag settles it.
 fn fixing_flags(report: &neff::loader::Report) -> Option<&'static str> {
@@ -270,6 +267,9 @@ fn fixing_flags(report: &neff::loader::Report) -> Option<&'static str> {
     }
 }
 
+/// Reports the result of writing a NEFF (`pack`, `build`): a refusal by the
+/// read-back gates is exit 1 with the gate and how to force it; success prints
+/// a summary on stderr, or the header and verdict as JSON on stdout.
 pub fn report_written(
     result: Result<neff::writer::PackOutcome, neff::writer::Error>,
     out: &Output<'_>,

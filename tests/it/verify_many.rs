@@ -405,3 +405,22 @@ fn a_folder_of_small_neffs_is_checked_without_a_trim_per_file() {
     .expect("strace could trace when the tests were built");
     assert!(counts[0] < 8, "{} madvise calls for 40 NEFFs", counts[0]);
 }
+
+/// A manifest nested 1000 deep (simdjson's limit is 1024) loads on the
+/// worker threads of `neff verify DIR` too: they get the loader's stack.
+#[test]
+fn manifests_nested_1000_deep_load_on_the_threads_of_verify_dir() {
+    let depth = 1000;
+    let deep = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+    let neff_json = NEFF_JSON.replacen('{', &format!("{{\"deep\": {deep}, "), 1);
+    let neff = model_neff(&[("neff.json", neff_json.as_bytes())]);
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["a.neff", "b.neff", "c.neff"] {
+        write(&dir.path().join(name), &neff);
+    }
+    let out = neff_command()
+        .args(["verify", s(dir.path()), "--threads", "2", "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+}

@@ -1,9 +1,9 @@
 //! One negative test per container gate (G1–G12), asserting the gate, the
 //! runtime's status code and its log line; plus the edge cases that must pass.
 
-use crate::common::*;
-use neff::loader::{load_buffer, Report, RuntimeProfile};
-use neff::schema::{HashLayout, HashLayoutPolicy};
+use crate::bytes::*;
+use neff_loader::{load_buffer, Report, RuntimeProfile};
+use neff_schema::{HashLayout, HashLayoutPolicy};
 
 fn verify(bytes: &[u8]) -> Report {
     load_buffer(Some(bytes), &RuntimeProfile::default()).report
