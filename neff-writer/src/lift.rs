@@ -32,6 +32,7 @@ use serde::{Deserialize, Serialize};
 use crate::build_spec::Blob;
 use crate::error::{Error, ErrorKind};
 use crate::header_options::{HeaderFile, HeaderPatch};
+use crate::tree_walk::{TreeItem, TreeWalk};
 use crate::{MemberSource, PackOptions, PackSettings, Packager};
 
 /// A NEFF's payload as the typed model, with the header and framing it was
@@ -161,9 +162,14 @@ impl Model {
         header: HeaderFile,
         base: Option<&Path>,
     ) -> Result<(Model, LiftNotes), Error> {
+        // Every regular file, in byte order; symlinks and special files are
+        // refused (an unpacked tree has none).
         let mut names = Vec::new();
-        walk(dir, "", &mut names)?;
-        names.sort();
+        for item in TreeWalk::unpacked(dir) {
+            if let TreeItem::File(name, _) = item? {
+                names.push(name);
+            }
+        }
         let mut notes = LiftNotes::default();
         let mut typed = typed_members(dir, &names.iter().map(String::as_str).collect());
         let mut payload = Vec::with_capacity(names.len());
@@ -457,37 +463,6 @@ fn beside(member: &str, name: &str) -> String {
         "" => name.to_string(),
         dir => format!("{dir}/{name}"),
     }
-}
-
-/// Every regular file below `dir`, as member names. Symlinks and special
-/// files are refused (an unpacked tree has none).
-fn walk(dir: &Path, prefix: &str, out: &mut Vec<String>) -> Result<(), Error> {
-    let entries = std::fs::read_dir(dir).map_err(|e| Error::io("cannot read", dir, e))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| Error::io("cannot read", dir, e))?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else {
-            return Err(spec_error(format!(
-                "{}: a file name that is not UTF-8",
-                entry.path().display()
-            )));
-        };
-        let member = format!("{prefix}{name}");
-        let kind = entry
-            .file_type()
-            .map_err(|e| Error::io("cannot read", &entry.path(), e))?;
-        if kind.is_dir() {
-            walk(&entry.path(), &format!("{member}/"), out)?;
-        } else if kind.is_file() {
-            out.push(member);
-        } else {
-            return Err(spec_error(format!(
-                "{}: not a regular file or folder",
-                entry.path().display()
-            )));
-        }
-    }
-    Ok(())
 }
 
 /// Every typed member, found by following neff.json → KELF → def.json →

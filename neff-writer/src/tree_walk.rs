@@ -45,15 +45,27 @@ pub(crate) struct TreeWalk {
     root: PathBuf,
     stack: Vec<Folder>,
     started: bool,
+    /// Whether a leftover `neff unpack` temp folder is an error (packing).
+    refuse_unpack_temp: bool,
 }
 
 impl TreeWalk {
-    /// A walk of the tree below `root` (the root itself is not yielded).
+    /// A walk of the tree below `root` to pack it (the root itself is not
+    /// yielded): a temp folder an unpack left behind is an error.
     pub(crate) fn new(root: &Path) -> TreeWalk {
         TreeWalk {
             root: root.to_path_buf(),
             stack: Vec::new(),
             started: false,
+            refuse_unpack_temp: true,
+        }
+    }
+
+    /// A walk of a tree `neff unpack` wrote, every folder a member's.
+    pub(crate) fn unpacked(root: &Path) -> TreeWalk {
+        TreeWalk {
+            refuse_unpack_temp: false,
+            ..TreeWalk::new(root)
         }
     }
 
@@ -83,7 +95,8 @@ impl TreeWalk {
                 return Err(bad("file name is not UTF-8"));
             };
             MemberName::new(&name)?;
-            if file_type.is_dir() && item.file_name().to_string_lossy().starts_with(UNPACK_TEMP) {
+            let unpack_temp = item.file_name().to_string_lossy().starts_with(UNPACK_TEMP);
+            if self.refuse_unpack_temp && file_type.is_dir() && unpack_temp {
                 return Err(bad(
                     "a temp folder of an unpack that did not finish (killed?): not packed; remove it (the next `neff unpack` into this folder does)",
                 ));
@@ -165,5 +178,30 @@ mod tests {
         assert_eq!(TreeWalk::file_bytes(dir.path()).unwrap(), 20);
         std::fs::write(dir.path().join("b"), "bb").unwrap();
         assert_eq!(TreeWalk::file_bytes(dir.path()).unwrap(), 21);
+    }
+
+    #[test]
+    fn an_unpack_temp_folder_stops_a_pack_but_not_a_lift() {
+        let dir = tempfile::tempdir().unwrap();
+        let temp = dir.path().join(".neff-unpack.1.x");
+        std::fs::create_dir(&temp).unwrap();
+        std::fs::write(temp.join("m"), "m").unwrap();
+        let e = TreeWalk::new(dir.path()).find_map(Result::err).unwrap();
+        assert!(e.to_string().contains("did not finish"), "{e}");
+        let names: Vec<String> = TreeWalk::unpacked(dir.path())
+            .map(|item| item.unwrap().name().to_string())
+            .collect();
+        assert_eq!(names, [".neff-unpack.1.x/", ".neff-unpack.1.x/m"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlinks_are_refused_by_both_walks() {
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", dir.path().join("link")).unwrap();
+        for mut walk in [TreeWalk::new(dir.path()), TreeWalk::unpacked(dir.path())] {
+            let e = walk.next().unwrap().unwrap_err();
+            assert!(e.to_string().contains("symlinks are not packed"), "{e}");
+        }
     }
 }
