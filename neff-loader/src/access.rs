@@ -113,20 +113,37 @@ pub const WARNINGS_MAX: usize = 1000;
 /// Most bytes of warnings they list.
 pub const WARNING_TEXT_MAX: usize = 1 << 20;
 
-/// Warnings in load order: the first [`WARNINGS_MAX`] (and at most
-/// [`WARNING_TEXT_MAX`] bytes) kept, the rest counted (as Tier 1 does with
-/// its own).
-#[derive(Debug, Clone, Default)]
+/// Warnings in load order: the first [`WARNINGS_MAX`] (Tier 1:
+/// [`Limits::warnings_max`](crate::Limits::warnings_max)), and at most
+/// [`WARNING_TEXT_MAX`] bytes of them, kept; the rest counted.
+#[derive(Debug, Clone)]
 pub struct Warnings {
     kept: Vec<String>,
     text: usize,
     more: usize,
+    max: usize,
+}
+
+impl Default for Warnings {
+    fn default() -> Self {
+        Warnings::capped(WARNINGS_MAX)
+    }
 }
 
 impl Warnings {
+    /// Keeps the first `max` warnings (and [`WARNING_TEXT_MAX`] bytes).
+    pub fn capped(max: usize) -> Warnings {
+        Warnings {
+            kept: Vec::new(),
+            text: 0,
+            more: 0,
+            max,
+        }
+    }
+
     /// Adds a warning.
     pub fn push(&mut self, text: String) {
-        if self.kept.len() < WARNINGS_MAX && self.text + text.len() <= WARNING_TEXT_MAX {
+        if self.kept.len() < self.max && self.text + text.len() <= WARNING_TEXT_MAX {
             self.text += text.len();
             self.kept.push(text);
         } else {

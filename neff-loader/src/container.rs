@@ -10,6 +10,7 @@ use neff_schema::features::unsupported_bits;
 use neff_schema::{HashLayout, NeffHeader, PkgVersion, HEADER_LEN};
 use serde::Serialize;
 
+use crate::access::Warnings;
 use crate::block_pool::BlockReader;
 use crate::digest::{matching_layout, DigestSink, Digester, HashingReader};
 use crate::error::{Error, ErrorKind, TarErrorKind};
@@ -753,31 +754,6 @@ fn classify(e: Error, gate: Gate, message: impl FnOnce(&str) -> String) -> WalkE
     WalkError::Gate(Rejection::new(gate, message(e.libarchive_text())).detail(e.to_string()))
 }
 
-/// Tier 1's warnings: the first [`Limits::warnings_max`] kept, the rest counted.
-struct CappedWarnings<'w> {
-    list: &'w mut Vec<String>,
-    max: usize,
-    dropped: usize,
-}
-
-impl CappedWarnings<'_> {
-    fn push(&mut self, text: String) {
-        if self.list.len() < self.max {
-            self.list.push(text);
-        } else {
-            self.dropped += 1;
-        }
-    }
-
-    /// Adds the count of the warnings not kept.
-    fn close(self) {
-        if self.dropped > 0 {
-            self.list
-                .push(format!("… and {} more warnings", self.dropped));
-        }
-    }
-}
-
 /// What the walk counts against [`Limits`] as it goes.
 struct Budgets<'l> {
     limits: &'l Limits,
@@ -798,7 +774,7 @@ impl Budgets<'_> {
         cost: u64,
         entry: &Entry,
         container: &mut Container,
-        warnings: &mut CappedWarnings<'_>,
+        warnings: &mut Warnings,
     ) -> Result<(), WalkError> {
         self.index_used += cost;
         let budget = self
@@ -837,12 +813,7 @@ impl Budgets<'_> {
     }
 
     /// Adds `record` to the entry table while it fits its budget.
-    fn table(
-        &mut self,
-        container: &mut Container,
-        record: EntryRecord,
-        warnings: &mut CappedWarnings<'_>,
-    ) {
+    fn table(&mut self, container: &mut Container, record: EntryRecord, warnings: &mut Warnings) {
         // Name bytes are held up to three times (raw, escaped name, escaped key).
         self.table_used += 3 * 4 * record.raw_name.len() as u64 + 96;
         if self.table_used <= self.limits.table_max {
@@ -888,14 +859,11 @@ fn walk<R: Read>(
         table_cut: false,
         kept_total: 0,
     };
-    let mut capped = CappedWarnings {
-        list: warnings,
-        max: limits.warnings_max,
-        dropped: 0,
-    };
+    // The walk's warnings, after the header's, at most `warnings_max` in all.
+    let mut capped = Warnings::capped(limits.warnings_max.saturating_sub(warnings.len()));
     let walked = walk_entries(&mut tar, &mut budgets, container, &mut capped, sink);
     compact_members(container, &mut capped);
-    capped.close();
+    warnings.extend(capped.into_vec());
     walked?;
     container.tar_end_offset = Some(tar.end_marker().unwrap_or(tar.offset()));
     container.tar_nonzero_padding = recording.then(|| tar.nonzero_padding());
@@ -938,7 +906,7 @@ fn walk_entries<R: BufRead>(
     tar: &mut TarReader<R>,
     budgets: &mut Budgets<'_>,
     container: &mut Container,
-    warnings: &mut CappedWarnings<'_>,
+    warnings: &mut Warnings,
     sink: &mut dyn EntrySink,
 ) -> Result<(), WalkError> {
     loop {
@@ -1008,7 +976,7 @@ fn store_entry<R: BufRead>(
     entry: &Entry,
     budgets: &mut Budgets<'_>,
     container: &mut Container,
-    warnings: &mut CappedWarnings<'_>,
+    warnings: &mut Warnings,
     sink: &mut dyn EntrySink,
 ) -> Result<EntryFate, WalkError> {
     let shown = || display_name(&entry.name);
@@ -1097,7 +1065,7 @@ fn store_entry<R: BufRead>(
 
 /// Sorts the member map and drops every entry a later one replaced, warning
 /// about it (and marking it in the entry table). Returns what the map holds.
-fn compact_members(container: &mut Container, warnings: &mut CappedWarnings<'_>) -> Usage {
+fn compact_members(container: &mut Container, warnings: &mut Warnings) -> Usage {
     let skipped = container.skipped.compact(|_, _, _| {});
     let entries = &mut container.entries;
     let members = container.members.compact(|key, old, by| {
