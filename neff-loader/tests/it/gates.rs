@@ -1,6 +1,7 @@
 //! One negative test per container gate (G1–G12), asserting the gate, the
 //! runtime's status code and its log line; plus the edge cases that must pass.
 
+use crate::assert_refused;
 use crate::bytes::*;
 use neff_loader::{load_buffer, Report, RuntimeProfile};
 use neff_schema::{HashLayout, HashLayoutPolicy};
@@ -15,14 +16,6 @@ fn verify_no_hash(bytes: &[u8]) -> Report {
         ..RuntimeProfile::default()
     };
     load_buffer(Some(bytes), &profile).report
-}
-
-#[track_caller]
-fn assert_refused(r: &Report, gate: &str, status: i64, message: &str) {
-    assert!(!r.accepted, "{r:?}");
-    assert_eq!(r.gate_id(), Some(gate), "{r:?}");
-    assert_eq!(r.status.code(), status, "{r:?}");
-    assert_eq!(r.message.as_deref(), Some(message), "{r:?}");
 }
 
 #[track_caller]

@@ -2,6 +2,7 @@
 //! status and message under the right profile and the legacy override where
 //! it applies; plus positive loads per arch.
 
+use crate::assert_refused as refused;
 use crate::bytes::*;
 use neff_loader::{load_buffer, Loaded, Report, RuntimeProfile};
 use neff_schema::Arch;
@@ -17,14 +18,6 @@ fn legacy(arch: Arch, bytes: &[u8]) -> Report {
         ..RuntimeProfile::for_arch(arch)
     };
     load_buffer(Some(bytes), &profile).report
-}
-
-#[track_caller]
-fn refused(r: &Report, gate: &str, status: i64, message: &str) {
-    assert!(!r.accepted, "{r:#?}");
-    assert_eq!(r.gate_id(), Some(gate), "{r:#?}");
-    assert_eq!(r.status.code(), status, "{r:#?}");
-    assert_eq!(r.message.as_deref(), Some(message), "{r:#?}");
 }
 
 #[track_caller]
