@@ -11,6 +11,18 @@ fn real() -> std::path::PathBuf {
     real_neff_dir().expect("../shared/real-neffs")
 }
 
+/// `neff coverage --json` of the corpus in `out` against the real NEFFs; the
+/// lifts' temporary folders go in `tmp`.
+fn coverage_of_real(out: &Path, tmp: &Path) -> Value {
+    let r = neff_command()
+        .args(["coverage", s(out), "--reference", s(&real()), "--json"])
+        .env("TMPDIR", tmp)
+        .output()
+        .unwrap();
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    serde_json::from_slice(&r.stdout).unwrap()
+}
+
 fn corpus(out: &Path, count: &str, threads: &str) {
     let r = neff(&[
         "corpus",
@@ -87,13 +99,7 @@ fn five_hundred_seeds_from_the_real_neffs_carry_the_verdict_verify_gives() {
 
     // One change per seed keeps the real shapes: the corpus holds every
     // key path, enum value and member pattern of the real NEFFs.
-    let r = neff_command()
-        .args(["coverage", s(&out), "--reference", s(&real()), "--json"])
-        .env("TMPDIR", dir.path())
-        .output()
-        .unwrap();
-    assert_eq!(code(&r), 0, "{}", stderr(&r));
-    let report: Value = serde_json::from_slice(&r.stdout).unwrap();
+    let report = coverage_of_real(&out, dir.path());
     for kind in [
         "key_paths",
         "runtime_read_key_paths",
@@ -124,13 +130,7 @@ fn a_generated_corpus_holds_the_shapes_of_real_output() {
         "-q",
     ]);
     assert_eq!(code(&r), 0, "{}", stderr(&r));
-    let r = neff_command()
-        .args(["coverage", s(&out), "--reference", s(&real()), "--json"])
-        .env("TMPDIR", dir.path())
-        .output()
-        .unwrap();
-    assert_eq!(code(&r), 0, "{}", stderr(&r));
-    let report: Value = serde_json::from_slice(&r.stdout).unwrap();
+    let report = coverage_of_real(&out, dir.path());
     let ratio = |kind: &str| {
         let share = &report["coverage"][kind];
         let (covered, total) = (
