@@ -413,14 +413,11 @@ fn manifests_nested_1000_deep_load_on_the_threads_of_verify_dir() {
     let depth = 1000;
     let deep = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
     let neff_json = NEFF_JSON.replacen('{', &format!("{{\"deep\": {deep}, "), 1);
-    let neff = model_neff(&[("neff.json", neff_json.as_bytes())]);
+    let bytes = model_neff(&[("neff.json", neff_json.as_bytes())]);
     let dir = tempfile::tempdir().unwrap();
     for name in ["a.neff", "b.neff", "c.neff"] {
-        write(&dir.path().join(name), &neff);
+        write(&dir.path().join(name), &bytes);
     }
-    let out = neff_command()
-        .args(["verify", s(dir.path()), "--threads", "2", "-q"])
-        .output()
-        .unwrap();
+    let out = neff(&["verify", s(dir.path()), "--threads", "2", "-q"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
 }

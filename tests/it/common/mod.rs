@@ -68,17 +68,18 @@ pub fn write_model_tree(root: &std::path::Path) {
 }
 
 /// A temporary folder in memory (`/dev/shm`) where the machine has one with
-/// `need` bytes and 250,000 inodes free, else in the usual place. For the tests that create or
-/// unpack many thousands of files: on a disk filesystem each creation costs a
-/// journal update (about 0.3 ms on this VM against 0.03 ms in memory), and
-/// what they test is the tools' walk and memory, not the disk.
+/// `need` bytes and 250,000 inodes free, else in the usual place. For the
+/// tests that create or unpack many thousands of files: on a disk filesystem
+/// each creation costs a journal update (about 0.3 ms on this VM against
+/// 0.03 ms in memory), and what they test is the tools' walk and memory, not
+/// the disk.
 pub fn memory_tempdir(need: u64) -> tempfile::TempDir {
     #[cfg(target_os = "linux")]
     {
         let shm = Path::new("/dev/shm");
         // SAFETY: `stat` is a plain C struct that statvfs fills in.
         let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
-        // SAFETY: a NUL-terminated path and a valid out pointer.
+        // SAFETY: a NUL-terminated path (`shm`'s) and a valid out pointer.
         let ok = unsafe { libc::statvfs(c"/dev/shm".as_ptr(), &mut stat) } == 0;
         let free = stat.f_bavail as u64 * stat.f_frsize as u64;
         if ok && free >= need && stat.f_favail as u64 >= 250_000 {
@@ -159,7 +160,7 @@ pub fn neff_command() -> Command {
         // fork and exec.
         unsafe {
             command.pre_exec(|| {
-                for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                for sig in neff::writer::fs::TERMINATION_SIGNALS {
                     libc::signal(sig, libc::SIG_DFL);
                 }
                 Ok(())
