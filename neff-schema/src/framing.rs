@@ -108,6 +108,31 @@ pub struct Framing {
     pub gzip: GzipFraming,
     /// How the digest is stored in the header.
     pub hash: HashFraming,
+    /// How the header UUID of a new payload is derived.
+    #[serde(default, skip_serializing_if = "UuidRule::is_default")]
+    pub uuid: UuidRule,
+}
+
+/// How a packager derives the header UUID from the payload.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum UuidRule {
+    /// The payload's SHA-256, its first 16 bytes with the v4 bits set (this
+    /// project's rule; neuronx-cc ≤ 2.24 UUIDs are random and are recorded).
+    #[default]
+    Sha256,
+    /// The first 16 bytes of the header's hash field, as stored (neuronx-cc
+    /// 2.27: the UUID equals the payload's MD5).
+    Hash,
+}
+
+impl UuidRule {
+    /// True for [`UuidRule::Sha256`] (left out of JSON).
+    pub fn is_default(&self) -> bool {
+        *self == UuidRule::Sha256
+    }
 }
 
 /// How the payload digest fills the header's 32-byte hash field.
@@ -134,19 +159,403 @@ pub enum TarFormat {
     Ustar,
 }
 
-/// How a tar header's numeric fields are written (all octal, zero-filled).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+/// How a tar header's numeric fields are written: one [`NumberForm`] per
+/// field, read from a stored header as data (any width, terminator or
+/// base-256 use a writer chooses), with three named values. JSON spells a
+/// named value by its name (`"gnu"`, `"python"`, `"libarchive"`) and any other
+/// as an object of forms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(from = "NumbersJson", into = "NumbersJson")]
+pub struct TarNumbers {
+    /// `mode`.
+    pub mode: NumberForm,
+    /// `uid`.
+    pub uid: NumberForm,
+    /// `gid`.
+    pub gid: NumberForm,
+    /// `size`.
+    pub size: NumberForm,
+    /// `mtime`.
+    pub mtime: NumberForm,
+    /// `chksum` (written last, over the block with this field as spaces).
+    pub checksum: NumberForm,
+    /// `devmajor`.
+    pub devmajor: NumberForm,
+    /// `devminor`.
+    pub devminor: NumberForm,
+}
+
+impl TarNumbers {
+    /// GNU tar: digits then NUL in every field, devmajor/devminor left empty,
+    /// checksum `"%06o\0 "`.
+    pub const GNU: TarNumbers = TarNumbers {
+        mode: NumberForm::octal(7, Terminator::NUL),
+        uid: NumberForm::octal(7, Terminator::NUL),
+        gid: NumberForm::octal(7, Terminator::NUL),
+        size: NumberForm::octal(11, Terminator::NUL),
+        mtime: NumberForm::octal(11, Terminator::NUL),
+        checksum: NumberForm::octal(6, Terminator::NUL_SPACE),
+        devmajor: NumberForm::Empty,
+        devminor: NumberForm::Empty,
+    };
+
+    /// Python's `tarfile`: as [`TarNumbers::GNU`] with devmajor/devminor written.
+    pub const PYTHON: TarNumbers = TarNumbers {
+        devmajor: NumberForm::octal(7, Terminator::NUL),
+        devminor: NumberForm::octal(7, Terminator::NUL),
+        ..TarNumbers::GNU
+    };
+
+    /// libarchive (neuronx-cc's C++ packager): 8-byte fields `"%06o \0"`,
+    /// 12-byte fields `"%011o "`.
+    pub const LIBARCHIVE: TarNumbers = TarNumbers {
+        mode: NumberForm::octal(6, Terminator::SPACE_NUL),
+        uid: NumberForm::octal(6, Terminator::SPACE_NUL),
+        gid: NumberForm::octal(6, Terminator::SPACE_NUL),
+        size: NumberForm::octal(11, Terminator::SPACE),
+        mtime: NumberForm::octal(11, Terminator::SPACE),
+        checksum: NumberForm::octal(6, Terminator::NUL_SPACE),
+        devmajor: NumberForm::octal(6, Terminator::SPACE_NUL),
+        devminor: NumberForm::octal(6, Terminator::SPACE_NUL),
+    };
+
+    /// The named values, with their names.
+    pub const NAMED: [(&'static str, TarNumbers); 3] = [
+        ("gnu", TarNumbers::GNU),
+        ("python", TarNumbers::PYTHON),
+        ("libarchive", TarNumbers::LIBARCHIVE),
+    ];
+
+    /// The name of this value, when it is a named one.
+    pub fn name(&self) -> Option<&'static str> {
+        TarNumbers::NAMED
+            .iter()
+            .find(|(_, n)| n == self)
+            .map(|(name, _)| *name)
+    }
+}
+
+/// [`TarNumbers`] as JSON: a name or the forms.
+#[derive(Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+enum NumbersJson {
+    /// `"gnu"`, `"python"` or `"libarchive"`.
+    Named(NamedNumbers),
+    /// One form per field.
+    Forms(NumberForms),
+}
+
+/// The named [`TarNumbers`] values.
+#[derive(Clone, Copy, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
-pub enum TarNumbers {
-    /// Digits then NUL in every field; devmajor/devminor left empty (this
-    /// project's GNU framing).
+enum NamedNumbers {
+    /// [`TarNumbers::GNU`].
     Gnu,
-    /// Digits then NUL in every field, devmajor/devminor included (Python's
-    /// `tarfile`).
+    /// [`TarNumbers::PYTHON`].
     Python,
-    /// libarchive: 8-byte fields `"%06o \0"`, 12-byte fields `"%011o "`
-    /// (neuronx-cc's C++ packager).
+    /// [`TarNumbers::LIBARCHIVE`].
     Libarchive,
+}
+
+/// [`TarNumbers`] spelt out.
+#[derive(Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct NumberForms {
+    mode: NumberForm,
+    uid: NumberForm,
+    gid: NumberForm,
+    size: NumberForm,
+    mtime: NumberForm,
+    checksum: NumberForm,
+    devmajor: NumberForm,
+    devminor: NumberForm,
+}
+
+impl From<NumbersJson> for TarNumbers {
+    fn from(json: NumbersJson) -> TarNumbers {
+        match json {
+            NumbersJson::Named(NamedNumbers::Gnu) => TarNumbers::GNU,
+            NumbersJson::Named(NamedNumbers::Python) => TarNumbers::PYTHON,
+            NumbersJson::Named(NamedNumbers::Libarchive) => TarNumbers::LIBARCHIVE,
+            NumbersJson::Forms(f) => TarNumbers {
+                mode: f.mode,
+                uid: f.uid,
+                gid: f.gid,
+                size: f.size,
+                mtime: f.mtime,
+                checksum: f.checksum,
+                devmajor: f.devmajor,
+                devminor: f.devminor,
+            },
+        }
+    }
+}
+
+impl From<TarNumbers> for NumbersJson {
+    fn from(n: TarNumbers) -> NumbersJson {
+        match n.name() {
+            Some("gnu") => NumbersJson::Named(NamedNumbers::Gnu),
+            Some("python") => NumbersJson::Named(NamedNumbers::Python),
+            Some(_) => NumbersJson::Named(NamedNumbers::Libarchive),
+            None => NumbersJson::Forms(NumberForms {
+                mode: n.mode,
+                uid: n.uid,
+                gid: n.gid,
+                size: n.size,
+                mtime: n.mtime,
+                checksum: n.checksum,
+                devmajor: n.devmajor,
+                devminor: n.devminor,
+            }),
+        }
+    }
+}
+
+impl schemars::JsonSchema for TarNumbers {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "TarNumbers".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        NumbersJson::json_schema(generator)
+    }
+}
+
+/// The bytes after a number's digits: up to 12, each NUL or space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Terminator {
+    len: u8,
+    /// Bit `i` set: byte `i` is a space (else NUL).
+    spaces: u16,
+}
+
+impl Terminator {
+    /// No terminator: the digits fill the field.
+    pub const NONE: Terminator = Terminator { len: 0, spaces: 0 };
+    /// One NUL.
+    pub const NUL: Terminator = Terminator { len: 1, spaces: 0 };
+    /// One space.
+    pub const SPACE: Terminator = Terminator { len: 1, spaces: 1 };
+    /// A space, then a NUL (libarchive's 8-byte fields).
+    pub const SPACE_NUL: Terminator = Terminator { len: 2, spaces: 1 };
+    /// A NUL, then a space (every common checksum).
+    pub const NUL_SPACE: Terminator = Terminator { len: 2, spaces: 2 };
+    /// Two NULs (neuronx-cc 2.27's checksum).
+    pub const NUL_NUL: Terminator = Terminator { len: 2, spaces: 0 };
+
+    /// The terminator of these bytes, when each is a NUL or a space.
+    pub fn of(bytes: &[u8]) -> Option<Terminator> {
+        if bytes.len() > 12 {
+            return None;
+        }
+        let mut spaces = 0u16;
+        for (i, &b) in bytes.iter().enumerate() {
+            match b {
+                0 => {}
+                b' ' => spaces |= 1 << i,
+                _ => return None,
+            }
+        }
+        Some(Terminator {
+            len: bytes.len() as u8,
+            spaces,
+        })
+    }
+
+    /// Its length in bytes.
+    pub fn len(self) -> usize {
+        usize::from(self.len)
+    }
+
+    /// True when it has no bytes.
+    pub fn is_empty(self) -> bool {
+        self.len == 0
+    }
+
+    /// Its bytes.
+    pub fn bytes(self) -> impl Iterator<Item = u8> {
+        (0..self.len).map(move |i| if self.spaces & (1 << i) != 0 { b' ' } else { 0 })
+    }
+}
+
+/// How one numeric tar header field is written. JSON: `"empty"`,
+/// `"base256"`, or `+`-joined parts: leading `space`s, the number of octal
+/// digits (zero-filled), then the terminator's `nul`s and `space`s, e.g.
+/// `"7+nul"` (`"0000644\0"`), `"6+space+nul"` (`"000644 \0"`),
+/// `"11+space"`, `"6+nul+nul"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NumberForm {
+    /// Every byte NUL (read as 0; GNU tar's devmajor/devminor).
+    Empty,
+    /// GNU base-256: byte 0x80, then the value big-endian in the other bytes.
+    Base256,
+    /// Octal digits, zero-filled.
+    Octal {
+        /// Spaces before the digits.
+        lead: u8,
+        /// How many digits.
+        digits: u8,
+        /// The bytes after the digits, to the field's end.
+        end: Terminator,
+    },
+}
+
+impl NumberForm {
+    /// `digits` zero-filled octal digits, then `end`.
+    pub const fn octal(digits: u8, end: Terminator) -> NumberForm {
+        NumberForm::Octal {
+            lead: 0,
+            digits,
+            end,
+        }
+    }
+
+    /// The form of a stored field holding `value` (as libarchive read it),
+    /// when it is one this type can write back byte for byte.
+    pub fn of(field: &[u8], value: u64) -> Option<NumberForm> {
+        if field.iter().all(|&b| b == 0) {
+            return (value == 0).then_some(NumberForm::Empty);
+        }
+        if field.first().is_some_and(|&b| b == 0x80) {
+            let mut be = 0u128;
+            for &b in &field[1..] {
+                be = (be << 8) | u128::from(b);
+            }
+            return (be == u128::from(value)).then_some(NumberForm::Base256);
+        }
+        let lead = field.iter().take_while(|&&b| b == b' ').count();
+        let digits = field[lead..]
+            .iter()
+            .take_while(|b| (b'0'..=b'7').contains(b))
+            .count();
+        let form = NumberForm::Octal {
+            lead: u8::try_from(lead).ok()?,
+            digits: u8::try_from(digits).ok()?,
+            end: Terminator::of(&field[lead + digits..])?,
+        };
+        let mut again = vec![0u8; field.len()];
+        (form.write(&mut again, value) && again == field).then_some(form)
+    }
+
+    /// Writes `value` into `field` in this form; false when the form does
+    /// not fill the field exactly or the value does not fit it.
+    pub fn write(self, field: &mut [u8], value: u64) -> bool {
+        match self {
+            NumberForm::Empty => {
+                field.fill(0);
+                value == 0
+            }
+            NumberForm::Base256 => {
+                let Some((first, rest)) = field.split_first_mut() else {
+                    return false;
+                };
+                *first = 0x80;
+                let mut v = u128::from(value);
+                for b in rest.iter_mut().rev() {
+                    *b = (v & 0xff) as u8;
+                    v >>= 8;
+                }
+                v == 0
+            }
+            NumberForm::Octal { lead, digits, end } => {
+                let (lead, digits) = (usize::from(lead), usize::from(digits));
+                if lead + digits + end.len() != field.len() {
+                    return false;
+                }
+                field[..lead].fill(b' ');
+                let mut v = value;
+                for d in field[lead..lead + digits].iter_mut().rev() {
+                    *d = b'0' + (v & 7) as u8;
+                    v >>= 3;
+                }
+                for (slot, b) in field[lead + digits..].iter_mut().zip(end.bytes()) {
+                    *slot = b;
+                }
+                v == 0
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for NumberForm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            NumberForm::Empty => f.write_str("empty"),
+            NumberForm::Base256 => f.write_str("base256"),
+            NumberForm::Octal { lead, digits, end } => {
+                let mut parts: Vec<String> = vec!["space".into(); usize::from(lead)];
+                parts.push(digits.to_string());
+                parts.extend(
+                    end.bytes()
+                        .map(|b| if b == 0 { "nul" } else { "space" }.into()),
+                );
+                f.write_str(&parts.join("+"))
+            }
+        }
+    }
+}
+
+impl std::str::FromStr for NumberForm {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<NumberForm, String> {
+        match text {
+            "empty" => return Ok(NumberForm::Empty),
+            "base256" => return Ok(NumberForm::Base256),
+            _ => {}
+        }
+        let bad =
+            || format!("{text:?} is not a number form (\"empty\", \"base256\" or e.g. \"7+nul\")");
+        let parts: Vec<&str> = text.split('+').collect();
+        let at = parts
+            .iter()
+            .position(|p| p.bytes().all(|b| b.is_ascii_digit()) && !p.is_empty())
+            .ok_or_else(bad)?;
+        let digits: u8 = parts[at].parse().map_err(|_| bad())?;
+        if parts[..at].iter().any(|&p| p != "space") || at > 12 || digits > 12 {
+            return Err(bad());
+        }
+        let mut end = Vec::new();
+        for part in &parts[at + 1..] {
+            end.push(match *part {
+                "nul" => 0,
+                "space" => b' ',
+                _ => return Err(bad()),
+            });
+        }
+        Ok(NumberForm::Octal {
+            lead: at as u8,
+            digits,
+            end: Terminator::of(&end).ok_or_else(bad)?,
+        })
+    }
+}
+
+impl Serialize for NumberForm {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for NumberForm {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<NumberForm, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl schemars::JsonSchema for NumberForm {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "NumberForm".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "How one numeric tar field is written: \"empty\" (all NUL), \"base256\", or leading `space`s, the octal digit count and the terminator's `nul`s and `space`s joined by `+` (\"7+nul\", \"6+space+nul\", \"11+space\").",
+            "pattern": "^(empty|base256|(space\\+)*[0-9]+(\\+(nul|space))*)$"
+        })
+    }
 }
 
 /// The order members are written in.
@@ -203,6 +612,24 @@ pub struct TarFraming {
     /// Per-entry overrides, and with [`MemberOrder::Listed`] the order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub entries: Vec<EntryFraming>,
+    /// The GNU long-name (`L`) header before a name over 100 bytes: its own
+    /// name and fields (Python's `tarfile` writes zeros and no owner); absent,
+    /// it takes the entry's fields and the name `././@LongLink`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub long_name: Option<LongNameFraming>,
+}
+
+/// How a GNU long-name (`L`) header is written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LongNameFraming {
+    /// The header's name (`././@LongLink`).
+    pub name: String,
+    /// Its mode, owner and time fields (`dir_mode` unused).
+    pub fields: EntryFields,
+    /// How its numbers are written, when not as [`TarFraming::numbers`] says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numbers: Option<TarNumbers>,
 }
 
 /// One entry's overrides of [`TarFraming::defaults`].
@@ -226,6 +653,9 @@ pub struct EntryFraming {
     pub mtime: Option<u64>,
     /// A pax extended header written just before the entry.
     pub pax: Option<PaxFraming>,
+    /// How this entry's header numbers are written, when not as
+    /// [`TarFraming::numbers`] says.
+    pub numbers: Option<TarNumbers>,
 }
 
 /// A pax `x` header: its own header fields and its records.
@@ -239,6 +669,9 @@ pub struct PaxFraming {
     pub fields: EntryFields,
     /// The records, in order, as `[key, value]`.
     pub records: Vec<(String, String)>,
+    /// How its numbers are written, when not as [`TarFraming::numbers`] says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numbers: Option<TarNumbers>,
 }
 
 /// The deflate engine.
@@ -332,14 +765,23 @@ pub enum FramingPreset {
     /// As [`FramingPreset::NeuronxCc`] but as neuronx-cc 2.16 wrote: standard
     /// MD5 layout and `neff.json` in its sorted place.
     NeuronxCc216,
+    /// As neuronx-cc 2.27 writes (its new packager): POSIX ustar with GNU
+    /// tar's numbers but checksums ending in two NULs and devmajor/devminor
+    /// empty, mode 0644, uid/gid 0, no owner names, mtime 0, no directory
+    /// entries, members sorted (the compiler lists them in its own write
+    /// order), two end blocks, no record padding; gzip MTIME 0, XFL 0, OS 3,
+    /// classic zlib level 1, no padding (`data_size` is the gzip length);
+    /// standard MD5, 16 zero bytes, and the UUID equal to the MD5.
+    NeuronxCc227,
 }
 
 impl FramingPreset {
     /// Every preset.
-    pub const ALL: [FramingPreset; 3] = [
+    pub const ALL: [FramingPreset; 4] = [
         FramingPreset::Gnu,
         FramingPreset::NeuronxCc,
         FramingPreset::NeuronxCc216,
+        FramingPreset::NeuronxCc227,
     ];
 
     /// The preset's name as the CLI spells it.
@@ -348,6 +790,7 @@ impl FramingPreset {
             FramingPreset::Gnu => "gnu",
             FramingPreset::NeuronxCc => "neuronx-cc",
             FramingPreset::NeuronxCc216 => "neuronx-cc-2.16",
+            FramingPreset::NeuronxCc227 => "neuronx-cc-2.27",
         }
     }
 
@@ -368,7 +811,7 @@ impl FramingPreset {
             FramingPreset::Gnu => Framing {
                 tar: TarFraming {
                     format: TarFormat::Gnu,
-                    numbers: TarNumbers::Gnu,
+                    numbers: TarNumbers::GNU,
                     directories: true,
                     order: MemberOrder::Sorted,
                     defaults: EntryFields {
@@ -383,6 +826,7 @@ impl FramingPreset {
                     end_blocks: 2,
                     record_size: 10240,
                     entries: Vec::new(),
+                    long_name: None,
                 },
                 gzip: GzipFraming {
                     mtime: 0,
@@ -401,13 +845,56 @@ impl FramingPreset {
                     layout: HashLayout::Standard,
                     tail: Blob(ASCII_ZERO_TAIL),
                 },
+                uuid: UuidRule::Sha256,
+            },
+            FramingPreset::NeuronxCc227 => Framing {
+                tar: TarFraming {
+                    format: TarFormat::Ustar,
+                    numbers: TarNumbers {
+                        checksum: NumberForm::octal(6, Terminator::NUL_NUL),
+                        ..TarNumbers::GNU
+                    },
+                    directories: false,
+                    order: MemberOrder::Sorted,
+                    defaults: EntryFields {
+                        mode: 0o644,
+                        dir_mode: 0o755,
+                        uid: 0,
+                        gid: 0,
+                        uname: String::new(),
+                        gname: String::new(),
+                        mtime: 0,
+                    },
+                    end_blocks: 2,
+                    record_size: 512,
+                    entries: Vec::new(),
+                    long_name: None,
+                },
+                gzip: GzipFraming {
+                    mtime: 0,
+                    xfl: 0,
+                    os: 3,
+                    fname: None,
+                    fextra: None,
+                    deflate: Deflate {
+                        engine: DeflateEngine::Zlib,
+                        level: 1,
+                        mem_level: 8,
+                    },
+                    padding: Padding::None,
+                },
+                hash: HashFraming {
+                    layout: HashLayout::Standard,
+                    tail: Blob([0; 16]),
+                },
+                uuid: UuidRule::Hash,
             },
             FramingPreset::NeuronxCc | FramingPreset::NeuronxCc216 => {
                 let last = self == FramingPreset::NeuronxCc;
                 Framing {
                     tar: TarFraming {
                         format: TarFormat::Ustar,
-                        numbers: TarNumbers::Libarchive,
+                        numbers: TarNumbers::LIBARCHIVE,
                         directories: false,
                         order: if last {
                             MemberOrder::NeffJsonLast
@@ -426,6 +913,7 @@ impl FramingPreset {
                         end_blocks: 2,
                         record_size: 512,
                         entries: Vec::new(),
+                        long_name: None,
                     },
                     gzip: GzipFraming {
                         mtime: 0,
@@ -448,6 +936,7 @@ impl FramingPreset {
                         },
                         tail: Blob([0; 16]),
                     },
+                    uuid: UuidRule::Sha256,
                 }
             }
         }

@@ -24,7 +24,7 @@ use neff_schema::manifest::act_info::{ActFuncSet, ActInfo};
 use neff_schema::manifest::def_json::{BoolOrUint, DynamicDma};
 use neff_schema::manifest::engine::{DveTable, DveTables};
 use neff_schema::manifest::{
-    DmaBlock, DmaDesc, DmaQueue, Dtype, Engine, EngineJson, Extra, Fp8Config, QueueType,
+    DmaBlock, DmaDesc, DmaQueue, DmaSource, Dtype, Engine, EngineJson, Extra, Fp8Config, QueueType,
 };
 use neff_writer::base64;
 use neff_writer::build_spec::{Blob, BuildSpec, FramingSpec};
@@ -49,7 +49,7 @@ pub struct GenConfig {
     pub targets: Vec<&'static str>,
     /// Packaging versions to choose from.
     pub pkg_versions: Vec<u64>,
-    /// Framing presets to choose from (`gnu`, `neuronx-cc`, `neuronx-cc-2.16`).
+    /// Framing presets to choose from (`gnu`, `neuronx-cc`, `neuronx-cc-2.16`, `neuronx-cc-2.27`).
     pub framings: Vec<&'static str>,
     /// Largest blob (weights, instructions, libraries), in bytes.
     pub max_blob: usize,
@@ -65,7 +65,7 @@ impl Default for GenConfig {
             carveouts: true,
             targets: vec!["*", "sunda", "cayman", "mariana"],
             pkg_versions: vec![1, 2],
-            framings: vec!["gnu", "neuronx-cc", "neuronx-cc-2.16"],
+            framings: vec!["gnu", "neuronx-cc", "neuronx-cc-2.16", "neuronx-cc-2.27"],
             max_blob: 512,
         }
     }
@@ -108,11 +108,12 @@ const DTYPES: [(Dtype, &str, u64); 9] = [
 ];
 
 /// ACT activation table sets real output names.
-const ACT_SETS: [&str; 4] = [
+const ACT_SETS: [&str; 5] = [
     "exp_and_others",
     "gelu_and_others",
     "natural_log_exp_and_others",
     "reciprocal_sqrt_and_small",
+    "silu_and_others",
 ];
 
 /// The compilers' engine stems, as the debug listings name them.
@@ -308,6 +309,22 @@ fn subgraph(
         if u.ratio(1, 4)? {
             weight = weight.key("#file-name", Value::from(format!("w{i}")));
         }
+        if compiler && u.arbitrary()? {
+            // As neuronx-cc names weights: var `<op>_<n>_sgNNNN`, member
+            // `value_sgNNNN_<op>_<n>_CRSM[_<k>].npy` (npy weights only).
+            let op = format!("{}_{}", pick(u, &["identity", "constant", "param"])?, i);
+            let graph = format!("sg{index:04}");
+            let suffix = if u.arbitrary()? {
+                format!("_{i}")
+            } else {
+                String::new()
+            };
+            if weight.npy.is_some() {
+                weight.file_name = Some(format!("value_{graph}_{op}_CRSM{suffix}.npy"));
+            }
+            sg = sg.weight(format!("{op}_{graph}"), weight);
+            continue;
+        }
         sg = sg.weight(format!("w{i}"), weight);
     }
     sg = other_vars(u, sg)?;
@@ -377,6 +394,11 @@ fn other_vars(u: &mut Unstructured<'_>, mut sg: Subgraph) -> Result<Subgraph> {
     if u.ratio(1, 4)? {
         let t = Tensor::bytes(8).key("referenced_var_id", Value::from(0u64));
         sg = sg.var("ptr", "pointer", t);
+    }
+    if u.ratio(1, 4)? {
+        // Another graph's state buffer (neuronx-cc 2.24 two-graph files).
+        let peer = u.int_in_range(0..=3u64)?;
+        sg = sg.var(format!("SB{{{peer}}}"), "remote", Tensor::default());
     }
     if u.ratio(1, 4)? {
         let list: Vec<u64> = (1..=u.int_in_range(1..=4u64)?).collect();
@@ -475,7 +497,23 @@ fn dma_block(u: &mut Unstructured<'_>, queues: &[String]) -> Result<DmaBlock> {
             d.op = Some(op.into());
         }
         if op == "add" || op == "max" {
-            d.extra.insert("_dtype".into(), Value::from("float32"));
+            // A compute (CCE) op: every access pattern names its dtype; with
+            // several sources, each in `from_arr` (neuronx-cc 2.24).
+            d.to_dtype = Some("float32".into());
+            if u.arbitrary()? {
+                let source = |from: &str, off: u64| DmaSource {
+                    from: Some(from.into()),
+                    from_dtype: Some("float32".into()),
+                    from_off: Some(off),
+                    from_sizes: d.from_sizes.clone(),
+                    from_steps: d.from_steps.clone(),
+                    ..DmaSource::default()
+                };
+                d.from_arr = Some(vec![source("a", 0), source("b", 512)]);
+                (d.from, d.from_sizes, d.from_steps) = (None, None, None);
+            } else {
+                d.from_dtype = Some("float32".into());
+            }
         }
         if u.ratio(1, 2)? {
             d.from_off = Some(u.int_in_range(0..=4096u64)?);

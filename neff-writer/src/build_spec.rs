@@ -91,7 +91,8 @@ pub struct BuildSpec {
     #[serde(default)]
     pub pkg_version: Option<u64>,
     /// The framing: a preset, `"gnu"` (default), `"neuronx-cc"` (exactly as
-    /// neuronx-cc 2.21+ writes, gzip MTIME 0) or `"neuronx-cc-2.16"`; or a
+    /// neuronx-cc 2.21+ writes, gzip MTIME 0), `"neuronx-cc-2.16"` or
+    /// `"neuronx-cc-2.27"`; or a
     /// recorded framing object (as `neff unpack --header-out` writes under
     /// `"framing"`).
     #[serde(default)]
@@ -131,7 +132,7 @@ pub struct BuildSpec {
 #[derive(Debug, Clone, Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum FramingSpec {
-    /// A preset name (`gnu`, `neuronx-cc`, `neuronx-cc-2.16`).
+    /// A preset name (`gnu`, `neuronx-cc`, `neuronx-cc-2.16`, `neuronx-cc-2.27`).
     Preset(String),
     /// A recorded framing.
     Exact(Box<Framing>),

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use neff_loader::{Limits, Loader, Report, RuntimeProfile, StreamCheck, StreamedDigests, Verdict};
-use neff_schema::framing::{DeflateEngine, MemberOrder, TarFraming};
+use neff_schema::framing::{DeflateEngine, MemberOrder, TarFraming, UuidRule};
 use neff_schema::header::Blob;
 use neff_schema::{Framing, FramingPreset, HeaderFields, NeffHeader, PkgVersion, Uuid, HEADER_LEN};
 
@@ -893,11 +893,12 @@ fn assemble_header(pkg: PkgVersion, digests: &Digests, options: &PackOptions) ->
     if let Some(hash) = payload_hash(pkg, digests, options) {
         h.hash = hash;
     }
-    let from_content = || {
-        digests
+    let from_content = || match options.framing.uuid {
+        UuidRule::Sha256 => digests
             .sha256
             .map(|d| Uuid::from_sha256(&d))
-            .unwrap_or_default()
+            .unwrap_or_default(),
+        UuidRule::Hash => Uuid(h.hash.0[..16].try_into().unwrap_or_default()),
     };
     h.uuid = match options.uuid {
         UuidChoice::Explicit(u) => u,

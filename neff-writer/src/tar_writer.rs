@@ -13,7 +13,8 @@ use std::collections::HashMap;
 use std::io::{self, Read, Write};
 
 use neff_schema::framing::{
-    EntryFields, EntryFraming, FramingPreset, PaxFraming, TarFormat, TarFraming, TarNumbers,
+    EntryFields, EntryFraming, FramingPreset, NumberForm, PaxFraming, TarFormat, TarFraming,
+    TarNumbers,
 };
 
 /// Size of a tar block.
@@ -81,6 +82,8 @@ pub struct HeaderSpec<'a> {
     pub fields: &'a EntryFields,
     /// Permission bits (files and directories differ).
     pub mode: u32,
+    /// How this block's numbers are written, when not as the framing's.
+    pub numbers: Option<TarNumbers>,
 }
 
 impl<W: Write> TarWriter<W> {
@@ -106,7 +109,7 @@ impl<W: Write> TarWriter<W> {
     }
 
     fn put_headers(&mut self, name: &str, type_flag: u8, size: u64) -> io::Result<()> {
-        let (fields, pax, mode) = fields_of(&self.framing, &self.overrides, name);
+        let (fields, pax, mode, numbers) = fields_of(&self.framing, &self.overrides, name);
         let mode = mode.unwrap_or(if type_flag == TYPE_DIR {
             fields.dir_mode
         } else {
@@ -124,6 +127,7 @@ impl<W: Write> TarWriter<W> {
                     size: body.len() as u64,
                     fields: &pax.fields,
                     mode: pax.fields.mode,
+                    numbers: pax.numbers,
                 },
                 &self.framing,
             )?;
@@ -140,16 +144,25 @@ impl<W: Write> TarWriter<W> {
         let long = stored.len() > 100 && self.framing.format == TarFormat::Gnu;
         if long {
             let long_len = stored.len() as u64 + 1;
-            let block = encode_header(
-                &HeaderSpec {
+            let spec = match &self.framing.long_name {
+                Some(l) => HeaderSpec {
+                    name: l.name.as_bytes(),
+                    type_flag: TYPE_LONG_NAME,
+                    size: long_len,
+                    fields: &l.fields,
+                    mode: l.fields.mode,
+                    numbers: l.numbers,
+                },
+                None => HeaderSpec {
                     name: b"././@LongLink",
                     type_flag: TYPE_LONG_NAME,
                     size: long_len,
                     fields: &fields,
                     mode: fields.mode,
+                    numbers: None,
                 },
-                &self.framing,
-            )?;
+            };
+            let block = encode_header(&spec, &self.framing)?;
             self.out.put(&block)?;
             self.out.put(stored)?;
             self.out.put(&[0])?;
@@ -162,6 +175,7 @@ impl<W: Write> TarWriter<W> {
                 size,
                 fields: &fields,
                 mode,
+                numbers,
             },
             &self.framing,
         )?;
@@ -255,15 +269,20 @@ impl<W: Write> TarWriter<W> {
 }
 
 /// The fields of `name`'s header: the defaults (borrowed: no copy per
-/// member) with the entry's overrides.
+/// member) with the entry's overrides, its pax header, mode and number forms.
 fn fields_of<'a>(
     framing: &'a TarFraming,
     overrides: &HashMap<String, usize>,
     name: &str,
-) -> (Cow<'a, EntryFields>, Option<PaxFraming>, Option<u32>) {
+) -> (
+    Cow<'a, EntryFields>,
+    Option<PaxFraming>,
+    Option<u32>,
+    Option<TarNumbers>,
+) {
     let over = overrides.get(name).and_then(|&i| framing.entries.get(i));
     let Some(o) = over else {
-        return (Cow::Borrowed(&framing.defaults), None, None);
+        return (Cow::Borrowed(&framing.defaults), None, None, None);
     };
     let mut f = framing.defaults.clone();
     let EntryFraming {
@@ -274,6 +293,7 @@ fn fields_of<'a>(
         mtime,
         pax,
         mode,
+        numbers,
         ..
     } = o.clone();
     f.uid = uid.unwrap_or(f.uid);
@@ -281,7 +301,7 @@ fn fields_of<'a>(
     f.uname = uname.unwrap_or(f.uname);
     f.gname = gname.unwrap_or(f.gname);
     f.mtime = mtime.unwrap_or(f.mtime);
-    (Cow::Owned(f), pax, mode)
+    (Cow::Owned(f), pax, mode, numbers)
 }
 
 /// The body of a pax `x` header: `"<len> <key>=<value>\n"` per record, where
@@ -316,6 +336,7 @@ pub fn header(name: &[u8], type_flag: u8, size: u64, mode: u32) -> [u8; BLOCK] {
         size,
         fields: &framing.defaults,
         mode,
+        numbers: None,
     };
     encode_header(&spec, &framing).unwrap_or([0u8; BLOCK])
 }
@@ -324,7 +345,8 @@ fn bad(msg: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, msg)
 }
 
-/// Encodes one header block under `framing`'s format and number style.
+/// Encodes one header block under `framing`'s format and number forms (the
+/// spec's own forms when it has them).
 pub fn encode_header(spec: &HeaderSpec<'_>, framing: &TarFraming) -> io::Result<[u8; BLOCK]> {
     let mut h = [0u8; BLOCK];
     let name = String::from_utf8_lossy(spec.name);
@@ -332,25 +354,20 @@ pub fn encode_header(spec: &HeaderSpec<'_>, framing: &TarFraming) -> io::Result<
         .ok_or_else(|| bad(format!("member name {name:?} does not fit a tar header")))?;
     h[..short.len()].copy_from_slice(short);
     h[345..345 + prefix.len()].copy_from_slice(prefix);
-    let style = framing.numbers;
+    let forms = spec.numbers.unwrap_or(framing.numbers);
     let f = spec.fields;
-    put_number(
-        &mut h[fields::MODE.range()],
-        u64::from(spec.mode),
-        style,
-        "mode",
-        &name,
-    )?;
-    put_number(&mut h[fields::UID.range()], f.uid, style, "uid", &name)?;
-    put_number(&mut h[fields::GID.range()], f.gid, style, "gid", &name)?;
-    put_size(&mut h[fields::SIZE.range()], spec.size, style);
-    put_number(
-        &mut h[fields::MTIME.range()],
-        f.mtime,
-        style,
-        "mtime",
-        &name,
-    )?;
+    let numbers = [
+        (fields::MODE, u64::from(spec.mode), forms.mode, "mode"),
+        (fields::UID, f.uid, forms.uid, "uid"),
+        (fields::GID, f.gid, forms.gid, "gid"),
+        (fields::SIZE, spec.size, forms.size, "size"),
+        (fields::MTIME, f.mtime, forms.mtime, "mtime"),
+        (fields::DEV_MAJOR, 0, forms.devmajor, "devmajor"),
+        (fields::DEV_MINOR, 0, forms.devminor, "devminor"),
+    ];
+    for (field, value, form, what) in numbers {
+        put_number(&mut h[field.range()], value, form, what, &name)?;
+    }
     h[fields::TYPE_FLAG.at] = spec.type_flag;
     match framing.format {
         TarFormat::Gnu => h[fields::MAGIC_VERSION.range()].copy_from_slice(fields::GNU_MAGIC),
@@ -358,23 +375,15 @@ pub fn encode_header(spec: &HeaderSpec<'_>, framing: &TarFraming) -> io::Result<
     }
     put_text(&mut h[fields::UNAME.range()], &f.uname, "uname", &name)?;
     put_text(&mut h[fields::GNAME.range()], &f.gname, "gname", &name)?;
-    if style != TarNumbers::Gnu {
-        put_number(
-            &mut h[fields::DEV_MAJOR.range()],
-            0,
-            style,
-            "devmajor",
-            &name,
-        )?;
-        put_number(
-            &mut h[fields::DEV_MINOR.range()],
-            0,
-            style,
-            "devminor",
-            &name,
-        )?;
-    }
-    set_checksum(&mut h);
+    h[fields::CHECKSUM.range()].fill(b' ');
+    let sum: u64 = h.iter().map(|&b| u64::from(b)).sum();
+    put_number(
+        &mut h[fields::CHECKSUM.range()],
+        sum,
+        forms.checksum,
+        "checksum",
+        &name,
+    )?;
     Ok(h)
 }
 
@@ -406,53 +415,22 @@ fn put_text(field: &mut [u8], text: &str, what: &str, name: &str) -> io::Result<
     Ok(())
 }
 
-/// An octal field in `style`: libarchive writes `digits + " \0"` in 8-byte
-/// fields and `digits + " "` in 12-byte ones; the others `digits + "\0"`.
-fn octal(field: &mut [u8], value: u64, style: TarNumbers) -> bool {
-    let (digits, tail): (usize, &[u8]) = match (style, field.len()) {
-        (TarNumbers::Libarchive, 8) => (6, b" \0"),
-        (TarNumbers::Libarchive, n) => (n - 1, b" "),
-        (_, n) => (n - 1, b"\0"),
-    };
-    if !write_octal(&mut field[..digits], value) {
-        return false;
-    }
-    field[digits..].copy_from_slice(tail);
-    true
-}
-
-/// `value` in octal, zero-padded to fill `digits`; false when it does not fit.
-fn write_octal(digits: &mut [u8], mut value: u64) -> bool {
-    for d in digits.iter_mut().rev() {
-        *d = b'0' + (value & 7) as u8;
-        value >>= 3;
-    }
-    value == 0
-}
-
+/// Writes `value` in `form`; a value too large for the form's digits is
+/// written in base-256, as GNU tar, Python and libarchive do.
 fn put_number(
     field: &mut [u8],
     value: u64,
-    style: TarNumbers,
+    form: NumberForm,
     what: &str,
     name: &str,
 ) -> io::Result<()> {
-    if octal(field, value, style) {
+    if form.write(field, value) || NumberForm::Base256.write(field, value) {
         Ok(())
     } else {
         Err(bad(format!(
-            "member {name:?}: {what} {value} does not fit its {}-byte octal field",
+            "member {name:?}: {what} {value} cannot be written as {form} in its {}-byte field",
             field.len()
         )))
-    }
-}
-
-/// The size field: octal, or GNU base-256 from 8 GiB up.
-fn put_size(field: &mut [u8], size: u64, style: TarNumbers) {
-    if !octal(field, size, style) {
-        field.fill(0);
-        field[0] = 0x80;
-        field[4..12].copy_from_slice(&size.to_be_bytes());
     }
 }
 

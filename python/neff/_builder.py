@@ -359,7 +359,7 @@ class Builder:
 
     The arguments are the build spec's top-level keys (``neff schema
     build-spec``): ``target`` (default ``"*"``), ``pkg_version`` (2: gzip +
-    MD5, or 1), ``framing`` (``"gnu"``, ``"neuronx-cc"``, ``"neuronx-cc-2.16"``),
+    MD5, or 1), ``framing`` (``"gnu"``, ``"neuronx-cc"``, ``"neuronx-cc-2.16"``, ``"neuronx-cc-2.27"``),
     gzip ``level`` 1-9, ``uuid`` (default: from the content; or ``"random"``),
     ``features`` (feature-bit names), ``header`` (header fields set over the
     computed ones), the KELF descriptor's member, node name, version and

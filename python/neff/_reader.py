@@ -764,7 +764,7 @@ def pack(
 
     The options are ``neff pack``'s flags: ``pkg_version`` (2: gzip + MD5, 1: raw
     tar + SHA-256), ``level`` (1-9), ``framing`` (``gnu``, ``neuronx-cc``,
-    ``neuronx-cc-2.16``), ``uuid`` (a UUID or ``"random"``; default derived from
+    ``neuronx-cc-2.16``, ``neuronx-cc-2.27``), ``uuid`` (a UUID or ``"random"``; default derived from
     the content), header fields, ``threads``, ``header`` (a ``neff unpack
     --header-out`` file, for a byte-identical repack), ``keep_refused`` (keep
     an output the gates refuse, for negative fixtures),

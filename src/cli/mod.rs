@@ -412,8 +412,11 @@ pub struct FramingArgs {
     /// mtime 0, parallel deflate, standard MD5 then '0' x 16; the framing of the
     /// runtime's embedded fixture), `neuronx-cc` (exactly as neuronx-cc 2.21+ writes,
     /// with gzip MTIME 0: POSIX ustar, uid/gid 1000, no directory entries, neff.json
-    /// last, classic zlib level 1, padded to 10240, MD5 word-reversed) or
-    /// `neuronx-cc-2.16` (as neuronx-cc 2.16: standard MD5, neff.json sorted).
+    /// last, classic zlib level 1, padded to 10240, MD5 word-reversed; matches
+    /// neuronx-cc 2.18 to 2.24), `neuronx-cc-2.16` (as neuronx-cc 2.16 and
+    /// earlier 2.x: standard MD5, neff.json sorted) or `neuronx-cc-2.27` (as
+    /// neuronx-cc 2.27's new packager: uid/gid 0 with no owner names, checksums
+    /// ending in two NULs, no padding, standard MD5, the UUID equal to the MD5).
     #[arg(long, value_name = "NAME", value_parser = PossibleValuesParser::new(FramingPreset::ALL.map(FramingPreset::name))
         .map(|s| FramingPreset::parse(&s).unwrap_or_default()))]
     pub framing: Option<FramingPreset>,

@@ -29,7 +29,7 @@ fn real_neffs(dir: &Path) -> Vec<PathBuf> {
         .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("neff"))
         .collect();
     files.sort();
-    assert_eq!(files.len(), 12, "the 12 real NEFFs");
+    assert!(files.len() >= 14, "the real NEFFs: {files:?}");
     files
 }
 

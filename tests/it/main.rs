@@ -18,6 +18,7 @@ mod framing_presets;
 mod fuzz_regressions;
 mod hostile;
 mod hostile_manifests;
+mod independent_writer;
 mod inspect_memory;
 mod interop;
 mod interrupts;

@@ -132,6 +132,8 @@ real_neff_cases! {
     neuronx_cc_2_23_kernel_fusion: "ncc2.23_kernel-fusion_baseline_fp32_s512.neff" => WordReversed;
     neuronx_cc_2_23_matmul_large: "ncc2.23_nkipy_matmul_large.neff" => WordReversed;
     neuronx_cc_2_23_matmul_small: "ncc2.23_nkipy_matmul_small.neff" => WordReversed;
+    neuronx_cc_2_24_moe_trn3: "ncc2.24_nki-moe-megakernel_ref_ws3.neff" => WordReversed;
+    neuronx_cc_2_27_vnc_trn3: "ncc2.27_pave-univr_upload_vnc_0.neff" => Standard;
 }
 
 #[test]

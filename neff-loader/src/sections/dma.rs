@@ -68,7 +68,9 @@ struct DescKeys<'a> {
     to_sizes: Option<Json<'a>>,
     to_steps: Option<Json<'a>>,
     scale_dtype: Option<Json<'a>>,
-    has_dtype: bool,
+    from_arr: Option<Json<'a>>,
+    has_from_dtype: bool,
+    has_to_dtype: bool,
     has_scale: bool,
 }
 
@@ -85,8 +87,13 @@ impl<'a> DescKeys<'a> {
                 "to_sizes" => &mut keys.to_sizes,
                 "to_steps" => &mut keys.to_steps,
                 "scale_dtype" => &mut keys.scale_dtype,
-                "_dtype" => {
-                    keys.has_dtype = true;
+                "from_arr" => &mut keys.from_arr,
+                "from_dtype" => {
+                    keys.has_from_dtype = true;
+                    continue;
+                }
+                "to_dtype" => {
+                    keys.has_to_dtype = true;
                     continue;
                 }
                 "scale" => {
@@ -99,6 +106,33 @@ impl<'a> DescKeys<'a> {
         }
         keys
     }
+}
+
+/// A compute (CCE) descriptor's access patterns each carry an element type
+/// named `<access pattern>_dtype`: the destination `to_dtype`, every source
+/// `from_dtype` (a `from_arr` element's own, or the descriptor's). Real
+/// neuronx-cc 2.24 output (trn3) writes exactly these keys; the reference's
+/// single `_dtype` key appears in no real file.
+fn cce_dtypes(desc: &DescKeys<'_>, op: &str) -> Result<(), (String, String)> {
+    let refuse = |problem: String| Err(("Invalid cce desc ap without dtype".to_string(), problem));
+    if !desc.has_to_dtype {
+        return refuse(format!(": op {op}: the to access pattern has no to_dtype"));
+    }
+    let sources = desc.from_arr.map(Json::items).unwrap_or_default();
+    for (i, source) in sources.iter().enumerate() {
+        let own = source
+            .as_object()
+            .is_some_and(|s| s.get("from_dtype").is_some());
+        if !own && !desc.has_from_dtype {
+            return refuse(format!(": op {op}: from_arr[{i}] has no from_dtype"));
+        }
+    }
+    if sources.is_empty() && desc.from.is_some() && !desc.has_from_dtype {
+        return refuse(format!(
+            ": op {op}: the from access pattern has no from_dtype"
+        ));
+    }
+    Ok(())
 }
 
 /// Adds one descriptor's [`hardware_descriptors`] to `dma`, as I/O when
@@ -172,11 +206,8 @@ fn dma_desc(desc: Option<&DescKeys<'_>>) -> Result<(), (String, String)> {
             return refuse("Size cannot be 0", format!(": {side}_sizes has a 0"));
         }
     }
-    if compute && !desc.has_dtype {
-        return refuse(
-            "Invalid cce desc ap without dtype",
-            format!(": op {op} needs _dtype"),
-        );
+    if compute {
+        cce_dtypes(desc, op)?;
     }
     if desc.has_scale && desc.scale_dtype.and_then(Json::as_str) != Some("float32") {
         return refuse(

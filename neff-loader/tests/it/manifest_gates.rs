@@ -522,7 +522,7 @@ fn g21c_refuses_queue_instances_not_num_queues() {
 fn g26_cast_and_transpose_descriptors() {
     let block =
         |desc: Value| with_def(|d| d["dma"] = json!([{"queue": "q", "id": 0, "desc": [desc]}]));
-    // neuronx-cc 2.18+: a dtype conversion; no CCE `_dtype` needed.
+    // neuronx-cc 2.18+: a dtype conversion (not a CCE op).
     accepted(&on(
         Arch::Cayman,
         &block(
@@ -959,12 +959,43 @@ fn g26_dma_blocks() {
         2,
         "invalid dma block: scale_dtype must be float32",
     );
+    // neuronx-cc 2.24 (trn3): each access pattern names its own dtype.
     accepted(&on(
         Arch::Cayman,
         &block(
-            json!({"op": "add", "_dtype": "float32", "from": "x", "to": "y", "from_sizes": [4, 1], "from_steps": [1, 4], "to_sizes": [4, 1], "to_steps": [1, 4]}),
+            json!({"op": "add", "from_dtype": "float32", "to_dtype": "float32", "from": "x", "to": "y", "from_sizes": [4, 1], "from_steps": [1, 4], "to_sizes": [4, 1], "to_steps": [1, 4]}),
         ),
     ));
+    accepted(&on(
+        Arch::Cayman,
+        &block(
+            json!({"op": "add", "to": "y", "to_dtype": "float32", "from_arr": [
+            {"from": "SB", "from_dtype": "float32", "from_sizes": [4, 1], "from_steps": [1, 4]},
+            {"from": "SB{1}", "from_dtype": "float32", "from_sizes": [4, 1], "from_steps": [1, 4]}]}),
+        ),
+    ));
+    // The reference's `_dtype` key is not a dtype of any access pattern.
+    refused(
+        &on(
+            Arch::Cayman,
+            &block(json!({"op": "add", "_dtype": "float32", "from": "x", "to": "y"})),
+        ),
+        "G26",
+        2,
+        "Invalid cce desc ap without dtype",
+    );
+    refused(
+        &on(
+            Arch::Cayman,
+            &block(
+                json!({"op": "max", "to": "y", "to_dtype": "float32", "from_arr": [
+                {"from": "SB", "from_dtype": "float32"}, {"from": "SB{1}"}]}),
+            ),
+        ),
+        "G26",
+        2,
+        "Invalid cce desc ap without dtype",
+    );
     // Engine files' blocks go through the same checks.
     let pool = br#"{"dma": [{"queue": "q", "desc": [{"op": "nop"}]}], "instr": "pool.bin"}"#;
     refused(

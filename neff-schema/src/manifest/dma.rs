@@ -65,19 +65,21 @@ pub struct DmaDesc {
     pub to_sizes: Option<Vec<u64>>,
     /// Destination access-pattern steps.
     pub to_steps: Option<Vec<i64>>,
-    /// `_dtype`: the element type of a compute (CCE) descriptor, required for one.
-    #[serde(rename = "_dtype", default, skip_serializing_if = "Option::is_none")]
-    pub dtype: Option<String>,
     /// The dtype of `scale`; must be `"float32"`.
     pub scale_dtype: Option<String>,
     /// Byte offset into `from` (neuronx-cc 2.x).
     pub from_off: Option<u64>,
     /// Byte offset into `to` (neuronx-cc 2.x).
     pub to_off: Option<u64>,
-    /// Element type read from `from` (a `cast` converts it to `to_dtype`).
+    /// Element type read from `from` (a `cast` converts it to `to_dtype`);
+    /// a compute (CCE) op needs one for every source access pattern, here or
+    /// on each [`DmaDesc::from_arr`] element ("Invalid cce desc ap without dtype").
     pub from_dtype: Option<String>,
-    /// Element type written to `to`.
+    /// Element type written to `to`; a compute (CCE) op needs it.
     pub to_dtype: Option<String>,
+    /// The sources of a compute op with several inputs (neuronx-cc 2.24
+    /// `add`: two state-buffer access patterns), each with its own dtype.
+    pub from_arr: Option<Vec<DmaSource>>,
     /// How many access-pattern dimensions are tiled (1 or 2 in real output).
     pub num_tiling_dimensions: Option<u64>,
     /// A DMA transpose: the permutation (`"WZXY"`); the descriptor is then a transpose.
@@ -86,13 +88,34 @@ pub struct DmaDesc {
     pub transpose_shape: Option<Vec<u64>>,
     /// A DMA transpose: bytes per element.
     pub transpose_element_size: Option<u64>,
-    /// Every other key (`from_arr`, `scale`, `constant`, `constant_dtype`,
+    /// Every other key (`scale`, `constant`, `constant_dtype`,
     /// …), kept as it is.
     #[serde(flatten)]
     pub extra: Extra,
 }
 
-extra_keys!(DmaBlock, DmaDesc);
+/// One source access pattern of a multi-input compute descriptor
+/// ([`DmaDesc::from_arr`]).
+#[serde_with::skip_serializing_none]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct DmaSource {
+    /// The source (a var name, `SB`, `SB{1}`, …).
+    pub from: Option<String>,
+    /// Its element type ("Invalid cce desc ap without dtype" without one,
+    /// unless the descriptor has `from_dtype`).
+    pub from_dtype: Option<String>,
+    /// Byte offset into `from`.
+    pub from_off: Option<u64>,
+    /// Access-pattern sizes.
+    pub from_sizes: Option<Vec<u64>>,
+    /// Access-pattern steps.
+    pub from_steps: Option<Vec<i64>>,
+    /// Every other key, kept as it is.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+extra_keys!(DmaBlock, DmaDesc, DmaSource);
 
 impl DmaBlock {
     /// A block with this queue and id and no descriptors yet.

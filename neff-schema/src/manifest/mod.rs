@@ -47,7 +47,7 @@ pub use def_json::{
     Carveout, CcStreams, DebugInfo, DefJson, DmaQueue, DynamicDma, Fp8Config, QueueType, Var,
     VarType,
 };
-pub use dma::{DmaBlock, DmaDesc};
+pub use dma::{DmaBlock, DmaDesc, DmaSource};
 pub use dtype::Dtype;
 pub use engine::{DveTable, DveTables, Engine, EngineJson};
 pub use kelf::{GraphRef, KelfDescriptor};

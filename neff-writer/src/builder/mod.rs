@@ -591,7 +591,9 @@ impl NeffBuilder {
             match style {
                 ContentStyle::Plain => outputs.merge(out.outputs, &name, "output", checked)?,
                 // neuronx-cc lists each subgraph's outputs, names repeated.
-                ContentStyle::Compiler => outputs.tensors.extend(out.outputs),
+                ContentStyle::Compiler | ContentStyle::Compiler224 => {
+                    outputs.tensors.extend(out.outputs)
+                }
             }
             for (member, source) in out.members {
                 insert_member(&mut members, member, source)?;
@@ -603,7 +605,7 @@ impl NeffBuilder {
             &inputs.tensors,
             &outputs.tensors,
         );
-        if style == ContentStyle::Compiler {
+        if style.is_compiler() {
             style::compiler_graph(&mut graph);
         }
         graph.extra = spec.neff_json_extra;

@@ -34,10 +34,17 @@ pub enum ContentStyle {
     /// indented with a final newline (def.json with sorted keys, the others
     /// in the compiler's key order), engine manifests compact.
     Compiler,
+    /// neuronx-cc 2.24 and later: as [`ContentStyle::Compiler`], with engine
+    /// members numbered by engine instance (`PE0`, `Activation0`, `Pool0`,
+    /// `DVE0`, `SP0`).
+    Compiler224,
 }
 
 /// The compilers' member stem for each engine, in [`Engine::ALL`] order.
 const COMPILER_ENGINE_STEMS: [&str; 5] = ["PE", "Activation", "Pool", "DVE", "SP"];
+
+/// neuronx-cc 2.24+'s member stem for each engine, in [`Engine::ALL`] order.
+const NUMBERED_ENGINE_STEMS: [&str; 5] = ["PE0", "Activation0", "Pool0", "DVE0", "SP0"];
 
 /// The def.json `version` neuronx-cc writes (every real file from 2.0 to 2.23).
 pub const COMPILER_DEF_VERSION: &str = "0.6";
@@ -49,18 +56,24 @@ impl ContentStyle {
     /// The content style a framing preset implies: the compilers' for the
     /// compiler presets.
     pub fn of(preset: neff_schema::FramingPreset) -> ContentStyle {
-        if preset.is_compiler_like() {
-            ContentStyle::Compiler
-        } else {
-            ContentStyle::Plain
+        match preset {
+            neff_schema::FramingPreset::Gnu => ContentStyle::Plain,
+            neff_schema::FramingPreset::NeuronxCc227 => ContentStyle::Compiler224,
+            _ => ContentStyle::Compiler,
         }
     }
 
-    /// The stem of an engine's members (`pe` or `PE`).
+    /// True for the compilers' styles.
+    pub fn is_compiler(self) -> bool {
+        self != ContentStyle::Plain
+    }
+
+    /// The stem of an engine's members (`pe`, `PE` or `PE0`).
     pub fn engine_stem(self, engine: Engine) -> &'static str {
         match self {
             ContentStyle::Plain => engine.as_str(),
             ContentStyle::Compiler => COMPILER_ENGINE_STEMS[engine as usize],
+            ContentStyle::Compiler224 => NUMBERED_ENGINE_STEMS[engine as usize],
         }
     }
 
@@ -68,7 +81,9 @@ impl ContentStyle {
     pub(crate) fn def_json<T: Serialize>(self, value: &T) -> Result<MemberSource, Error> {
         match self {
             ContentStyle::Plain => manifest_bytes_with(value, Layout::Pretty2Sorted),
-            ContentStyle::Compiler => manifest_bytes_with(value, Layout::Pretty4Sorted),
+            ContentStyle::Compiler | ContentStyle::Compiler224 => {
+                manifest_bytes_with(value, Layout::Pretty4Sorted)
+            }
         }
     }
 
@@ -76,7 +91,9 @@ impl ContentStyle {
     pub(crate) fn engine_json<T: Serialize>(self, value: &T) -> Result<MemberSource, Error> {
         match self {
             ContentStyle::Plain => manifest_bytes_with(value, Layout::Pretty2Sorted),
-            ContentStyle::Compiler => manifest_bytes_with(value, Layout::CompactSorted),
+            ContentStyle::Compiler | ContentStyle::Compiler224 => {
+                manifest_bytes_with(value, Layout::CompactSorted)
+            }
         }
     }
 
@@ -84,7 +101,9 @@ impl ContentStyle {
     pub(crate) fn graph_json<T: Serialize>(self, value: &T) -> Result<MemberSource, Error> {
         match self {
             ContentStyle::Plain => manifest_bytes_with(value, Layout::Pretty2Sorted),
-            ContentStyle::Compiler => manifest_bytes_with(value, Layout::Pretty4Ordered),
+            ContentStyle::Compiler | ContentStyle::Compiler224 => {
+                manifest_bytes_with(value, Layout::Pretty4Ordered)
+            }
         }
     }
 }

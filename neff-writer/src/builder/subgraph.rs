@@ -217,7 +217,7 @@ impl VarDecl {
     /// compilers' style puts the state buffers first).
     fn group(&self, style: ContentStyle) -> u8 {
         match (self.kind.as_str(), style) {
-            ("state-buffer", ContentStyle::Compiler) => 0,
+            ("state-buffer", ContentStyle::Compiler | ContentStyle::Compiler224) => 0,
             ("input", _) => 1,
             ("output", _) => 2,
             _ => 3,
@@ -609,7 +609,7 @@ impl Subgraph {
         let sg = self.name.clone();
         let checked = ctx.checked;
         let style = ctx.style;
-        let compiler = style == ContentStyle::Compiler;
+        let compiler = style.is_compiler();
         let mut members: Vec<(String, MemberSource)> = Vec::new();
         let mut def = DefJson {
             name: self.def_name,

@@ -22,7 +22,8 @@ use flate2::bufread::DeflateDecoder;
 use neff_loader::{walk, EntryKind};
 use neff_schema::framing::{
     Deflate, DeflateEngine, EntryFields, EntryFraming, Framing, FramingPreset, GzipFraming,
-    HashFraming, MemberOrder, Padding, PaxFraming, TarFormat, TarFraming, TarNumbers,
+    HashFraming, LongNameFraming, MemberOrder, NumberForm, Padding, PaxFraming, TarFormat,
+    TarFraming, TarNumbers, UuidRule,
 };
 use neff_schema::header::Blob;
 use neff_schema::{HashLayout, NeffHeader, PkgVersion, Uuid, HEADER_LEN};
@@ -304,6 +305,9 @@ fn conclude(
     patch.hash = None;
     if fields.uuid == Uuid::from_sha256(&sha256) {
         patch.uuid = None;
+    } else if fields.uuid.0[..] == fields.hash.0[..16] {
+        // Kept as recorded too: `--uuid keep` pins it after an edit.
+        framing.uuid = UuidRule::Hash;
     }
     Ok(Recovered {
         exact: notes.is_empty(),
@@ -455,6 +459,8 @@ struct Seen {
     mode: u32,
     fields: EntryFields,
     pax: Option<PaxFraming>,
+    /// How its header's numbers are written, when they can be written back.
+    numbers: Option<TarNumbers>,
 }
 
 fn text_field(field: &[u8]) -> String {
@@ -475,6 +481,32 @@ fn fields_of(block: &[u8; BLOCK]) -> (u32, EntryFields) {
         mtime: number(fields::MTIME),
     };
     (mode, fields)
+}
+
+/// How a stored header's numbers are written, read field by field with the
+/// values libarchive reads from them; `None` when a field is in no form the
+/// writer can give back (it is then noted as a header not reproduced).
+fn numbers_of(block: &[u8; BLOCK]) -> Option<TarNumbers> {
+    let form = |field: fields::Field| {
+        let value = walk::header_field(&block[field.range()]).max(0) as u64;
+        NumberForm::of(&block[field.range()], value)
+    };
+    let checksum = {
+        let mut spaced = *block;
+        spaced[fields::CHECKSUM.range()].fill(b' ');
+        let sum: u64 = spaced.iter().map(|&b| u64::from(b)).sum();
+        NumberForm::of(&block[fields::CHECKSUM.range()], sum)
+    };
+    Some(TarNumbers {
+        mode: form(fields::MODE)?,
+        uid: form(fields::UID)?,
+        gid: form(fields::GID)?,
+        size: form(fields::SIZE)?,
+        mtime: form(fields::MTIME)?,
+        checksum: checksum?,
+        devmajor: form(fields::DEV_MAJOR)?,
+        devminor: form(fields::DEV_MINOR)?,
+    })
 }
 
 /// Walks the tar stream with the loader's reader (so it reads every entry
@@ -532,6 +564,9 @@ pub(crate) struct TarRecorder {
     mismatches: usize,
     mismatch_notes: Vec<String>,
     other_notes: Vec<String>,
+    /// How the first GNU long-name header was written: with fixed fields,
+    /// or (`None`) with its entry's.
+    long_name: Option<Option<LongNameFraming>>,
 }
 
 impl Default for TarRecorder {
@@ -543,6 +578,7 @@ impl Default for TarRecorder {
             mismatches: 0,
             mismatch_notes: Vec::new(),
             other_notes: Vec::new(),
+            long_name: None,
         }
     }
 }
@@ -563,6 +599,54 @@ impl TarRecorder {
         }
     }
 
+    /// A GNU long-name header of a `size`-byte name before an entry whose
+    /// own header has `own` fields and `own_numbers`: whether it takes the
+    /// entry's fields or fixed ones is read from the first; one written
+    /// otherwise is noted.
+    fn long_name(
+        &mut self,
+        stored: &walk::StoredHeader,
+        size: usize,
+        own: &EntryFields,
+        own_numbers: Option<TarNumbers>,
+    ) {
+        let (mode, fields) = fields_of(&stored.block);
+        let numbers = numbers_of(&stored.block);
+        let name =
+            String::from_utf8_lossy(&full_name(&stored.block, self.framing.format)).into_owned();
+        let header = LongNameFraming {
+            name,
+            fields: EntryFields { mode, ..fields },
+            numbers,
+        };
+        let spec = HeaderSpec {
+            name: header.name.as_bytes(),
+            type_flag: b'L',
+            size: size as u64,
+            fields: &header.fields,
+            mode,
+            numbers,
+        };
+        self.check(&spec, stored);
+        let follows_entry = header.name == "././@LongLink"
+            && header.fields
+                == EntryFields {
+                    dir_mode: own.dir_mode,
+                    mode: header.fields.mode,
+                    ..own.clone()
+                }
+            && numbers == own_numbers;
+        let style = if follows_entry { None } else { Some(header) };
+        match &self.long_name {
+            None => self.long_name = Some(style),
+            Some(first) if *first != style => self.other_notes.push(format!(
+                "the long-name header at tar offset {} is not written as the first one",
+                stored.offset
+            )),
+            Some(_) => {}
+        }
+    }
+
     /// One entry, with the stored header blocks that made it (the last its
     /// own, any before it pax or GNU long-name headers).
     pub(crate) fn entry(
@@ -575,9 +659,10 @@ impl TarRecorder {
         };
         if !self.style_known {
             self.style_known = true;
-            (self.framing.format, self.framing.numbers) = style_of(&headers[0].block);
+            self.framing.format = format_of(&headers[0].block);
         }
         let mut pax = None;
+        let mut long_link = None;
         for special in specials {
             let type_flag = special.block[fields::TYPE_FLAG.at];
             match (type_flag, &special.body) {
@@ -600,21 +685,24 @@ impl TarRecorder {
                     let name =
                         String::from_utf8_lossy(&full_name(&special.block, self.framing.format))
                             .into_owned();
+                    let numbers = numbers_of(&special.block);
                     let spec = HeaderSpec {
                         name: name.as_bytes(),
                         type_flag,
                         size: body.len() as u64,
                         fields: &entry_fields,
                         mode,
+                        numbers,
                     };
                     self.check(&spec, special);
                     pax = Some(PaxFraming {
                         name,
                         fields: entry_fields,
                         records,
+                        numbers,
                     });
                 }
-                (b'L', _) => {}
+                (b'L', body) => long_link = Some((special, body.as_ref().map_or(0, Vec::len))),
                 _ => self.other_notes.push(format!(
                     "the {:?} header at tar offset {} is not written",
                     type_flag as char, special.offset
@@ -657,15 +745,21 @@ impl TarRecorder {
             name.as_bytes()
         };
         let (mode, entry_fields) = fields_of(&own.block);
+        let numbers = numbers_of(&own.block);
         let spec = HeaderSpec {
             name: written_name,
             type_flag: if dir { b'5' } else { b'0' },
             size: entry.size.max(0) as u64,
             fields: &entry_fields,
             mode,
+            numbers,
         };
         self.check(&spec, own);
+        if let Some((stored, size)) = long_link {
+            self.long_name(stored, size, &entry_fields, numbers);
+        }
         self.seen.push(Seen {
+            numbers,
             name,
             dir,
             mode,
@@ -712,30 +806,18 @@ impl TarRecorder {
             }
         }
         finish_entries(&mut framing, self.seen);
+        framing.long_name = self.long_name.flatten();
         framing
     }
 }
 
-/// The tar format and number style of the first stored header.
-fn style_of(block: &[u8; BLOCK]) -> (TarFormat, TarNumbers) {
-    let format = if &block[fields::MAGIC.range()] == b"ustar\0" {
+/// The tar format of the first stored header.
+fn format_of(block: &[u8; BLOCK]) -> TarFormat {
+    if &block[fields::MAGIC.range()] == b"ustar\0" {
         TarFormat::Ustar
     } else {
         TarFormat::Gnu
-    };
-    // libarchive writes octal fields as digits, a space, a NUL.
-    let mode_end = fields::MODE.range().end;
-    let numbers = if block[mode_end - 2] == b' ' && block[mode_end - 1] == 0 {
-        TarNumbers::Libarchive
-    } else if block[fields::DEV_MAJOR.at..fields::DEV_MINOR.range().end]
-        .iter()
-        .all(|&b| b == 0)
-    {
-        TarNumbers::Gnu
-    } else {
-        TarNumbers::Python
-    };
-    (format, numbers)
+    }
 }
 
 /// A stored header's full name: a ustar header's prefix, a `/`, its name.
@@ -795,6 +877,9 @@ fn finish_entries(tar: &mut TarFraming, seen: Vec<Seen>) {
     if let Some(v) = most_common(all().map(|s| s.fields.mtime)) {
         d.mtime = v;
     }
+    if let Some(v) = most_common(all().filter_map(|s| s.numbers)) {
+        tar.numbers = v;
+    }
     let names: Vec<&str> = seen.iter().map(|s| s.name.as_str()).collect();
     tar.directories = seen.iter().any(|s| s.dir);
     tar.order = [MemberOrder::Sorted, MemberOrder::NeffJsonLast]
@@ -802,6 +887,8 @@ fn finish_entries(tar: &mut TarFraming, seen: Vec<Seen>) {
         .find(|&order| packer_order(&names, order, tar.directories) == names)
         .unwrap_or(MemberOrder::Listed);
     let defaults = tar.defaults.clone();
+    let numbers = tar.numbers;
+    let own_numbers = |n: Option<TarNumbers>| n.filter(|&n| n != numbers);
     tar.entries = seen
         .into_iter()
         .filter_map(|s| {
@@ -817,7 +904,11 @@ fn finish_entries(tar: &mut TarFraming, seen: Vec<Seen>) {
                 uname: (s.fields.uname != defaults.uname).then(|| s.fields.uname.clone()),
                 gname: (s.fields.gname != defaults.gname).then(|| s.fields.gname.clone()),
                 mtime: (s.fields.mtime != defaults.mtime).then_some(s.fields.mtime),
-                pax: s.pax,
+                pax: s.pax.map(|p| PaxFraming {
+                    numbers: own_numbers(p.numbers),
+                    ..p
+                }),
+                numbers: own_numbers(s.numbers),
                 name: s.name,
             };
             let plain = e.mode.is_none()
@@ -826,7 +917,8 @@ fn finish_entries(tar: &mut TarFraming, seen: Vec<Seen>) {
                 && e.uname.is_none()
                 && e.gname.is_none()
                 && e.mtime.is_none()
-                && e.pax.is_none();
+                && e.pax.is_none()
+                && e.numbers.is_none();
             (tar.order == MemberOrder::Listed || !plain).then_some(e)
         })
         .collect();
