@@ -151,6 +151,18 @@ impl Warnings {
         }
     }
 
+    /// Where the list stands now, for [`Warnings::rewind`].
+    pub(crate) fn mark(&self) -> (usize, usize, usize) {
+        (self.kept.len(), self.text, self.more)
+    }
+
+    /// Drops every warning added since `mark` (what a read for display only
+    /// found must not change the verdict's warnings).
+    pub(crate) fn rewind(&mut self, mark: (usize, usize, usize)) {
+        self.kept.truncate(mark.0);
+        (self.text, self.more) = (mark.1, mark.2);
+    }
+
     /// Adds another run's warnings after these.
     fn append(&mut self, later: &Warnings) {
         for text in &later.kept {

@@ -84,6 +84,9 @@ pub enum ErrorKind {
     Limit,
     /// A worker thread of the pipeline failed.
     Pipeline,
+    /// A file that carries NEFFs (an HLO module, a TorchScript zip) is
+    /// malformed, or carries none.
+    Carrier,
 }
 
 neff_schema::define_error!(

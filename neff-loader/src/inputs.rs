@@ -1,6 +1,7 @@
 //! The NEFFs a list of paths names, as `neff verify` and Python's
 //! `neff.verify_many` read it: files (and `-`) as given, and every `*.neff`
-//! under a folder, sorted by path.
+//! under a folder, with every file that may carry NEFFs (`*.hlo`,
+//! `*.neuron`), sorted by path.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -29,8 +30,12 @@ impl Input {
     }
 }
 
-/// Every input `args` name, in argument order; a folder gives its `*.neff`
-/// files (recursively) sorted by path.
+/// The extensions a folder's inputs have: NEFFs, and the files that carry
+/// them (compile-cache HLO modules, torch-neuron(x) traced models).
+pub const EXTENSIONS: [&str; 3] = ["neff", "hlo", "neuron"];
+
+/// Every input `args` name, in argument order; a folder gives its files of
+/// the [`EXTENSIONS`] (recursively) sorted by path.
 pub fn expand(args: &[PathBuf]) -> Vec<Input> {
     let mut out = Vec::new();
     for arg in args {
@@ -43,7 +48,7 @@ pub fn expand(args: &[PathBuf]) -> Vec<Input> {
     out
 }
 
-/// Collects the `*.neff` files under `root`, sorted by path (depth first,
+/// Collects the files of the [`EXTENSIONS`] under `root`, sorted by path (depth first,
 /// each folder's entries by name). Symlinks to files are taken, symlinks to
 /// folders are not followed (no loops); what cannot be read is collected as
 /// [`Input::Unreadable`].
@@ -58,7 +63,10 @@ fn walk(root: &Path, out: &mut Vec<Input>) {
             }
         };
         let path = entry.path();
-        if entry.file_type().is_dir() || path.extension().is_none_or(|e| e != "neff") {
+        let wanted = path
+            .extension()
+            .is_some_and(|e| EXTENSIONS.iter().any(|x| e == *x));
+        if entry.file_type().is_dir() || !wanted {
             continue;
         }
         // A symlink is taken when it leads to a file.

@@ -334,6 +334,11 @@ pub struct GraphSummary {
     /// The DMA descriptors of the graph's blocks (def.json's and the
     /// engines'), as hardware descriptors.
     pub dma: DmaSummary,
+    /// Set when the graph is not read whole as the runtime reads it: read
+    /// up to a refusal in it, or read past an earlier graph's refusal for
+    /// display only (says which).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partial: Option<String>,
 }
 
 /// The size of the runtime's HBM scratchpad page (512 MiB, its

@@ -54,6 +54,10 @@ pub struct MemoryReport {
 pub struct CoreMemory {
     /// The graph's name in the KELF descriptor.
     pub graph: String,
+    /// Set when the graph was not read whole as the runtime reads it (up
+    /// to a refusal, or past one for display only): its figures are partial.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partial: Option<String>,
     /// Its figures.
     #[serde(flatten)]
     pub memory: MemoryCategories,
@@ -111,6 +115,7 @@ impl CoreMemory {
         m.total = m.categories().into_iter().fold(0, u64::saturating_add);
         CoreMemory {
             graph: g.name.clone(),
+            partial: g.partial.clone(),
             memory: m,
         }
     }

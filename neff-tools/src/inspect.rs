@@ -15,6 +15,10 @@ use neff_loader::{
 pub struct InspectReport {
     /// The file inspected.
     pub file: String,
+    /// Where the NEFF lay when `file` carries it (an HLO module, a
+    /// TorchScript zip); the other fields describe that NEFF.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub carried: Option<crate::carrier::Embedded>,
     /// Its size in bytes.
     pub file_size: Option<u64>,
     /// Every header field (absent when the file is shorter than a header).
@@ -69,6 +73,7 @@ impl InspectReport {
         let report = verdict.combined_report();
         InspectReport {
             file: file.to_string(),
+            carried: None,
             file_size: container.map(|c| c.file_size),
             feature_names: header
                 .as_ref()

@@ -9,10 +9,12 @@
 //! * [`extract`]: `neff unpack`, writing each member as the walk reads it,
 //!   through directory descriptors, refusing what the limits refuse;
 //!   [`extract_recovering`] also recovers the framing on the same walk;
-//! * [`ntff_neff_uuid`]: the NEFF UUID an NTFF profile names.
+//! * [`ntff_neff_uuid`]: the NEFF UUID an NTFF profile names;
+//! * [`carrier`]: NEFFs carried inside HLO modules and TorchScript zips.
 #![deny(missing_docs)]
 #![deny(missing_debug_implementations)]
 
+pub mod carrier;
 mod device_memory;
 pub mod diff;
 mod extract;

@@ -356,6 +356,22 @@ pub fn write_atomic_with(path: &Path, bytes: &[u8], fsync: bool) -> io::Result<(
     tmp.persist_synced(fsync)
 }
 
+/// Writes what `fill` writes to `path` atomically (a temp file beside it,
+/// renamed into place on success); durably too when `fsync`. A failure of
+/// `fill` leaves `path` as it was.
+pub fn write_atomic_from<E: From<io::Error>>(
+    path: &Path,
+    fsync: bool,
+    fill: impl FnOnce(&mut dyn Write) -> Result<(), E>,
+) -> Result<(), E> {
+    let mut tmp = temp_beside(path)?;
+    fill(&mut tmp)?;
+    if fsync {
+        tmp.sync_all()?;
+    }
+    Ok(tmp.persist_synced(fsync)?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -92,7 +92,7 @@ pub mod fs {
     pub use crate::atomic::{
         abandon_temp_files, note_signal, parent_dir, pending_termination_signal,
         report_stale_temp_files, termination_signalled, watch_signals, write_atomic,
-        write_atomic_with,
+        write_atomic_from, write_atomic_with,
     };
     pub use crate::clobber::OutputGuard;
     pub use crate::small_file::{open_regular, read_small_file, SMALL_MAX, SPEC_MAX};

@@ -200,6 +200,10 @@ class Graph:
     weights: Tuple[Weight, ...]
     queues: Tuple[DmaQueue, ...]
     engines: Tuple[Engine, ...]
+    #: Set when the graph was not read whole as the runtime reads it: read up
+    #: to a gate's refusal in it, or past an earlier graph's refusal for display
+    #: only (the text says which).
+    partial: Optional[str] = None
     raw: Dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
 
     @staticmethod
@@ -239,6 +243,8 @@ class MemoryFigures:
     total: int
     io_tensors: int
     graph: Optional[str] = None
+    #: Set when the graph was not read whole as the runtime reads it (see ``Graph.partial``).
+    partial: Optional[str] = None
 
 
 @dataclass(frozen=True)

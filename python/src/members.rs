@@ -3,7 +3,7 @@
 //! costs one inflate of the payload, not k.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::File;
+
 use std::io::{BufReader, Read};
 use std::path::PathBuf;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -212,9 +212,9 @@ impl Members {
     fn new(source: &Bound<'_, PyAny>, offsets: Vec<u64>) -> PyResult<Members> {
         let (reader, origin): (Box<dyn Read + Send>, _) = match source.extract::<PathBuf>() {
             Ok(path) => {
-                let file = File::open(&path).map_err(|e| {
-                    loader_error(&Error::io(ErrorKind::Read, "cannot open", &path, e))
-                })?;
+                // A carrier file's NEFF, as `Source::open` reads it.
+                let file =
+                    neff_tools::carrier::open_neff(&path, None).map_err(|e| loader_error(&e))?;
                 (
                     Box::new(BufReader::with_capacity(1 << 20, file)),
                     Some(path),

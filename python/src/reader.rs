@@ -155,7 +155,7 @@ fn verify_many(
         return Err(loader_error(&Error::new(
             ErrorKind::Read,
             format!(
-                "no *.neff file in {}: nothing was checked",
+                "no *.neff, *.hlo or *.neuron file in {}: nothing was checked",
                 named.join(", ")
             ),
         )));

@@ -1,11 +1,10 @@
 //! A NEFF as Python hands it over: a path (read on demand, streamed) or a
 //! `bytes` object (borrowed, never copied).
 
-use std::fs::File;
 use std::io::{BufReader, Cursor, Read, Seek};
 use std::path::{Path, PathBuf};
 
-use neff_loader::{Error, ErrorKind};
+use neff_loader::Error;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -49,11 +48,12 @@ impl<'py> Source<'py> {
     /// A reader from the start of the NEFF.
     pub fn open(&self) -> Result<Box<dyn ReadSeek + 'py>, Error> {
         Ok(match self {
-            Source::Path(p) => {
-                let file =
-                    File::open(p).map_err(|e| Error::io(ErrorKind::Read, "cannot open", p, e))?;
-                Box::new(BufReader::with_capacity(1 << 20, file))
-            }
+            // A file that carries a NEFF (an HLO module, a TorchScript zip)
+            // reads as that NEFF.
+            Source::Path(p) => Box::new(BufReader::with_capacity(
+                1 << 20,
+                neff_tools::carrier::open_neff(p, None)?,
+            )),
             Source::Bytes(b) => Box::new(Cursor::new(*b)),
         })
     }

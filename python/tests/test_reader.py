@@ -171,7 +171,7 @@ def test_verify_many_takes_folders_and_a_single_path(tmp_path: Path) -> None:
         [expected[1], str(REAL_NEFFS[0])]
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(neff.NeffIOError, match="no \\*.neff file in"):
+    with pytest.raises(neff.NeffIOError, match="no \\*.neff, \\*.hlo or \\*.neuron file in"):
         neff.verify_many(empty)
 
 

@@ -22,13 +22,19 @@ const NAMES_SHOWN: usize = 20;
 /// for that. Binary output to a terminal is refused unless --force.
 #[derive(Args, Debug)]
 pub struct CatArgs {
-    /// The NEFF (`-` reads stdin; a pipe is spooled to an unlinked temp file).
+    /// The NEFF (`-` reads stdin; a pipe is spooled to an unlinked temp file),
+    /// or a file that carries one (`wrapped_neff.hlo`, `model.neuron`).
     file: PathBuf,
     /// The member to write, e.g. neff.json or sg00/def.json.
     member: String,
     /// Write to stdout even when it is a terminal.
     #[arg(long)]
     force: bool,
+    /// When FILE carries several NEFFs (an HLO module from a compile cache,
+    /// a torch-neuron(x) TorchScript zip), read NEFF number N (from 0). A
+    /// carrier's NEFF is found by parsing it; where it lay is said on stderr.
+    #[arg(long, value_name = "N")]
+    index: Option<usize>,
 }
 
 pub fn run(args: CatArgs) -> Result<u8, Box<dyn std::error::Error>> {
@@ -38,9 +44,10 @@ pub fn run(args: CatArgs) -> Result<u8, Box<dyn std::error::Error>> {
                 .into(),
         );
     }
-    let shown = input::name(&args.file);
+    let resolved = input::resolve(&args.file, args.index, false)?;
+    let shown = resolved.name.clone();
     let fail = |e: &dyn std::fmt::Display| format!("{shown}: {e}");
-    let mut source = input::open(&args.file).map_err(|e| fail(&e))?;
+    let mut source = input::open(&resolved.path).map_err(|e| fail(&e))?;
     let wanted = args.member.strip_prefix("./").unwrap_or(&args.member);
     let matches = |key: &str| key.trim_end_matches('/') == wanted.trim_end_matches('/');
     // Pass 1: the last entry of that name (the runtime's), and the names for

@@ -78,19 +78,31 @@ fn parse_ratio(text: &str) -> Result<f64, String> {
     }
 }
 
-/// Lifts every NEFF `paths` name (a folder: its `*.neff` files, sorted).
+/// Lifts every NEFF `paths` name (a folder: its `*.neff` files and the NEFFs
+/// its `*.hlo` and `*.neuron` files carry, sorted).
 fn lift_sources(paths: &[PathBuf]) -> Result<Vec<Source>, Box<dyn std::error::Error>> {
     let mut sources = Vec::new();
     for input in neff::loader::inputs::expand(paths) {
         match input {
-            neff::loader::inputs::Input::Path(path) => sources.push(Source::lift(&path)?),
+            neff::loader::inputs::Input::Path(path) => {
+                // A carrier gives each NEFF it holds.
+                for resolved in super::input::each_neff(&path)? {
+                    let mut source = Source::lift(&resolved.path)?;
+                    // Seeds name the file given, not the carrier's spool.
+                    source.path = PathBuf::from(&resolved.name);
+                    sources.push(source);
+                }
+            }
             neff::loader::inputs::Input::Unreadable(path, e) => {
                 return Err(format!("{}: {e}", path.display()).into())
             }
         }
     }
     if sources.is_empty() && !paths.is_empty() {
-        return Err("--from names no NEFF (a folder is searched for *.neff files)".into());
+        return Err(
+            "--from names no NEFF (a folder is searched for *.neff, *.hlo and *.neuron files)"
+                .into(),
+        );
     }
     Ok(sources)
 }

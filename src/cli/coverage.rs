@@ -41,8 +41,16 @@ fn shapes_of(paths: &[PathBuf], skipped: &mut Vec<String>) -> Result<(Shapes, us
     let mut files = 0;
     for input in expand(paths) {
         match input {
-            Input::Path(path) => match shapes.add_file(&path) {
-                Ok(()) => files += 1,
+            // A carrier gives each NEFF it holds.
+            Input::Path(path) => match super::input::each_neff(&path) {
+                Ok(neffs) => {
+                    for neff in neffs {
+                        match shapes.add_file(&neff.path) {
+                            Ok(()) => files += 1,
+                            Err(e) => skipped.push(format!("{}: {e}", neff.name)),
+                        }
+                    }
+                }
                 Err(e) => skipped.push(e.to_string()),
             },
             Input::Unreadable(path, e) => return Err(format!("{}: {e}", path.display())),

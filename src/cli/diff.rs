@@ -23,7 +23,8 @@ use super::{print_json, EXIT_OK, EXIT_REJECTED};
 /// Exit status: 0 equal, 1 different, 2 a file cannot be read.
 #[derive(Args, Debug)]
 pub struct DiffArgs {
-    /// The first NEFF (A; `-` reads stdin).
+    /// The first NEFF (A; `-` reads stdin), or a file that carries one
+    /// (`wrapped_neff.hlo`, `model.neuron`).
     a: PathBuf,
     /// The second NEFF (B; `-` reads stdin, when A is not `-`).
     b: PathBuf,
@@ -45,6 +46,10 @@ pub struct DiffArgs {
     /// Print nothing: the exit status tells.
     #[arg(short, long)]
     quiet: bool,
+    /// When A or B carries several NEFFs (an HLO module, a TorchScript zip),
+    /// compare its NEFF number N (from 0).
+    #[arg(long, value_name = "N")]
+    index: Option<usize>,
 }
 
 pub fn run(args: DiffArgs) -> Result<u8, Box<dyn std::error::Error>> {
@@ -56,7 +61,10 @@ pub fn run(args: DiffArgs) -> Result<u8, Box<dyn std::error::Error>> {
     if super::input::is_stdin(&args.a) && super::input::is_stdin(&args.b) {
         return Err("only one of A and B can be `-` (stdin)".into());
     }
-    let (a, b) = (snapshot(&args.a)?, snapshot(&args.b)?);
+    let (a, b) = (
+        snapshot(&args.a, args.index, args.quiet)?,
+        snapshot(&args.b, args.index, args.quiet)?,
+    );
     let report = diff(&a, &b, &options);
     if args.json {
         print_json(&report)?;
@@ -66,10 +74,16 @@ pub fn run(args: DiffArgs) -> Result<u8, Box<dyn std::error::Error>> {
     Ok(if report.equal { EXIT_OK } else { EXIT_REJECTED })
 }
 
-/// Reads one NEFF, naming it in the error.
-fn snapshot(path: &Path) -> Result<Snapshot, neff::loader::Error> {
-    let named = |e: neff::loader::Error| e.at_path(super::input::name(path));
-    let source = super::input::open(path).map_err(named)?;
+/// Reads one NEFF (or the NEFF number `index` a carrier holds), naming it
+/// in the error.
+fn snapshot(
+    path: &Path,
+    index: Option<usize>,
+    quiet: bool,
+) -> Result<Snapshot, neff::loader::Error> {
+    let resolved = super::input::resolve_carrier(path, index, quiet)?;
+    let named = |e: neff::loader::Error| e.at_path(&resolved.name);
+    let source = super::input::open(&resolved.path).map_err(named)?;
     let size = source
         .get_ref()
         .metadata()

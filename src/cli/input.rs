@@ -1,4 +1,5 @@
-//! Where `verify` and `inspect` read a NEFF from: a file, or stdin (`-`).
+//! Where the commands read a NEFF from: a file, stdin (`-`), or a file that
+//! carries NEFFs ([`resolve`]).
 //!
 //! The loader seeks (the file size first, then back over the payload), so a
 //! stdin that is a redirected file is read in place, and a pipe is spooled to
@@ -8,9 +9,10 @@
 use std::fs::File;
 use std::io::{self, BufReader, IsTerminal, Seek, SeekFrom};
 use std::os::fd::AsFd;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use neff::loader::{Error, ErrorKind, Limits, Loader, RuntimeProfile, Verdict};
+use neff::tools::carrier::{self, Embedded};
 
 /// The name reports give stdin.
 pub const STDIN_NAME: &str = "<stdin>";
@@ -46,15 +48,116 @@ pub fn open(path: &Path) -> Result<BufReader<File>, Error> {
 /// once more through this buffer.
 const SOURCE_BUFFER: usize = 64 << 10;
 
-/// [`Loader::verify`] on the input `path` (`-` = stdin); every report names it.
-pub fn verify(path: &Path, profile: &RuntimeProfile, limits: &Limits) -> Result<Verdict, Error> {
+/// [`Loader::verify`] on the input `path` (`-` = stdin); every report
+/// names it `shown`.
+pub fn verify(
+    path: &Path,
+    shown: &str,
+    profile: &RuntimeProfile,
+    limits: &Limits,
+) -> Result<Verdict, Error> {
     let mut verdict = Loader::new(profile)
         .limits(limits.clone())
         .verify(Some(open(path)?))?;
     for load in &mut verdict.per_arch {
-        load.report.file = Some(name(path));
+        load.report.file = Some(shown.to_string());
     }
     Ok(verdict)
+}
+
+/// A command's input: the NEFF named, or the NEFF a carrier file holds (an
+/// HLO module, a TorchScript zip), copied to a temp file for the command.
+#[derive(Debug)]
+pub struct Resolved {
+    /// What the command reads.
+    pub path: PathBuf,
+    /// The name messages and reports give it: the file's, with `[N]` when
+    /// its carrier holds several NEFFs.
+    pub name: String,
+    /// Where the NEFF lies in its carrier, when it was read from one.
+    pub carried: Option<Embedded>,
+    /// The temp file `path` names for a carried NEFF (removed when dropped).
+    _spool: Option<tempfile::NamedTempFile>,
+}
+
+/// The input `path` (`-` = stdin) as a command reads it: a carrier file's
+/// NEFF (number `index`, needed when it holds several) is copied out and
+/// where it lay is said on stderr unless `quiet`; any other file is read as
+/// it is.
+pub fn resolve(path: &Path, index: Option<usize>, quiet: bool) -> Result<Resolved, Error> {
+    resolve_with(path, index, quiet, true)
+}
+
+/// [`resolve`], where `index` applies to a carrier only: a NEFF named beside
+/// one is read as it is (`diff CARRIER NEFF --index N`).
+pub fn resolve_carrier(path: &Path, index: Option<usize>, quiet: bool) -> Result<Resolved, Error> {
+    resolve_with(path, index, quiet, false)
+}
+
+/// Every NEFF the input `path` stands for: itself, or each NEFF of a
+/// carrier, as [`resolve`] reads them (quietly).
+pub fn each_neff(path: &Path) -> Result<Vec<Resolved>, Error> {
+    let count = match is_stdin(path) {
+        true => None,
+        false => carried(path)?.map(|n| n.len()),
+    };
+    match count {
+        None => Ok(vec![resolve(path, None, true)?]),
+        Some(n) => (0..n).map(|i| resolve(path, Some(i), true)).collect(),
+    }
+}
+
+/// [`carrier::carried`], where a file that cannot be read is no carrier:
+/// the command that reads it then says why, as for any NEFF.
+fn carried(path: &Path) -> Result<Option<Vec<Embedded>>, Error> {
+    match carrier::carried(path) {
+        Err(e) if e.kind() == ErrorKind::Read => Ok(None),
+        found => found,
+    }
+}
+
+fn resolve_with(
+    path: &Path,
+    index: Option<usize>,
+    quiet: bool,
+    index_needs_carrier: bool,
+) -> Result<Resolved, Error> {
+    let plain = || Resolved {
+        path: path.to_path_buf(),
+        name: name(path),
+        carried: None,
+        _spool: None,
+    };
+    if is_stdin(path) || path.is_dir() {
+        return Ok(plain());
+    }
+    let Some(neffs) = carried(path)? else {
+        return match index.filter(|_| index_needs_carrier) {
+            Some(i) => Err(Error::new(
+                ErrorKind::Carrier,
+                format!(
+                    "--index {i}: the file is no HLO module or TorchScript zip that carries NEFFs"
+                ),
+            )
+            .at_path(path)),
+            None => Ok(plain()),
+        };
+    };
+    let neff = carrier::pick(path, neffs, index)?;
+    let spool = carrier::spool(path, &neff)?;
+    let shown = match neff.count {
+        1 => name(path),
+        _ => format!("{}[{}]", path.display(), neff.index),
+    };
+    if !quiet {
+        eprintln!("neff: {}: reading {neff}", path.display());
+    }
+    Ok(Resolved {
+        path: spool.path().to_path_buf(),
+        name: shown,
+        carried: Some(neff),
+        _spool: Some(spool),
+    })
 }
 
 /// Stdin copied into a named temp file (removed when dropped), for commands

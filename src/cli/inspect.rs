@@ -31,8 +31,14 @@ use super::{print_json, EXIT_OK, EXIT_REJECTED};
 /// the refusal; the verdict stays the refusal.
 #[derive(Args, Debug)]
 pub struct InspectArgs {
-    /// The NEFF to inspect (`-` reads it from stdin).
+    /// The NEFF to inspect (`-` reads it from stdin), or a file that carries
+    /// one (`wrapped_neff.hlo`, `model.neuron`).
     file: PathBuf,
+    /// When FILE carries several NEFFs (an HLO module from a compile cache,
+    /// a torch-neuron(x) TorchScript zip), read NEFF number N (from 0). A
+    /// carrier's NEFF is found by parsing it; where it lay is said on stderr.
+    #[arg(long, value_name = "N")]
+    index: Option<usize>,
     /// Print one JSON object on stdout (with --memory: the `memory-report`
     /// document, see `neff schema memory-report`).
     #[arg(long)]
@@ -82,10 +88,17 @@ pub struct InspectArgs {
 }
 
 pub fn run(args: InspectArgs) -> Result<u8, Box<dyn std::error::Error>> {
-    let name = input::name(&args.file);
-    let verdict = input::verify(&args.file, &RuntimeProfile::default(), &Limits::default())
-        .map_err(|e| e.at_path(&name))?;
-    let report = InspectReport::new(&name, &verdict);
+    let input = input::resolve(&args.file, args.index, args.quiet)?;
+    let name = input.name.clone();
+    let verdict = input::verify(
+        &input.path,
+        &name,
+        &RuntimeProfile::default(),
+        &Limits::default(),
+    )
+    .map_err(|e| e.at_path(&name))?;
+    let mut report = InspectReport::new(&name, &verdict);
+    report.carried = input.carried.clone();
     let code = if report.verdict.accepted {
         EXIT_OK
     } else {
@@ -199,12 +212,15 @@ fn print_memory(r: &MemoryReport, exact: bool) {
     let rows: Vec<[String; 9]> = r
         .cores
         .iter()
-        .map(|c| (c.graph.as_str(), &c.memory))
-        .chain([("total", &r.total)])
+        .map(|c| {
+            let mark = if c.partial.is_some() { "*" } else { "" };
+            (format!("{}{mark}", c.graph), &c.memory)
+        })
+        .chain([("total".to_string(), &r.total)])
         .map(|(name, m)| {
             let [code, constants, shared, private, io, spill] = m.categories();
             [
-                name.to_string(),
+                name,
                 shown(code),
                 shown(constants),
                 shown(shared),
@@ -243,10 +259,17 @@ fn print_memory(r: &MemoryReport, exact: bool) {
         let cells: Vec<&str> = row.iter().map(String::as_str).collect();
         println!("{}", line(&cells));
     }
+    for core in r.cores.iter().filter(|c| c.partial.is_some()) {
+        let why = core.partial.as_deref().unwrap_or_default();
+        println!("  * {}: {why}", core.graph);
+    }
 }
 
 fn print_human(r: &InspectReport) {
     println!("file: {}", r.file);
+    if let Some(carried) = &r.carried {
+        println!("carried: {carried}");
+    }
     if let Some(size) = r.file_size {
         println!("file_size: {size}");
     }
@@ -385,6 +408,9 @@ fn print_model(m: &ModelSummary) {
     }
     for g in &m.graphs {
         println!("  graph {} ({}, {} vars):", g.name, g.definition, g.vars);
+        if let Some(partial) = &g.partial {
+            println!("    partial: {partial}");
+        }
         for (label, vars) in [("input ", &g.inputs), ("output", &g.outputs)] {
             for v in vars {
                 println!(

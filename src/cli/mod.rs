@@ -7,6 +7,7 @@ mod corpus;
 mod coverage;
 mod diff;
 pub mod documents;
+mod extract;
 mod fixtures;
 mod generated;
 mod input;
@@ -117,6 +118,8 @@ enum Command {
     Fixtures(fixtures::FixturesArgs),
     Diff(diff::DiffArgs),
     Cat(cat::CatArgs),
+    #[command(after_help = OUTPUT_POLICY)]
+    Extract(extract::ExtractArgs),
     Completions(generated::CompletionsArgs),
     #[command(after_help = OUTPUT_POLICY)]
     Man(generated::ManArgs),
@@ -151,6 +154,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
         Command::Fixtures(args) => fixtures::run(args)?,
         Command::Diff(args) => diff::run(args)?,
         Command::Cat(args) => cat::run(args)?,
+        Command::Extract(args) => extract::run(args)?,
         Command::Completions(args) => generated::completions(args)?,
         Command::Man(args) => generated::man(args)?,
     };

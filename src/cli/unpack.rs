@@ -32,7 +32,8 @@ use super::{print_json, FsyncArgs, EXIT_OK, EXIT_REJECTED};
 /// `neff pack DIR --header HEADER.json` then rebuilds the same bytes.
 #[derive(Args, Debug)]
 pub struct UnpackArgs {
-    /// The NEFF to unpack (`-` reads stdin, spooled to a temp file first).
+    /// The NEFF to unpack (`-` reads stdin, spooled to a temp file first), or a
+    /// file that carries one (`wrapped_neff.hlo`, `model.neuron`).
     file: PathBuf,
     /// Destination directory (created if absent; must be empty unless --force).
     #[arg(short, long, value_name = "DIR")]
@@ -92,24 +93,42 @@ pub struct UnpackArgs {
     /// Print nothing on success.
     #[arg(short, long)]
     quiet: bool,
+    /// When FILE carries several NEFFs (an HLO module, a TorchScript zip),
+    /// unpack NEFF number N (from 0).
+    #[arg(long, value_name = "N")]
+    index: Option<usize>,
 }
 
 pub fn run(mut args: UnpackArgs) -> Result<u8, Box<dyn std::error::Error>> {
     if !super::input::is_stdin(&args.file) {
-        let shown = args.file.display().to_string();
-        return unpack(args, &shown);
+        // A file that carries a NEFF: its NEFF, copied to a temp file that
+        // errors name as the carrier.
+        let resolved = super::input::resolve(&args.file, args.index, args.quiet || args.json)?;
+        if resolved.carried.is_none() {
+            let shown = args.file.display().to_string();
+            return unpack(args, &shown);
+        }
+        let shown = resolved.name.clone();
+        args.file = resolved.path.clone();
+        return unpack(args, &shown).map_err(|e| named_as(e, &resolved.path, &shown));
     }
     // The unpack reads the file by path (twice, for --spec): stdin is spooled
     // to a temp file, which errors name as <stdin>.
     let spool = super::input::spool_stdin()?;
     args.file = spool.path().to_path_buf();
-    unpack(args, super::input::STDIN_NAME).map_err(|e| named_stdin(e, spool.path()))
+    let stdin = super::input::STDIN_NAME;
+    unpack(args, stdin).map_err(|e| named_as(e, spool.path(), stdin))
 }
 
-/// An error about the spool at `spooled` names `<stdin>` instead, keeping
-/// its kind and the rest of its location (for `--json`).
-fn named_stdin(e: Box<dyn std::error::Error>, spooled: &Path) -> Box<dyn std::error::Error> {
-    let stdin = super::input::STDIN_NAME;
+/// An error about the spool at `spooled` names `shown` (`<stdin>`, the
+/// carrier) instead, keeping its kind and the rest of its location (for
+/// `--json`).
+fn named_as(
+    e: Box<dyn std::error::Error>,
+    spooled: &Path,
+    shown: &str,
+) -> Box<dyn std::error::Error> {
+    let stdin = shown;
     let e = match e.downcast::<neff::loader::Error>() {
         Ok(e) if e.location().path.as_deref() == Some(spooled) => {
             return Box::new(e.at_path(stdin))
@@ -236,10 +255,16 @@ fn unpack(args: UnpackArgs, shown: &str) -> Result<u8, Box<dyn std::error::Error
             human_bytes(summary.bytes),
             args.output.display()
         );
+        // The gates refuse it: pack and build write it only when told to.
+        let keep = if refused.is_some() {
+            " --keep-refused"
+        } else {
+            ""
+        };
         if let Some((path, r)) = &repack {
             if r.exact {
                 eprintln!(
-                    "wrote {}: `neff pack {} --header {}` rebuilds this NEFF byte for byte{}",
+                    "wrote {}: `neff pack {} --header {}{keep}` rebuilds this NEFF byte for byte{}",
                     path.display(),
                     args.output.display(),
                     path.display(),
@@ -267,7 +292,7 @@ fn unpack(args: UnpackArgs, shown: &str) -> Result<u8, Box<dyn std::error::Error
                 false => " (not byte for byte: the framing cannot be reproduced)".into(),
             };
             eprintln!(
-                "wrote {}: {members} members, {typed} of them typed manifests; `neff build {} -o OUT` rebuilds this NEFF{exact}",
+                "wrote {}: {members} members, {typed} of them typed manifests; `neff build {} -o OUT{keep}` rebuilds this NEFF{exact}",
                 path.display(),
                 path.display(),
             );

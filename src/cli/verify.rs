@@ -34,8 +34,11 @@ pub use many::ManyReport;
 #[derive(Args, Debug)]
 pub struct VerifyArgs {
     /// The NEFFs to check: files, `-` for stdin (a pipe is spooled to an unlinked temp
-    /// file), or folders (every `*.neff` under them, sorted by path; symlinked folders
-    /// are not followed; unreadable entries are reported, not fatal).
+    /// file), or folders (every `*.neff` under them, and every NEFF the `*.hlo` and
+    /// `*.neuron` files under them carry, sorted by path; symlinked folders are not
+    /// followed; unreadable entries are reported, not fatal). A file that carries
+    /// NEFFs (a compile-cache HLO module, a TorchScript zip) is read as the NEFFs
+    /// inside it.
     #[arg(required = true, value_name = "FILE|DIR|-")]
     files: Vec<PathBuf>,
     /// Print exactly one JSON object on stdout.
@@ -91,6 +94,10 @@ pub struct VerifyArgs {
     /// Files checked at once when there are several (default: the number of cores).
     #[arg(long, value_name = "N")]
     threads: Option<NonZeroUsize>,
+    /// When the one FILE carries several NEFFs (an HLO module, a TorchScript
+    /// zip), check NEFF number N (from 0); several inputs check every NEFF.
+    #[arg(long, value_name = "N")]
+    index: Option<usize>,
 }
 
 pub fn run(args: VerifyArgs) -> Result<u8, Box<dyn std::error::Error>> {
@@ -111,9 +118,19 @@ pub fn run(args: VerifyArgs) -> Result<u8, Box<dyn std::error::Error>> {
         ..defaults
     };
     match args.files.as_slice() {
-        [one] if !one.is_dir() => run_one(&args, one, &profile),
+        [one] if !one.is_dir() && !carries_several(one, args.index) => {
+            run_one(&args, one, &profile)
+        }
         files => many::run(&args, files, &profile),
     }
+}
+
+/// Whether `path` carries several NEFFs and none is picked: it is then
+/// checked as several inputs.
+fn carries_several(path: &Path, index: Option<usize>) -> bool {
+    index.is_none()
+        && !input::is_stdin(path)
+        && neff::tools::carrier::carried(path).is_ok_and(|n| n.is_some_and(|n| n.len() > 1))
 }
 
 /// One input: the reports in full, or its JSON verdict.
@@ -122,15 +139,16 @@ fn run_one(
     path: &Path,
     profile: &RuntimeProfile,
 ) -> Result<u8, Box<dyn std::error::Error>> {
-    let name = input::name(path);
+    let input = input::resolve(path, args.index, args.quiet || args.json)?;
+    let (path, name) = (input.path.as_path(), input.name.clone());
     let total = std::fs::metadata(path).map_or(0, |m| m.len());
     let progress = Progress::start(args.json, || total, "verifying");
     let limits = Limits {
         progress: progress.counter(),
         ..Limits::for_verdict()
     };
-    let checked =
-        check(path, args.instance_arch.arch(), profile, &limits).map_err(|e| e.at_path(&name))?;
+    let checked = check(path, &name, args.instance_arch.arch(), profile, &limits)
+        .map_err(|e| e.at_path(&name))?;
     drop(progress);
     if args.json {
         print_json(&checked)?;
@@ -147,9 +165,10 @@ fn run_one(
 }
 
 /// Runs the gates on the input `path` (`-` = stdin) on `single` arch, or on
-/// every arch when `None`; every report names the input.
+/// every arch when `None`; every report names the input `shown`.
 fn check(
     path: &Path,
+    shown: &str,
     single: Option<Arch>,
     profile: &RuntimeProfile,
     limits: &Limits,
@@ -158,7 +177,7 @@ fn check(
         scope: single.map_or(ArchScope::All, ArchScope::Arch),
         profile: profile.clone(),
     };
-    runtime.check(input::open(path)?, limits, Some(input::name(path)))
+    runtime.check(input::open(path)?, limits, Some(shown.to_string()))
 }
 
 /// One input's text output: the targeted arches' reports, those that read

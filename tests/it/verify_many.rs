@@ -348,14 +348,16 @@ fn every_real_neff_is_accepted_in_one_folder_run() {
         println!("skipped: {} is missing", dir.display());
         return;
     }
+    // Every NEFF, and the one NEFF each carrier (.hlo, .neuron) holds.
     let neffs = std::fs::read_dir(dir)
         .unwrap()
         .filter(|e| {
             let path = e.as_ref().unwrap().path();
-            path.extension().is_some_and(|x| x == "neff")
+            path.extension()
+                .is_some_and(|x| ["neff", "hlo", "neuron"].iter().any(|n| x == *n))
         })
         .count();
-    assert!(neffs >= 14, "{dir:?} holds {neffs} NEFFs");
+    assert!(neffs >= 16, "{dir:?} holds {neffs} NEFFs and carriers");
     let out = neff(&["verify", s(dir)]);
     let text = stdout(&out);
     assert_eq!(code(&out), 0, "{text}");
@@ -385,7 +387,7 @@ fn a_folder_without_neffs_is_an_error() {
         assert_eq!(stdout(&out), "");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
-            err.contains("no *.neff file in") && err.contains(s(dir.path())),
+            err.contains("no *.neff, *.hlo or *.neuron file in") && err.contains(s(dir.path())),
             "{err}"
         );
     }

@@ -51,13 +51,39 @@ pub struct GraphStaging {
 pub fn run(ctx: &mut Ctx<'_>, kelf: &Kelf) -> Result<Vec<GraphStaging>, Rejection> {
     let mut staging = Vec::new();
     let mut act_load_queues = 0usize;
+    let mut refusal: Option<Rejection> = None;
     for graph in kelf.graphs {
-        staging.push(graph_sections(
-            ctx,
-            kelf.resolved,
-            graph,
-            &mut act_load_queues,
-        )?);
+        // After a refusal the runtime stops; the graphs after it are read
+        // for display only (every graph shown, marked), leaving the
+        // verdict's warnings as they were.
+        let mark = ctx.warnings.mark();
+        let result = graph_sections(ctx, kelf.resolved, graph, &mut act_load_queues);
+        let last = ctx.model.graphs.last_mut();
+        match (&refusal, result) {
+            (None, Ok(graph)) => staging.push(graph),
+            (None, Err(r)) => {
+                if let Some(g) = last {
+                    g.partial = Some(format!(
+                        "read up to the refusal ({}: {})",
+                        r.gate.id(),
+                        r.message
+                    ));
+                }
+                refusal = Some(r);
+            }
+            (Some(first), _) => {
+                ctx.warnings.rewind(mark);
+                if let Some(g) = last {
+                    g.partial = Some(format!(
+                        "read for display past the refusal by {}: the runtime stops there and never reads this graph",
+                        first.gate.id()
+                    ));
+                }
+            }
+        }
+    }
+    if let Some(refusal) = refusal {
+        return Err(refusal);
     }
     // G28: gen_kbin refuses target 0 (parse_target never yields it; kept for fidelity).
     if kelf.resolved.ordinal() == 0 {

@@ -115,7 +115,7 @@ pub fn run(
     if inputs.is_empty() {
         let named: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
         eprintln!(
-            "neff: error: no *.neff file in {}: nothing was checked",
+            "neff: error: no *.neff, *.hlo or *.neuron file in {}: nothing was checked",
             named.join(", ")
         );
         return Ok(EXIT_ERROR);
@@ -130,15 +130,17 @@ pub fn run(
     neff::loader::inputs::in_order(
         &inputs,
         threads,
-        |input| outcome(input, single, profile),
-        |outcome| {
-            summary.add(&outcome);
-            if args.json {
-                entries.push(outcome);
-            } else if !args.quiet {
-                println!("{}", line(&outcome));
-            } else if !matches!(&outcome, FileOutcome::Checked(c) if c.report.accepted) {
-                eprintln!("neff: {}", line(&outcome));
+        |input| outcomes(input, single, profile),
+        |outcomes| {
+            for outcome in outcomes {
+                summary.add(&outcome);
+                if args.json {
+                    entries.push(outcome);
+                } else if !args.quiet {
+                    println!("{}", line(&outcome));
+                } else if !matches!(&outcome, FileOutcome::Checked(c) if c.report.accepted) {
+                    eprintln!("neff: {}", line(&outcome));
+                }
             }
         },
     );
@@ -154,26 +156,41 @@ pub fn run(
     Ok(code)
 }
 
-/// Checks one input; a failure to read it is its outcome, not an error.
-fn outcome(
+/// Checks one input, or each NEFF it carries; a failure to read it is its
+/// outcome, not an error.
+fn outcomes(
     item: &Input,
     single: Option<neff::schema::Arch>,
     profile: &RuntimeProfile,
-) -> FileOutcome {
-    let result = match item {
-        Input::Path(path) => check(path, single, profile, &Limits::for_verdict()),
-        Input::Unreadable(_, e) => Err(Error::new(ErrorKind::Read, format!("cannot read: {e}"))),
-    };
-    match result {
-        Ok(checked) => FileOutcome::Checked(Box::new(checked)),
-        Err(e) => FileOutcome::Failed {
-            file: input::name(item.path()),
-            error: FileError {
-                kind: kind_name(e.kind()),
-                message: e.to_string(),
-            },
+) -> Vec<FileOutcome> {
+    let failed = |name: String, e: Error| FileOutcome::Failed {
+        file: name,
+        error: FileError {
+            kind: kind_name(e.kind()),
+            message: e.to_string(),
         },
-    }
+    };
+    let path = match item {
+        Input::Path(path) => path,
+        Input::Unreadable(_, e) => {
+            let e = Error::new(ErrorKind::Read, format!("cannot read: {e}"));
+            return vec![failed(input::name(item.path()), e)];
+        }
+    };
+    let neffs = match input::each_neff(path) {
+        Ok(neffs) => neffs,
+        Err(e) => return vec![failed(input::name(path), e)],
+    };
+    neffs
+        .into_iter()
+        .map(|neff| {
+            let limits = Limits::for_verdict();
+            match check(&neff.path, &neff.name, single, profile, &limits) {
+                Ok(checked) => FileOutcome::Checked(Box::new(checked)),
+                Err(e) => failed(input::name(path), e),
+            }
+        })
+        .collect()
 }
 
 /// `read`, `gzip`, `tar`, ...: the kind without its detail, lower case.
