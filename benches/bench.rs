@@ -36,7 +36,9 @@
 //! * (j) `neff pack --level 1|6|9` of a `--levels-mib` MiB tree (default 256)
 //!   against `tar | pigz -p2 -1|-6|-9 | tee out | md5sum`, with output sizes;
 //! * (k) `neff unpack` of the NEFF from (a) against `tar -xzf` of its payload
-//!   plus `md5sum` of it.
+//!   plus `md5sum` of it;
+//! * (m) the framing recovery, `neff unpack --header-out`, against a plain
+//!   `neff unpack`, on the largest real NEFF (1.5 MB) and the model of (l).
 //!
 //! `--only LETTERS` runs a subset (e.g. `--only bj`).
 //!
@@ -414,6 +416,28 @@ fn run() -> Result<()> {
                     m.median_seconds,
                     m.our_seconds,
                     m.median_seconds / m.our_seconds.max(1e-9)
+                ));
+            }
+        }
+    }
+    if opts.wants('m') {
+        let model = work.path().join("model.neff");
+        let model_bytes = ensure_model(&work.path().join("model-src"), &model, opts.size_mib)?;
+        let mut inputs = vec![(model, model_bytes)];
+        if let Some(largest) = largest_real_neff()? {
+            let bytes = fs::metadata(&largest)?.len();
+            inputs.insert(0, (largest, bytes));
+        }
+        for (input, bytes) in inputs {
+            let w = recovery_workload(&neff, &input, &work.path().join("recover"), bytes);
+            for m in measure(&w, &mut results)?.iter().filter(|m| !m.ours) {
+                lines.push(format!(
+                    "{}: `neff unpack --header-out` {:.3} s = {:.2} x `{}` {:.3} s",
+                    w.name,
+                    m.our_seconds,
+                    m.our_seconds / m.median_seconds.max(1e-9),
+                    m.label,
+                    m.median_seconds
                 ));
             }
         }
@@ -891,6 +915,48 @@ fn lift_build_workloads(neff: &Path, model: &Path, dir: &Path, bytes: u64) -> (W
         format!("{neff} pack {plain} -o {packed} -q"),
     ));
     (lift, build)
+}
+
+/// (m) the framing recovery (`neff unpack --header-out`: the tar and gzip
+/// headers recorded on the unpack's walk, then the deflate engine found by
+/// re-deflating the first 16 MiB with each candidate until one differs)
+/// against a plain `neff unpack` of the same NEFF.
+fn recovery_workload(neff: &Path, input: &Path, dir: &Path, bytes: u64) -> Workload {
+    let q = |p: PathBuf| quote(&p);
+    let (recovered, plain, header) = (
+        q(dir.join("recovered")),
+        q(dir.join("plain")),
+        q(dir.join("header.json")),
+    );
+    let name = input
+        .file_name()
+        .map_or(String::new(), |n| n.to_string_lossy().into_owned());
+    let (neff, input) = (quote(neff), quote(input));
+    let mut w = Workload::new(
+        &format!("(m) recover the framing of {name}"),
+        bytes,
+        ours(
+            "neff unpack --header-out",
+            format!("{neff} unpack {input} -o {recovered} --header-out {header} --force -q"),
+        ),
+    );
+    w.commands.push(theirs(
+        "neff unpack",
+        format!("{neff} unpack {input} -o {plain} --force -q"),
+    ));
+    w
+}
+
+/// The largest real compiler NEFF, when the folder is there.
+fn largest_real_neff() -> Result<Option<PathBuf>> {
+    let mut largest = None;
+    for path in real_neffs()? {
+        let len = fs::metadata(&path)?.len();
+        if largest.as_ref().is_none_or(|(l, _)| len > *l) {
+            largest = Some((len, path));
+        }
+    }
+    Ok(largest.map(|(_, p)| p))
 }
 
 /// The real compiler NEFFs (`../shared/real-neffs`, 11 KB to 1.5 MB).

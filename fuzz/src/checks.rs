@@ -472,3 +472,33 @@ fn framing_at(level: u32) -> neff_schema::Framing {
     framing.gzip.deflate.level = level;
     framing
 }
+
+/// `carrier`: any bytes, as a file named like a compile-cache HLO module and
+/// like a TorchScript zip. Finding the NEFFs it carries never panics; each
+/// one found lies inside the file where it says, copies out at its length,
+/// and opens as the loader reads it.
+pub fn carrier(data: &[u8]) {
+    let dir = tempfile::tempdir().expect("temp folder");
+    for name in ["wrapped_neff.hlo", "model.neuron"] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, data).expect("write the input");
+        let Ok(Some(neffs)) = neff_tools::carrier::carried(&path) else {
+            continue;
+        };
+        assert!(!neffs.is_empty(), "a carrier with no NEFF is an error");
+        for (i, neff) in neffs.iter().enumerate() {
+            assert_eq!((neff.index, neff.count), (i, neffs.len()));
+            if let Some(at) = neff.offset {
+                assert!(at + neff.len <= data.len() as u64, "{neff}");
+            }
+            let mut out = Vec::new();
+            if neff_tools::carrier::copy_out(&path, neff, &mut out).is_ok() {
+                assert_eq!(out.len() as u64, neff.len, "{neff}");
+                if let Some(at) = neff.offset {
+                    assert_eq!(&data[at as usize..][..out.len()], &out[..], "{neff}");
+                }
+            }
+            let _ = neff_tools::carrier::open_neff(&path, Some(i));
+        }
+    }
+}

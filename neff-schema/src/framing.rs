@@ -617,6 +617,101 @@ pub struct TarFraming {
     /// it takes the entry's fields and the name `././@LongLink`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub long_name: Option<LongNameFraming>,
+    /// The type flag of regular files, unless an entry says otherwise.
+    #[serde(default, skip_serializing_if = "FileType::is_default")]
+    pub file_type: FileType,
+    /// Whether directory entries' names end in `/` (every common writer's).
+    #[serde(default = "yes", skip_serializing_if = "is_yes")]
+    pub dir_slash: bool,
+    /// Where a POSIX ustar name over 100 bytes is split into prefix and name.
+    #[serde(default, skip_serializing_if = "UstarSplit::is_default")]
+    pub ustar_split: UstarSplit,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_yes(value: &bool) -> bool {
+    *value
+}
+
+/// The type flag a tar header gives a regular file.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum FileType {
+    /// `'0'` (POSIX, GNU, Python, libarchive).
+    #[default]
+    Zero,
+    /// NUL, the old (pre-POSIX) flag.
+    Nul,
+}
+
+impl FileType {
+    /// The flag's byte.
+    pub fn flag(self) -> u8 {
+        match self {
+            FileType::Zero => b'0',
+            FileType::Nul => 0,
+        }
+    }
+
+    /// The type of the flag `byte`, when it is a regular file's.
+    pub fn of(byte: u8) -> Option<FileType> {
+        match byte {
+            b'0' => Some(FileType::Zero),
+            0 => Some(FileType::Nul),
+            _ => None,
+        }
+    }
+
+    /// True for [`FileType::Zero`] (left out of JSON).
+    pub fn is_default(&self) -> bool {
+        *self == FileType::Zero
+    }
+}
+
+/// Where a ustar name over 100 bytes is split: at a `/`, the part before it
+/// in the 155-byte `prefix`, the part after in the 100-byte `name`.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum UstarSplit {
+    /// At the first `/` that leaves at most 100 bytes after it: the longest
+    /// name (libarchive, Python's `tarfile`).
+    #[default]
+    LongestName,
+    /// At the last `/` that leaves at most 155 bytes before it: the longest
+    /// prefix.
+    LongestPrefix,
+}
+
+impl UstarSplit {
+    /// Both rules.
+    pub const ALL: [UstarSplit; 2] = [UstarSplit::LongestName, UstarSplit::LongestPrefix];
+
+    /// True for [`UstarSplit::LongestName`] (left out of JSON).
+    pub fn is_default(&self) -> bool {
+        *self == UstarSplit::LongestName
+    }
+
+    /// `name` split into (prefix, name) by this rule; `None` when no `/`
+    /// gives parts that fit. A name of at most 100 bytes is not split.
+    pub fn split(self, name: &[u8]) -> Option<(&[u8], &[u8])> {
+        if name.len() <= 100 {
+            return Some((&[], name));
+        }
+        let fits = |i: usize| i > 0 && i <= 155 && name.len() - i - 1 <= 100;
+        let mut slashes = (0..name.len()).filter(|&i| name[i] == b'/');
+        let at = match self {
+            UstarSplit::LongestName => slashes.find(|&i| fits(i)),
+            UstarSplit::LongestPrefix => slashes.rev().find(|&i| fits(i)),
+        }?;
+        Some((&name[..at], &name[at + 1..]))
+    }
 }
 
 /// How a GNU long-name (`L`) header is written.
@@ -656,6 +751,8 @@ pub struct EntryFraming {
     /// How this entry's header numbers are written, when not as
     /// [`TarFraming::numbers`] says.
     pub numbers: Option<TarNumbers>,
+    /// This regular file's type flag, when not [`TarFraming::file_type`].
+    pub file_type: Option<FileType>,
 }
 
 /// A pax `x` header: its own header fields and its records.
@@ -827,6 +924,9 @@ impl FramingPreset {
                     record_size: 10240,
                     entries: Vec::new(),
                     long_name: None,
+                    file_type: FileType::Zero,
+                    dir_slash: true,
+                    ustar_split: UstarSplit::LongestName,
                 },
                 gzip: GzipFraming {
                     mtime: 0,
@@ -869,6 +969,9 @@ impl FramingPreset {
                     record_size: 512,
                     entries: Vec::new(),
                     long_name: None,
+                    file_type: FileType::Zero,
+                    dir_slash: true,
+                    ustar_split: UstarSplit::LongestName,
                 },
                 gzip: GzipFraming {
                     mtime: 0,
@@ -914,6 +1017,9 @@ impl FramingPreset {
                         record_size: 512,
                         entries: Vec::new(),
                         long_name: None,
+                        file_type: FileType::Zero,
+                        dir_slash: true,
+                        ustar_split: UstarSplit::LongestName,
                     },
                     gzip: GzipFraming {
                         mtime: 0,
@@ -982,6 +1088,52 @@ mod tests {
             HashLayoutPolicy::WordReversed.layouts(),
             &[HashLayout::WordReversed]
         );
+    }
+
+    #[test]
+    fn ustar_splits_take_the_longest_name_or_the_longest_prefix() {
+        let name = format!(
+            "{}/{}/{}/file",
+            "a".repeat(40),
+            "b".repeat(40),
+            "c".repeat(40)
+        );
+        let (p, n) = UstarSplit::LongestName.split(name.as_bytes()).unwrap();
+        assert_eq!((p.len(), n.len()), (40, 40 + 1 + 40 + 1 + 4));
+        let (p, n) = UstarSplit::LongestPrefix.split(name.as_bytes()).unwrap();
+        assert_eq!((p.len(), n.len()), (40 + 1 + 40 + 1 + 40, 4));
+        assert_eq!(
+            UstarSplit::LongestName.split(b"short"),
+            Some((&b""[..], &b"short"[..]))
+        );
+        assert_eq!(
+            UstarSplit::LongestName.split("x".repeat(101).as_bytes()),
+            None
+        );
+    }
+
+    #[test]
+    fn number_forms_read_back_what_they_write() {
+        for (field, value, form) in [
+            (&b"0000644\0"[..], 0o644, "7+nul"),
+            (b"000644 \0", 0o644, "6+space+nul"),
+            (b"007714\0\0", 0o7714, "6+nul+nul"),
+            (b"00000000152 ", 0o152, "11+space"),
+            (b"  644 \0\0", 0o644, "space+space+3+space+nul+nul"),
+            (b"\0\0\0\0\0\0\0\0", 0, "empty"),
+            (b"\x80\0\0\0\xb2\xd0\x5e\0", 3_000_000_000, "base256"),
+        ] {
+            let found = NumberForm::of(field, value).unwrap();
+            assert_eq!(found.to_string(), form);
+            assert_eq!(form.parse::<NumberForm>().unwrap(), found);
+            let mut again = vec![0u8; field.len()];
+            assert!(found.write(&mut again, value));
+            assert_eq!(again, field, "{form}");
+        }
+        // A field the value does not read back from is no form.
+        assert_eq!(NumberForm::of(b"0000645\0", 0o644), None);
+        assert_eq!(NumberForm::of(b"00006x4\0", 0o6), None);
+        assert!("7+tab".parse::<NumberForm>().is_err());
     }
 
     #[test]

@@ -179,9 +179,57 @@ pub struct TempFile {
     live: bool,
 }
 
+/// Refuses a target that exists and is neither a regular file nor a
+/// symlink (a device such as `/dev/null`, a FIFO, a socket, a folder): the
+/// rename into place would replace it with a file.
+fn refuse_special_target(path: &Path) -> io::Result<()> {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Ok(());
+    };
+    let kind = meta.file_type();
+    if kind.is_file() || kind.is_symlink() {
+        return Ok(());
+    }
+    let what = if kind.is_dir() {
+        "a folder"
+    } else {
+        special_kind(&kind)
+    };
+    Err(io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!(
+            "{} is {what}, not a regular file: outputs are written to a temp file renamed into place, which would replace it; name a file",
+            path.display()
+        ),
+    ))
+}
+
+/// What a file type that is neither a file, a folder nor a symlink is.
+fn special_kind(kind: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_char_device() {
+            return "a character device";
+        }
+        if kind.is_block_device() {
+            return "a block device";
+        }
+        if kind.is_fifo() {
+            return "a FIFO";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+    }
+    let _ = kind;
+    "not a regular file"
+}
+
 /// A temp file beside `path`, `.<name>.neff-tmp.<pid>.<n>`. The first one in
 /// a folder removes the stale temp files there.
 pub fn temp_beside(path: &Path) -> io::Result<TempFile> {
+    refuse_special_target(path)?;
     let dir = parent_dir(path);
     let name = path.file_name().and_then(|n| n.to_str()).ok_or_else(|| {
         io::Error::new(
@@ -383,6 +431,29 @@ mod tests {
             .collect();
         names.sort();
         names
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_or_a_folder_is_never_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let err = write_atomic(&fifo, b"x").unwrap_err();
+        assert!(
+            err.to_string().contains("is a FIFO, not a regular file"),
+            "{err}"
+        );
+        use std::os::unix::fs::FileTypeExt;
+        assert!(std::fs::symlink_metadata(&fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo());
+        let err = write_atomic(dir.path(), b"x").unwrap_err();
+        assert!(err.to_string().contains("is a folder"), "{err}");
+        assert_eq!(names(dir.path()), ["pipe"], "no temp file is left");
     }
 
     #[test]

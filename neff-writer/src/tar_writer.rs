@@ -14,7 +14,7 @@ use std::io::{self, Read, Write};
 
 use neff_schema::framing::{
     EntryFields, EntryFraming, FramingPreset, NumberForm, PaxFraming, TarFormat, TarFraming,
-    TarNumbers,
+    TarNumbers, UstarSplit,
 };
 
 /// Size of a tar block.
@@ -184,7 +184,8 @@ impl<W: Write> TarWriter<W> {
 
     /// Writes a directory entry; `name` has no trailing `/` (one is added).
     pub fn append_dir(&mut self, name: &str) -> io::Result<()> {
-        self.put_headers(&format!("{name}/"), TYPE_DIR, 0)
+        let slash = if self.framing.dir_slash { "/" } else { "" };
+        self.put_headers(&format!("{name}{slash}"), TYPE_DIR, 0)
     }
 
     /// Writes a file entry whose data is exactly `size` bytes read from `data`.
@@ -196,7 +197,14 @@ impl<W: Write> TarWriter<W> {
         data: &mut dyn Read,
         what: &str,
     ) -> io::Result<()> {
-        self.put_headers(name, TYPE_FILE, size)?;
+        let flag = self
+            .overrides
+            .get(name)
+            .and_then(|&i| self.framing.entries.get(i))
+            .and_then(|e| e.file_type)
+            .unwrap_or(self.framing.file_type)
+            .flag();
+        self.put_headers(name, flag, size)?;
         let mut buf = std::mem::take(&mut self.buf);
         if buf.is_empty() && size > 0 {
             buf = vec![0u8; 256 * 1024];
@@ -350,7 +358,7 @@ fn bad(msg: String) -> io::Error {
 pub fn encode_header(spec: &HeaderSpec<'_>, framing: &TarFraming) -> io::Result<[u8; BLOCK]> {
     let mut h = [0u8; BLOCK];
     let name = String::from_utf8_lossy(spec.name);
-    let (prefix, short) = split_name(spec.name, framing.format)
+    let (prefix, short) = split_name(spec.name, framing.format, framing.ustar_split)
         .ok_or_else(|| bad(format!("member name {name:?} does not fit a tar header")))?;
     h[..short.len()].copy_from_slice(short);
     h[345..345 + prefix.len()].copy_from_slice(prefix);
@@ -387,21 +395,16 @@ pub fn encode_header(spec: &HeaderSpec<'_>, framing: &TarFraming) -> io::Result<
     Ok(h)
 }
 
-/// Splits a name into (prefix, name) for ustar; GNU names stay whole (the
-/// caller writes an `L` record for long ones).
-fn split_name(name: &[u8], format: TarFormat) -> Option<(&[u8], &[u8])> {
+/// Splits a name into (prefix, name) for ustar, by `split`; GNU names stay
+/// whole (the caller writes an `L` record for long ones).
+fn split_name(name: &[u8], format: TarFormat, split: UstarSplit) -> Option<(&[u8], &[u8])> {
     if name.len() <= 100 {
         return Some((&[], name));
     }
     if format == TarFormat::Gnu {
         return None;
     }
-    // The last '/' that leaves at most 155 bytes before it and 100 after.
-    (0..name.len())
-        .rev()
-        .filter(|&i| name[i] == b'/')
-        .find(|&i| i <= 155 && name.len() - i - 1 <= 100 && i > 0)
-        .map(|i| (&name[..i], &name[i + 1..]))
+    split.split(name)
 }
 
 fn put_text(field: &mut [u8], text: &str, what: &str, name: &str) -> io::Result<()> {

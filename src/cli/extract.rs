@@ -64,10 +64,10 @@ pub fn run(args: ExtractArgs) -> Result<u8, Box<dyn std::error::Error>> {
         return Err("--output is required".into());
     };
     OutputGuard::new(output).check(&args.file)?;
+    // Errors name the carrier (reading) or the output (writing).
     write_atomic_from(output, args.fsync.fsync(), |out| {
         carrier::copy_out(&args.file, &neff, out).map(drop)
-    })
-    .map_err(|e| e.at_path(output))?;
+    })?;
     if args.json {
         print_json(&neff)?;
     } else if !args.quiet {

@@ -154,7 +154,7 @@ fn the_real_carriers_read_as_the_neff_inside() {
 }
 
 /// Two different NEFFs packed from the minimal model.
-fn two_neffs(tmp: &Path) -> [PathBuf; 2] {
+pub(crate) fn two_neffs(tmp: &Path) -> [PathBuf; 2] {
     let tree = tmp.join("model");
     write_model_tree(&tree);
     let out = |name: &str, framing: &str| {
@@ -175,7 +175,7 @@ fn two_neffs(tmp: &Path) -> [PathBuf; 2] {
     [out("a.neff", "gnu"), out("b.neff", "neuronx-cc-2.27")]
 }
 
-fn carrier(kind: &str, out: &Path, neffs: &[PathBuf]) {
+pub(crate) fn carrier(kind: &str, out: &Path, neffs: &[PathBuf]) {
     let run = Command::new("python3")
         .arg(SCRIPT)
         .arg(kind)

@@ -96,3 +96,33 @@ fn roundtrip_regressions() {
     );
     assert!(n >= 3, "only {n} saved roundtrip cases");
 }
+
+/// The `carrier` target's check on carriers from an independent writer and
+/// on 300 mutations of each (bytes flipped, cut short), deterministically
+/// spread over the file.
+#[test]
+fn carriers_and_their_mutations_hold_the_carrier_invariants() {
+    let tmp = tempfile::tempdir().unwrap();
+    let neffs = crate::carriers::two_neffs(tmp.path());
+    for kind in ["hlo", "zip-stored", "zip-deflated"] {
+        let path = tmp.path().join(format!("{kind}.bin"));
+        crate::carriers::carrier(kind, &path, &neffs);
+        let whole = std::fs::read(&path).unwrap();
+        let mut inputs = vec![(path.clone(), whole.clone())];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for i in 0..300 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let at = (state % whole.len() as u64) as usize;
+            let mut bytes = whole.clone();
+            match i % 3 {
+                0 => bytes[at] ^= 1 << (state % 8),
+                1 => bytes[at] = (state >> 8) as u8,
+                _ => bytes.truncate(at),
+            }
+            inputs.push((path.with_extension(format!("{i}")), bytes));
+        }
+        assert_eq!(replay(inputs, checks::carrier), 301);
+    }
+}

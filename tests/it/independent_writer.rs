@@ -1,7 +1,7 @@
 //! A NEFF whose tar, gzip and header come from an independent writer:
-//! Python's `tarfile` (GNU and pax formats, per-entry modes, owners and
-//! times, a uid only base-256 or a pax record can hold, long names, an order
-//! no sorting gives), `gzip` at levels no preset uses, with FNAME and MTIME,
+//! Python's `tarfile` (GNU, pax and ustar formats, per-entry modes, owners
+//! and times, a uid only base-256 or a pax record can hold, long names split
+//! or recorded, the old NUL type flag, an order no sorting gives), `gzip` at levels no preset uses, with FNAME and MTIME,
 //! and `hashlib` (`tests/scripts/independent_neff.py`). Its framing is read
 //! from the file as data, so `unpack --header-out` + `pack --header` and the
 //! lift (`unpack --spec` + `build`) give back the same bytes with no code
@@ -96,4 +96,42 @@ fn a_python_gnu_tar_gzip_level_5_neff_repacks_and_rebuilds_byte_for_byte() {
 #[test]
 fn a_python_pax_tar_gzip_level_9_neff_repacks_and_rebuilds_byte_for_byte() {
     round_trips("pax");
+}
+
+#[test]
+fn a_python_ustar_tar_with_old_type_flags_and_split_names_rebuilds_byte_for_byte() {
+    round_trips("ustar");
+}
+
+#[test]
+fn a_deflate_stream_no_engine_writes_is_named_by_its_file_bytes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, original) = (tmp.path().join("src"), tmp.path().join("rle.neff"));
+    tree(&src);
+    python_neff(&src, &original, "rle");
+    ok(&["verify", s(&original)]);
+    let header = tmp.path().join("header.json");
+    let report = ok(&[
+        "unpack",
+        s(&original),
+        "-o",
+        s(&tmp.path().join("tree")),
+        "--header-out",
+        s(&header),
+        "--json",
+    ]);
+    let report: serde_json::Value = serde_json::from_str(&report).unwrap();
+    assert_eq!(report["byte_identical_repack"], false, "{report:#}");
+    let notes = report["not_reproduced"].to_string();
+    // The stream starts after the 1024-byte NEFF header and the 10-byte gzip one.
+    let start = 1024 + 10;
+    assert!(
+        notes.contains(&format!("the deflate stream at file bytes {start}..")),
+        "{notes}"
+    );
+    assert_eq!(
+        report["not_reproduced"].as_array().unwrap().len(),
+        1,
+        "{notes}"
+    );
 }

@@ -2,7 +2,8 @@
 hashlib, in settings no preset of `neff` uses: the independent writer that
 shows a packager this project has never seen needs no new code.
 
-usage: independent_neff.py TREE OUT VARIANT   (VARIANT: gnu or pax)
+usage: independent_neff.py TREE OUT VARIANT   (VARIANT: gnu, pax, ustar or rle,
+the last deflated by zlib with its Z_RLE strategy, which no engine of neff writes)
 """
 
 import gzip
@@ -13,6 +14,7 @@ import struct
 import sys
 import tarfile
 import uuid
+import zlib
 
 tree, out, variant = sys.argv[1], sys.argv[2], sys.argv[3]
 
@@ -26,15 +28,19 @@ for root, dirs, files in os.walk(tree):
 # An order no sorting gives: the longest names first.
 paths.sort(key=lambda p: (-len(p), p))
 
-fmt = {"gnu": tarfile.GNU_FORMAT, "pax": tarfile.PAX_FORMAT}[variant]
+fmt = {"gnu": tarfile.GNU_FORMAT, "pax": tarfile.PAX_FORMAT, "ustar": tarfile.USTAR_FORMAT,
+       "rle": tarfile.GNU_FORMAT}[variant]
 tar_bytes = io.BytesIO()
 with tarfile.open(fileobj=tar_bytes, mode="w", format=fmt) as tar:
     for i, rel in enumerate(paths):
         full = os.path.join(tree, rel)
         info = tar.gettarinfo(full, arcname=rel)
         info.mode = (0o750 if info.isdir() else 0o640) if i % 3 else 0o600
-        # 3e9 does not fit 7 octal digits: base-256 (GNU) or a pax record.
-        info.uid = 3_000_000_000 if i % 2 else 501
+        # 3e9 does not fit 7 octal digits: base-256 (GNU) or a pax record;
+        # ustar holds octal only.
+        info.uid = (3_000_000_000 if variant != "ustar" else 2_000_000) if i % 2 else 501
+        if variant == "ustar" and info.isfile() and i % 2:
+            info.type = tarfile.AREGTYPE  # the old NUL type flag
         info.gid = 20 + i % 2
         info.uname = "builder" if i % 2 else "ci"
         info.gname = "staff"
@@ -44,7 +50,7 @@ with tarfile.open(fileobj=tar_bytes, mode="w", format=fmt) as tar:
         else:
             with open(full, "rb") as data:
                 tar.addfile(info, data)
-level = {"gnu": 5, "pax": 9}[variant]
+level = {"gnu": 5, "pax": 9, "ustar": 2, "rle": 6}[variant]
 payload = io.BytesIO()
 with gzip.GzipFile(
     filename="model.tar" if variant == "gnu" else "",
@@ -55,6 +61,10 @@ with gzip.GzipFile(
 ) as gz:
     gz.write(tar_bytes.getvalue())
 payload = payload.getvalue()
+if variant == "rle":
+    rle = zlib.compressobj(6, zlib.DEFLATED, -15, 8, zlib.Z_RLE)
+    deflated = rle.compress(tar_bytes.getvalue()) + rle.flush()
+    payload = payload[:10] + deflated + payload[-8:]
 if variant == "pax":
     payload += b"\0" * (-len(payload) % 512)
 

@@ -21,9 +21,9 @@ use std::path::Path;
 use flate2::bufread::DeflateDecoder;
 use neff_loader::{walk, EntryKind};
 use neff_schema::framing::{
-    Deflate, DeflateEngine, EntryFields, EntryFraming, Framing, FramingPreset, GzipFraming,
-    HashFraming, LongNameFraming, MemberOrder, NumberForm, Padding, PaxFraming, TarFormat,
-    TarFraming, TarNumbers, UuidRule,
+    Deflate, DeflateEngine, EntryFields, EntryFraming, FileType, Framing, FramingPreset,
+    GzipFraming, HashFraming, LongNameFraming, MemberOrder, NumberForm, Padding, PaxFraming,
+    TarFormat, TarFraming, TarNumbers, UstarSplit, UuidRule,
 };
 use neff_schema::header::Blob;
 use neff_schema::{HashLayout, NeffHeader, PkgVersion, Uuid, HEADER_LEN};
@@ -294,7 +294,8 @@ fn conclude(
                     mem_level: 8,
                 };
                 notes.push(format!(
-                    "the deflate stream ({len} bytes) is not what classic zlib (levels 1-9, memLevel 8 or 9) or this tool's parallel deflate writes; a repack writes zlib level {} instead, so the deflate stream, data_size and hash differ",
+                    "the deflate stream at file bytes {offset}..{} ({len} bytes) is not what classic zlib (levels 1-9, memLevel 8 or 9) or this tool's parallel deflate writes; a repack writes zlib level {} instead, so those bytes, data_size and the hash differ (the members, the tar framing and the gzip header are reproduced)",
+                    offset + len,
                     framing.gzip.deflate.level
                 ));
             }
@@ -461,6 +462,10 @@ struct Seen {
     pax: Option<PaxFraming>,
     /// How its header's numbers are written, when they can be written back.
     numbers: Option<TarNumbers>,
+    /// A regular file's type flag.
+    file_type: Option<FileType>,
+    /// A folder's: whether its stored name ends in `/`.
+    dir_slash: Option<bool>,
 }
 
 fn text_field(field: &[u8]) -> String {
@@ -567,6 +572,8 @@ pub(crate) struct TarRecorder {
     /// How the first GNU long-name header was written: with fixed fields,
     /// or (`None`) with its entry's.
     long_name: Option<Option<LongNameFraming>>,
+    /// Whether a split ustar name has told where the writer splits.
+    split_known: bool,
 }
 
 impl Default for TarRecorder {
@@ -579,6 +586,7 @@ impl Default for TarRecorder {
             mismatch_notes: Vec::new(),
             other_notes: Vec::new(),
             long_name: None,
+            split_known: false,
         }
     }
 }
@@ -724,11 +732,20 @@ impl TarRecorder {
             ))
         })?;
         let dir = entry.kind == EntryKind::Directory;
-        if (type_flag == b'5') != name.ends_with('/') || type_flag == 0 || type_flag == b'D' {
+        let file_type = FileType::of(type_flag).filter(|_| !dir);
+        if (dir && type_flag != b'5') || (!dir && file_type.is_none()) {
             self.other_notes.push(format!(
                 "the tar entry {name:?} has a type flag this tool does not write"
             ));
         }
+        // A folder is keyed with its `/`; whether its header has one is a
+        // convention of the writer, recorded apart.
+        let dir_slash = dir.then(|| name.ends_with('/'));
+        let stored_name = name.clone();
+        let name = match dir_slash {
+            Some(false) => format!("{name}/"),
+            _ => name,
+        };
         if name.starts_with("./") || name.starts_with('/') {
             self.other_notes.push(format!(
                 "the tar entry name {name:?} is not written this way"
@@ -738,17 +755,44 @@ impl TarRecorder {
         let has_pax_path = pax
             .as_ref()
             .is_some_and(|p: &PaxFraming| p.records.iter().any(|(k, _)| k == "path"));
-        let long = has_pax_path || (name.len() > 100 && self.framing.format == TarFormat::Gnu);
+        let long =
+            has_pax_path || (stored_name.len() > 100 && self.framing.format == TarFormat::Gnu);
         let written_name = if long {
-            &name.as_bytes()[..name.len().min(100)]
+            &stored_name.as_bytes()[..stored_name.len().min(100)]
         } else {
-            name.as_bytes()
+            stored_name.as_bytes()
         };
+        if !long && written_name.len() > 100 && !self.split_known {
+            // The first split name tells where this writer splits.
+            let stored = (
+                text_field(&own.block[fields::PREFIX.range()]),
+                text_field(&own.block[fields::NAME.range()]),
+            );
+            let by = |rule: UstarSplit| {
+                rule.split(written_name).map(|(p, n)| {
+                    (
+                        String::from_utf8_lossy(p).into_owned(),
+                        String::from_utf8_lossy(n).into_owned(),
+                    )
+                })
+            };
+            if let Some(rule) = UstarSplit::ALL
+                .into_iter()
+                .find(|&r| by(r) == Some(stored.clone()))
+            {
+                self.framing.ustar_split = rule;
+                self.split_known = true;
+            }
+        }
         let (mode, entry_fields) = fields_of(&own.block);
         let numbers = numbers_of(&own.block);
         let spec = HeaderSpec {
             name: written_name,
-            type_flag: if dir { b'5' } else { b'0' },
+            type_flag: if dir {
+                b'5'
+            } else {
+                file_type.unwrap_or(FileType::Zero).flag()
+            },
             size: entry.size.max(0) as u64,
             fields: &entry_fields,
             mode,
@@ -760,6 +804,8 @@ impl TarRecorder {
         }
         self.seen.push(Seen {
             numbers,
+            file_type,
+            dir_slash,
             name,
             dir,
             mode,
@@ -880,6 +926,12 @@ fn finish_entries(tar: &mut TarFraming, seen: Vec<Seen>) {
     if let Some(v) = most_common(all().filter_map(|s| s.numbers)) {
         tar.numbers = v;
     }
+    if let Some(v) = most_common(files().filter_map(|s| s.file_type)) {
+        tar.file_type = v;
+    }
+    if let Some(v) = most_common(dirs().filter_map(|s| s.dir_slash)) {
+        tar.dir_slash = v;
+    }
     let names: Vec<&str> = seen.iter().map(|s| s.name.as_str()).collect();
     tar.directories = seen.iter().any(|s| s.dir);
     tar.order = [MemberOrder::Sorted, MemberOrder::NeffJsonLast]
@@ -889,6 +941,7 @@ fn finish_entries(tar: &mut TarFraming, seen: Vec<Seen>) {
     let defaults = tar.defaults.clone();
     let numbers = tar.numbers;
     let own_numbers = |n: Option<TarNumbers>| n.filter(|&n| n != numbers);
+    let file_type = tar.file_type;
     tar.entries = seen
         .into_iter()
         .filter_map(|s| {
@@ -909,6 +962,7 @@ fn finish_entries(tar: &mut TarFraming, seen: Vec<Seen>) {
                     ..p
                 }),
                 numbers: own_numbers(s.numbers),
+                file_type: s.file_type.filter(|&t| t != file_type),
                 name: s.name,
             };
             let plain = e.mode.is_none()
@@ -918,7 +972,8 @@ fn finish_entries(tar: &mut TarFraming, seen: Vec<Seen>) {
                 && e.gname.is_none()
                 && e.mtime.is_none()
                 && e.pax.is_none()
-                && e.numbers.is_none();
+                && e.numbers.is_none()
+                && e.file_type.is_none();
             (tar.order == MemberOrder::Listed || !plain).then_some(e)
         })
         .collect();
