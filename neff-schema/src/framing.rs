@@ -947,51 +947,40 @@ impl FramingPreset {
                 },
                 uuid: UuidRule::Sha256,
             },
-            FramingPreset::NeuronxCc227 => Framing {
-                tar: TarFraming {
-                    format: TarFormat::Ustar,
-                    numbers: TarNumbers {
-                        checksum: NumberForm::octal(6, Terminator::NUL_NUL),
-                        ..TarNumbers::GNU
+            // GNU tar's numbers and gzip header, the rest as 2.27 writes.
+            FramingPreset::NeuronxCc227 => {
+                let gnu = FramingPreset::Gnu.framing();
+                Framing {
+                    tar: TarFraming {
+                        format: TarFormat::Ustar,
+                        numbers: TarNumbers {
+                            checksum: NumberForm::octal(6, Terminator::NUL_NUL),
+                            ..TarNumbers::GNU
+                        },
+                        directories: false,
+                        defaults: EntryFields {
+                            uname: String::new(),
+                            gname: String::new(),
+                            ..gnu.tar.defaults
+                        },
+                        record_size: 512,
+                        ..gnu.tar
                     },
-                    directories: false,
-                    order: MemberOrder::Sorted,
-                    defaults: EntryFields {
-                        mode: 0o644,
-                        dir_mode: 0o755,
-                        uid: 0,
-                        gid: 0,
-                        uname: String::new(),
-                        gname: String::new(),
-                        mtime: 0,
+                    gzip: GzipFraming {
+                        deflate: Deflate {
+                            engine: DeflateEngine::Zlib,
+                            level: 1,
+                            mem_level: 8,
+                        },
+                        ..gnu.gzip
                     },
-                    end_blocks: 2,
-                    record_size: 512,
-                    entries: Vec::new(),
-                    long_name: None,
-                    file_type: FileType::Zero,
-                    dir_slash: true,
-                    ustar_split: UstarSplit::LongestName,
-                },
-                gzip: GzipFraming {
-                    mtime: 0,
-                    xfl: 0,
-                    os: 3,
-                    fname: None,
-                    fextra: None,
-                    deflate: Deflate {
-                        engine: DeflateEngine::Zlib,
-                        level: 1,
-                        mem_level: 8,
+                    hash: HashFraming {
+                        layout: HashLayout::Standard,
+                        tail: Blob([0; 16]),
                     },
-                    padding: Padding::None,
-                },
-                hash: HashFraming {
-                    layout: HashLayout::Standard,
-                    tail: Blob([0; 16]),
-                },
-                uuid: UuidRule::Hash,
-            },
+                    uuid: UuidRule::Hash,
+                }
+            }
             FramingPreset::NeuronxCc | FramingPreset::NeuronxCc216 => {
                 let last = self == FramingPreset::NeuronxCc;
                 Framing {
