@@ -17,6 +17,12 @@ use flate2::{Decompress, FlushDecompress, Status};
 
 use crate::block_pool::BLOCK;
 
+/// Whether a header with FEXTRA set of which `read` bytes were read got its
+/// 2-byte XLEN (the 10 fixed bytes and XLEN: 12).
+fn header_has_xlen(flags: u8, read: u64) -> bool {
+    flags & 0x04 != 0 && read >= 12
+}
+
 /// True when `prefix` starts like a gzip member libarchive would bid on:
 /// `1f 8b`, CM 8, and no reserved flag bits.
 pub fn looks_like_gzip(prefix: &[u8]) -> bool {
@@ -316,6 +322,19 @@ impl<R: BufRead> GzipReader<R> {
         if complete && flags & 0x02 != 0 {
             complete = take(self, 2, &mut None)?;
         }
+        if !complete && flags & 0x1a == 0 && header_has_xlen(flags, self.compressed_offset - start)
+        {
+            // libarchive's header check asks for FEXTRA's length but not its
+            // bytes: with no field after it, the header passes, and the
+            // inflate that follows finds no input (`consume_header`).
+            return Err(invalid(
+                GzipErrorKind::Truncated,
+                start,
+                format!(
+                    "truncated gzip input: FEXTRA of the member header at compressed offset {start} runs past the data"
+                ),
+            ));
+        }
         if !complete {
             return not_a_member(format!(
                 "truncated gzip input: the member header at compressed offset {start} does not end in the data"
@@ -587,6 +606,33 @@ mod tests {
         assert!(err.contains("gzip decompression failed"), "{err}");
         assert!(!looks_like_gzip(b"\x1f\x8b\x08\xe0"));
         assert!(looks_like_gzip(b"\x1f\x8b\x08\x00"));
+    }
+
+    #[test]
+    fn a_trailing_header_ends_the_stream_or_fails_as_libarchive_decides() {
+        let data = gz(&vec![7u8; 1000]);
+        let with = |tail: &[u8]| inflate(&[&data[..], tail].concat());
+        // Not a header libarchive bids on, or one whose FNAME, FCOMMENT or
+        // FHCRC runs past the data: the stream ends quietly there.
+        for tail in [
+            &b"\x1f\x8b\x08"[..],
+            b"\x1f\x8b\x08\x20\0\0\0\0\0\x03",
+            b"\x1f\x8b\x08\x08\0\0\0\0\0\x03name",
+            b"\x1f\x8b\x08\x0c\0\0\0\0\0\x03\x05\0ab",
+            b"\x1f\x8b\x08\x04\0\0\0\0\0\x03\x05",
+        ] {
+            assert_eq!(with(tail).unwrap(), vec![7u8; 1000], "{tail:?}");
+        }
+        // FEXTRA alone whose bytes run past the data passes libarchive's
+        // header check; the inflate after it finds no input.
+        let err = with(b"\x1f\x8b\x08\x04\0\0\0\0\0\x03\x05\0ab").unwrap_err();
+        assert!(
+            err.to_string().contains("truncated gzip input: FEXTRA"),
+            "{err}"
+        );
+        // So does a bare 10-byte header.
+        let err = with(b"\x1f\x8b\x08\0\0\0\0\0\0\x03").unwrap_err();
+        assert!(err.to_string().contains("truncated gzip input"), "{err}");
     }
 
     /// Reads `data` `size` bytes at a time: what came before the first

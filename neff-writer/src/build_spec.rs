@@ -25,7 +25,10 @@ use crate::header_options::{HeaderFile, HeaderPatch, UuidChoice};
 use crate::lift::{Model, PayloadMember, WeightEdit};
 use crate::PackSettings;
 
-/// A model to build: its subgraphs, extra members and packaging.
+/// A model to build: its subgraphs, extra members and packaging. In a spec
+/// file, a blob's path resolves against the spec's folder and must lie in it
+/// (`neff build --blob-root DIR` names another folder a blob may come from):
+/// a spec cannot read files elsewhere. Paths given in code are used as given.
 #[derive(Debug, Default, Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BuildSpec {
@@ -517,6 +520,54 @@ pub fn parse_uuid(text: &str) -> Result<UuidChoice, String> {
     text.parse::<Uuid>()
         .map(UuidChoice::Explicit)
         .map_err(|e| e.to_string())
+}
+
+/// Refuses a spec file's blob whose path, resolved against `base` (the
+/// spec's folder) with every symlink followed, lies neither under `base` nor
+/// under one of `roots`: a spec from elsewhere (a pull request, a fuzzer)
+/// cannot read files outside the folders its user names. A path that does
+/// not resolve is left to the build, which says it cannot be read.
+pub fn confine_blobs(spec: &mut BuildSpec, base: &Path, roots: &[PathBuf]) -> Result<(), Error> {
+    let allowed: Vec<PathBuf> = std::iter::once(base)
+        .chain(roots.iter().map(PathBuf::as_path))
+        .filter_map(|root| std::fs::canonicalize(root).ok())
+        .collect();
+    let check = |key: &str, blob: &Blob| -> Result<(), Error> {
+        let Blob::Path(path) = blob else {
+            return Ok(());
+        };
+        let Ok(real) = std::fs::canonicalize(base.join(path)) else {
+            return Ok(());
+        };
+        if allowed.iter().any(|root| real.starts_with(root)) {
+            return Ok(());
+        }
+        invalid(
+            key,
+            format!(
+                "{} lies outside the spec's folder {}: pass --blob-root with a folder that holds it to read it",
+                path.display(),
+                base.display()
+            ),
+        )
+    };
+    for (i, member) in spec.payload.iter().enumerate() {
+        let key = format!("payload[{i}]");
+        if let crate::lift::Content::Data(blob) = &member.content {
+            check(&key, blob)?;
+        }
+        if let Some(source) = &member.source {
+            check(&format!("{key}.source"), source)?;
+        }
+    }
+    for (i, edit) in spec.weights.iter().enumerate() {
+        check(&format!("weights[{i}].npy"), &edit.npy)?;
+    }
+    // The builder form's blobs, each put back as it was.
+    spec.resolve_blobs(&mut |key, blob| {
+        check(key, &blob)?;
+        Ok(Data::Blob(blob))
+    })
 }
 
 /// A blob's data: a path relative to `base` (checked to be a regular file,

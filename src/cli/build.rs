@@ -42,12 +42,20 @@ pub struct BuildArgs {
     /// that disagree); the output still goes through the loader's gates.
     #[arg(long)]
     unchecked: bool,
+    /// A folder blobs may be read from besides the spec's own (repeatable).
+    /// Without it, a blob path that leads out of the spec's folder (`..`, an
+    /// absolute path, a symlink) is refused: a spec cannot read other files.
+    #[arg(long, value_name = "DIR")]
+    blob_root: Vec<PathBuf>,
     #[command(flatten)]
     write: WriteArgs,
 }
 
 pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
     let mut spec = read_spec(&args.spec)?;
+    let base = neff::writer::fs::parent_dir(&args.spec);
+    neff::writer::build_spec::confine_blobs(&mut spec, base, &args.blob_root)
+        .map_err(|e| in_spec(e, &args.spec))?;
     if spec.is_lifted() {
         return run_lifted(spec, &args);
     }

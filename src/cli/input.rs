@@ -7,7 +7,7 @@
 //! the disk holds one copy until the process ends.
 
 use std::fs::File;
-use std::io::{self, BufReader, IsTerminal, Seek, SeekFrom};
+use std::io::{self, BufReader, IsTerminal, Read, Seek, SeekFrom, Write};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
@@ -160,9 +160,38 @@ fn resolve_with(
     })
 }
 
-/// Stdin copied into a named temp file (removed when dropped), for commands
-/// that read their input by path.
-pub fn spool_stdin() -> io::Result<tempfile::NamedTempFile> {
+/// The most a NEFF read from a pipe may declare (header and payload): 64 GiB.
+pub const STDIN_MAX: u64 = 64 << 30;
+
+/// Stdin spooled for the commands that read their input by path: an unnamed
+/// temp file (nothing is left behind, even after SIGKILL) named through
+/// `/proc/self/fd` on Linux; a named one removed when dropped elsewhere.
+#[derive(Debug)]
+pub struct Spooled {
+    #[cfg(target_os = "linux")]
+    file: File,
+    #[cfg(not(target_os = "linux"))]
+    file: tempfile::NamedTempFile,
+}
+
+impl Spooled {
+    /// A path that opens the spool.
+    pub fn path(&self) -> PathBuf {
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::AsRawFd;
+            PathBuf::from(format!("/proc/self/fd/{}", self.file.as_raw_fd()))
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            self.file.path().to_path_buf()
+        }
+    }
+}
+
+/// Stdin's NEFF copied into a temp file ([`Spooled`]), for commands that
+/// read their input by path; read as [`spool_neff`] reads it.
+pub fn spool_stdin() -> io::Result<Spooled> {
     let stdin = io::stdin();
     if stdin.is_terminal() {
         return Err(io::Error::new(
@@ -170,9 +199,46 @@ pub fn spool_stdin() -> io::Result<tempfile::NamedTempFile> {
             "stdin is a terminal: redirect a NEFF into it (`neff unpack - -o DIR < FILE`)",
         ));
     }
-    let mut spool = tempfile::NamedTempFile::new()?;
-    io::copy(&mut stdin.lock(), spool.as_file_mut())?;
-    Ok(spool)
+    #[cfg(target_os = "linux")]
+    {
+        let mut file = tempfile::tempfile()?;
+        spool_neff(&mut stdin.lock(), &mut file)?;
+        Ok(Spooled { file })
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let mut file = tempfile::NamedTempFile::new()?;
+        spool_neff(&mut stdin.lock(), file.as_file_mut())?;
+        Ok(Spooled { file })
+    }
+}
+
+/// Copies one NEFF from the stream `from` into `to`: its 1024-byte header,
+/// then the `data_size` bytes the header declares and nothing after them
+/// (the runtime reads no further; a stream that goes on is not drained). A
+/// header declaring more than [`STDIN_MAX`] is refused; a stream that ends
+/// early is copied as it is, for the loader to say what is missing.
+pub fn spool_neff(from: &mut dyn Read, to: &mut File) -> io::Result<u64> {
+    let header_len = neff::schema::HEADER_LEN as u64;
+    let mut header = Vec::with_capacity(header_len as usize);
+    from.take(header_len).read_to_end(&mut header)?;
+    to.write_all(&header)?;
+    let mut copied = header.len() as u64;
+    if copied == header_len {
+        let data_size = u64::from_le_bytes(header[16..24].try_into().unwrap_or_default());
+        if data_size > STDIN_MAX - header_len {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "stdin: the header's data_size {data_size} is over the {} GiB read from a pipe; name the file instead",
+                    STDIN_MAX >> 30
+                ),
+            ));
+        }
+        copied += io::copy(&mut from.take(data_size), to)?;
+    }
+    to.seek(SeekFrom::Start(0))?;
+    Ok(copied)
 }
 
 /// Stdin as a seekable file: itself when it is one, else spooled.
@@ -191,7 +257,6 @@ fn stdin_file() -> io::Result<File> {
     // A file in the temp folder with no name (O_TMPFILE where there is one).
     let mut spool = tempfile::tempfile()
         .map_err(|e| io::Error::new(e.kind(), format!("cannot spool stdin to a temp file: {e}")))?;
-    io::copy(&mut file, &mut spool)?;
-    spool.seek(SeekFrom::Start(0))?;
+    spool_neff(&mut file, &mut spool)?;
     Ok(spool)
 }

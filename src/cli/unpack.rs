@@ -115,9 +115,9 @@ pub fn run(mut args: UnpackArgs) -> Result<u8, Box<dyn std::error::Error>> {
     // The unpack reads the file by path (twice, for --spec): stdin is spooled
     // to a temp file, which errors name as <stdin>.
     let spool = super::input::spool_stdin()?;
-    args.file = spool.path().to_path_buf();
+    args.file = spool.path();
     let stdin = super::input::STDIN_NAME;
-    unpack(args, stdin).map_err(|e| named_as(e, spool.path(), stdin))
+    unpack(args, stdin).map_err(|e| named_as(e, &spool.path(), stdin))
 }
 
 /// An error about the spool at `spooled` names `shown` (`<stdin>`, the
@@ -291,8 +291,18 @@ fn unpack(args: UnpackArgs, shown: &str) -> Result<u8, Box<dyn std::error::Error
                 true => format!(" byte for byte{}", proof_caveat(r)),
                 false => " (not byte for byte: the framing cannot be reproduced)".into(),
             };
+            // build reads blobs from the spec's folder only, unless told.
+            let spec_dir = neff::writer::fs::parent_dir(path);
+            let inside = match (spec_dir.canonicalize(), args.output.canonicalize()) {
+                (Ok(dir), Ok(tree)) => tree.starts_with(dir),
+                _ => true,
+            };
+            let root = match inside {
+                true => String::new(),
+                false => format!(" --blob-root {}", args.output.display()),
+            };
             eprintln!(
-                "wrote {}: {members} members, {typed} of them typed manifests; `neff build {} -o OUT{keep}` rebuilds this NEFF{exact}",
+                "wrote {}: {members} members, {typed} of them typed manifests; `neff build {} -o OUT{keep}{root}` rebuilds this NEFF{exact}",
                 path.display(),
                 path.display(),
             );

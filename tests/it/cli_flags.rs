@@ -131,7 +131,17 @@ fn feature_bits_take_names_numbers_and_both() {
     fs::write(&spec, value.to_string()).unwrap();
     std::os::unix::fs::symlink(example("allreduce"), dir.path().join("allreduce")).unwrap();
     let built = dir.path().join("b.neff");
-    let r = neff(&["build", s(&spec), "-o", s(&built), "-q"]);
+    // The link leads out of the spec's folder: the build names that root.
+    let root = example("allreduce");
+    let r = neff(&[
+        "build",
+        s(&spec),
+        "-o",
+        s(&built),
+        "-q",
+        "--blob-root",
+        s(&root),
+    ]);
     assert_eq!(code(&r), 0, "{}", text(&r.stderr));
     assert_eq!(feature_bits(&built), 0x1002);
     fs::write(&header, r#"{"feature_bits": "dge,nope"}"#).unwrap();
@@ -473,7 +483,16 @@ fn json_prints_one_document_on_failure() {
     fs::write(&spec, value.to_string()).unwrap();
     // The spec's blobs are relative to it: give it the example's folder.
     std::os::unix::fs::symlink(example("allreduce"), d.join("allreduce")).unwrap();
-    let r = neff(&["build", "--json", s(&spec), "-o", s(&out)]);
+    let root = example("allreduce");
+    let r = neff(&[
+        "build",
+        "--json",
+        s(&spec),
+        "-o",
+        s(&out),
+        "--blob-root",
+        s(&root),
+    ]);
     assert_eq!(code(&r), 1, "{}", text(&r.stderr));
     let doc = one_json(&r);
     assert_eq!(doc["written"], false);

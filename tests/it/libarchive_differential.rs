@@ -1095,6 +1095,23 @@ mod dialects {
                 format!("{label}: a partial second header"),
                 [&gz[..], &[0x1f, 0x8b, 8, 0, 0][..]].concat(),
             ));
+            // After the member, headers libarchive ends on or fails on: a
+            // FEXTRA running past the data (alone: fails; with FNAME:
+            // ends), a bare 10-byte header (fails), a cut FNAME (ends).
+            for (what, tail) in [
+                (
+                    "FEXTRA past the end",
+                    &b"\x1f\x8b\x08\x04\0\0\0\0\0\x03\x05\0ab"[..],
+                ),
+                (
+                    "FEXTRA+FNAME past the end",
+                    b"\x1f\x8b\x08\x0c\0\0\0\0\0\x03\x05\0ab",
+                ),
+                ("a bare header", b"\x1f\x8b\x08\0\0\0\0\0\0\x03"),
+                ("a cut FNAME", b"\x1f\x8b\x08\x08\0\0\0\0\0\x03name"),
+            ] {
+                c.push((format!("{label}: {what} after"), [&gz[..], tail].concat()));
+            }
             let mut flipped = gz.clone();
             flipped[n / 2] ^= 0x55;
             c.push((format!("{label}: damaged deflate"), flipped));

@@ -34,6 +34,8 @@ mod real_neffs;
 mod recover;
 mod schemas;
 mod smoke;
+mod spec_blobs;
+mod stdin_bounds;
 mod stream_check;
 mod unpack_one_pass;
 mod verify_many;

@@ -197,10 +197,12 @@ fn check_entry(raw: &[u8], kind: EntryKind) -> Result<(), Error> {
             kind.name()
         )));
     }
-    if name.starts_with('/') || name.starts_with('\\') {
+    // The checks read the raw bytes: the escaped text shown in messages
+    // starts with `\\` for a name whose first byte is a control byte.
+    if matches!(raw.first(), Some(b'/' | b'\\')) {
         return Err(refuse(format!("entry {name} has an absolute name")));
     }
-    if name.split(['/', '\\']).any(|c| c == "..") {
+    if raw.split(|&b| b == b'/' || b == b'\\').any(|c| c == b"..") {
         return Err(refuse(format!("entry {name} has a .. component")));
     }
     Ok(())
@@ -249,5 +251,22 @@ fn component_os(c: &[u8]) -> Option<&Path> {
     match std::str::from_utf8(c) {
         Ok(s) if !s.contains(['\\', ':']) => Some(Path::new(s)),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_checked_on_their_raw_bytes() {
+        // A first byte that is a control byte, DEL or not UTF-8 is shown
+        // escaped (`\u{1}`, `\x7f`, `\xff`) but is no absolute name.
+        for raw in [&b"\x01abc"[..], b"\x7fabc", b"\xffabc", b"a\x02/b"] {
+            assert!(check_entry(raw, EntryKind::File).is_ok(), "{raw:?}");
+        }
+        for raw in [&b"/abc"[..], b"\\abc", b"a/../b", b"a\\..\\b", b".."] {
+            assert!(check_entry(raw, EntryKind::File).is_err(), "{raw:?}");
+        }
     }
 }
