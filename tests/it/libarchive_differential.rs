@@ -282,6 +282,19 @@ mod dialects {
         let mut c: Vec<(String, Vec<u8>)> = Vec::new();
         let mut add = |name: &str, tail: Vec<u8>| c.push((name.to_string(), archive(&tail)));
         add("plain", Vec::new());
+        // A hard link of size 0 takes its file type from its mode: with a
+        // directory's mode libarchive reads a directory (not an empty member
+        // over the file); with a file's, a hard link.
+        for (label, mode) in [("directory", b"0040755\0"), ("file", b"0100644\0")] {
+            let mut link = header(b"x.bin", b'1', 0, USTAR);
+            link[100..108].copy_from_slice(mode);
+            link[157..162].copy_from_slice(b"x.bin");
+            fix_checksum(&mut link);
+            add(
+                &format!("a hard link with a {label}'s mode"),
+                [file(b"x.bin"), link.to_vec()].concat(),
+            );
+        }
         // pax records: (label, special header kind, its body, what follows).
         let specials: Vec<(&str, u8, Vec<u8>, Vec<u8>)> = vec![
             (

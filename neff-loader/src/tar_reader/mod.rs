@@ -559,6 +559,10 @@ impl<R: BufRead> TarReader<R> {
             b'5' | b'D' => EntryKind::Directory,
             b'2' => EntryKind::Symlink,
             b'1' if size > 0 && self.hardlink_keeps_size(block) => EntryKind::File,
+            // libarchive sets the file type from the mode's S_IFMT bits and
+            // keeps it for a hard link that has no data: a directory's mode
+            // makes a directory (`header_common`).
+            b'1' if mode_is_directory(block) => EntryKind::Directory,
             b'1' => EntryKind::Hardlink,
             b'3' | b'4' | b'6' => EntryKind::Special,
             _ => EntryKind::File,
@@ -869,6 +873,13 @@ pub fn display_name(name: &[u8]) -> String {
     format!("{cut}…({} bytes)", name.len())
 }
 
+/// Whether the header's mode field carries a directory's file type bits
+/// (`S_IFDIR`, 0o040000, under the `S_IFMT` mask 0o170000).
+fn mode_is_directory(block: &[u8; BLOCK]) -> bool {
+    let mode = number::header_field(&block[fields::MODE.range()]);
+    mode & 0o170000 == 0o040000
+}
+
 /// Renders a byte name for messages: UTF-8 as is, other bytes as `\xNN`.
 pub fn escape_name(name: &[u8]) -> String {
     if let Ok(text) = std::str::from_utf8(name) {
@@ -1009,6 +1020,21 @@ mod tests {
                 (EntryKind::File, 1)
             ]
         );
+    }
+
+    #[test]
+    fn a_hard_link_without_data_takes_its_type_from_its_mode() {
+        let with_mode = |mode: &[u8; 8]| {
+            let mut h = header("x.bin", b'1', b"00000000000\0", GNU);
+            h[100..108].copy_from_slice(mode);
+            h[148..156].copy_from_slice(b"        ");
+            let sum: u32 = h.iter().map(|&b| u32::from(b)).sum();
+            h[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+            h
+        };
+        let data = archive(&[&with_mode(b"0040755\0"), &with_mode(b"0100644\0")]);
+        let kinds: Vec<_> = entries(&data).unwrap().iter().map(|(e, _)| e.kind).collect();
+        assert_eq!(kinds, vec![EntryKind::Directory, EntryKind::Hardlink]);
     }
 
     #[test]
