@@ -1129,7 +1129,9 @@ fn payload_stream_tallied<'a, R: Read + 'a>(
     Ok(if gzip {
         let tally = MemberTally::default();
         let reader = GzipReader::new(BlockReader::new(chained)).with_tally(tally.clone());
-        (Compression::Gzip, Box::new(reader), Some(tally))
+        // libarchive bids its filters again on each filter's output.
+        let (reader, _layers) = crate::filter_chain::stack_gzip(Box::new(reader))?;
+        (Compression::Gzip, reader, Some(tally))
     } else {
         let reader = BlockReader::new(chained);
         (Compression::None, Box::new(reader), None)

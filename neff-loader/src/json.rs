@@ -7,8 +7,8 @@
 //! * A document holds at most [`MAX_NODES`] values and [`MAX_TEXT`] bytes of
 //!   keys and strings; past either, parsing stops with an error naming the
 //!   limit. Nesting is read up to simdjson's default depth of 1024 by the
-//!   scanner (serde_json, the fallback for text the scanner does not take,
-//!   stops at its recursion limit of 128), so hostile input cannot overflow
+//!   scanner and by serde_json, the fallback for text the scanner does not
+//!   take (its own limit of 128 lifted, the depth checked here), so hostile input cannot overflow
 //!   the stack.
 //! * A value takes 16 bytes, plus 4 for each array element or object member,
 //!   plus its text. Members are kept sorted by key (the order serde_json's
@@ -177,6 +177,9 @@ fn build<'de, R: serde_json::de::Read<'de>>(
         budget,
         ..Builder::default()
     };
+    // The depth is held to the scanner's in `Builder::open`; the loader's
+    // threads have the stack for it (`LOAD_STACK`).
+    de.disable_recursion_limit();
     match Seed(&mut b).deserialize(&mut *de).and_then(|()| de.end()) {
         Ok(()) => Ok((b.doc, b.dups)),
         Err(error) => Err(ParseError {
@@ -316,6 +319,14 @@ impl Builder {
     }
 
     fn open(&mut self, object: bool) -> Result<(), String> {
+        // simdjson's default depth, as the scanner reads it: one limit for
+        // every path (serde_json's own 128 is lifted for this).
+        if self.frames.len() >= scan::MAX_DEPTH {
+            return Err(format!(
+                "recursion limit exceeded: nesting deeper than {} levels",
+                scan::MAX_DEPTH
+            ));
+        }
         let at = self.push(Node::Null)? as usize;
         self.frames.push(Frame {
             at,
@@ -1024,6 +1035,36 @@ mod tests {
         assert_eq!(verdicts, [true, true, true, false]);
         let obj = format!("{}1{}", "{\"a\":".repeat(1024), "}".repeat(1024));
         assert!(parse(obj.as_bytes(), Budget::full()).is_ok());
+    }
+
+    /// The fallback (taken for a repeated key, which the scanner leaves to
+    /// it) reads the same depths: one verdict whatever path reads it.
+    #[test]
+    fn the_fallback_reads_as_deep_as_the_scanner() {
+        let deep = |depth: usize| {
+            format!(
+                "{{\"k\":1,\"k\":2,\"d\":{}{}}}",
+                "[".repeat(depth),
+                "]".repeat(depth)
+            )
+        };
+        let verdicts = std::thread::Builder::new()
+            .stack_size(16 << 20)
+            .spawn(move || {
+                [129, 1000, 1023, 1024].map(|d| {
+                    let text = deep(d);
+                    let fast = scan::scan(text.as_bytes(), &mut Builder::default()).is_ok();
+                    (fast, parse(text.as_bytes(), Budget::full()).is_ok())
+                })
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        // The object's own level counts: 1023 arrays inside it fill 1024.
+        assert_eq!(
+            verdicts,
+            [(false, true), (false, true), (false, true), (false, false)]
+        );
     }
 
     #[test]

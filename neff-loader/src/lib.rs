@@ -44,6 +44,7 @@ mod block_pool;
 mod container;
 mod digest;
 mod error;
+mod filter_chain;
 mod gate;
 mod gzip_reader;
 pub mod inputs;
@@ -98,6 +99,7 @@ pub use tar_reader::{Dialect, Entry, EntryKind, TarReader};
 pub mod walk {
     pub use crate::container::{run_into as walk_entries, EntrySink, Tier1, INDEX_PER_STORED_BYTE};
     pub use crate::digest::{matching_layout, Digester};
+    pub use crate::filter_chain::{gzip_layers, MAX_FILTERS};
     pub use crate::gzip_reader::{
         looks_like_gzip, FirstMember, GzipMemberHeader, GzipReader, MAX_RECORDED_TEXT,
     };

@@ -1142,6 +1142,21 @@ mod dialects {
         let mut reserved = gzip(&small);
         reserved[3] = 0x20;
         c.push(("reserved flag".into(), reserved));
+        // libarchive bids its filters again on each filter's output: gzip
+        // inside gzip is decoded again; a tar whose first bytes are a gzip
+        // header is taken for gzip (and fails).
+        c.push(("gzip inside gzip".into(), gzip(&gzip(&small))));
+        c.push((
+            "gzip inside gzip inside gzip".into(),
+            gzip(&gzip(&gzip(&big))),
+        ));
+        let mut magic = small.clone();
+        magic[..10].copy_from_slice(b"\x1f\x8b\x08\0\0\0\0\0\0\x03");
+        fix_checksum((&mut magic[..512]).try_into().unwrap());
+        c.push((
+            "a tar whose first name starts with a gzip header".into(),
+            gzip(&magic),
+        ));
         c
     }
 }

@@ -14,6 +14,7 @@ mod cli_flags;
 mod corpus_from;
 mod diff_cat;
 mod durability;
+mod filter_chain;
 mod fixtures;
 mod framing_presets;
 mod fuzz_regressions;

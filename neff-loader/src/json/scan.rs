@@ -20,7 +20,7 @@ use super::{Builder, Node, Seed};
 /// (1024), which the runtime parses with. serde_json, the fallback, stops
 /// at 128, so deeper text is taken only through this scanner; each level
 /// costs two small stack frames.
-const MAX_DEPTH: usize = 1024;
+pub(crate) const MAX_DEPTH: usize = 1024;
 
 /// Longest integer taken without serde_json: 19 digits always fit a `u64`.
 const FAST_DIGITS: usize = 19;

@@ -1033,7 +1033,11 @@ mod tests {
             h
         };
         let data = archive(&[&with_mode(b"0040755\0"), &with_mode(b"0100644\0")]);
-        let kinds: Vec<_> = entries(&data).unwrap().iter().map(|(e, _)| e.kind).collect();
+        let kinds: Vec<_> = entries(&data)
+            .unwrap()
+            .iter()
+            .map(|(e, _)| e.kind)
+            .collect();
         assert_eq!(kinds, vec![EntryKind::Directory, EntryKind::Hardlink]);
     }
 

@@ -267,6 +267,18 @@ fn conclude(
         );
     }
     let mut proven = None;
+    if deflate_at.is_some() {
+        // libarchive decodes gzip inside gzip again; a repack writes one layer.
+        let mut file = File::open(path)?;
+        file.seek(SeekFrom::Start(HEADER_LEN as u64))?;
+        let payload = BufReader::new(file.take(fields.data_size));
+        let layers = walk::gzip_layers(payload).unwrap_or(1);
+        if layers > 1 {
+            notes.push(format!(
+                "the payload is gzip inside gzip ({layers} layers from file byte {HEADER_LEN}; libarchive decodes them all): a repack writes one"
+            ));
+        }
+    }
     if let Some((offset, len)) = deflate_at {
         let stored = Stored {
             path,
