@@ -295,6 +295,64 @@ mod dialects {
                 [file(b"x.bin"), link.to_vec()].concat(),
             );
         }
+        // The limits libarchive puts on pax values (a failure, or a warning
+        // the runtime takes as one), each just under and just over.
+        let dir = member(b"d/", b'5', b"", USTAR);
+        let long_time = |n: usize| format!("1{}", "0".repeat(n - 1)).into_bytes();
+        let xattr = |n: usize| format!("SCHILY.xattr.{}", "n".repeat(n));
+        let limits: Vec<(String, Vec<u8>, Vec<u8>)> = vec![
+            (
+                "a 128-byte mtime".into(),
+                pax(&[("mtime", &long_time(128)[..])]),
+                file(b"neff.json"),
+            ),
+            (
+                "a 129-byte mtime".into(),
+                pax(&[("mtime", &long_time(129)[..])]),
+                file(b"neff.json"),
+            ),
+            (
+                "a 129-byte atime".into(),
+                pax(&[("atime", &long_time(129)[..])]),
+                file(b"neff.json"),
+            ),
+            (
+                "a 128-byte xattr name".into(),
+                pax(&[(&xattr(128)[..], b"v")]),
+                file(b"neff.json"),
+            ),
+            (
+                "a 129-byte xattr name".into(),
+                pax(&[(&xattr(129)[..], b"v")]),
+                file(b"neff.json"),
+            ),
+            (
+                "an empty xattr name".into(),
+                pax(&[("SCHILY.xattr.", b"v")]),
+                file(b"neff.json"),
+            ),
+            (
+                "511 bytes of fflags".into(),
+                pax(&[("SCHILY.fflags", &vec![b'x'; 511][..])]),
+                file(b"neff.json"),
+            ),
+            (
+                "512 bytes of fflags".into(),
+                pax(&[("SCHILY.fflags", &vec![b'x'; 512][..])]),
+                file(b"neff.json"),
+            ),
+            (
+                "a bare GNU.sparse on a folder".into(),
+                pax(&[("GNU.sparse", b"1")]),
+                dir.clone(),
+            ),
+        ];
+        for (label, body, next) in limits {
+            add(
+                &format!("pax limit: {label}"),
+                [special(b'x', &body), next].concat(),
+            );
+        }
         // pax records: (label, special header kind, its body, what follows).
         let specials: Vec<(&str, u8, Vec<u8>, Vec<u8>)> = vec![
             (

@@ -240,6 +240,40 @@ impl<R: BufRead> TarReader<R> {
                     ),
                 )));
             }
+            // libarchive's `pax_attribute_read_time` fails a time of more
+            // than 128 bytes ("Ignoring malformed pax mtime", fatal).
+            (Value::Time, _) if len > MAX_TIME => {
+                return Err(Stop::Fatal(bad(
+                    offset,
+                    format!("Ignoring malformed pax {key_text}: a time of {len} bytes (libarchive reads at most {MAX_TIME})"),
+                )));
+            }
+            // These libarchive drops with a warning, which the runtime takes
+            // as a failure of the header.
+            (_, _) if key.starts_with(XATTR) && key.len() - XATTR.len() > MAX_XATTR_NAME => {
+                self.skip_value(body, len).map_err(Stop::Fatal)?;
+                warning.get_or_insert(bad(
+                    offset,
+                    format!("pax {key_text}: an xattr name of {} bytes (libarchive drops names over {MAX_XATTR_NAME} bytes, with a warning)", key.len() - XATTR.len()),
+                ));
+                return Ok(None);
+            }
+            (_, _) if key.starts_with(XATTR) && len as u64 >= MAX_XATTR_VALUE => {
+                self.skip_value(body, len).map_err(Stop::Fatal)?;
+                warning.get_or_insert(bad(
+                    offset,
+                    format!("Unreasonably large xattr: {len} > {MAX_XATTR_VALUE}"),
+                ));
+                return Ok(None);
+            }
+            (_, b"SCHILY.fflags") if len >= MAX_FFLAGS => {
+                self.skip_value(body, len).map_err(Stop::Fatal)?;
+                warning.get_or_insert(bad(
+                    offset,
+                    format!("pax SCHILY.fflags of {len} bytes (libarchive skips {MAX_FFLAGS} or more, with a warning)"),
+                ));
+                return Ok(None);
+            }
             (Value::Ascii, _) if len > MAX_NAME => {
                 return Err(Stop::Fatal(unsupported(offset, format!("pax {key_text} of {len} bytes (libarchive warns past a limit between 64 KiB and 1 MiB)"))));
             }
@@ -294,6 +328,17 @@ impl<R: BufRead> TarReader<R> {
         Ok(())
     }
 }
+
+/// The longest pax time libarchive reads (`pax_attribute_read_time`).
+const MAX_TIME: usize = 128;
+/// The prefix of a pax extended attribute's key.
+const XATTR: &[u8] = b"SCHILY.xattr.";
+/// The longest xattr name libarchive keeps.
+const MAX_XATTR_NAME: usize = 128;
+/// The xattr value libarchive finds unreasonably large (`xattr_limit`).
+const MAX_XATTR_VALUE: u64 = 16 << 20;
+/// The `SCHILY.fflags` length libarchive skips (`fflags_limit`).
+const MAX_FFLAGS: usize = 512;
 
 /// A pax time checked as it streams: `-?[0-9]*(\.[0-9]*)?`, the whole part
 /// within an `i64`.
@@ -416,7 +461,7 @@ fn classify(key: &[u8], global: bool, offset: u64) -> Result<Value, Stop> {
         | b"SCHILY.nlink" | b"SCHILY.devmajor" | b"SCHILY.devminor" | b"hdrcharset" => Value::Keep,
         b"mtime" | b"atime" | b"ctime" | b"LIBARCHIVE.creationtime" => Value::Time,
         b"uname" | b"gname" => Value::Ascii,
-        _ if starts(b"GNU.sparse.") || key == b"SCHILY.realsize" || key == b"SUN.holesdata" => {
+        _ if starts(b"GNU.sparse") || key == b"SCHILY.realsize" || key == b"SUN.holesdata" => {
             return refuse(format!(
                 "pax {key_text} (sparse files are not read as libarchive reads them)"
             ))
