@@ -179,6 +179,16 @@ pub struct TempFile {
     live: bool,
 }
 
+/// Whether a file or folder name is in neff's temp namespace: an output's
+/// temp file (`.<name>.neff-tmp.<pid>.<n>`) or an unpack's temp folder
+/// (`.neff-unpack.<pid>.<random>`). `unpack` writes no member under such a
+/// name, so that no later run takes a user's file for a stale temp of its own.
+pub fn is_temp_name(name: &[u8]) -> bool {
+    let marker = MARKER.as_bytes();
+    name.starts_with(b".neff-unpack.")
+        || (name.first() == Some(&b'.') && name.windows(marker.len()).any(|w| w == marker))
+}
+
 /// Refuses a target that exists and is neither a regular file nor a
 /// symlink (a device such as `/dev/null`, a FIFO, a socket, a folder): the
 /// rename into place would replace it with a file.

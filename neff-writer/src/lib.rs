@@ -90,7 +90,7 @@ pub mod fs {
     #[cfg(unix)]
     pub use crate::atomic::TERMINATION_SIGNALS;
     pub use crate::atomic::{
-        abandon_temp_files, note_signal, parent_dir, pending_termination_signal,
+        abandon_temp_files, is_temp_name, note_signal, parent_dir, pending_termination_signal,
         report_stale_temp_files, termination_signalled, watch_signals, write_atomic,
         write_atomic_from, write_atomic_with,
     };

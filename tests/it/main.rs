@@ -38,5 +38,6 @@ mod smoke;
 mod spec_blobs;
 mod stdin_bounds;
 mod stream_check;
+mod temp_names;
 mod unpack_one_pass;
 mod verify_many;

@@ -205,6 +205,11 @@ fn check_entry(raw: &[u8], kind: EntryKind) -> Result<(), Error> {
     if raw.split(|&b| b == b'/' || b == b'\\').any(|c| c == b"..") {
         return Err(refuse(format!("entry {name} has a .. component")));
     }
+    if raw.split(|&b| b == b'/').any(neff_writer::fs::is_temp_name) {
+        return Err(refuse(format!(
+            "entry {name} has a name in neff's temp namespace (.neff-unpack.*, .*.neff-tmp.*): a later pack or unpack could take it for a stale temp of its own"
+        )));
+    }
     Ok(())
 }
 
@@ -265,7 +270,15 @@ mod tests {
         for raw in [&b"\x01abc"[..], b"\x7fabc", b"\xffabc", b"a\x02/b"] {
             assert!(check_entry(raw, EntryKind::File).is_ok(), "{raw:?}");
         }
-        for raw in [&b"/abc"[..], b"\\abc", b"a/../b", b"a\\..\\b", b".."] {
+        for raw in [
+            &b"/abc"[..],
+            b"\\abc",
+            b"a/../b",
+            b"a\\..\\b",
+            b"..",
+            b".neff-unpack.12.x/m",
+            b"sg00/.out.neff.neff-tmp.12.3",
+        ] {
             assert!(check_entry(raw, EntryKind::File).is_err(), "{raw:?}");
         }
     }
