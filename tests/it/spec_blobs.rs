@@ -11,6 +11,15 @@ const SPEC: &str = r#"{"subgraphs": [{"name": "sg00",
   "outputs": [{"name": "y", "dtype": "float32", "shape": [4]}]}],
   "members": {"extra.txt": "BLOB"}}"#;
 
+/// `neff build SPEC -o OUT`, with `--blob-root ROOT` when given.
+fn build(spec: &Path, out: &Path, root: Option<&Path>) -> std::process::Output {
+    let mut args = vec!["build", s(spec), "-o", s(out), "-q", "--no-fsync"];
+    if let Some(root) = root {
+        args.extend(["--blob-root", s(root)]);
+    }
+    neff(&args)
+}
+
 fn spec_naming(dir: &Path, blob: &str) -> std::path::PathBuf {
     let spec = dir.join("specs/spec.json");
     std::fs::create_dir_all(spec.parent().unwrap()).unwrap();
@@ -37,28 +46,19 @@ fn blobs_outside_the_spec_folder_need_a_named_root() {
     }
     for blob in outside {
         let spec = spec_naming(tmp.path(), blob);
-        let refused = neff(&["build", s(&spec), "-o", s(&out), "-q", "--no-fsync"]);
+        let refused = build(&spec, &out, None);
         assert_eq!(code(&refused), 2, "{blob}: {refused:?}");
         assert!(
             stderr(&refused).contains("lies outside the spec's folder"),
             "{refused:?}"
         );
         assert!(!out.exists(), "{blob}: nothing is written");
-        let allowed = neff(&[
-            "build",
-            s(&spec),
-            "-o",
-            s(&out),
-            "-q",
-            "--no-fsync",
-            "--blob-root",
-            s(&other),
-        ]);
+        let allowed = build(&spec, &out, Some(&other));
         assert!(allowed.status.success(), "{blob}: {allowed:?}");
         std::fs::remove_file(&out).unwrap();
     }
     let spec = spec_naming(tmp.path(), "inside.txt");
-    let built = neff(&["build", s(&spec), "-o", s(&out), "-q", "--no-fsync"]);
+    let built = build(&spec, &out, None);
     assert!(built.status.success(), "{built:?}");
 }
 
@@ -82,18 +82,9 @@ fn a_lift_whose_tree_is_elsewhere_names_the_root_its_spec_needs() {
         "{lifted:?}"
     );
     let out = tmp.path().join("rebuilt.neff");
-    let refused = neff(&["build", s(&spec), "-o", s(&out), "-q", "--no-fsync"]);
+    let refused = build(&spec, &out, None);
     assert_eq!(code(&refused), 2, "{refused:?}");
-    let built = neff(&[
-        "build",
-        s(&spec),
-        "-o",
-        s(&out),
-        "-q",
-        "--no-fsync",
-        "--blob-root",
-        s(&unpacked),
-    ]);
+    let built = build(&spec, &out, Some(&unpacked));
     assert!(built.status.success(), "{built:?}");
     assert_eq!(
         std::fs::read(&out).unwrap(),

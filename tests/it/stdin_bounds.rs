@@ -20,16 +20,21 @@ fn small_neff(tmp: &std::path::Path) -> Vec<u8> {
     std::fs::read(out).unwrap()
 }
 
-/// Runs `neff ARGS` with the NEFF and then endless zero bytes on stdin;
-/// returns its exit code once it exits (it must, within a generous limit).
-fn with_endless_stdin(args: &[&str], neff: &[u8]) -> i32 {
-    let mut child = neff_command()
+/// `neff ARGS` started with a piped stdin and its outputs dropped.
+fn piped(mut command: Command, args: &[&str]) -> std::process::Child {
+    command
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+/// Runs `neff ARGS` with the NEFF and then endless zero bytes on stdin;
+/// returns its exit code once it exits (it must, within a generous limit).
+fn with_endless_stdin(args: &[&str], neff: &[u8]) -> i32 {
+    let mut child = piped(neff_command(), args);
     let mut stdin = child.stdin.take().unwrap();
     let neff = neff.to_vec();
     let feeder = std::thread::spawn(move || {
@@ -77,14 +82,10 @@ fn unpack_of_stdin_names_no_temp_file() {
     let neff = small_neff(tmp.path());
     let temp_dir = tmp.path().join("tmpdir");
     std::fs::create_dir(&temp_dir).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_neff"))
-        .args(["unpack", "-", "-o", s(&tmp.path().join("out")), "-q"])
-        .env("TMPDIR", &temp_dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut command = neff_command();
+    command.env("TMPDIR", &temp_dir);
+    let out = tmp.path().join("out");
+    let mut child = piped(command, &["unpack", "-", "-o", s(&out), "-q"]);
     let mut stdin = child.stdin.take().unwrap();
     // The header and half the payload: the spool is being written.
     stdin
