@@ -33,13 +33,24 @@ pub struct ExtractArgs {
     list: bool,
     #[command(flatten)]
     fsync: FsyncArgs,
-    /// Print a JSON object on stdout: the NEFF written, or with --list every
-    /// NEFF (`carrier`, `index`, `count`, `offset`, `len`, `location`).
+    /// Print a JSON object on stdout (`neff schema extract-report`): the file
+    /// written and its NEFF, or with --list every NEFF (`carrier`, `index`,
+    /// `count`, `offset`, `len`, `location`).
     #[arg(long)]
     json: bool,
     /// Print nothing on success.
     #[arg(short, long)]
     quiet: bool,
+}
+
+/// What `neff extract --json` prints.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub struct ExtractReport {
+    /// The file written (absent with `--list`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    written: Option<String>,
+    /// The NEFF written, or with `--list` every NEFF the carrier holds.
+    neffs: Vec<carrier::Embedded>,
 }
 
 pub fn run(args: ExtractArgs) -> Result<u8, Box<dyn std::error::Error>> {
@@ -51,7 +62,10 @@ pub fn run(args: ExtractArgs) -> Result<u8, Box<dyn std::error::Error>> {
     })?;
     if args.list {
         if args.json {
-            print_json(&neffs)?;
+            print_json(&ExtractReport {
+                written: None,
+                neffs,
+            })?;
         } else {
             for neff in &neffs {
                 println!("{}: {neff}", args.file.display());
@@ -69,7 +83,10 @@ pub fn run(args: ExtractArgs) -> Result<u8, Box<dyn std::error::Error>> {
         carrier::copy_out(&args.file, &neff, out).map(drop)
     })?;
     if args.json {
-        print_json(&neff)?;
+        print_json(&ExtractReport {
+            written: Some(output.display().to_string()),
+            neffs: vec![neff],
+        })?;
     } else if !args.quiet {
         println!("wrote {}: {} bytes, {neff}", output.display(), neff.len);
     }

@@ -56,6 +56,11 @@ const SCHEMAS: &[Entry] = &[
         "what `neff inspect --json` prints",
         || schemars::schema_for!(neff::tools::InspectReport),
     ),
+    (
+        "extract-report",
+        "what `neff extract --json` prints",
+        || schemars::schema_for!(super::extract::ExtractReport),
+    ),
     ("diff-report", "what `neff diff --json` prints", || {
         schemars::schema_for!(neff::tools::diff::DiffReport)
     }),

@@ -147,8 +147,11 @@ fn the_real_carriers_read_as_the_neff_inside() {
     ] {
         let tmp = tempfile::tempdir().unwrap();
         let listed = json(&["extract", "--list", "--json", s(&dir.join(carrier))]);
-        assert_eq!(listed[0]["offset"], offset, "{carrier}: {listed:#}");
-        assert_eq!(listed.as_array().unwrap().len(), 1, "{carrier}");
+        assert_eq!(
+            listed["neffs"][0]["offset"], offset,
+            "{carrier}: {listed:#}"
+        );
+        assert_eq!(listed["neffs"].as_array().unwrap().len(), 1, "{carrier}");
         reads_as(&dir.join(carrier), &dir.join(inner), None, tmp.path());
     }
 }
@@ -200,7 +203,7 @@ fn carriers_from_an_independent_writer_hold_two_neffs_each() {
         let path = folder.join(name);
         carrier(kind, &path, &neffs);
         let listed = json(&["extract", "--list", "--json", s(&path)]);
-        let listed = listed.as_array().unwrap();
+        let listed = listed["neffs"].as_array().unwrap();
         assert_eq!(listed.len(), 2, "{kind}: {listed:?}");
         // Where the carrier stores a NEFF as it is, it lies at the offset said.
         let bytes = std::fs::read(&path).unwrap();

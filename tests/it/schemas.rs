@@ -46,6 +46,7 @@ fn every_schema_matches_its_golden_file() {
         "corpus-manifest",
         "coverage-report",
         "fixtures-manifest",
+        "extract-report",
     ] {
         assert!(names.iter().any(|n| n == expected), "{expected} not listed");
     }
@@ -336,6 +337,35 @@ fn every_json_output_matches_its_schema() {
         &["unpack", p(&out), "-o", p(&d.join("plain")), "--json"],
         0,
     );
+
+    // The files that carry NEFFs: extract's report, and inspect's with `carried`.
+    let real = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/real-neffs"));
+    for carrier in [
+        "ncc2.24_nki-moe-megakernel_wrapped_neff.hlo",
+        "ncc2.6_optimum-neuron_neuronx_model.neuron",
+    ] {
+        let carrier = real.join(carrier);
+        if !carrier.is_file() {
+            continue;
+        }
+        batch.run(
+            "extract-report",
+            &["extract", p(&carrier), "--list", "--json"],
+            0,
+        );
+        let out = d.join("extracted.neff");
+        let args = [
+            "extract",
+            p(&carrier),
+            "-o",
+            p(&out),
+            "--json",
+            "--no-fsync",
+        ];
+        batch.run("extract-report", &args, 0);
+        let inspected = batch.run("inspect-report", &["inspect", p(&carrier), "--json"], 0);
+        assert!(inspected["carried"].is_object(), "{inspected}");
+    }
 
     let read =
         |path: PathBuf| -> Value { serde_json::from_slice(&fs::read(path).unwrap()).unwrap() };
