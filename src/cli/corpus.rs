@@ -86,7 +86,8 @@ fn lift_sources(paths: &[PathBuf]) -> Result<Vec<Source>, Box<dyn std::error::Er
         match input {
             neff::loader::inputs::Input::Path(path) => {
                 // A carrier gives each NEFF it holds.
-                for resolved in super::input::each_neff(&path)? {
+                for neff in super::input::each_neff(&path)? {
+                    let resolved = super::input::read_as(&path, neff, true)?;
                     let mut source = Source::lift(&resolved.path)?;
                     // Seeds name the file given, not the carrier's spool.
                     source.path = PathBuf::from(&resolved.name);

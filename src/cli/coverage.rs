@@ -45,9 +45,17 @@ fn shapes_of(paths: &[PathBuf], skipped: &mut Vec<String>) -> Result<(Shapes, us
             Input::Path(path) => match super::input::each_neff(&path) {
                 Ok(neffs) => {
                     for neff in neffs {
-                        match shapes.add_file(&neff.path) {
+                        let read = super::input::read_as(&path, neff, true).and_then(|neff| {
+                            shapes.add_file(&neff.path).map_err(|e| {
+                                neff::loader::Error::new(
+                                    neff::loader::ErrorKind::Read,
+                                    format!("{}: {e}", neff.name),
+                                )
+                            })
+                        });
+                        match read {
                             Ok(()) => files += 1,
-                            Err(e) => skipped.push(format!("{}: {e}", neff.name)),
+                            Err(e) => skipped.push(e.to_string()),
                         }
                     }
                 }

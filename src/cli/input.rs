@@ -94,17 +94,44 @@ pub fn resolve_carrier(path: &Path, index: Option<usize>, quiet: bool) -> Result
     resolve_with(path, index, quiet, false)
 }
 
-/// Every NEFF the input `path` stands for: itself, or each NEFF of a
-/// carrier, as [`resolve`] reads them (quietly).
-pub fn each_neff(path: &Path) -> Result<Vec<Resolved>, Error> {
-    let count = match is_stdin(path) {
-        true => None,
-        false => carried(path)?.map(|n| n.len()),
-    };
-    match count {
-        None => Ok(vec![resolve(path, None, true)?]),
-        Some(n) => (0..n).map(|i| resolve(path, Some(i), true)).collect(),
+/// Every NEFF the input `path` stands for, found with one parse of it:
+/// itself (`None`), or each NEFF of a carrier, to be read one at a time by
+/// [`read_as`] (each copied out only when it is read).
+pub fn each_neff(path: &Path) -> Result<Vec<Option<Embedded>>, Error> {
+    match is_stdin(path) {
+        true => Ok(vec![None]),
+        false => Ok(match carried(path)? {
+            None => vec![None],
+            Some(neffs) => neffs.into_iter().map(Some).collect(),
+        }),
     }
+}
+
+/// The input `path` as a command reads it: itself, or the carried NEFF
+/// `neff` (one of [`each_neff`]'s), copied out; said on stderr unless `quiet`.
+pub fn read_as(path: &Path, neff: Option<Embedded>, quiet: bool) -> Result<Resolved, Error> {
+    let Some(neff) = neff else {
+        return Ok(Resolved {
+            path: path.to_path_buf(),
+            name: name(path),
+            carried: None,
+            _spool: None,
+        });
+    };
+    let spool = carrier::spool(path, &neff)?;
+    let shown = match neff.count {
+        1 => name(path),
+        _ => format!("{}[{}]", path.display(), neff.index),
+    };
+    if !quiet {
+        eprintln!("neff: {}: reading {neff}", path.display());
+    }
+    Ok(Resolved {
+        path: spool.path().to_path_buf(),
+        name: shown,
+        carried: Some(neff),
+        _spool: Some(spool),
+    })
 }
 
 /// [`carrier::carried`], where a file that cannot be read is no carrier:
@@ -122,14 +149,8 @@ fn resolve_with(
     quiet: bool,
     index_needs_carrier: bool,
 ) -> Result<Resolved, Error> {
-    let plain = || Resolved {
-        path: path.to_path_buf(),
-        name: name(path),
-        carried: None,
-        _spool: None,
-    };
     if is_stdin(path) || path.is_dir() {
-        return Ok(plain());
+        return read_as(path, None, quiet);
     }
     let Some(neffs) = carried(path)? else {
         return match index.filter(|_| index_needs_carrier) {
@@ -140,24 +161,11 @@ fn resolve_with(
                 ),
             )
             .at_path(path)),
-            None => Ok(plain()),
+            None => read_as(path, None, quiet),
         };
     };
     let neff = carrier::pick(path, neffs, index)?;
-    let spool = carrier::spool(path, &neff)?;
-    let shown = match neff.count {
-        1 => name(path),
-        _ => format!("{}[{}]", path.display(), neff.index),
-    };
-    if !quiet {
-        eprintln!("neff: {}: reading {neff}", path.display());
-    }
-    Ok(Resolved {
-        path: spool.path().to_path_buf(),
-        name: shown,
-        carried: Some(neff),
-        _spool: Some(spool),
-    })
+    read_as(path, Some(neff), quiet)
 }
 
 /// The most a NEFF read from a pipe may declare (header and payload): 64 GiB.

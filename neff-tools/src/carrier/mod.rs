@@ -82,14 +82,19 @@ impl std::fmt::Display for Embedded {
 /// True when `bytes` start as a NEFF does: `pkg_version` 1 or 2 and
 /// `header_size` 0x400 (little-endian u64s), in at least a header's length.
 pub(crate) fn looks_like_neff(bytes: &[u8]) -> bool {
+    bytes.len() >= neff_schema::HEADER_LEN && starts_like_neff(bytes)
+}
+
+/// The first 16 bytes of a NEFF header: `pkg_version` 1 or 2 and
+/// `header_size` 0x400, little-endian u64s.
+fn starts_like_neff(bytes: &[u8]) -> bool {
     let word = |at: usize| {
         bytes
             .get(at..at + 8)
-            .map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default()))
+            .and_then(|b| b.try_into().ok())
+            .map(u64::from_le_bytes)
     };
-    bytes.len() >= neff_schema::HEADER_LEN
-        && matches!(word(0), Some(1 | 2))
-        && word(8) == Some(neff_schema::HEADER_LEN as u64)
+    matches!(word(0), Some(1 | 2)) && word(8) == Some(neff_schema::HEADER_LEN as u64)
 }
 
 fn carrier_error(path: &Path, message: String) -> Error {
@@ -104,11 +109,12 @@ fn carrier_error(path: &Path, message: String) -> Error {
 pub fn carried(path: &Path) -> Result<Option<Vec<Embedded>>, Error> {
     let mut file =
         File::open(path).map_err(|e| Error::io(ErrorKind::Read, "cannot open", path, e))?;
-    let mut start = [0u8; 16];
-    let got = read_up_to(&mut file, &mut start)
+    let mut start = Vec::with_capacity(16);
+    (&mut file)
+        .take(16)
+        .read_to_end(&mut start)
         .map_err(|e| Error::io(ErrorKind::Read, "cannot read", path, e))?;
-    let start = &start[..got];
-    if start.len() == 16 && looks_like_neff_start(start) {
+    if starts_like_neff(&start) {
         return Ok(None);
     }
     let found = if start.starts_with(b"PK\x03\x04") {
@@ -148,8 +154,11 @@ pub fn carried(path: &Path) -> Result<Option<Vec<Embedded>>, Error> {
                 false => Ok(None),
             };
         }
-        let data =
-            std::fs::read(path).map_err(|e| Error::io(ErrorKind::Read, "cannot read", path, e))?;
+        // Read from the file opened, within the bound even if it grows now.
+        let mut data = Vec::with_capacity(len as usize);
+        file.seek(SeekFrom::Start(0))
+            .and_then(|_| (&mut file).take(MAX_CARRIER).read_to_end(&mut data))
+            .map_err(|e| Error::io(ErrorKind::Read, "cannot read", path, e))?;
         match hlo::neffs(bytes::Bytes::from(data)) {
             Ok(neffs) if !neffs.is_empty() => neffs
                 .into_iter()
@@ -201,26 +210,6 @@ pub fn carried(path: &Path) -> Result<Option<Vec<Embedded>>, Error> {
     ))
 }
 
-/// The first 16 bytes of a NEFF header: `pkg_version` 1 or 2, `header_size` 0x400.
-fn looks_like_neff_start(start: &[u8]) -> bool {
-    let mut padded = vec![0u8; neff_schema::HEADER_LEN];
-    padded[..start.len()].copy_from_slice(start);
-    looks_like_neff(&padded)
-}
-
-fn read_up_to(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match file.read(&mut buf[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
-}
-
 /// The carried NEFF `index` asks for (`None`: the only one); an error lists
 /// them when the carrier holds several and none is named.
 pub fn pick(path: &Path, neffs: Vec<Embedded>, index: Option<usize>) -> Result<Embedded, Error> {
@@ -235,7 +224,10 @@ pub fn pick(path: &Path, neffs: Vec<Embedded>, index: Option<usize>) -> Result<E
                 ),
             )
         }),
-        None if count == 1 => Ok(neffs.into_iter().next().expect("one")),
+        None if count == 1 => neffs
+            .into_iter()
+            .next()
+            .ok_or_else(|| carrier_error(path, "the file carries no NEFF".into())),
         None => {
             let list: Vec<String> = neffs
                 .iter()

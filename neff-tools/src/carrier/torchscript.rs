@@ -33,6 +33,8 @@ fn whole_len(neff: &[u8]) -> u64 {
 pub(crate) fn neffs<R: Read + Seek>(file: R) -> Result<Vec<ZipNeff>, String> {
     let mut zip = zip::ZipArchive::new(file).map_err(|e| format!("not a readable zip: {e}"))?;
     let mut out = Vec::new();
+    // The pickles read, all told: a zip of many members is held to one bound.
+    let mut read = 0u64;
     for index in 0..zip.len() {
         let mut member = zip
             .by_index(index)
@@ -41,9 +43,10 @@ pub(crate) fn neffs<R: Read + Seek>(file: R) -> Result<Vec<ZipNeff>, String> {
         if !name.ends_with(".pkl") || member.is_dir() {
             continue;
         }
-        if member.size() > MAX_CARRIER {
+        let left = MAX_CARRIER - read;
+        if member.size() > left {
             return Err(format!(
-                "zip member {name}: {} bytes is over the {} MiB a pickle may have",
+                "zip member {name}: {} bytes is over the {} MiB the pickles may have in all",
                 member.size(),
                 MAX_CARRIER >> 20
             ));
@@ -51,11 +54,19 @@ pub(crate) fn neffs<R: Read + Seek>(file: R) -> Result<Vec<ZipNeff>, String> {
         let stored = member.compression() == zip::CompressionMethod::Stored;
         let data_start = stored.then(|| member.data_start());
         let mut pickle = Vec::with_capacity(member.size() as usize);
+        // What the member's header says is not trusted: at most `left` bytes.
         member
             .by_ref()
-            .take(MAX_CARRIER + 1)
+            .take(left + 1)
             .read_to_end(&mut pickle)
             .map_err(|e| format!("zip member {name}: {e}"))?;
+        read += pickle.len() as u64;
+        if read > MAX_CARRIER {
+            return Err(format!(
+                "zip member {name}: the pickles hold over the {} MiB read in all",
+                MAX_CARRIER >> 20
+            ));
+        }
         let strings =
             super::pickle::strings(&pickle).map_err(|e| format!("zip member {name}: {e}"))?;
         for s in strings {

@@ -185,7 +185,9 @@ fn outcomes(
         .into_iter()
         .map(|neff| {
             let limits = Limits::for_verdict();
-            match check(&neff.path, &neff.name, single, profile, &limits) {
+            let checked = input::read_as(path, neff, true)
+                .and_then(|neff| check(&neff.path, &neff.name, single, profile, &limits));
+            match checked {
                 Ok(checked) => FileOutcome::Checked(Box::new(checked)),
                 Err(e) => failed(input::name(path), e),
             }
