@@ -433,8 +433,10 @@ impl NumberForm {
             digits: u8::try_from(digits).ok()?,
             end: Terminator::of(&field[lead + digits..])?,
         };
-        let mut again = vec![0u8; field.len()];
-        (form.write(&mut again, value) && again == field).then_some(form)
+        // Tar number fields are at most 12 bytes: no allocation per field.
+        let mut buf = [0u8; 12];
+        let again = buf.get_mut(..field.len())?;
+        (form.write(again, value) && again == field).then_some(form)
     }
 
     /// Writes `value` into `field` in this form; false when the form does
