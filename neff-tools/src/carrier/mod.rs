@@ -355,7 +355,10 @@ impl<R: Seek> Seek for Window<R> {
         .ok_or_else(|| {
             io::Error::new(io::ErrorKind::InvalidInput, "seek before the NEFF's start")
         })?;
-        self.inner.seek(SeekFrom::Start(self.start + target))?;
+        let at = self.start.checked_add(target).ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidInput, "seek past the end of any file")
+        })?;
+        self.inner.seek(SeekFrom::Start(at))?;
         self.at = target;
         Ok(target)
     }
@@ -383,6 +386,7 @@ mod tests {
         w.read_to_end(&mut tail).unwrap();
         assert_eq!(tail, (25..30u8).collect::<Vec<_>>());
         assert!(w.seek(SeekFrom::Current(-100)).is_err());
+        assert!(w.seek(SeekFrom::Start(u64::MAX)).is_err());
     }
 
     #[test]
