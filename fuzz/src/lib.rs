@@ -6,6 +6,7 @@
 pub mod checks;
 pub mod libarchive;
 pub mod payload_walk;
+pub mod whole_file_check;
 
 use std::collections::BTreeSet;
 use std::sync::OnceLock;
@@ -60,6 +61,42 @@ pub mod libarchive_walk {
     }
 }
 
+/// `whole_file`: a whole NEFF drawn by [`neff_smith::whole_file`] (header,
+/// gzip layers, tar entries of every kind) from an example model's members,
+/// read by the real libarchive 3.8 and by the entry points behind `verify`,
+/// `cat`/`diff` and `unpack` ([`crate::whole_file_check::check`]).
+pub mod whole_file {
+    use std::sync::OnceLock;
+
+    use arbitrary::{Result, Unstructured};
+    use neff_smith::whole_file::{draw, Template};
+
+    fn templates() -> &'static [Template] {
+        static TEMPLATES: OnceLock<Vec<Template>> = OnceLock::new();
+        TEMPLATES.get_or_init(|| {
+            super::EXAMPLES
+                .iter()
+                .filter_map(|n| Template::of(n))
+                .collect()
+        })
+    }
+
+    /// Draws a file and checks it. With `NEFF_FUZZ_DUMP=FILE`, the drawn
+    /// NEFF is written to FILE first (`tests/regressions/whole-file-*.neff`).
+    pub fn run(data: &[u8]) -> Result<()> {
+        let mut u = Unstructured::new(data);
+        let template = u.choose(templates())?;
+        let drawn = draw(&mut u, template)?;
+        if let Some(path) = std::env::var_os("NEFF_FUZZ_DUMP") {
+            std::fs::write(path, &drawn.bytes).expect("writing NEFF_FUZZ_DUMP");
+            eprintln!("{}", drawn.recipe.join("\n"));
+        }
+        let theirs = crate::libarchive::libarchive_walk(drawn.payload());
+        crate::whole_file_check::check(&drawn.bytes, &theirs);
+        Ok(())
+    }
+}
+
 /// `repack`: an arbitrary member set through the packager and the loader.
 pub mod repack {
     use super::*;
@@ -92,7 +129,10 @@ pub mod real_mutation {
         SOURCES.get_or_init(|| {
             let dir = std::env::var_os("NEFF_FUZZ_SOURCES")
                 .map(std::path::PathBuf::from)
-                .or_else(|| Some("../../shared/real-neffs".into()).filter(|d: &std::path::PathBuf| d.is_dir()))
+                .or_else(|| {
+                    Some("../../shared/real-neffs".into())
+                        .filter(|d: &std::path::PathBuf| d.is_dir())
+                })
                 .unwrap_or_else(|| "seeds/read_verify".into());
             let mut paths: Vec<_> = std::fs::read_dir(&dir)
                 .map(|d| d.flatten().map(|e| e.path()).collect())
@@ -113,7 +153,8 @@ pub mod real_mutation {
         let Ok(mut spool) = tempfile::tempfile() else {
             return;
         };
-        let Some(drawn) = neff_smith::real::seed_from(sources(), seed, index, Some(1), &mut spool) else {
+        let Some(drawn) = neff_smith::real::seed_from(sources(), seed, index, Some(1), &mut spool)
+        else {
             return;
         };
         assert_eq!(

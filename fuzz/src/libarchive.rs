@@ -61,7 +61,10 @@ fn lib() -> &'static Lib {
             let version: unsafe extern "C" fn() -> *const c_char =
                 symbol(handle, "archive_version_string");
             let version = CStr::from_ptr(version()).to_string_lossy().into_owned();
-            assert!(version.starts_with("libarchive 3.8."), "{path} is {version}");
+            assert!(
+                version.starts_with("libarchive 3.8."),
+                "{path} is {version}"
+            );
             Lib {
                 read_new: symbol(handle, "archive_read_new"),
                 support_filter_gzip: symbol(handle, "archive_read_support_filter_gzip"),

@@ -14,17 +14,15 @@
 //! `cfg(neff_libarchive)` when they import); `.ci/run` installs them.
 
 use crate::common;
-#[path = "../../fuzz/src/payload_walk.rs"]
-mod payload_walk;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use payload_walk::{neff_walk, Listed, Walk};
+use crate::payload_walk::{neff_walk, Listed, Walk};
 use serde_json::Value;
 
 /// libarchive's walks of `paths`, in order.
-fn theirs(paths: &[PathBuf], tmp: &Path) -> Vec<Walk> {
+pub(crate) fn theirs(paths: &[PathBuf], tmp: &Path) -> Vec<Walk> {
     let python = std::env::var("NEFF_LIBARCHIVE_PYTHON").unwrap_or_else(|_| "python3".into());
     let find = Command::new(&python)
         .args(["-c", "import archi, glob, os; d = os.path.join(os.path.dirname(archi.__file__), 'archi.libs'); print(sorted(glob.glob(os.path.join(d, 'libarchive*.so*')))[0])"])

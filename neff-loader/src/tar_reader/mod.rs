@@ -559,8 +559,11 @@ impl<R: BufRead> TarReader<R> {
             b'5' | b'D' => EntryKind::Directory,
             b'2' => EntryKind::Symlink,
             b'1' if size > 0 && self.hardlink_keeps_size(block) => EntryKind::File,
+            // A hard link with a size is typed a regular file by libarchive,
+            // whatever its mode, even when the size is then ignored.
+            b'1' if size > 0 => EntryKind::Hardlink,
             // libarchive sets the file type from the mode's S_IFMT bits and
-            // keeps it for a hard link that has no data: a directory's mode
+            // keeps it for a hard link whose size is 0: a directory's mode
             // makes a directory (`header_common`).
             b'1' if mode_is_directory(block) => EntryKind::Directory,
             b'1' => EntryKind::Hardlink,
