@@ -189,5 +189,9 @@ fn plain_path(key: &[u8]) -> Option<PathBuf> {
     let path = Path::new(text);
     path.components()
         .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
-        .then(|| path.components().collect())
+        .then(|| {
+            path.components()
+                .filter(|c| matches!(c, Component::Normal(_)))
+                .collect()
+        })
 }

@@ -194,7 +194,31 @@ pub fn seeds_from<E: From<io::Error>>(
     sink: impl FnMut(u64, Seed) -> Result<(), E>,
 ) -> Result<u64, E> {
     let draw = |spool: &mut File, i| crate::real::seed_from(sources, seed, i, level, spool);
-    drive(count, threads, draw, sink)
+    let largest = sources.iter().map(|s| s.largest_manifest()).max();
+    drive(
+        count,
+        threads_within_memory(threads, largest.unwrap_or(0)),
+        draw,
+        sink,
+    )
+}
+
+/// Memory all the checks of `seeds_from` may hold at once.
+const CHECKS_MEMORY: u64 = 224 << 20;
+
+/// `threads` (0: the available cores), fewer when checks of seeds whose
+/// largest manifest is `largest` bytes would together pass
+/// [`CHECKS_MEMORY`]: one check holds some 8 bytes per manifest byte (the
+/// loader's tree of it, the packer's copies; measured 130 MiB for a 15 MiB
+/// `neff.json` of two million objects) besides 8 MiB of its own. The files
+/// do not depend on the count.
+fn threads_within_memory(threads: usize, largest: u64) -> usize {
+    let threads = match threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    };
+    let per_check = (8 << 20) + largest.saturating_mul(8);
+    threads.min((CHECKS_MEMORY / per_check).max(1) as usize)
 }
 
 /// Runs `draw(spool, i)` for draws 0, 1, … on `threads` threads (0: the

@@ -45,6 +45,7 @@ pub struct Source {
     /// member of a seed is packed from here (shared, not copied), not
     /// encoded again.
     bytes: BTreeMap<String, Arc<[u8]>>,
+    largest_manifest: u64,
     _tree: tempfile::TempDir,
 }
 
@@ -59,6 +60,12 @@ pub struct LiftError {
 }
 
 impl Source {
+    /// The length of its largest manifest (`*.json` member): what one
+    /// check of a seed drawn from it holds in memory grows with it.
+    pub fn largest_manifest(&self) -> u64 {
+        self.largest_manifest
+    }
+
     /// Lifts the NEFF at `path` as `neff unpack --spec` does (unpacked into
     /// a temporary folder, the framing recovered, the manifests typed). A
     /// NEFF whose header alone the gates refuse is lifted as a runtime
@@ -70,10 +77,14 @@ impl Source {
         };
         let (model, tree) = lifted(path, true)?;
         let mut bytes = BTreeMap::new();
+        let mut largest_manifest = 0;
         for (i, member) in model.payload.iter().enumerate() {
             let source = model
                 .member_source(Path::new("/"), i)
                 .map_err(|e| fail(e.to_string()))?;
+            if member.name.ends_with(".json") {
+                largest_manifest = largest_manifest.max(source.len());
+            }
             if source.len() > MAX_HELD {
                 continue;
             }
@@ -88,6 +99,7 @@ impl Source {
             path: path.to_path_buf(),
             model,
             bytes,
+            largest_manifest,
             _tree: tree,
         })
     }

@@ -172,11 +172,15 @@ pub struct TempFile {
     file: Labelled<File>,
     /// The folder of the temp file and its target.
     folder: Arc<Folder>,
-    /// The temp file's name in `folder`.
+    /// The temp file's name in `folder` (for an unnamed file, the name it
+    /// is linked as just before it replaces the target).
     name: OsString,
     /// The target's name in `folder`.
     target_name: OsString,
     live: bool,
+    /// Created unnamed (`O_TMPFILE`): nothing is in the folder until
+    /// [`TempFile::persist_synced`], so a killed run leaves nothing behind.
+    unnamed: bool,
 }
 
 /// Whether a file or folder name is in neff's temp namespace: an output's
@@ -262,6 +266,22 @@ pub fn temp_beside(path: &Path) -> io::Result<TempFile> {
         let n = registry.next;
         registry.next += 1;
         let temp = OsString::from(format!(".{name}{MARKER}{}.{n}", std::process::id()));
+        let label = format!(
+            "cannot write {} (temp file {})",
+            path.display(),
+            dir.join(&temp).display()
+        );
+        if let Some(file) = folder.create_unnamed(&temp) {
+            crate::stale::hold_lock(&file);
+            return Ok(TempFile {
+                file: Labelled::new(file, label),
+                folder,
+                name: temp,
+                target_name: OsString::from(name),
+                live: false,
+                unnamed: true,
+            });
+        }
         match folder.create_new(&temp) {
             Ok(file) => {
                 crate::stale::hold_lock(&file);
@@ -269,17 +289,13 @@ pub fn temp_beside(path: &Path) -> io::Result<TempFile> {
                     folder: Arc::clone(&folder),
                     name: temp.clone(),
                 });
-                let label = format!(
-                    "cannot write {} (temp file {})",
-                    path.display(),
-                    dir.join(&temp).display()
-                );
                 return Ok(TempFile {
                     file: Labelled::new(file, label),
                     folder,
                     name: temp,
                     target_name: OsString::from(name),
                     live: true,
+                    unnamed: false,
                 });
             }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempts < 100 => attempts += 1,
@@ -344,12 +360,22 @@ impl TempFile {
             if termination_signalled() {
                 // A signal came first: the old output stays. The signal
                 // thread ends the process once the lock is free.
-                let _ = self.folder.remove(&self.name);
+                if !self.unnamed {
+                    let _ = self.folder.remove(&self.name);
+                }
                 self.unregister(&mut registry);
                 return Err(self.context(io::Error::new(
                     io::ErrorKind::Interrupted,
                     "interrupted by a signal before the output was renamed into place",
                 )));
+            }
+            if self.unnamed {
+                // Named only now, under the registry's lock (a signal waits
+                // for it), and renamed over the target at once.
+                self.folder
+                    .link_unnamed(self.file.get_ref(), &self.name)
+                    .map_err(|e| self.context(e))?;
+                self.live = true;
             }
             self.folder
                 .replace(&self.name, &self.target_name)
@@ -493,7 +519,11 @@ mod tests {
         let registered = |name: &std::ffi::OsStr| registry().live.iter().any(|l| l.name == name);
         let path = tmp.path();
         let temp_name = path.file_name().unwrap().to_os_string();
-        assert!(registered(&temp_name));
+        // Unnamed where the OS allows: nothing in the folder until the rename.
+        assert_eq!(registered(&temp_name), !tmp.unnamed);
+        assert_eq!(path.exists(), !tmp.unnamed);
+        #[cfg(target_os = "linux")]
+        assert!(tmp.unnamed, "O_TMPFILE works in a temp folder here");
         drop(tmp);
         assert!(!path.exists());
         assert!(!registered(&temp_name));

@@ -88,6 +88,75 @@ impl Folder {
             .open(self.path.join(name))
     }
 
+    /// An unnamed file in the folder (`O_TMPFILE`), when the OS and the file
+    /// system make one and one can be linked in later: a throwaway unnamed
+    /// file is linked as `probe` and removed first to prove it (a file once
+    /// linked cannot be linked again after its unlink). `None` otherwise
+    /// (the caller makes a named temp file).
+    pub(crate) fn create_unnamed(&self, probe: &OsStr) -> Option<File> {
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::FromRawFd;
+            let open = || {
+                let flags = libc::O_TMPFILE | libc::O_RDWR | libc::O_CLOEXEC;
+                // SAFETY: "." is NUL-terminated; the descriptor returned is
+                // new and owned by the `File` made of it.
+                let fd = unsafe { libc::openat(self.raw(), c".".as_ptr(), flags, 0o666) };
+                (fd >= 0).then(|| unsafe { File::from_raw_fd(fd) })
+            };
+            let throwaway = open()?;
+            self.link_unnamed(&throwaway, probe).ok()?;
+            self.remove(probe).ok()?;
+            open()
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = probe;
+            None
+        }
+    }
+
+    /// Gives the unnamed `file` the name `name` in the folder: `linkat` with
+    /// `AT_EMPTY_PATH` (which needs `CAP_DAC_READ_SEARCH`), else through
+    /// `/proc/self/fd`.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn link_unnamed(&self, file: &File, name: &OsStr) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let name = c_name(name)?;
+        let fd = file.as_raw_fd();
+        // SAFETY: every name is NUL-terminated and outlives the call.
+        let empty = unsafe {
+            libc::linkat(
+                fd,
+                c"".as_ptr(),
+                self.raw(),
+                name.as_ptr(),
+                libc::AT_EMPTY_PATH,
+            )
+        };
+        if empty == 0 {
+            return Ok(());
+        }
+        let proc = std::ffi::CString::new(format!("/proc/self/fd/{fd}"))?;
+        // SAFETY: as above.
+        cvt(unsafe {
+            libc::linkat(
+                libc::AT_FDCWD,
+                proc.as_ptr(),
+                self.raw(),
+                name.as_ptr(),
+                libc::AT_SYMLINK_FOLLOW,
+            )
+        })
+        .map(drop)
+    }
+
+    /// Never called: no file is unnamed off Linux.
+    #[cfg(not(target_os = "linux"))]
+    pub(crate) fn link_unnamed(&self, _file: &File, _name: &OsStr) -> io::Result<()> {
+        Err(io::ErrorKind::Unsupported.into())
+    }
+
     /// Opens `name` for reading without following a symlink and without
     /// blocking (a FIFO planted there opens at once).
     #[cfg(unix)]

@@ -64,6 +64,7 @@ mod sync_tree;
 pub mod tar_writer;
 mod tee;
 mod tree_walk;
+mod typing_budget;
 mod writeback;
 mod zlib_gzip;
 

@@ -33,6 +33,7 @@ use crate::build_spec::Blob;
 use crate::error::{Error, ErrorKind};
 use crate::header_options::{HeaderFile, HeaderPatch};
 use crate::tree_walk::{TreeItem, TreeWalk};
+use crate::typing_budget::{JsonSize, TypingBudget};
 use crate::{MemberSource, PackOptions, PackSettings, Packager};
 
 /// A NEFF's payload as the typed model, with the header and framing it was
@@ -472,6 +473,7 @@ fn beside(member: &str, name: &str) -> String {
 fn typed_members(dir: &Path, names: &BTreeSet<&str>) -> BTreeMap<String, Result<Content, String>> {
     let mut found: BTreeMap<String, Result<Content, String>> = BTreeMap::new();
     let mut queue: Vec<(String, Role)> = Vec::new();
+    let mut budget = TypingBudget::default();
     if names.contains("neff.json") {
         queue.push(("neff.json".into(), Role::NeffJson));
     } else {
@@ -486,7 +488,7 @@ fn typed_members(dir: &Path, names: &BTreeSet<&str>) -> BTreeMap<String, Result<
         if !names.contains(name.as_str()) || found.contains_key(&name) {
             continue;
         }
-        let content = typed(&dir.join(&name), &name, role);
+        let content = typed(&dir.join(&name), &name, role, &mut budget);
         if let Ok(content) = &content {
             queue.extend(references(&name, content));
         }
@@ -526,7 +528,12 @@ fn references(name: &str, content: &Content) -> Vec<(String, Role)> {
 /// Reads `path` as the typed manifest `role`, checking that the typed value
 /// holds every byte of meaning the file has (the same JSON value, no key
 /// repeated); the error says why it cannot be typed.
-fn typed(path: &Path, name: &str, role: Role) -> Result<Content, String> {
+fn typed(
+    path: &Path,
+    name: &str,
+    role: Role,
+    budget: &mut TypingBudget,
+) -> Result<Content, String> {
     let len = std::fs::metadata(path).map_err(|e| e.to_string())?.len();
     if len > MANIFEST_MAX {
         return Err(format!(
@@ -534,6 +541,7 @@ fn typed(path: &Path, name: &str, role: Role) -> Result<Content, String> {
         ));
     }
     let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+    budget.take(JsonSize::of(&bytes))?;
     let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
     if restyle::rewrite(&bytes, &value).as_deref() != Some(&bytes[..]) {
         return Err("a key is repeated in an object (the runtime reads the first)".into());

@@ -163,7 +163,84 @@ fn check_all(name: &str, neff: &[u8]) -> serde_json::Value {
         &format!("{name} unpack"),
     );
     assert_eq!(unpack.code, Some(0), "{name}: unpack {}", unpack.stdout);
+    every_other_command(name, &path, dir.path());
     report
+}
+
+/// The commands besides `verify`, `inspect` and `unpack` on the NEFF at
+/// `path`, each bounded the same way: lift (`unpack --spec`) and `build` of
+/// the lifted spec (both `--keep-refused`, so a refused NEFF is read through),
+/// `cat`, `diff` against itself, `corpus --from` and `coverage`.
+fn every_other_command(name: &str, path: &Path, dir: &Path) {
+    let (lifted, spec) = (dir.join("lifted"), dir.join("lifted.json"));
+    let lift = run(
+        &[
+            "unpack".as_ref(),
+            "--keep-refused".as_ref(),
+            "--spec".as_ref(),
+            spec.as_os_str(),
+            "-o".as_ref(),
+            lifted.as_os_str(),
+            path.as_os_str(),
+        ],
+        &format!("{name} unpack --spec"),
+    );
+    assert_eq!(lift.code, Some(0), "{name}: unpack --spec");
+    let rebuilt = dir.join("rebuilt.neff");
+    let build = run(
+        &[
+            "build".as_ref(),
+            "--keep-refused".as_ref(),
+            spec.as_os_str(),
+            "-o".as_ref(),
+            rebuilt.as_os_str(),
+        ],
+        &format!("{name} build of the lifted spec"),
+    );
+    assert_eq!(build.code, Some(0), "{name}: build");
+    assert_eq!(
+        std::fs::read(&rebuilt).unwrap(),
+        std::fs::read(path).unwrap(),
+        "{name}: the lifted spec rebuilds other bytes"
+    );
+    for member in ["neff.json", "sg00/def.json"] {
+        run(
+            &[
+                "cat".as_ref(),
+                "--force".as_ref(),
+                path.as_os_str(),
+                member.as_ref(),
+            ],
+            &format!("{name} cat {member}"),
+        );
+    }
+    let diff = run(
+        &["diff".as_ref(), path.as_os_str(), path.as_os_str()],
+        &format!("{name} diff"),
+    );
+    assert_eq!(diff.code, Some(0), "{name}: diff of a file with itself");
+    let corpus = dir.join("corpus");
+    run(
+        &[
+            "corpus".as_ref(),
+            "--from".as_ref(),
+            path.as_os_str(),
+            "--count".as_ref(),
+            "2".as_ref(),
+            "-o".as_ref(),
+            corpus.as_os_str(),
+        ],
+        &format!("{name} corpus --from"),
+    );
+    run(
+        &[
+            "coverage".as_ref(),
+            path.as_os_str(),
+            "--reference".as_ref(),
+            path.as_os_str(),
+        ],
+        &format!("{name} coverage"),
+    );
 }
 
 /// The warnings of every per-arch report in `verify --json` output.
@@ -234,6 +311,23 @@ fn f1_one_key_repeated_over_15_mib_is_read_once_and_warned_about_16_times() {
     let report = check_all("hostile-F1", &neff);
     assert!(accepted(&report), "{:.3000}", report.to_string());
     assert_capped_repeats("F1", &report, repeats);
+}
+
+#[test]
+fn f6_an_unread_array_of_two_million_strings_in_def_json_is_lifted_as_bytes() {
+    // def.json with a key no reader knows, holding 2 Mi strings: the runtime
+    // and the loader skip it; the lift keeps the manifest as bytes instead
+    // of typing a 2-million-value tree.
+    let def = DEF_JSON.trim_end();
+    let neff = neff_with(
+        "sg00/def.json",
+        format!(r#"{}, "unread": ["a""#, &def[..def.len() - 1]).as_bytes(),
+        br#", "a""#,
+        2 << 20,
+        b"]}",
+    );
+    let report = check_all("hostile-F6", &neff);
+    assert!(accepted(&report), "{:.3000}", report.to_string());
 }
 
 #[test]
