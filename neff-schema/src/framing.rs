@@ -113,6 +113,33 @@ pub struct Framing {
     pub uuid: UuidRule,
 }
 
+impl Framing {
+    /// A copy without the per-entry list ([`TarFraming::entries`], one item
+    /// per tar entry), for writers that stream that list apart.
+    pub fn without_entries(&self) -> Framing {
+        let t = &self.tar;
+        Framing {
+            tar: TarFraming {
+                format: t.format,
+                numbers: t.numbers.clone(),
+                directories: t.directories,
+                order: t.order.clone(),
+                defaults: t.defaults.clone(),
+                end_blocks: t.end_blocks,
+                record_size: t.record_size,
+                entries: Vec::new(),
+                long_name: t.long_name.clone(),
+                file_type: t.file_type,
+                dir_slash: t.dir_slash,
+                ustar_split: t.ustar_split,
+            },
+            gzip: self.gzip.clone(),
+            hash: self.hash.clone(),
+            uuid: self.uuid,
+        }
+    }
+}
+
 /// How a packager derives the header UUID from the payload.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,

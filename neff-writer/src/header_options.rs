@@ -241,7 +241,7 @@ impl HeaderFile {
             if let Some(f) = &self.framing {
                 object.insert(
                     FRAMING_KEY.into(),
-                    serde_json::to_value(f).unwrap_or_default(),
+                    serde_json::to_value(f.without_entries()).unwrap_or_default(),
                 );
             }
             if let Some(hash) = &self.source_hash {
@@ -257,7 +257,17 @@ impl HeaderFile {
                 );
             }
         }
-        serde_json::to_string_pretty(&value).unwrap_or_default() + "\n"
+        let entries = self
+            .framing
+            .as_ref()
+            .map_or(&[][..], |f| &f.tar.entries[..]);
+        let lists = [crate::pretty_json::Streamed::of(
+            "/framing/tar",
+            "entries",
+            entries,
+            true,
+        )];
+        crate::pretty_json::to_pretty(value, &lists).unwrap_or_default() + "\n"
     }
 }
 

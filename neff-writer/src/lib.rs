@@ -55,6 +55,7 @@ mod packager;
 #[cfg(target_os = "linux")]
 mod page_cache;
 mod parallel_gzip;
+mod pretty_json;
 mod progress;
 mod recover;
 mod repeated_keys;

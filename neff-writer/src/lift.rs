@@ -32,6 +32,7 @@ use serde::{Deserialize, Serialize};
 use crate::build_spec::Blob;
 use crate::error::{Error, ErrorKind};
 use crate::header_options::{HeaderFile, HeaderPatch};
+use crate::pretty_json::Streamed;
 use crate::tree_walk::{TreeItem, TreeWalk};
 use crate::typing_budget::{JsonSize, TypingBudget};
 use crate::{MemberSource, PackOptions, PackSettings, Packager};
@@ -437,13 +438,28 @@ impl Model {
     /// The model as a build spec (pretty JSON, final newline), blob paths
     /// relative to the spec's folder.
     pub fn to_spec_json(&self) -> Result<String, Error> {
-        let mut value = serde_json::to_value(self)
-            .map_err(|e| spec_error(format!("cannot encode the model: {e}")))?;
+        let fail = |e: serde_json::Error| spec_error(format!("cannot encode the model: {e}"));
+        // The member list and the framing's entry list (one item per tar
+        // entry each) are written item by item, not held as one tree.
+        let shallow = Model {
+            header: self.header.clone(),
+            framing: self.framing.as_ref().map(Framing::without_entries),
+            source_hash: self.source_hash.clone(),
+            payload: Vec::new(),
+        };
+        let mut value = serde_json::to_value(&shallow).map_err(fail)?;
         if let Some(header) = value.get_mut("header").and_then(|h| h.as_object_mut()) {
             header.retain(|_, v| !v.is_null());
         }
-        let text = serde_json::to_string_pretty(&value)
-            .map_err(|e| spec_error(format!("cannot encode the model: {e}")))?;
+        let entries = self
+            .framing
+            .as_ref()
+            .map_or(&[][..], |f| &f.tar.entries[..]);
+        let lists = [
+            Streamed::of("/framing/tar", "entries", entries, true),
+            Streamed::of("", "payload", &self.payload[..], false),
+        ];
+        let text = crate::pretty_json::to_pretty(value, &lists).map_err(fail)?;
         Ok(text + "\n")
     }
 }

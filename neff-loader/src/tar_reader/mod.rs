@@ -570,8 +570,11 @@ impl<R: BufRead> TarReader<R> {
             b'3' | b'4' | b'6' => EntryKind::Special,
             _ => EntryKind::File,
         };
-        // A file or hard link whose name ends in `/` is a directory.
-        if matches!(kind, EntryKind::File | EntryKind::Hardlink) && name.last() == Some(&b'/') {
+        // An entry libarchive types a regular file (AE_IFREG: a file, or a
+        // hard link with a size) is a directory when its name ends in `/`.
+        // A hard link of size 0 keeps its mode's type and its name.
+        let regular = kind == EntryKind::File || (type_flag == b'1' && size > 0);
+        if regular && name.last() == Some(&b'/') {
             kind = EntryKind::Directory;
         }
         // libarchive reads no data for links (outside pax), devices, FIFOs
