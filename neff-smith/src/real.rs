@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use neff_writer::build_spec::Blob;
-use neff_writer::lift::{Content, Model};
+use neff_writer::lift::{Content, Model, PayloadMember};
 use neff_writer::{DeflateCache, MemberSource, PackSettings, Packager};
 use serde_json::Value;
 
@@ -151,10 +151,17 @@ pub fn seed_from(
         level,
         ..PackSettings::default()
     };
-    // Members the change left alone are packed from the source's bytes.
+    // Members the change left alone are packed from the source's bytes
+    // (found by name through one map: a lookup per member stays linear).
+    let originals: std::collections::HashMap<&str, &PayloadMember> = source
+        .model
+        .payload
+        .iter()
+        .map(|m| (m.name.as_str(), m))
+        .collect();
     let mut packager = Packager::new();
     for (i, member) in model.payload.iter().enumerate() {
-        let kept = source.model.member(&member.name) == Some(member);
+        let kept = originals.get(member.name.as_str()) == Some(&member);
         let bytes = match source.bytes.get(&member.name) {
             Some(bytes) if kept => MemberSource::Reader {
                 len: bytes.len() as u64,

@@ -428,7 +428,7 @@ impl<R: BufRead> TarReader<R> {
                     self.format = ArchiveFormat::Pax;
                     let values = self.read_pax(size, header_offset, false)?;
                     specials.warn(values.warning);
-                    if let Some(path) = values.path {
+                    if let Some(path) = values.path.filter(|p| !p.is_empty()) {
                         specials.pax_path = Some(path);
                     }
                     specials.size = values.size.or(specials.size);

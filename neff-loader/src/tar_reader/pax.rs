@@ -487,7 +487,9 @@ fn apply(values: &mut PaxValues, key: &[u8], value: Vec<u8>, offset: u64) -> Res
             if !text.is_ascii() {
                 return Err(Stop::Fatal(unsupported(offset, format!("pax {key_text} is not ASCII: libarchive converts it from UTF-8 to the runtime's locale, which may fail"))));
             }
-            if key == b"path" && !text.is_empty() {
+            // The last `path` record wins, an empty one too: an empty path
+            // then leaves the header's name (the caller's check).
+            if key == b"path" {
                 values.path = Some(text.to_vec());
             }
         }
