@@ -121,9 +121,9 @@ impl Framing {
         Framing {
             tar: TarFraming {
                 format: t.format,
-                numbers: t.numbers.clone(),
+                numbers: t.numbers,
                 directories: t.directories,
-                order: t.order.clone(),
+                order: t.order,
                 defaults: t.defaults.clone(),
                 end_blocks: t.end_blocks,
                 record_size: t.record_size,
@@ -134,7 +134,7 @@ impl Framing {
                 ustar_split: t.ustar_split,
             },
             gzip: self.gzip.clone(),
-            hash: self.hash.clone(),
+            hash: self.hash,
             uuid: self.uuid,
         }
     }

@@ -444,7 +444,7 @@ impl Model {
         let shallow = Model {
             header: self.header.clone(),
             framing: self.framing.as_ref().map(Framing::without_entries),
-            source_hash: self.source_hash.clone(),
+            source_hash: self.source_hash,
             payload: Vec::new(),
         };
         let mut value = serde_json::to_value(&shallow).map_err(fail)?;
