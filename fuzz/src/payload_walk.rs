@@ -70,9 +70,7 @@ impl Walk {
             .entries
             .iter()
             .map(|e| {
-                let bytes: Vec<u8> = (0..e.name.len() / 2)
-                    .map(|i| u8::from_str_radix(&e.name[2 * i..2 * i + 2], 16).unwrap_or(b'?'))
-                    .collect();
+                let bytes = unhex(&e.name);
                 let name = String::from_utf8_lossy(&bytes);
                 let name: String = name.chars().take(40).collect();
                 let sha = e.sha256.as_deref().map_or("-", |s| &s[..6]);
@@ -152,4 +150,11 @@ impl Write for HashSink {
 /// Lowercase hex.
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The bytes of [`hex`] text (`?` for a pair that is not hex).
+pub fn unhex(text: &str) -> Vec<u8> {
+    (0..text.len() / 2)
+        .map(|i| u8::from_str_radix(&text[2 * i..2 * i + 2], 16).unwrap_or(b'?'))
+        .collect()
 }

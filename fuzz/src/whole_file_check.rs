@@ -22,10 +22,10 @@ use neff_tools::{extract_recovering, ExtractLimits};
 use neff_writer::DeflateProof;
 use sha2::{Digest, Sha256};
 
-use crate::payload_walk::{hex, neff_walk, Walk};
+use crate::payload_walk::{hex, neff_walk, unhex, Walk};
 
 /// The runtime's member map after a clean walk: key → (size, SHA-256).
-fn runtime_members(theirs: &Walk) -> BTreeMap<Vec<u8>, (i64, Option<String>)> {
+pub fn runtime_members(theirs: &Walk) -> BTreeMap<Vec<u8>, (i64, Option<String>)> {
     let mut map = BTreeMap::new();
     for e in &theirs.entries {
         if e.dir {
@@ -39,12 +39,6 @@ fn runtime_members(theirs: &Walk) -> BTreeMap<Vec<u8>, (i64, Option<String>)> {
         map.insert(key, (e.size, e.sha256.clone()));
     }
     map
-}
-
-fn unhex(text: &str) -> Vec<u8> {
-    (0..text.len() / 2)
-        .map(|i| u8::from_str_radix(&text[2 * i..2 * i + 2], 16).unwrap_or(0))
-        .collect()
 }
 
 /// Whether the loader refused a construct on purpose (the README's list).

@@ -70,6 +70,14 @@ pub struct Doc {
     text: String,
 }
 
+impl Doc {
+    /// What the document takes of a [`Budget`]: its values (a child link
+    /// counted as a quarter of one) and its bytes of keys and strings.
+    pub fn size(&self) -> (usize, usize) {
+        (self.nodes.len() + self.children.len() / 4, self.text.len())
+    }
+}
+
 /// The repeated keys of a document (each dropped: the first one counts).
 #[derive(Debug, Default)]
 pub struct Duplicates {
@@ -104,6 +112,12 @@ pub struct Budget {
 }
 
 impl Budget {
+    /// At most `nodes` values and `text` bytes of keys and strings (a reader
+    /// with limits of its own: the lift's typing budget).
+    pub fn new(nodes: usize, text: usize) -> Budget {
+        Budget { nodes, text }
+    }
+
     /// 4 Mi values and 32 MiB of text.
     pub fn full() -> Budget {
         Budget {
@@ -125,12 +139,10 @@ impl Budget {
 
     /// What is left once `open`'s document is held too.
     pub fn less(self, open: Json<'_>) -> Budget {
-        let doc = open.doc;
+        let (nodes, text) = open.doc.size();
         Budget {
-            nodes: self
-                .nodes
-                .saturating_sub(doc.nodes.len() + doc.children.len() / 4),
-            text: self.text.saturating_sub(doc.text.len()),
+            nodes: self.nodes.saturating_sub(nodes),
+            text: self.text.saturating_sub(text),
         }
     }
 }

@@ -323,10 +323,8 @@ fn number(u: &mut Unstructured, calm: bool, field: &mut [u8], value: u64) -> Res
         1 => field.fill(0),
         // spaces first, space-terminated
         2 => {
-            let text = format!("{value:o} ");
-            let text = format!("{text:>width$}");
-            let n = text.len().min(width);
-            field.copy_from_slice(&text.as_bytes()[text.len() - n..][..width.min(n)]);
+            let text = format!("{:>width$}", format!("{value:o} "));
+            field.copy_from_slice(&text.as_bytes()[text.len() - width..]);
         }
         // garbage
         3 if !calm => {

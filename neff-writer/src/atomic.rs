@@ -17,7 +17,7 @@
 //! one descriptor of the folder ([`crate::folder`]), never by a path looked up
 //! again.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -41,6 +41,8 @@ struct Live {
 struct Registry {
     live: Vec<Live>,
     swept: BTreeSet<PathBuf>,
+    /// Folders where an unnamed temp file was tried: whether it works there.
+    unnamed: BTreeMap<PathBuf, bool>,
     next: u64,
     reporter: Option<fn(&Path)>,
 }
@@ -48,6 +50,7 @@ struct Registry {
 static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
     live: Vec::new(),
     swept: BTreeSet::new(),
+    unnamed: BTreeMap::new(),
     next: 0,
     reporter: None,
 });
@@ -271,16 +274,22 @@ pub fn temp_beside(path: &Path) -> io::Result<TempFile> {
             path.display(),
             dir.join(&temp).display()
         );
-        if let Some(file) = folder.create_unnamed(&temp) {
-            crate::stale::hold_lock(&file);
-            return Ok(TempFile {
-                file: Labelled::new(file, label),
-                folder,
-                name: temp,
-                target_name: OsString::from(name),
-                live: false,
-                unnamed: true,
-            });
+        // Unnamed where it works: proven once per folder.
+        let proven = registry.unnamed.get(dir).copied();
+        if proven != Some(false) {
+            let file = folder.create_unnamed(proven.is_none().then_some(temp.as_os_str()));
+            registry.unnamed.insert(dir.to_path_buf(), file.is_some());
+            if let Some(file) = file {
+                crate::stale::hold_lock(&file);
+                return Ok(TempFile {
+                    file: Labelled::new(file, label),
+                    folder,
+                    name: temp,
+                    target_name: OsString::from(name),
+                    live: false,
+                    unnamed: true,
+                });
+            }
         }
         match folder.create_new(&temp) {
             Ok(file) => {

@@ -89,11 +89,11 @@ impl Folder {
     }
 
     /// An unnamed file in the folder (`O_TMPFILE`), when the OS and the file
-    /// system make one and one can be linked in later: a throwaway unnamed
-    /// file is linked as `probe` and removed first to prove it (a file once
-    /// linked cannot be linked again after its unlink). `None` otherwise
-    /// (the caller makes a named temp file).
-    pub(crate) fn create_unnamed(&self, probe: &OsStr) -> Option<File> {
+    /// system make one. With `probe`, that one can be linked in later is
+    /// proven first: a throwaway unnamed file is linked as `probe` and
+    /// removed (a file once linked cannot be linked again after its unlink).
+    /// `None` otherwise (the caller makes a named temp file).
+    pub(crate) fn create_unnamed(&self, probe: Option<&OsStr>) -> Option<File> {
         #[cfg(target_os = "linux")]
         {
             use std::os::fd::FromRawFd;
@@ -104,9 +104,11 @@ impl Folder {
                 let fd = unsafe { libc::openat(self.raw(), c".".as_ptr(), flags, 0o666) };
                 (fd >= 0).then(|| unsafe { File::from_raw_fd(fd) })
             };
-            let throwaway = open()?;
-            self.link_unnamed(&throwaway, probe).ok()?;
-            self.remove(probe).ok()?;
+            if let Some(probe) = probe {
+                let throwaway = open()?;
+                self.link_unnamed(&throwaway, probe).ok()?;
+                self.remove(probe).ok()?;
+            }
             open()
         }
         #[cfg(not(target_os = "linux"))]

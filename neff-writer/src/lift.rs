@@ -34,7 +34,7 @@ use crate::error::{Error, ErrorKind};
 use crate::header_options::{HeaderFile, HeaderPatch};
 use crate::pretty_json::Streamed;
 use crate::tree_walk::{TreeItem, TreeWalk};
-use crate::typing_budget::{JsonSize, TypingBudget};
+use crate::typing_budget::TypingBudget;
 use crate::{MemberSource, PackOptions, PackSettings, Packager};
 
 /// A NEFF's payload as the typed model, with the header and framing it was
@@ -557,7 +557,7 @@ fn typed(
         ));
     }
     let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
-    budget.take(JsonSize::of(&bytes))?;
+    budget.take(&bytes)?;
     let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
     if restyle::rewrite(&bytes, &value).as_deref() != Some(&bytes[..]) {
         return Err("a key is repeated in an object (the runtime reads the first)".into());

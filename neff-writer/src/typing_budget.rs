@@ -3,79 +3,28 @@
 //! held two or three times while the typed value is checked against it),
 //! and a deflated manifest of a few KiB can be a hundred MiB of JSON. So a
 //! manifest is typed only while its values and string bytes fit a budget,
-//! per manifest and for the whole lift; past it the manifest stays bytes
+//! per manifest and for the whole lift, counted by the loader's own JSON
+//! reader (`neff_loader::walk::parse`); past it the manifest stays bytes
 //! (repacked exactly, edited as text), and the lift says why. Real compiler
 //! manifests hold at most some 62,000 values (a neuron-cc 1.15
 //! `wavegraph-bin.json`); the budgets are many times that.
 
+use neff_loader::walk::{parse, Budget};
+
 /// Most JSON values one typed manifest may hold.
-pub const MANIFEST_VALUES: u64 = 512 << 10;
+pub const MANIFEST_VALUES: usize = 512 << 10;
 /// Most bytes of keys and strings one typed manifest may hold.
-pub const MANIFEST_TEXT: u64 = 16 << 20;
+pub const MANIFEST_TEXT: usize = 16 << 20;
 /// Most JSON values all typed manifests of one lift may hold together.
-pub const LIFT_VALUES: u64 = 4 << 20;
+pub const LIFT_VALUES: usize = 4 << 20;
 /// Most bytes of keys and strings all typed manifests of one lift may hold.
-pub const LIFT_TEXT: u64 = 64 << 20;
-
-/// What a JSON text holds, counted without building it: values (an upper
-/// bound: every scalar, array, object and key) and bytes inside strings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct JsonSize {
-    /// Values, keys included.
-    pub values: u64,
-    /// Bytes inside strings (keys included), escapes counted as written.
-    pub text: u64,
-}
-
-impl JsonSize {
-    /// Counts `bytes` in one pass. Malformed text is counted too (the parse
-    /// that follows reports it).
-    pub fn of(bytes: &[u8]) -> JsonSize {
-        let mut size = JsonSize::default();
-        let mut in_string = false;
-        let mut escaped = false;
-        let mut in_scalar = false;
-        for &b in bytes {
-            if in_string {
-                if escaped {
-                    escaped = false;
-                } else if b == b'\\' {
-                    escaped = true;
-                } else if b == b'"' {
-                    in_string = false;
-                    continue;
-                }
-                size.text += 1;
-                continue;
-            }
-            match b {
-                b'"' => {
-                    in_string = true;
-                    in_scalar = false;
-                    size.values += 1;
-                }
-                b'{' | b'[' => {
-                    in_scalar = false;
-                    size.values += 1;
-                }
-                b',' | b':' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r' => in_scalar = false,
-                _ => {
-                    if !in_scalar {
-                        size.values += 1;
-                    }
-                    in_scalar = true;
-                }
-            }
-        }
-        size
-    }
-}
+pub const LIFT_TEXT: usize = 64 << 20;
 
 /// What is left of the lift's budget.
 #[derive(Debug, Clone, Copy)]
 pub struct TypingBudget {
-    values: u64,
-    text: u64,
+    values: usize,
+    text: usize,
 }
 
 impl Default for TypingBudget {
@@ -88,22 +37,23 @@ impl Default for TypingBudget {
 }
 
 impl TypingBudget {
-    /// Takes `size` from the budget, or says why the manifest stays bytes.
-    pub fn take(&mut self, size: JsonSize) -> Result<(), String> {
-        if size.values > MANIFEST_VALUES || size.text > MANIFEST_TEXT {
-            return Err(format!(
-                "it holds {} JSON values and {} bytes of strings; lift types a manifest of at most {MANIFEST_VALUES} values and {MANIFEST_TEXT} bytes of strings (its tree in memory would cost some 100 bytes a value)",
-                size.values, size.text
-            ));
-        }
-        if size.values > self.values || size.text > self.text {
-            return Err(format!(
-                "the manifests typed before it hold all but {} of the {LIFT_VALUES} JSON values and {} of the {LIFT_TEXT} string bytes one lift types",
-                self.values, self.text
-            ));
-        }
-        self.values -= size.values;
-        self.text -= size.text;
+    /// Takes the manifest `json` from the budget, or says why it stays
+    /// bytes (over a budget, or not JSON the loader reads).
+    pub fn take(&mut self, json: &[u8]) -> Result<(), String> {
+        let values = self.values.min(MANIFEST_VALUES);
+        let text = self.text.min(MANIFEST_TEXT);
+        let (doc, _) = parse(json, Budget::new(values, text)).map_err(|e| match e.limit {
+            true if values < MANIFEST_VALUES || text < MANIFEST_TEXT => format!(
+                "the manifests typed before it hold all but {values} of the {LIFT_VALUES} JSON values and {text} of the {LIFT_TEXT} string bytes one lift types"
+            ),
+            true => format!(
+                "it holds more than {MANIFEST_VALUES} JSON values or {MANIFEST_TEXT} bytes of strings, the most lift types in one manifest (its tree in memory would cost some 100 bytes a value)"
+            ),
+            false => e.to_string(),
+        })?;
+        let (values, text) = doc.size();
+        self.values -= values.min(self.values);
+        self.text -= text.min(self.text);
         Ok(())
     }
 }
@@ -112,31 +62,29 @@ impl TypingBudget {
 mod tests {
     use super::*;
 
-    #[test]
-    fn counts_values_keys_and_string_bytes() {
-        let size = JsonSize::of(br#"{"a": [1, -2.5e3, true, null, "x\"y"], "b": {}}"#);
-        // the object, "a", the array, 1, -2.5e3, true, null, "x\"y", "b", {}
-        assert_eq!(size.values, 10);
-        // a, x\"y (4 bytes as written), b
-        assert_eq!(size.text, 6);
+    /// A JSON array of `n` zeros.
+    fn zeros(n: usize) -> Vec<u8> {
+        let mut json = b"[0".to_vec();
+        json.extend(b",0".repeat(n - 1));
+        json.push(b']');
+        json
     }
 
     #[test]
     fn a_manifest_past_its_budget_stays_bytes() {
         let mut budget = TypingBudget::default();
-        let big = JsonSize {
-            values: MANIFEST_VALUES + 1,
-            text: 0,
-        };
-        let err = budget.take(big).unwrap_err();
-        assert!(err.contains("524288 values"), "{err}");
-        let fits = JsonSize {
-            values: MANIFEST_VALUES,
-            text: 1,
-        };
-        for _ in 0..LIFT_VALUES / MANIFEST_VALUES {
-            budget.take(fits).unwrap();
+        let err = budget.take(&zeros(MANIFEST_VALUES)).unwrap_err();
+        assert!(err.contains("524288 JSON values"), "{err}");
+        let n = MANIFEST_VALUES / 2;
+        let fits = zeros(n);
+        let mut taken = 0;
+        while budget.take(&fits).is_ok() {
+            taken += 1;
         }
-        assert!(budget.take(fits).unwrap_err().contains("typed before it"));
+        // Each takes the array and its n elements, and a quarter value per
+        // element link (`Doc::size`).
+        assert_eq!(taken, LIFT_VALUES / (1 + n + n / 4));
+        assert!(budget.take(&fits).unwrap_err().contains("typed before it"));
+        assert!(budget.take(b"{").unwrap_err().contains("EOF"));
     }
 }

@@ -19,6 +19,7 @@ use sha2::{Digest, Sha256};
 
 use crate::libarchive_differential::theirs;
 use crate::payload_walk::{hex, neff_walk, Walk};
+use crate::whole_file_check::runtime_members;
 
 /// Files drawn per run (each example model is a template in turn).
 const DRAWN: usize = 300;
@@ -61,32 +62,19 @@ fn cases(dir: &Path) -> Vec<PathBuf> {
         };
         let path = dir.join(format!("drawn-{drawn:03}.neff"));
         std::fs::write(&path, &file.bytes).unwrap();
-        if std::env::var_os("NEFF_WHOLE_FILE_SHOW").is_some() {
-            eprintln!("RECIPE {}: {}", path.display(), file.recipe.join(" | "));
-        }
         out.push(path);
         drawn += 1;
     }
     out
 }
 
-/// The runtime's bytes of `neff.json` after a clean walk (the last entry of
-/// that key), `None` when there is none or the walk failed.
-fn runtime_neff_json(walk: &Walk) -> Option<Option<String>> {
+/// The runtime's bytes of `neff.json` after a clean walk (its SHA-256),
+/// `None` when there is none or the walk failed.
+fn runtime_neff_json(walk: &Walk) -> Option<String> {
     if walk.failure.is_some() {
         return None;
     }
-    let mut last = None;
-    for e in &walk.entries {
-        let name: Vec<u8> = (0..e.name.len() / 2)
-            .map(|i| u8::from_str_radix(&e.name[2 * i..2 * i + 2], 16).unwrap())
-            .collect();
-        let key = name.strip_prefix(b"./").unwrap_or(&name);
-        if key == b"neff.json" {
-            last = Some(if e.dir { None } else { e.sha256.clone() });
-        }
-    }
-    Some(last.flatten())
+    runtime_members(walk).remove(&b"neff.json"[..])?.1
 }
 
 #[test]
@@ -139,7 +127,7 @@ fn whole_files_read_as_libarchive_3_8_reads_them_in_every_command() {
             .output()
             .unwrap();
         match runtime_neff_json(walk) {
-            Some(Some(sha)) if !header_refused && !refused_by_name => {
+            Some(sha) if !header_refused && !refused_by_name => {
                 if !cat.status.success() || hex(&Sha256::digest(&cat.stdout)) != sha {
                     failures.push(format!(
                         "{name}: neff cat neff.json gives {} ({}), the runtime reads {}",
@@ -164,15 +152,10 @@ fn whole_files_read_as_libarchive_3_8_reads_them_in_every_command() {
             }
         }
     }
-    if std::env::var_os("NEFF_WHOLE_FILE_SHOW").is_some() {
-        for (p, w) in paths.iter().zip(&walks) {
-            eprintln!("WALK {}: {}", p.display(), w.summary());
-        }
-    }
     let clean = walks.iter().filter(|w| w.failure.is_none()).count();
     let with_json = walks
         .iter()
-        .filter(|w| matches!(runtime_neff_json(w), Some(Some(_))))
+        .filter(|w| runtime_neff_json(w).is_some())
         .count();
     eprintln!(
         "{} whole files: libarchive reads {clean} to the end, {with_json} with a neff.json",
