@@ -776,7 +776,7 @@ pub struct EntryFraming {
     /// Modification time.
     pub mtime: Option<u64>,
     /// A pax extended header written just before the entry.
-    pub pax: Option<PaxFraming>,
+    pub pax: Option<Box<PaxFraming>>,
     /// How this entry's header numbers are written, when not as
     /// [`TarFraming::numbers`] says.
     pub numbers: Option<TarNumbers>,

@@ -194,31 +194,39 @@ pub fn seeds_from<E: From<io::Error>>(
     sink: impl FnMut(u64, Seed) -> Result<(), E>,
 ) -> Result<u64, E> {
     let draw = |spool: &mut File, i| crate::real::seed_from(sources, seed, i, level, spool);
-    let largest = sources.iter().map(|s| s.largest_manifest()).max();
-    drive(
-        count,
-        threads_within_memory(threads, largest.unwrap_or(0)),
-        draw,
-        sink,
-    )
+    let costliest = sources.iter().map(check_memory).max().unwrap_or(0);
+    drive(count, threads_within_memory(threads, costliest), draw, sink)
+}
+
+/// The memory one check of a seed drawn from `source` holds besides what
+/// the sources hold: 8 MiB of its own, some 8 bytes per byte of the largest
+/// manifest (the loader's tree of it, the packer's copies; measured 130 MiB
+/// for a 15 MiB `neff.json` of two million objects) and 1 KiB per member
+/// (the model's copy, the packer's and the check's tables; measured
+/// 170 MiB for 150,000 empty members).
+fn check_memory(source: &crate::real::Source) -> u64 {
+    (8 << 20)
+        + source.largest_manifest().saturating_mul(8)
+        + (source.model.payload.len() as u64).saturating_mul(1 << 10)
 }
 
 /// Memory all the checks of `seeds_from` may hold at once.
 const CHECKS_MEMORY: u64 = 224 << 20;
 
-/// `threads` (0: the available cores), fewer when checks of seeds whose
-/// largest manifest is `largest` bytes would together pass
-/// [`CHECKS_MEMORY`]: one check holds some 8 bytes per manifest byte (the
-/// loader's tree of it, the packer's copies; measured 130 MiB for a 15 MiB
-/// `neff.json` of two million objects) besides 8 MiB of its own. The files
-/// do not depend on the count.
-fn threads_within_memory(threads: usize, largest: u64) -> usize {
-    let threads = match threads {
+/// `threads` (0: the available cores), fewer when that many checks of
+/// `per_check` bytes each ([`check_memory`]) would together pass
+/// [`CHECKS_MEMORY`]. The files do not depend on the count.
+fn threads_within_memory(threads: usize, per_check: u64) -> usize {
+    let threads = thread_count(threads);
+    threads.min((CHECKS_MEMORY / per_check.max(1)).max(1) as usize)
+}
+
+/// `threads`, or the available cores for 0.
+fn thread_count(threads: usize) -> usize {
+    match threads {
         0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
         n => n,
-    };
-    let per_check = (8 << 20) + largest.saturating_mul(8);
-    threads.min((CHECKS_MEMORY / per_check).max(1) as usize)
+    }
 }
 
 /// Runs `draw(spool, i)` for draws 0, 1, … on `threads` threads (0: the
@@ -231,10 +239,7 @@ fn drive<E: From<io::Error>>(
     draw: impl Fn(&mut File, u64) -> Option<Seed> + Sync,
     mut sink: impl FnMut(u64, Seed) -> Result<(), E>,
 ) -> Result<u64, E> {
-    let threads = match threads {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        n => n,
-    };
+    let threads = thread_count(threads);
     let limit = draw_limit(count);
     let spools = (0..threads)
         .map(|_| tempfile::tempfile())

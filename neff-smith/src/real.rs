@@ -171,7 +171,8 @@ pub fn seed_from(
         };
         packager.add(&member.name, bytes).ok()?;
     }
-    let mut options = settings.options(model.header_file()).ok()?;
+    drop(originals);
+    let mut options = settings.options(model.into_header_file()).ok()?;
     options.fsync = false;
     options.deflate_cache = Some(deflate_cache());
     let outcome = packager.write_file(spool, &options).ok()?;

@@ -358,7 +358,18 @@ impl Model {
     /// The header file this model packs with: its header fields, framing
     /// (listing only the members it has) and source hash.
     pub fn header_file(&self) -> HeaderFile {
-        let mut framing = self.framing.clone();
+        self.header_file_with(self.framing.clone())
+    }
+
+    /// [`Model::header_file`], the framing moved out instead of copied (its
+    /// entry list holds one item per tar entry).
+    pub fn into_header_file(mut self) -> HeaderFile {
+        let framing = self.framing.take();
+        self.header_file_with(framing)
+    }
+
+    /// The header file with `framing` (this model's).
+    fn header_file_with(&self, mut framing: Option<Framing>) -> HeaderFile {
         if let Some(f) = framing.as_mut() {
             if f.tar.order == MemberOrder::Listed {
                 // The members and every folder above one, as the framing names them.

@@ -284,7 +284,7 @@ fn fields_of<'a>(
     name: &str,
 ) -> (
     Cow<'a, EntryFields>,
-    Option<PaxFraming>,
+    Option<Box<PaxFraming>>,
     Option<u32>,
     Option<TarNumbers>,
 ) {

@@ -969,9 +969,11 @@ fn finish_entries(tar: &mut TarFraming, seen: Vec<Seen>) {
                 uname: (s.fields.uname != defaults.uname).then(|| s.fields.uname.clone()),
                 gname: (s.fields.gname != defaults.gname).then(|| s.fields.gname.clone()),
                 mtime: (s.fields.mtime != defaults.mtime).then_some(s.fields.mtime),
-                pax: s.pax.map(|p| PaxFraming {
-                    numbers: own_numbers(p.numbers),
-                    ..p
+                pax: s.pax.map(|p| {
+                    Box::new(PaxFraming {
+                        numbers: own_numbers(p.numbers),
+                        ..p
+                    })
                 }),
                 numbers: own_numbers(s.numbers),
                 file_type: s.file_type.filter(|&t| t != file_type),
