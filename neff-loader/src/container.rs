@@ -345,7 +345,8 @@ pub trait EntrySink {
 }
 
 /// A check only: nothing receives the entries.
-struct NoSink;
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoSink;
 
 impl EntrySink for NoSink {
     fn entry(&mut self, _: &Entry) {}

@@ -97,7 +97,9 @@ pub use tar_reader::{Dialect, Entry, EntryKind, TarReader};
 /// that reproduce the stored bytes need besides (the writer's framing
 /// recovery drives these, so it can never read a payload another way).
 pub mod walk {
-    pub use crate::container::{run_into as walk_entries, EntrySink, Tier1, INDEX_PER_STORED_BYTE};
+    pub use crate::container::{
+        reread_member, run_into as walk_entries, EntrySink, NoSink, Tier1, INDEX_PER_STORED_BYTE,
+    };
     pub use crate::digest::{matching_layout, Digester};
     pub use crate::filter_chain::{gzip_layers, MAX_FILTERS};
     pub use crate::gzip_reader::{

@@ -4,12 +4,17 @@
 //! schema is an enum) and the member-name patterns (digits `N`, weights
 //! `*.npy`).
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
+use std::fs::File;
+use std::io::Read;
 use std::path::Path;
 use std::sync::OnceLock;
 
+use neff_loader::walk::reread_member;
+use neff_loader::{EntryKind, MANIFEST_MAX};
 use neff_schema::manifest::{act_info::ActInfo, DefJson, EngineJson, KelfDescriptor, NeffJson};
-use neff_writer::lift::{Content, Model};
+use neff_writer::lift::{too_long, typed_manifests, Content, Model};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -318,7 +323,7 @@ fn declared(schema: &Value, defs: &Value, at: &str, depth: usize, out: &mut BTre
 }
 
 /// The shapes of a set of NEFFs.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq, Eq)]
 pub struct Shapes {
     /// Manifest key paths as `kind:path` (`def-json:var.*.size`).
     pub key_paths: BTreeSet<String>,
@@ -332,25 +337,70 @@ impl Shapes {
     /// Adds the shapes of `model`.
     pub fn add_model(&mut self, model: &Model) {
         for member in &model.payload {
-            let typed = !matches!(member.content, Content::Data(_));
-            self.members.insert(member_pattern(&member.name, typed));
-            let Some(doc) = value_of(&member.content) else {
-                continue;
+            let typed = match &member.content {
+                Content::Data(_) => None,
+                content => Some(content),
             };
-            let kind = member.content.kind();
-            if let Some(found) = manifest_paths(kind, &doc) {
-                self.key_paths
-                    .extend(found.paths.iter().map(|p| format!("{kind}:{p}")));
-                self.enum_values
-                    .extend(found.enum_values.iter().map(|v| format!("{kind}:{v}")));
-            }
+            self.add_member(&member.name, typed);
         }
     }
 
-    /// The shapes of the NEFF at `path` (lifted as `neff unpack --spec`
-    /// does, without recovering its framing: shapes do not depend on it).
+    /// Adds the shapes of the member `name`, a typed manifest or (`None`)
+    /// bytes.
+    fn add_member(&mut self, name: &str, typed: Option<&Content>) {
+        self.members.insert(member_pattern(name, typed.is_some()));
+        let Some((content, doc)) = typed.and_then(|c| Some((c, value_of(c)?))) else {
+            return;
+        };
+        let kind = content.kind();
+        if let Some(found) = manifest_paths(kind, &doc) {
+            self.key_paths
+                .extend(found.paths.iter().map(|p| format!("{kind}:{p}")));
+            self.enum_values
+                .extend(found.enum_values.iter().map(|v| format!("{kind}:{v}")));
+        }
+    }
+
+    /// The shapes of the NEFF at `path`: its members as the runtime stores
+    /// them, with the manifests typed as a lift types them (`neff unpack
+    /// --spec`). Nothing is written to disk, and the framing is not
+    /// recovered: shapes do not depend on it.
     pub fn add_file(&mut self, path: &Path) -> Result<(), LiftError> {
-        self.add_model(&crate::real::lifted(path, false)?.0);
+        let fail = |message: String| LiftError {
+            path: path.display().to_string(),
+            message,
+        };
+        let mut file = File::open(path).map_err(|e| fail(e.to_string()))?;
+        let container = crate::real::stored_members(&mut file).map_err(fail)?;
+        // The entries the runtime skips by name (`wavegraph-bin.json`) are
+        // members of the lift too.
+        let names: Vec<String> = (container.members.iter())
+            .chain(container.skipped.iter())
+            .filter(|m| m.kind == EntryKind::File)
+            .map(|m| String::from_utf8_lossy(m.key).into_owned())
+            .collect();
+        let data_size = container.header.data_size();
+        let mut typed = typed_manifests(&names.iter().map(String::as_str).collect(), |name| {
+            let member = container.members.get(name.as_bytes()).ok_or("not stored")?;
+            if let Some(data) = member.data {
+                return Ok(Cow::Borrowed(data));
+            }
+            if member.size > MANIFEST_MAX {
+                return Err(too_long(member.size));
+            }
+            let read = |data: &mut dyn Read| {
+                let mut bytes = Vec::new();
+                data.read_to_end(&mut bytes).map(|_| bytes)
+            };
+            match reread_member(&mut file, data_size, member.header_offset, read) {
+                Ok(Some(bytes)) => bytes.map(Cow::Owned).map_err(|e| e.to_string()),
+                Ok(None) => Err("not found on a second read".into()),
+                Err(e) => Err(e.to_string()),
+            }
+        });
+        for name in &names {
+            self.add_member(name, typed.remove(name).and_then(Result::ok).as_ref());
+        }
         Ok(())
     }
 }

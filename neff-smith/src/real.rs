@@ -131,6 +131,34 @@ pub fn lifted(path: &Path, framing: bool) -> Result<(Model, tempfile::TempDir), 
     Ok((model, tree))
 }
 
+/// The members of the NEFF `source` as the runtime stores them, read as
+/// [`lifted`] reads them: only the header's feature bits and the payload
+/// hash (G5, G9) may be refused, as a negative fixture's are; any other
+/// container refusal is the error.
+pub fn stored_members(source: &mut File) -> Result<neff_loader::Container, String> {
+    let relaxed = neff_loader::RuntimeProfile {
+        verify_hash: false,
+        supported_features: u64::MAX,
+        ..Default::default()
+    };
+    let limits = neff_loader::Limits::default();
+    let tier1 =
+        neff_loader::walk::walk_entries(source, &relaxed, &limits, &mut neff_loader::walk::NoSink)
+            .map_err(|e| e.to_string())?;
+    match (tier1.rejection, tier1.container) {
+        (None, Some(container)) => Ok(container),
+        (rejection, _) => {
+            let report = neff_loader::Report::new(
+                &relaxed,
+                rejection.as_ref(),
+                tier1.warnings,
+                &[neff_loader::Tier::Container],
+            );
+            Err(report.detail.or(report.message).unwrap_or_default())
+        }
+    }
+}
+
 /// Seed `index` for `seed`: a source drawn from `sources`, one change
 /// applied, packed into `spool` (at gzip `level`, else the source's own).
 /// `None` when the drawn change does not apply (the caller moves on).

@@ -10,7 +10,7 @@ use std::fs::{self, File};
 use std::io::{self, BufReader, Write};
 use std::path::{Path, PathBuf};
 
-use neff_loader::walk::{walk_entries, EntrySink, StoredHeader, Tier1};
+use neff_loader::walk::{walk_entries, EntrySink, NoSink, StoredHeader, Tier1};
 use neff_loader::{Entry, EntryKind, Error, ErrorKind, Gate, Limits, Report, RuntimeProfile, Tier};
 
 use plan::Plan;
@@ -99,7 +99,7 @@ pub fn extract(
     force: bool,
     limits: &ExtractLimits,
 ) -> Result<(ExtractSummary, Tier1), Error> {
-    extract_observed(neff, dest, profile, force, limits, &mut Unobserved)
+    extract_observed(neff, dest, profile, force, limits, &mut NoSink)
 }
 
 /// [`extract`], handing every entry the walk reads (with its data, and its
@@ -176,17 +176,6 @@ pub fn extract_refused(
     };
     let (summary, tier1) = extract(neff, dest, &relaxed, force, limits)?;
     Ok((summary, tier1, Some(refusal)))
-}
-
-/// No second reader of an unpack's walk.
-struct Unobserved;
-
-impl EntrySink for Unobserved {
-    fn entry(&mut self, _: &Entry) {}
-    fn data(&mut self, _: &[u8]) {}
-    fn wants_skipped(&self) -> bool {
-        false
-    }
 }
 
 /// Two readers of one walk: each gets every call (the data of a skipped

@@ -17,6 +17,7 @@
 //! The serde form of a [`Model`] is the `payload` form of the build spec
 //! (`neff unpack --spec`, `neff build`).
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
 
@@ -173,7 +174,16 @@ impl Model {
             }
         }
         let mut notes = LiftNotes::default();
-        let mut typed = typed_members(dir, &names.iter().map(String::as_str).collect());
+        let mut typed = typed_manifests(&names.iter().map(String::as_str).collect(), |name| {
+            let path = dir.join(name);
+            let len = std::fs::metadata(&path).map_err(|e| e.to_string())?.len();
+            if len > MANIFEST_MAX {
+                return Err(too_long(len));
+            }
+            std::fs::read(&path)
+                .map(Cow::Owned)
+                .map_err(|e| e.to_string())
+        });
         let mut payload = Vec::with_capacity(names.len());
         for name in names {
             let path = dir.join(&name);
@@ -496,8 +506,12 @@ fn beside(member: &str, name: &str) -> String {
 /// Every typed member, found by following neff.json → KELF → def.json →
 /// engine → act_info as the loader does; each is read and parsed once, and
 /// the references are taken from its typed value. A manifest the model
-/// cannot hold exactly maps to the reason it stays bytes.
-fn typed_members(dir: &Path, names: &BTreeSet<&str>) -> BTreeMap<String, Result<Content, String>> {
+/// cannot hold exactly maps to the reason it stays bytes. `read` gives a
+/// member's bytes (from an unpacked tree, or the loader's member map).
+pub fn typed_manifests<'a>(
+    names: &BTreeSet<&str>,
+    mut read: impl FnMut(&str) -> Result<Cow<'a, [u8]>, String>,
+) -> BTreeMap<String, Result<Content, String>> {
     let mut found: BTreeMap<String, Result<Content, String>> = BTreeMap::new();
     let mut queue: Vec<(String, Role)> = Vec::new();
     let mut budget = TypingBudget::default();
@@ -515,7 +529,7 @@ fn typed_members(dir: &Path, names: &BTreeSet<&str>) -> BTreeMap<String, Result<
         if !names.contains(name.as_str()) || found.contains_key(&name) {
             continue;
         }
-        let content = typed(&dir.join(&name), &name, role, &mut budget);
+        let content = read(&name).and_then(|bytes| typed(&bytes, &name, role, &mut budget));
         if let Ok(content) = &content {
             queue.extend(references(&name, content));
         }
@@ -555,23 +569,21 @@ fn references(name: &str, content: &Content) -> Vec<(String, Role)> {
 /// Reads `path` as the typed manifest `role`, checking that the typed value
 /// holds every byte of meaning the file has (the same JSON value, no key
 /// repeated); the error says why it cannot be typed.
+/// Why a manifest of `len` bytes is not typed.
+pub fn too_long(len: u64) -> String {
+    format!("{len} bytes is more than the loader reads of a manifest ({MANIFEST_MAX})")
+}
+
 fn typed(
-    path: &Path,
+    bytes: &[u8],
     name: &str,
     role: Role,
     budget: &mut TypingBudget,
 ) -> Result<Content, String> {
-    let len = std::fs::metadata(path).map_err(|e| e.to_string())?.len();
-    if len > MANIFEST_MAX {
-        return Err(format!(
-            "{len} bytes is more than the loader reads of a manifest ({MANIFEST_MAX})"
-        ));
-    }
-    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
-    budget.take(&bytes)?;
-    let value: serde_json::Value = serde_json::from_slice(&bytes).map_err(|e| e.to_string())?;
-    if restyle::rewrite(&bytes, &value).as_deref() != Some(&bytes[..]) {
-        return Err("a key is repeated in an object (the runtime reads the first)".into());
+    budget.take(bytes)?;
+    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+    if restyle::rewrite(bytes, &value).as_deref() != Some(bytes) {
+        return Err("its text is not what its value writes in its own style".into());
     }
     fn from<T: Manifest>(value: serde_json::Value) -> Result<Box<T>, String> {
         serde_json::from_value(value)

@@ -38,11 +38,14 @@ impl Default for TypingBudget {
 
 impl TypingBudget {
     /// Takes the manifest `json` from the budget, or says why it stays
-    /// bytes (over a budget, or not JSON the loader reads).
+    /// bytes (over a budget, not JSON the loader reads, or a key repeated in
+    /// an object: the runtime reads the first, the typed model cannot hold
+    /// both, and a tree of a million repeats would cost a million tokens to
+    /// restyle).
     pub fn take(&mut self, json: &[u8]) -> Result<(), String> {
         let values = self.values.min(MANIFEST_VALUES);
         let text = self.text.min(MANIFEST_TEXT);
-        let (doc, _) = parse(json, Budget::new(values, text)).map_err(|e| match e.limit {
+        let (doc, repeats) = parse(json, Budget::new(values, text)).map_err(|e| match e.limit {
             true if values < MANIFEST_VALUES || text < MANIFEST_TEXT => format!(
                 "the manifests typed before it hold all but {values} of the {LIFT_VALUES} JSON values and {text} of the {LIFT_TEXT} string bytes one lift types"
             ),
@@ -51,6 +54,11 @@ impl TypingBudget {
             ),
             false => e.to_string(),
         })?;
+        if let Some(path) = repeats.shown.first() {
+            return Err(format!(
+                "a key is repeated in an object ({path}; the runtime reads the first)"
+            ));
+        }
         let (values, text) = doc.size();
         self.values -= values.min(self.values);
         self.text -= text.min(self.text);
@@ -86,5 +94,13 @@ mod tests {
         assert_eq!(taken, LIFT_VALUES / (1 + n + n / 4));
         assert!(budget.take(&fits).unwrap_err().contains("typed before it"));
         assert!(budget.take(b"{").unwrap_err().contains("EOF"));
+    }
+
+    #[test]
+    fn a_repeated_key_stays_bytes_and_costs_nothing() {
+        let mut budget = TypingBudget::default();
+        let err = budget.take(br#"{"a": {"b": 0, "b": 1}}"#).unwrap_err();
+        assert!(err.contains("repeated") && err.contains("a.b"), "{err}");
+        assert_eq!(budget.values, LIFT_VALUES);
     }
 }

@@ -11,14 +11,9 @@ fn real() -> std::path::PathBuf {
     real_neff_dir().expect("../shared/real-neffs")
 }
 
-/// `neff coverage --json` of the corpus in `out` against the real NEFFs; the
-/// lifts' temporary folders go in `tmp`.
-fn coverage_of_real(out: &Path, tmp: &Path) -> Value {
-    let r = neff_command()
-        .args(["coverage", s(out), "--reference", s(&real()), "--json"])
-        .env("TMPDIR", tmp)
-        .output()
-        .unwrap();
+/// `neff coverage --json` of the corpus in `out` against the real NEFFs.
+fn coverage_of_real(out: &Path) -> Value {
+    let r = neff(&["coverage", s(out), "--reference", s(&real()), "--json"]);
     assert_eq!(code(&r), 0, "{}", stderr(&r));
     serde_json::from_slice(&r.stdout).unwrap()
 }
@@ -104,7 +99,7 @@ fn five_hundred_seeds_from_the_real_neffs_carry_the_verdict_verify_gives() {
 
     // One change per seed keeps the real shapes: the corpus holds every
     // key path, enum value and member pattern of the real NEFFs.
-    let report = coverage_of_real(&out, dir.path());
+    let report = coverage_of_real(&out);
     for kind in [
         "key_paths",
         "runtime_read_key_paths",
@@ -120,7 +115,6 @@ fn five_hundred_seeds_from_the_real_neffs_carry_the_verdict_verify_gives() {
 #[test]
 #[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
 fn a_generated_corpus_holds_the_shapes_of_real_output() {
-    // `coverage` unpacks each of the 2,000 NEFFs into a temporary folder.
     let dir = memory_tempdir(1 << 30);
     let out = dir.path().join("g");
     let r = neff(&[
@@ -135,7 +129,7 @@ fn a_generated_corpus_holds_the_shapes_of_real_output() {
         "-q",
     ]);
     assert_eq!(code(&r), 0, "{}", stderr(&r));
-    let report = coverage_of_real(&out, dir.path());
+    let report = coverage_of_real(&out);
     let ratio = |kind: &str| {
         let share = &report["coverage"][kind];
         let (covered, total) = (
@@ -170,4 +164,59 @@ fn from_a_folder_without_neffs_is_an_error() {
     assert_eq!(code(&r), 2, "{}", stderr(&r));
     assert!(stderr(&r).contains("names no NEFF"), "{}", stderr(&r));
     assert!(!dir.path().join("c").exists(), "nothing is created");
+}
+
+/// `coverage` reads a NEFF's shapes from the loader's member map, without
+/// writing its members out: the shapes are those of its lift.
+fn assert_shapes_are_the_lifts(files: impl Iterator<Item = std::path::PathBuf>) {
+    use neff_smith::coverage::Shapes;
+    let mut typed_files = 0;
+    for path in files {
+        let mut read = Shapes::default();
+        let mut lifted = Shapes::default();
+        let lift = neff_smith::real::lifted(&path, false);
+        match (read.add_file(&path), lift) {
+            (Ok(()), Ok((model, _tree))) => lifted.add_model(&model),
+            (Err(_), Err(_)) => continue,
+            (read, lift) => panic!("{}: {read:?} but {:?}", path.display(), lift.map(|_| ())),
+        }
+        assert_eq!(read, lifted, "{}", path.display());
+        typed_files += usize::from(!read.key_paths.is_empty());
+    }
+    assert!(typed_files > 0, "no file had a typed manifest");
+}
+
+fn neffs_in(dir: &Path) -> impl Iterator<Item = std::path::PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "neff"))
+        .collect();
+    files.sort();
+    files.into_iter()
+}
+
+#[test]
+fn coverage_reads_the_shapes_of_the_lift_of_generated_neffs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("g");
+    let r = neff(&[
+        "corpus",
+        "-o",
+        s(&out),
+        "--count",
+        "60",
+        "--seed",
+        "3",
+        "--no-fsync",
+        "-q",
+    ]);
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    assert_shapes_are_the_lifts(neffs_in(&out));
+}
+
+#[test]
+#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+fn coverage_reads_the_shapes_of_the_lift_of_the_real_neffs() {
+    assert_shapes_are_the_lifts(neffs_in(&real()));
 }
