@@ -12,6 +12,7 @@ use crate::json::{self, Budget, Doc, Duplicates, ParseError};
 use crate::members::MemberRef;
 use crate::model::{MissingReference, ModelSummary};
 use crate::profile::RuntimeProfile;
+use crate::report::Warnings;
 use crate::tar_reader::display_name;
 
 /// Largest manifest the manifest tiers parse (re-read from the source when it
@@ -105,79 +106,6 @@ impl std::fmt::Debug for Ctx<'_> {
             .field("warnings", &self.warnings)
             .field("model", &self.model)
             .finish_non_exhaustive()
-    }
-}
-
-/// Most warnings the manifest tiers list; the rest are counted.
-pub const WARNINGS_MAX: usize = 1000;
-/// Most bytes of warnings they list.
-pub const WARNING_TEXT_MAX: usize = 1 << 20;
-
-/// Warnings in load order: the first [`WARNINGS_MAX`] (Tier 1:
-/// [`Limits::warnings_max`](crate::Limits::warnings_max)), and at most
-/// [`WARNING_TEXT_MAX`] bytes of them, kept; the rest counted.
-#[derive(Debug, Clone)]
-pub struct Warnings {
-    kept: Vec<String>,
-    text: usize,
-    more: usize,
-    max: usize,
-}
-
-impl Default for Warnings {
-    fn default() -> Self {
-        Warnings::capped(WARNINGS_MAX)
-    }
-}
-
-impl Warnings {
-    /// Keeps the first `max` warnings (and [`WARNING_TEXT_MAX`] bytes).
-    pub fn capped(max: usize) -> Warnings {
-        Warnings {
-            kept: Vec::new(),
-            text: 0,
-            more: 0,
-            max,
-        }
-    }
-
-    /// Adds a warning.
-    pub fn push(&mut self, text: String) {
-        if self.kept.len() < self.max && self.text + text.len() <= WARNING_TEXT_MAX {
-            self.text += text.len();
-            self.kept.push(text);
-        } else {
-            self.more += 1;
-        }
-    }
-
-    /// Where the list stands now, for [`Warnings::rewind`].
-    pub(crate) fn mark(&self) -> (usize, usize, usize) {
-        (self.kept.len(), self.text, self.more)
-    }
-
-    /// Drops every warning added since `mark` (what a read for display only
-    /// found must not change the verdict's warnings).
-    pub(crate) fn rewind(&mut self, mark: (usize, usize, usize)) {
-        self.kept.truncate(mark.0);
-        (self.text, self.more) = (mark.1, mark.2);
-    }
-
-    /// Adds another run's warnings after these.
-    fn append(&mut self, later: &Warnings) {
-        for text in &later.kept {
-            self.push(text.clone());
-        }
-        self.more += later.more;
-    }
-
-    /// The warnings, with a last line counting those not kept.
-    pub fn into_vec(self) -> Vec<String> {
-        let mut all = self.kept;
-        if self.more > 0 {
-            all.push(format!("… and {} more warnings", self.more));
-        }
-        all
     }
 }
 
@@ -445,6 +373,7 @@ impl JsonError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::{WARNINGS_MAX, WARNING_TEXT_MAX};
 
     #[test]
     fn warnings_and_summary_items_past_their_caps_are_counted() {

@@ -10,7 +10,6 @@ use neff_schema::features::unsupported_bits;
 use neff_schema::{HashLayout, NeffHeader, PkgVersion, HEADER_LEN};
 use serde::Serialize;
 
-use crate::access::Warnings;
 use crate::block_pool::BlockReader;
 use crate::digest::{matching_layout, DigestSink, Digester, HashingReader};
 use crate::error::{Error, ErrorKind, TarErrorKind};
@@ -18,6 +17,7 @@ use crate::gate::{Gate, Rejection};
 use crate::gzip_reader::{looks_like_gzip, GzipReader, MemberTally};
 use crate::members::{MemberMeta, MemberTable, Usage, MAP_MAX};
 use crate::profile::RuntimeProfile;
+use crate::report::Warnings;
 use crate::tar_reader::{display_name, escape_name, Entry, EntryKind, StoredHeader, TarReader};
 
 /// Members whose names end with this suffix are skipped by the runtime's walk.

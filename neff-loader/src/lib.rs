@@ -60,11 +60,13 @@ mod staging;
 mod stream_check;
 mod tar_reader;
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, Cursor, Read, Seek};
 use std::path::Path;
 
 use neff_schema::{Arch, Target};
+use serde::Serialize;
 
 pub use access::MANIFEST_MAX;
 
@@ -86,8 +88,7 @@ pub use model::{
     VarSummary, WeightSummary, BARRIER_CONFIG_MEMBER,
 };
 pub use profile::{
-    parse_features, parse_mask, Checked, Runtime, RuntimeProfile, EVTACCEL_OFFSET, RUNTIME_VERSION,
-    UCODE_ABI_2_31,
+    parse_features, parse_mask, RuntimeProfile, EVTACCEL_OFFSET, RUNTIME_VERSION, UCODE_ABI_2_31,
 };
 pub use report::{tier_names, ArchScope, Report, Tier};
 pub use stream_check::{StreamCheck, StreamedDigests};
@@ -114,7 +115,7 @@ pub mod walk {
 }
 
 use access::{Ctx, Effects, Load, Source};
-use sections::GraphStaging;
+use staging::GraphStaging;
 
 /// A NEFF as loaded under one profile.
 #[derive(Debug)]
@@ -554,4 +555,122 @@ fn only(mut loads: Vec<Loaded>) -> Result<Loaded, Error> {
     loads
         .pop()
         .ok_or_else(|| Error::new(ErrorKind::Pipeline, "no load ran"))
+}
+
+/// The runtime a NEFF is checked under: on one arch, or on every arch it
+/// targets, with a profile. `neff verify`, Python's `neff.verify` and the
+/// fixture manifest state this one pair.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Runtime {
+    /// One arch (which replaces the profile's), or every targeted arch.
+    pub scope: ArchScope,
+    /// The simulated runtime's configuration.
+    pub profile: RuntimeProfile,
+}
+
+impl Runtime {
+    /// The default runtime on `arch`.
+    pub fn on(arch: Arch) -> Runtime {
+        Runtime {
+            scope: ArchScope::Arch(arch),
+            profile: RuntimeProfile::for_arch(arch),
+        }
+    }
+
+    /// The default runtime on every targeted arch.
+    pub fn all() -> Runtime {
+        Runtime {
+            scope: ArchScope::All,
+            profile: RuntimeProfile::default(),
+        }
+    }
+
+    /// The same runtime, its profile changed by `change`.
+    pub fn with(mut self, change: impl FnOnce(&mut RuntimeProfile)) -> Runtime {
+        change(&mut self.profile);
+        self
+    }
+
+    /// Checks the NEFF `source` as `neff verify` does, each report naming
+    /// `file`: on one arch, that arch's report; on every targeted arch, the
+    /// deciding report (with `accepted` the all-arch verdict and
+    /// `instance_arch` `"all"`), the targeted arches and every arch's report.
+    pub fn check<R: Read + Seek>(
+        &self,
+        source: R,
+        limits: &Limits,
+        file: Option<String>,
+    ) -> Result<Checked, crate::Error> {
+        Ok(match self.scope {
+            ArchScope::Arch(arch) => {
+                let profile = RuntimeProfile {
+                    instance_arch: arch,
+                    ..self.profile.clone()
+                };
+                let mut report = Loader::new(&profile)
+                    .limits(limits.clone())
+                    .load(Some(source))?
+                    .report;
+                report.file = file;
+                Checked {
+                    report,
+                    targeted_arches: None,
+                    per_arch: None,
+                }
+            }
+            ArchScope::All => {
+                let mut verdict = Loader::new(&self.profile)
+                    .limits(limits.clone())
+                    .verify(Some(source))?;
+                for load in &mut verdict.per_arch {
+                    load.report.file = file.clone();
+                }
+                Checked::from(&verdict)
+            }
+        })
+    }
+
+    /// [`Runtime::check`] of the file at `path`, with the verdict's limits.
+    pub fn check_path(&self, path: impl AsRef<Path>) -> Result<Checked, crate::Error> {
+        let path = path.as_ref();
+        let file = File::open(path)
+            .map_err(|e| crate::Error::io(crate::ErrorKind::Read, "cannot open", path, e))?;
+        self.check(
+            file,
+            &Limits::for_verdict(),
+            Some(path.display().to_string()),
+        )
+    }
+}
+
+/// The JSON verdict of one file: the deciding report (the first refusal on
+/// a targeted arch, else the accepted outcome), plus every arch's report and
+/// the targeted arches under `--instance-arch all`.
+#[serde_with::skip_serializing_none]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct Checked {
+    /// The deciding report; on one arch, that arch's.
+    #[serde(flatten)]
+    pub report: Report,
+    /// The arches the NEFF targets (under `--instance-arch all`).
+    #[schemars(with = "Option<Vec<String>>")]
+    pub targeted_arches: Option<Vec<Arch>>,
+    /// Each arch's full report, by arch name (under `--instance-arch all`).
+    pub per_arch: Option<BTreeMap<String, Report>>,
+}
+
+impl From<&Verdict> for Checked {
+    /// The verdict on every targeted arch as `neff verify --json` prints it.
+    fn from(verdict: &Verdict) -> Checked {
+        let per_arch = verdict
+            .per_arch
+            .iter()
+            .map(|l| (l.report.instance_arch.name().to_string(), l.report.clone()))
+            .collect();
+        Checked {
+            report: verdict.combined_report(),
+            targeted_arches: Some(verdict.targeted.clone()),
+            per_arch: Some(per_arch),
+        }
+    }
 }

@@ -3,14 +3,6 @@
 use neff_schema::features::{self, SUPPORTED_FEATURES_2_31};
 use neff_schema::{Arch, HashLayoutPolicy};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::{Read, Seek};
-use std::path::Path;
-
-use crate::container::Limits;
-use crate::report::{ArchScope, Report};
-use crate::{Loader, Verdict};
 
 /// The Neuron runtime release whose loader the gates model.
 pub const RUNTIME_VERSION: &str = "2.31";
@@ -102,124 +94,6 @@ impl RuntimeProfile {
         RuntimeProfile {
             instance_arch,
             ..RuntimeProfile::default()
-        }
-    }
-}
-
-/// The runtime a NEFF is checked under: on one arch, or on every arch it
-/// targets, with a profile. `neff verify`, Python's `neff.verify` and the
-/// fixture manifest state this one pair.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Runtime {
-    /// One arch (which replaces the profile's), or every targeted arch.
-    pub scope: ArchScope,
-    /// The simulated runtime's configuration.
-    pub profile: RuntimeProfile,
-}
-
-impl Runtime {
-    /// The default runtime on `arch`.
-    pub fn on(arch: Arch) -> Runtime {
-        Runtime {
-            scope: ArchScope::Arch(arch),
-            profile: RuntimeProfile::for_arch(arch),
-        }
-    }
-
-    /// The default runtime on every targeted arch.
-    pub fn all() -> Runtime {
-        Runtime {
-            scope: ArchScope::All,
-            profile: RuntimeProfile::default(),
-        }
-    }
-
-    /// The same runtime, its profile changed by `change`.
-    pub fn with(mut self, change: impl FnOnce(&mut RuntimeProfile)) -> Runtime {
-        change(&mut self.profile);
-        self
-    }
-
-    /// Checks the NEFF `source` as `neff verify` does, each report naming
-    /// `file`: on one arch, that arch's report; on every targeted arch, the
-    /// deciding report (with `accepted` the all-arch verdict and
-    /// `instance_arch` `"all"`), the targeted arches and every arch's report.
-    pub fn check<R: Read + Seek>(
-        &self,
-        source: R,
-        limits: &Limits,
-        file: Option<String>,
-    ) -> Result<Checked, crate::Error> {
-        Ok(match self.scope {
-            ArchScope::Arch(arch) => {
-                let profile = RuntimeProfile {
-                    instance_arch: arch,
-                    ..self.profile.clone()
-                };
-                let mut report = Loader::new(&profile)
-                    .limits(limits.clone())
-                    .load(Some(source))?
-                    .report;
-                report.file = file;
-                Checked {
-                    report,
-                    targeted_arches: None,
-                    per_arch: None,
-                }
-            }
-            ArchScope::All => {
-                let mut verdict = Loader::new(&self.profile)
-                    .limits(limits.clone())
-                    .verify(Some(source))?;
-                for load in &mut verdict.per_arch {
-                    load.report.file = file.clone();
-                }
-                Checked::from(&verdict)
-            }
-        })
-    }
-
-    /// [`Runtime::check`] of the file at `path`, with the verdict's limits.
-    pub fn check_path(&self, path: impl AsRef<Path>) -> Result<Checked, crate::Error> {
-        let path = path.as_ref();
-        let file = File::open(path)
-            .map_err(|e| crate::Error::io(crate::ErrorKind::Read, "cannot open", path, e))?;
-        self.check(
-            file,
-            &Limits::for_verdict(),
-            Some(path.display().to_string()),
-        )
-    }
-}
-
-/// The JSON verdict of one file: the deciding report (the first refusal on
-/// a targeted arch, else the accepted outcome), plus every arch's report and
-/// the targeted arches under `--instance-arch all`.
-#[serde_with::skip_serializing_none]
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-pub struct Checked {
-    /// The deciding report; on one arch, that arch's.
-    #[serde(flatten)]
-    pub report: Report,
-    /// The arches the NEFF targets (under `--instance-arch all`).
-    #[schemars(with = "Option<Vec<String>>")]
-    pub targeted_arches: Option<Vec<Arch>>,
-    /// Each arch's full report, by arch name (under `--instance-arch all`).
-    pub per_arch: Option<BTreeMap<String, Report>>,
-}
-
-impl From<&Verdict> for Checked {
-    /// The verdict on every targeted arch as `neff verify --json` prints it.
-    fn from(verdict: &Verdict) -> Checked {
-        let per_arch = verdict
-            .per_arch
-            .iter()
-            .map(|l| (l.report.instance_arch.name().to_string(), l.report.clone()))
-            .collect();
-        Checked {
-            report: verdict.combined_report(),
-            targeted_arches: Some(verdict.targeted.clone()),
-            per_arch: Some(per_arch),
         }
     }
 }

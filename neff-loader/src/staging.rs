@@ -5,7 +5,6 @@ use neff_schema::Arch;
 
 use crate::access::Ctx;
 use crate::gate::{Gate, Rejection};
-use crate::sections::GraphStaging;
 
 /// Functions the device's global ucode table holds.
 const MAX_TABLE_FUNCTIONS: usize = 97;
@@ -13,6 +12,19 @@ const MAX_TABLE_FUNCTIONS: usize = 97;
 pub const MAX_FUNCTION_NAME: usize = 64;
 /// Functions one core may load.
 const MAX_FUNCTIONS_PER_CORE: usize = 28;
+
+/// What staging needs from one graph (a few numbers, whatever its size).
+#[derive(Debug, Clone, Default)]
+pub struct GraphStaging {
+    /// The first EVTACCEL carveout G30 refuses on Cayman (see
+    /// [`evtaccel_problem`]): (offset, size, base_partition,
+    /// partitions).
+    pub evtaccel: Option<(u64, u64, u64, u64)>,
+    /// Number of ucode functions of all the graph's libraries.
+    pub ucode_functions: usize,
+    /// The first function name G31 finds too long.
+    pub long_function: Option<String>,
+}
 
 /// Runs G30 then G31.
 pub fn run(ctx: &mut Ctx<'_>, graphs: &[GraphStaging]) -> Result<(), Rejection> {

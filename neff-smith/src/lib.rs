@@ -30,6 +30,7 @@ pub mod coverage;
 pub mod fixtures;
 pub mod generate;
 pub mod real;
+mod seed;
 pub mod whole_file;
 
 pub use fixtures::{Error, FixtureManifest};

@@ -18,7 +18,7 @@ use neff_writer::lift::{Content, Model, PayloadMember};
 use neff_writer::{DeflateCache, MemberSource, PackSettings, Packager};
 use serde_json::Value;
 
-use crate::corpus::{adversarial, Mix, Seed, SeedVerdict};
+use crate::seed::{adversarial, Mix, Seed, SeedVerdict};
 
 /// Members up to this size are held in memory for the seeds; larger ones
 /// are streamed from the lifted folder for each seed.

@@ -26,9 +26,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::folder::Folder;
 use crate::labelled::Labelled;
-
-/// What separates the target's name from the pid in a temp file's name.
-pub(crate) const MARKER: &str = ".neff-tmp.";
+use crate::stale::MARKER;
 
 /// A temp file not yet renamed or removed: its folder and name there.
 struct Live {

@@ -1,4 +1,4 @@
-//! The JSON build spec `neff build` reads: everything [`NeffBuilder`] can
+//! The JSON build spec `neff build` reads: everything [`NeffBuilder`](crate::NeffBuilder) can
 //! do, as data. `neff schema build-spec` prints its JSON Schema (these doc
 //! comments are the descriptions).
 //!
@@ -9,17 +9,17 @@
 //! `extra` map keep any key, like the manifests themselves.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use neff_schema::features;
 use neff_schema::header::Blob as HashBlob;
 use neff_schema::manifest::Extra;
 use neff_schema::{Framing, FramingPreset, PkgVersion, Target, Uuid};
-use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 
-use crate::builder::{Data, NeffBuilder, Subgraph};
+use crate::blob::Data;
+pub use crate::blob::{blob_data, Blob};
+use crate::builder::subgraph::Subgraph;
 use crate::error::{spec_error as invalid, Error, ErrorKind};
 use crate::header_options::{HeaderFile, HeaderPatch, UuidChoice};
 use crate::lift::{Model, PayloadMember, WeightEdit};
@@ -157,103 +157,6 @@ impl FramingSpec {
     }
 }
 
-/// Bytes for a member: a path relative to the spec file (a string or
-/// `{"path": ...}`), `{"base64": ...}` or `{"text": ...}`; or, for a caller
-/// that passes data along with the spec (Python's `neff.Builder`),
-/// `{"data": N}`: entry N of that data.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Blob {
-    /// A file, streamed when the NEFF is written.
-    Path(PathBuf),
-    /// Standard base64.
-    Base64(String),
-    /// UTF-8 text.
-    Text(String),
-    /// Entry N of the data the caller passes with the spec (a resolver of
-    /// [`BuildSpec::into_builder_with`] supplies it; a spec file has none).
-    Held(usize),
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct BlobObject {
-    #[serde(default)]
-    path: Option<PathBuf>,
-    #[serde(default)]
-    base64: Option<String>,
-    #[serde(default)]
-    text: Option<String>,
-    #[serde(default)]
-    data: Option<usize>,
-}
-
-impl<'de> Deserialize<'de> for Blob {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct BlobVisitor;
-        impl<'de> Visitor<'de> for BlobVisitor {
-            type Value = Blob;
-
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(r#"a path string, {"path": ...}, {"base64": ...} or {"text": ...}"#)
-            }
-
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Blob, E> {
-                Ok(Blob::Path(PathBuf::from(v)))
-            }
-
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Blob, A::Error> {
-                let o = BlobObject::deserialize(de::value::MapAccessDeserializer::new(map))?;
-                match (o.path, o.base64, o.text, o.data) {
-                    (Some(p), None, None, None) => Ok(Blob::Path(p)),
-                    (None, Some(b), None, None) => Ok(Blob::Base64(b)),
-                    (None, None, Some(t), None) => Ok(Blob::Text(t)),
-                    (None, None, None, Some(n)) => Ok(Blob::Held(n)),
-                    _ => Err(de::Error::custom(
-                        "a blob object needs exactly one of \"path\", \"base64\", \"text\" and \"data\"",
-                    )),
-                }
-            }
-        }
-        d.deserialize_any(BlobVisitor)
-    }
-}
-
-impl serde::Serialize for Blob {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        if let Blob::Path(path) = self {
-            return s.serialize_str(&path.to_string_lossy());
-        }
-        let mut map = s.serialize_map(Some(1))?;
-        match self {
-            Blob::Path(_) => {}
-            Blob::Base64(text) => map.serialize_entry("base64", text)?,
-            Blob::Text(text) => map.serialize_entry("text", text)?,
-            Blob::Held(index) => map.serialize_entry("data", index)?,
-        }
-        map.end()
-    }
-}
-
-impl schemars::JsonSchema for Blob {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "Blob".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "description": "Member bytes: a path relative to the spec file, or an object with exactly one of path, base64 (standard alphabet) and text; or {\"data\": N}, entry N of the data a caller passes with the spec (Python's neff.Builder).",
-            "oneOf": [
-                { "type": "string" },
-                { "type": "object", "properties": { "path": { "type": "string" } }, "required": ["path"], "additionalProperties": false },
-                { "type": "object", "properties": { "base64": { "type": "string" } }, "required": ["base64"], "additionalProperties": false },
-                { "type": "object", "properties": { "text": { "type": "string" } }, "required": ["text"], "additionalProperties": false },
-                { "type": "object", "properties": { "data": { "type": "integer", "minimum": 0 } }, "required": ["data"], "additionalProperties": false }
-            ]
-        })
-    }
-}
-
 impl BuildSpec {
     /// Reads and parses a spec file.
     pub fn from_path(path: &Path) -> Result<BuildSpec, Error> {
@@ -321,25 +224,6 @@ impl BuildSpec {
         Ok((model, settings))
     }
 
-    /// The builder this spec describes; relative blob paths resolve against
-    /// `base` (the spec file's folder).
-    pub fn into_builder(self, base: &Path) -> Result<NeffBuilder, Error> {
-        self.into_builder_with(&mut |key, blob| blob_data(base, key, blob))
-    }
-
-    /// The builder this spec describes, each blob turned into data by
-    /// `resolve(key, blob)` (`key` is the blob's path in the spec, for
-    /// errors); [`blob_data`] is what [`BuildSpec::into_builder`] uses. A
-    /// caller with data of its own (the Python bindings' buffers) maps its
-    /// placeholders here. A lifted spec (`payload`) is refused when built.
-    pub fn into_builder_with(
-        mut self,
-        resolve: &mut dyn FnMut(&str, Blob) -> Result<Data, Error>,
-    ) -> Result<NeffBuilder, Error> {
-        self.resolve_blobs(resolve)?;
-        Ok(NeffBuilder::from_spec(self))
-    }
-
     /// Turns every blob the spec gives ([`Data::Blob`]) into data with
     /// `resolve(key, blob)`.
     pub fn resolve_blobs(
@@ -399,59 +283,6 @@ impl BuildSpec {
     }
 }
 
-/// serde's "unknown field `x`, expected one of `a`, `b`" with the nearest
-/// expected key suggested when one is close (`inptus` → `inputs`).
-fn with_suggestion(message: &str) -> String {
-    let Some(rest) = message.strip_prefix("unknown field `") else {
-        return message.to_string();
-    };
-    let Some((field, expected)) = rest.split_once("`, expected ") else {
-        return message.to_string();
-    };
-    match nearest(field, expected.split('`').skip(1).step_by(2)) {
-        Some(candidate) => message.replacen(
-            &format!("`{field}`,"),
-            &format!("`{field}` (did you mean `{candidate}`?),"),
-            1,
-        ),
-        None => message.to_string(),
-    }
-}
-
-/// The candidate nearest to `word`, when it is close (a third of its
-/// length, at least one edit).
-pub(crate) fn nearest<'a>(
-    word: &str,
-    candidates: impl Iterator<Item = &'a str>,
-) -> Option<&'a str> {
-    candidates
-        .map(|candidate| (edit_distance(word, candidate), candidate))
-        .filter(|&(d, c)| d <= (c.len().max(word.len()) / 3).max(1))
-        .min()
-        .map(|(_, candidate)| candidate)
-}
-
-/// Levenshtein distance (insertions, deletions, substitutions; a swap of two
-/// neighbours counts 1).
-fn edit_distance(a: &str, b: &str) -> usize {
-    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-    let mut rows = vec![(0..=b.len()).collect::<Vec<usize>>(); 3];
-    for i in 1..=a.len() {
-        rows[i % 3][0] = i;
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            let prev = &rows[(i + 2) % 3];
-            let mut best = (prev[j] + 1).min(prev[j - 1] + cost);
-            best = best.min(rows[i % 3][j - 1] + 1);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                best = best.min(rows[(i + 1) % 3][j - 2] + 1);
-            }
-            rows[i % 3][j] = best;
-        }
-    }
-    rows[a.len() % 3][b.len()]
-}
-
 /// Parses `bytes` as a `T` of the build spec at `prefix` (`""` for a whole
 /// spec, `subgraphs[0].inputs[1]` for one entry): an error names the key of
 /// the value at fault (`subgraphs[0].inputs[1].shape[0]`) and `path`.
@@ -467,7 +298,7 @@ pub fn parse_at<T: serde::de::DeserializeOwned>(
             (p, k) if k.starts_with('[') => format!("{p}{k}"),
             (p, k) => format!("{p}.{k}"),
         };
-        let inner_text = with_suggestion(&inner.to_string());
+        let inner_text = crate::error::with_suggestion(&inner.to_string());
         let message = match key.as_str() {
             "" => inner_text,
             k => format!("{k}: {inner_text}"),
@@ -570,33 +401,10 @@ pub fn confine_blobs(spec: &mut BuildSpec, base: &Path, roots: &[PathBuf]) -> Re
     })
 }
 
-/// A blob's data: a path relative to `base` (checked to be a regular file,
-/// streamed when written), decoded base64 or the text's bytes; `key` names
-/// the blob in errors.
-pub fn blob_data(base: &Path, key: &str, blob: Blob) -> Result<Data, Error> {
-    match blob {
-        Blob::Path(p) => {
-            let path = base.join(&p);
-            match std::fs::metadata(&path) {
-                Ok(m) if m.is_file() => Ok(Data::Path(path)),
-                Ok(_) => invalid(key, format!("{} is not a regular file", path.display())),
-                Err(e) => invalid(key, format!("cannot read {}: {e}", path.display())),
-            }
-        }
-        Blob::Base64(text) => crate::base64::decode(&text)
-            .map(Data::bytes)
-            .or_else(|e| invalid(format!("{key}.base64"), e.to_string())),
-        Blob::Text(text) => Ok(Data::bytes(text.into_bytes())),
-        Blob::Held(index) => invalid(
-            format!("{key}.data"),
-            format!("data #{index} was not passed with the spec (only a caller with data of its own, like Python's neff.Builder, has it)"),
-        ),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::NeffBuilder;
 
     fn parse(text: &str) -> Result<BuildSpec, Error> {
         BuildSpec::from_slice(Path::new("spec.json"), text.as_bytes())
@@ -791,15 +599,7 @@ mod tests {
 
 #[cfg(test)]
 mod suggestion_tests {
-    use super::{edit_distance, with_suggestion};
-
-    #[test]
-    fn distances() {
-        assert_eq!(edit_distance("inptus", "inputs"), 1);
-        assert_eq!(edit_distance("nmae", "name"), 1);
-        assert_eq!(edit_distance("", "abc"), 3);
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
-    }
+    use crate::error::with_suggestion;
 
     #[test]
     fn the_nearest_key_is_suggested_when_close() {

@@ -1,4 +1,4 @@
-//! Deflates one [`parallel_gzip`](crate::parallel_gzip) chunk: a byte-aligned
+//! Deflates one chunk of the parallel gzip writer: a byte-aligned
 //! run of deflate blocks that a later chunk can follow in the same stream.
 //!
 //! The backend is zlib-rs (through flate2) at every level: on weight-like

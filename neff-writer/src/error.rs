@@ -107,3 +107,42 @@ pub(crate) fn spec_error<T>(
     let message = format!("{key}: {}", message.into());
     Err(Error::new(ErrorKind::Spec, message).at_key(key))
 }
+
+/// serde's "unknown field `x`, expected one of `a`, `b`" with the nearest
+/// expected key suggested when one is close (`inptus` → `inputs`).
+pub(crate) fn with_suggestion(message: &str) -> String {
+    let Some(rest) = message.strip_prefix("unknown field `") else {
+        return message.to_string();
+    };
+    let Some((field, expected)) = rest.split_once("`, expected ") else {
+        return message.to_string();
+    };
+    match nearest(field, expected.split('`').skip(1).step_by(2)) {
+        Some(candidate) => message.replacen(
+            &format!("`{field}`,"),
+            &format!("`{field}` (did you mean `{candidate}`?),"),
+            1,
+        ),
+        None => message.to_string(),
+    }
+}
+
+/// The candidate nearest to `word` in edits (insertions, deletions,
+/// substitutions, a swap of two neighbours), when it is close (a third of
+/// its length, at least one edit).
+pub(crate) fn nearest<'a>(
+    word: &str,
+    candidates: impl Iterator<Item = &'a str>,
+) -> Option<&'a str> {
+    candidates
+        .map(|candidate| (strsim::osa_distance(word, candidate), candidate))
+        .filter(|&(d, c)| d <= (c.len().max(word.len()) / 3).max(1))
+        .min()
+        .map(|(_, candidate)| candidate)
+}
+
+/// The model breaks a rule only the builder knows (the message names the
+/// subgraph and key).
+pub(crate) fn invalid<T>(message: impl Into<String>) -> Result<T, Error> {
+    Err(Error::new(ErrorKind::Invalid, message))
+}

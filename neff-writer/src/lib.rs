@@ -37,6 +37,7 @@
 mod atomic;
 pub mod barrier;
 pub mod base64;
+mod blob;
 pub mod build_spec;
 pub mod builder;
 mod chunk_deflate;

@@ -30,7 +30,7 @@ use neff_schema::manifest::{
 use neff_schema::Framing;
 use serde::{Deserialize, Serialize};
 
-use crate::build_spec::Blob;
+use crate::blob::Blob;
 use crate::error::{Error, ErrorKind};
 use crate::header_options::{HeaderFile, HeaderPatch};
 use crate::pretty_json::Streamed;
@@ -312,7 +312,7 @@ impl Model {
     /// there follows.
     pub fn replace_weight(&mut self, base: &Path, edit: WeightEdit) -> Result<WeightChange, Error> {
         let at = format!("weights {} var {:?}", edit.def_json, edit.var);
-        let data_len = match crate::build_spec::blob_data(base, &at, edit.npy.clone())? {
+        let data_len = match crate::blob::blob_data(base, &at, edit.npy.clone())? {
             crate::Data::Path(path) => crate::builder::weights::npy_file_data_len(&path, &at)?,
             crate::Data::Source(crate::MemberSource::Bytes(bytes)) => {
                 crate::builder::weights::npy_bytes_data_len(&bytes, &at)?
@@ -607,14 +607,12 @@ fn typed(
 
 /// A member's bytes from a blob.
 fn blob_source(base: &Path, key: &str, blob: &Blob) -> Result<MemberSource, Error> {
-    Ok(
-        match crate::build_spec::blob_data(base, key, blob.clone())? {
-            crate::Data::Path(path) => {
-                MemberSource::file(&path).map_err(|e| Error::io("cannot read", &path, e))?
-            }
-            other => other.into_source(key)?,
-        },
-    )
+    Ok(match crate::blob::blob_data(base, key, blob.clone())? {
+        crate::Data::Path(path) => {
+            MemberSource::file(&path).map_err(|e| Error::io("cannot read", &path, e))?
+        }
+        other => other.into_source(key)?,
+    })
 }
 
 /// A typed manifest's bytes: its source's when they hold `value`, else
@@ -626,7 +624,7 @@ fn manifest_bytes(
     value: &serde_json::Value,
 ) -> Result<MemberSource, Error> {
     let original = match source {
-        Some(blob) => match crate::build_spec::blob_data(base, key, blob.clone())? {
+        Some(blob) => match crate::blob::blob_data(base, key, blob.clone())? {
             crate::Data::Path(path) => {
                 let len = std::fs::metadata(&path)
                     .map_err(|e| Error::io("cannot read", &path, e))?

@@ -7,8 +7,10 @@
 use std::fs::File;
 use std::path::Path;
 
-use crate::atomic::MARKER;
 use crate::folder::Folder;
+
+/// What separates the target's name from the pid in a temp file's name.
+pub(crate) const MARKER: &str = ".neff-tmp.";
 
 /// Removes the stale temp files in `folder`, passing each to `report`.
 /// Unreadable folders and entries are left alone. The names are listed by

@@ -15,7 +15,7 @@ use crate::manifests::{GraphRef, Kelf};
 use crate::model::{
     EngineSummary, GraphSummary, QueueSummary, UcodeLibSummary, VarSummary, WeightSummary,
 };
-use crate::staging::{evtaccel_problem, MAX_FUNCTION_NAME};
+use crate::staging::{evtaccel_problem, GraphStaging, MAX_FUNCTION_NAME};
 
 // One module per section, in the runtime's order.
 mod carveouts;
@@ -33,19 +33,6 @@ use engines::*;
 use queues::*;
 use ucode::*;
 use vars::*;
-
-/// What staging needs from one graph (a few numbers, whatever its size).
-#[derive(Debug, Clone, Default)]
-pub struct GraphStaging {
-    /// The first EVTACCEL carveout G30 refuses on Cayman (see
-    /// [`crate::staging::evtaccel_problem`]): (offset, size, base_partition,
-    /// partitions).
-    pub evtaccel: Option<(u64, u64, u64, u64)>,
-    /// Number of ucode functions of all the graph's libraries.
-    pub ucode_functions: usize,
-    /// The first function name G31 finds too long.
-    pub long_function: Option<String>,
-}
 
 /// Runs G19–G27 on every graph, then G28 and G29; returns what staging needs.
 pub fn run(ctx: &mut Ctx<'_>, kelf: &Kelf) -> Result<Vec<GraphStaging>, Rejection> {

@@ -1,5 +1,5 @@
 //! Writing into the destination by path (systems without `openat`; on Unix
-//! [`super::dirfd`] holds every folder by descriptor): folders are created, never passed through
+//! the `dirfd` module holds every folder by descriptor): folders are created, never passed through
 //! symlinks; files are written as new files in the unpack's temp dir, then
 //! renamed over their targets. Nothing that exists is ever opened for
 //! writing, so symlinks, hardlinks, FIFOs and devices planted in the

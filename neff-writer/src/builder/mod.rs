@@ -64,13 +64,13 @@
 
 pub mod npy;
 mod style;
-mod subgraph;
+pub(crate) mod subgraph;
 mod tensor;
 pub(crate) mod weights;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use neff_loader::{MemberData, RuntimeProfile};
 use neff_schema::features;
@@ -78,182 +78,43 @@ use neff_schema::manifest::neff_json::IoTensor;
 use neff_schema::manifest::{self, KelfDescriptor, Manifest, NeffJson};
 use neff_schema::{Framing, FramingPreset, NeffHeader, PkgVersion, Target};
 
-use crate::build_spec::{blob_data, Blob, BuildSpec, FramingSpec};
-use crate::error::{spec_error as spec_invalid, Error, ErrorKind};
+pub use crate::blob::Data;
+use crate::blob::{blob_data, Blob};
+use crate::build_spec::{BuildSpec, FramingSpec};
+use crate::error::{invalid, spec_error as spec_invalid, Error, ErrorKind};
 use crate::header_options::{HeaderPatch, UuidChoice};
 use crate::member::{MemberName, MemberSource};
 use crate::packager::{PackOptions, PackOutcome, Packager};
 
 pub use style::{ContentStyle, COMPILER_DEF_NAME, COMPILER_DEF_VERSION};
-pub use subgraph::{EngineProgram, FunctionSpec, Subgraph, UcodeLibSpec, VarSpec};
-pub use tensor::{Tensor, Weight, WeightFormat};
+pub use subgraph::{EngineProgram, FunctionSpec, Subgraph, UcodeLibSpec};
+pub use tensor::{Tensor, VarSpec, Weight, WeightFormat};
 
 /// The KELF descriptor member the builder writes (producer naming).
 pub const DEFAULT_KELF_MEMBER: &str = "kelf-0.json";
 /// The name of the `__kelf` node in `neff.json` (the fixture's).
 pub const DEFAULT_KELF_NODE_NAME: &str = "sg_tonga0";
 
-/// Where a member's bytes come from: in memory, a reader, or a file path that
-/// is only opened when the NEFF is built (large files are streamed, never
-/// loaded whole).
-pub enum Data {
-    /// Any packager source.
-    Source(MemberSource),
-    /// A file, checked and measured at build time.
-    Path(PathBuf),
-    /// A blob as a build spec gives it, not resolved yet
-    /// ([`Subgraph::resolve_blobs`]); left so, a path is relative to the
-    /// working directory.
-    Blob(Blob),
-}
-
-/// Empty bytes.
-impl Default for Data {
-    fn default() -> Data {
-        Data::bytes(Vec::new())
-    }
-}
-
-/// A build spec's blob (a path, `{"path"}`, `{"base64"}` or `{"text"}`), unresolved.
-impl<'de> serde::Deserialize<'de> for Data {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Blob::deserialize(d).map(Data::Blob)
-    }
-}
-
-/// As a build spec's blob: a path, `{"base64"}` for bytes in memory; a
-/// reader (which cannot be read twice) is an error.
-impl serde::Serialize for Data {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Data::Path(path) => Blob::Path(path.clone()).serialize(s),
-            Data::Blob(blob) => blob.serialize(s),
-            Data::Source(MemberSource::Bytes(bytes)) => {
-                Blob::Base64(crate::base64::encode(bytes)).serialize(s)
-            }
-            Data::Source(_) => Err(serde::ser::Error::custom(
-                "a streamed source cannot be written into a build spec",
-            )),
-        }
-    }
-}
-
-impl schemars::JsonSchema for Data {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        Blob::schema_name()
+/// Building a spec: the builder it describes.
+impl BuildSpec {
+    /// The builder this spec describes; relative blob paths resolve against
+    /// `base` (the spec file's folder).
+    pub fn into_builder(self, base: &Path) -> Result<NeffBuilder, Error> {
+        self.into_builder_with(&mut |key, blob| blob_data(base, key, blob))
     }
 
-    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        Blob::json_schema(generator)
-    }
-}
-
-impl Data {
-    /// Bytes in memory.
-    pub fn bytes(bytes: impl Into<Vec<u8>>) -> Data {
-        Data::Source(MemberSource::Bytes(bytes.into()))
-    }
-
-    /// A file read when the NEFF is written.
-    pub fn file(path: impl Into<PathBuf>) -> Data {
-        Data::Path(path.into())
-    }
-
-    /// Turns a blob ([`Data::Blob`]) into data with `resolve(key, blob)`;
-    /// any other data stays as it is.
-    pub(crate) fn resolve(
-        &mut self,
-        key: &str,
+    /// The builder this spec describes, each blob turned into data by
+    /// `resolve(key, blob)` (`key` is the blob's path in the spec, for
+    /// errors); [`blob_data`] is what [`BuildSpec::into_builder`] uses. A
+    /// caller with data of its own (the Python bindings' buffers) maps its
+    /// placeholders here. A lifted spec (`payload`) is refused when built.
+    pub fn into_builder_with(
+        mut self,
         resolve: &mut dyn FnMut(&str, Blob) -> Result<Data, Error>,
-    ) -> Result<(), Error> {
-        if let Data::Blob(_) = self {
-            if let Data::Blob(blob) = std::mem::take(self) {
-                *self = resolve(key, blob)?;
-            }
-        }
-        Ok(())
+    ) -> Result<NeffBuilder, Error> {
+        self.resolve_blobs(resolve)?;
+        Ok(NeffBuilder::from_spec(self))
     }
-
-    /// The packager source; `what` names the data in errors.
-    pub(crate) fn into_source(self, what: &str) -> Result<MemberSource, Error> {
-        match self {
-            Data::Source(source) => Ok(source),
-            Data::Path(path) => MemberSource::file(&path).map_err(|e| Error::io_while(what, e)),
-            Data::Blob(blob) => blob_data(Path::new(""), what, blob)?.into_source(what),
-        }
-    }
-}
-
-impl std::fmt::Debug for Data {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Data::Source(s) => s.fmt(f),
-            Data::Path(p) => write!(f, "Path({})", p.display()),
-            Data::Blob(b) => write!(f, "Blob({b:?})"),
-        }
-    }
-}
-
-impl From<Vec<u8>> for Data {
-    fn from(bytes: Vec<u8>) -> Data {
-        Data::bytes(bytes)
-    }
-}
-
-impl From<&[u8]> for Data {
-    fn from(bytes: &[u8]) -> Data {
-        Data::bytes(bytes)
-    }
-}
-
-impl<const N: usize> From<&[u8; N]> for Data {
-    fn from(bytes: &[u8; N]) -> Data {
-        Data::bytes(bytes.as_slice())
-    }
-}
-
-impl From<PathBuf> for Data {
-    fn from(path: PathBuf) -> Data {
-        Data::Path(path)
-    }
-}
-
-impl From<&Path> for Data {
-    fn from(path: &Path) -> Data {
-        Data::Path(path.to_path_buf())
-    }
-}
-
-impl From<&PathBuf> for Data {
-    fn from(path: &PathBuf) -> Data {
-        Data::Path(path.clone())
-    }
-}
-
-/// A string is a file path (bytes are `&[u8]`, `b"…"` or `Vec<u8>`).
-impl From<&str> for Data {
-    fn from(path: &str) -> Data {
-        Data::Path(PathBuf::from(path))
-    }
-}
-
-/// A string is a file path (bytes are `&[u8]`, `b"…"` or `Vec<u8>`).
-impl From<String> for Data {
-    fn from(path: String) -> Data {
-        Data::Path(PathBuf::from(path))
-    }
-}
-
-impl From<MemberSource> for Data {
-    fn from(source: MemberSource) -> Data {
-        Data::Source(source)
-    }
-}
-
-/// The model breaks a rule only the builder knows (the message names the
-/// subgraph and key).
-pub(crate) fn invalid<T>(message: impl Into<String>) -> Result<T, Error> {
-    Err(Error::new(ErrorKind::Invalid, message))
 }
 
 /// The member name a barrier config is attached under (see
@@ -698,47 +559,6 @@ fn write_options(
     Ok((options, settings.framing.unwrap_or_default(), feature_bits))
 }
 
-/// A generated manifest's bytes: pretty-printed as producers write them, or
-/// compact when the pretty form would be longer than the loader parses
-/// ([`neff_loader::MANIFEST_MAX`]; a model of about 500,000 variables).
-pub(crate) fn manifest_bytes<T: Manifest>(manifest: &T) -> Result<MemberSource, Error> {
-    manifest_bytes_with(manifest, style::Layout::Pretty2Sorted)
-}
-
-/// A generated manifest's bytes in `layout`, or compact when that would be
-/// longer than the loader parses.
-pub(crate) fn manifest_bytes_with<T: serde::Serialize>(
-    manifest: &T,
-    layout: style::Layout,
-) -> Result<MemberSource, Error> {
-    let text = layout.encode(manifest).map_err(|e| {
-        let kind = ErrorKind::Schema(neff_schema::ErrorKind::ManifestEncode);
-        Error::new(kind, format!("cannot encode as JSON: {e}"))
-    })?;
-    if text.len() as u64 <= neff_loader::MANIFEST_MAX {
-        return Ok(MemberSource::Bytes(text));
-    }
-    Ok(MemberSource::Bytes(compact(&text)))
-}
-
-/// JSON text without the whitespace between tokens (strings kept as they are).
-fn compact(json: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(json.len() / 2);
-    let (mut in_string, mut escaped) = (false, false);
-    for &b in json {
-        if in_string {
-            in_string = escaped || b != b'"';
-            escaped = !escaped && b == b'\\';
-        } else if b == b'"' {
-            in_string = true;
-        } else if b.is_ascii_whitespace() {
-            continue;
-        }
-        out.push(b);
-    }
-    out
-}
-
 /// Runs the loader's gates over the members and the header they will be
 /// written with, on every arch the model targets, before any byte is written.
 fn loader_check(
@@ -969,23 +789,5 @@ impl Build {
     pub fn write_to<W: Write>(self, out: &mut W) -> Result<PackOutcome, Error> {
         let (packager, options) = self.into_packager()?;
         packager.write_to(out, &options)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn compact_drops_whitespace_between_tokens_only() {
-        let value = serde_json::json!({
-            "a b": [1, {"c": "x \" y \\", "d": []}],
-            "e\\": " \n\t ",
-        });
-        let pretty = serde_json::to_vec_pretty(&value).unwrap();
-        let compact = compact(&pretty);
-        assert_eq!(compact, serde_json::to_vec(&value).unwrap());
-        let back: serde_json::Value = serde_json::from_slice(&compact).unwrap();
-        assert_eq!(back, value);
     }
 }

@@ -1,16 +1,15 @@
 //! How the builder writes the content it generates: this project's plain
 //! style, or the compilers' (neuronx-cc 2.x, as in every real NEFF from 2.0
-//! on). The framing presets choose one ([`super::NeffBuilder::framing`]);
-//! [`super::NeffBuilder::content_style`] overrides it.
+//! on). The framing presets choose one ([`crate::NeffBuilder::framing`]);
+//! [`crate::NeffBuilder::content_style`] overrides it.
 
 use std::collections::BTreeMap;
 
 use neff_schema::manifest::neff_json::{Metadata, Signature, SignatureTensor};
-use neff_schema::manifest::{Engine, NeffJson};
+use neff_schema::manifest::{Engine, Manifest, NeffJson};
 use serde::Serialize;
 
-use super::manifest_bytes_with;
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use crate::member::MemberSource;
 
 /// The content style of generated members.
@@ -186,6 +185,47 @@ impl Layout {
     }
 }
 
+/// A generated manifest's bytes: pretty-printed as producers write them, or
+/// compact when the pretty form would be longer than the loader parses
+/// ([`neff_loader::MANIFEST_MAX`]; a model of about 500,000 variables).
+pub(crate) fn manifest_bytes<T: Manifest>(manifest: &T) -> Result<MemberSource, Error> {
+    manifest_bytes_with(manifest, Layout::Pretty2Sorted)
+}
+
+/// A generated manifest's bytes in `layout`, or compact when that would be
+/// longer than the loader parses.
+pub(crate) fn manifest_bytes_with<T: serde::Serialize>(
+    manifest: &T,
+    layout: Layout,
+) -> Result<MemberSource, Error> {
+    let text = layout.encode(manifest).map_err(|e| {
+        let kind = ErrorKind::Schema(neff_schema::ErrorKind::ManifestEncode);
+        Error::new(kind, format!("cannot encode as JSON: {e}"))
+    })?;
+    if text.len() as u64 <= neff_loader::MANIFEST_MAX {
+        return Ok(MemberSource::Bytes(text));
+    }
+    Ok(MemberSource::Bytes(compact(&text)))
+}
+
+/// JSON text without the whitespace between tokens (strings kept as they are).
+fn compact(json: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(json.len() / 2);
+    let (mut in_string, mut escaped) = (false, false);
+    for &b in json {
+        if in_string {
+            in_string = escaped || b != b'"';
+            escaped = !escaped && b == b'\\';
+        } else if b == b'"' {
+            in_string = true;
+        } else if b.is_ascii_whitespace() {
+            continue;
+        }
+        out.push(b);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,5 +262,18 @@ mod tests {
             "Activation"
         );
         assert_eq!(ContentStyle::Compiler.engine_stem(Engine::Sp), "SP");
+    }
+
+    #[test]
+    fn compact_drops_whitespace_between_tokens_only() {
+        let value = serde_json::json!({
+            "a b": [1, {"c": "x \" y \\", "d": []}],
+            "e\\": " \n\t ",
+        });
+        let pretty = serde_json::to_vec_pretty(&value).unwrap();
+        let compact = compact(&pretty);
+        assert_eq!(compact, serde_json::to_vec(&value).unwrap());
+        let back: serde_json::Value = serde_json::from_slice(&compact).unwrap();
+        assert_eq!(back, value);
     }
 }

@@ -13,13 +13,14 @@ use neff_schema::manifest::{
 
 use serde::{Deserialize, Serialize};
 
-use super::style::{ContentStyle, COMPILER_DEF_NAME, COMPILER_DEF_VERSION};
-use super::{invalid, manifest_bytes, Data};
-use crate::build_spec::Blob;
+use super::style::{manifest_bytes, ContentStyle, COMPILER_DEF_NAME, COMPILER_DEF_VERSION};
+use crate::blob::Blob;
+use crate::blob::Data;
+use crate::error::invalid;
 use crate::error::{spec_error, Error, ErrorKind};
 use crate::member::{MemberName, MemberSource};
 
-use super::tensor::{Tensor, Weight, WeightFormat};
+use super::tensor::{Tensor, VarSpec, Weight, WeightFormat};
 use super::weights::weight_source;
 
 /// One subgraph (`sgNN/`): the build spec's `subgraphs[i]` is its serde
@@ -89,40 +90,6 @@ pub struct Subgraph {
     /// def.json `fp8_conversion_config`.
     pub fp8_conversion_config: Option<Fp8Config>,
     /// Extra def.json keys written as they are (a generated key's name replaces it).
-    #[serde(default)]
-    pub extra: Extra,
-}
-
-/// One variable of a subgraph's lists. `type` is given only in `vars` (the
-/// other lists imply it); `npy`, `raw` and `file_name` only in `weights`.
-#[serde_with::skip_serializing_none]
-#[derive(Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct VarSpec {
-    /// The variable (and, for inputs and outputs, tensor) name.
-    pub name: String,
-    /// The def.json `type` (in `vars` only).
-    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
-    /// Element type (weights: default from the .npy header; one given must
-    /// fit the data's length with the shape).
-    pub dtype: Option<Dtype>,
-    /// Shape (weights: default from the .npy header).
-    pub shape: Option<Vec<u64>>,
-    /// Size in bytes (default: elements × element size for inputs, outputs,
-    /// tmp_bufs and `virtual` vars; `pointer` defaults to 8; none for weights).
-    pub size: Option<u64>,
-    /// Pins the var_id (the others fill the free ids).
-    pub var_id: Option<u64>,
-    /// Weights: a .npy version 1 file (checked; its dtype and shape fill the var).
-    pub npy: Option<Data>,
-    /// Weights: raw bytes (streamed as they are). With a `dtype` of known
-    /// element size and a `shape`, their length must be elements × element size.
-    pub raw: Option<Data>,
-    /// Weights: the member name in the subgraph folder (default `<name>.npy` / `<name>.bin`).
-    pub file_name: Option<String>,
-    /// Extra keys in the def.json var object (`"#transfer-type"`,
-    /// `internal_shape`, `alignment`, `list`, `referenced_var_id`, ...).
     #[serde(default)]
     pub extra: Extra,
 }
@@ -231,7 +198,7 @@ impl VarDecl {
 
 /// Model-wide state while subgraphs are generated.
 pub(crate) struct Context {
-    /// Whether the builder's own checks run (not [`super::NeffBuilder::unchecked`]).
+    /// Whether the builder's own checks run (not [`crate::NeffBuilder::unchecked`]).
     pub checked: bool,
     /// How the generated manifests look.
     pub style: ContentStyle,
@@ -695,7 +662,7 @@ impl Subgraph {
             }
             if checked {
                 if let Some(Dtype::Other(name)) = &tensor.dtype {
-                    let hint = crate::build_spec::nearest(name, Dtype::known_names())
+                    let hint = crate::error::nearest(name, Dtype::known_names())
                         .map_or_else(String::new, |n| format!(" (did you mean {n:?}?)"));
                     return Err(Error::new(
                         ErrorKind::Invalid,

@@ -1,11 +1,45 @@
 //! The values a subgraph is described with: tensors, weights and engine
 //! programs.
 
-use neff_schema::manifest::Dtype;
+use neff_schema::manifest::{Dtype, Extra};
+use serde::{Deserialize, Serialize};
 
-use super::subgraph::VarSpec;
-use super::{invalid, Data};
-use crate::error::Error;
+use crate::blob::Data;
+use crate::error::{invalid, Error};
+
+/// One variable of a subgraph's lists. `type` is given only in `vars` (the
+/// other lists imply it); `npy`, `raw` and `file_name` only in `weights`.
+#[serde_with::skip_serializing_none]
+#[derive(Debug, Default, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VarSpec {
+    /// The variable (and, for inputs and outputs, tensor) name.
+    pub name: String,
+    /// The def.json `type` (in `vars` only).
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// Element type (weights: default from the .npy header; one given must
+    /// fit the data's length with the shape).
+    pub dtype: Option<Dtype>,
+    /// Shape (weights: default from the .npy header).
+    pub shape: Option<Vec<u64>>,
+    /// Size in bytes (default: elements × element size for inputs, outputs,
+    /// tmp_bufs and `virtual` vars; `pointer` defaults to 8; none for weights).
+    pub size: Option<u64>,
+    /// Pins the var_id (the others fill the free ids).
+    pub var_id: Option<u64>,
+    /// Weights: a .npy version 1 file (checked; its dtype and shape fill the var).
+    pub npy: Option<Data>,
+    /// Weights: raw bytes (streamed as they are). With a `dtype` of known
+    /// element size and a `shape`, their length must be elements × element size.
+    pub raw: Option<Data>,
+    /// Weights: the member name in the subgraph folder (default `<name>.npy` / `<name>.bin`).
+    pub file_name: Option<String>,
+    /// Extra keys in the def.json var object (`"#transfer-type"`,
+    /// `internal_shape`, `alignment`, `list`, `referenced_var_id`, ...).
+    #[serde(default)]
+    pub extra: Extra,
+}
 
 /// A variable's settings as the builder takes them: a [`VarSpec`] (the
 /// spec's variable) whose name the subgraph method gives. Inputs and

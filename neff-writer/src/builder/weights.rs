@@ -5,7 +5,8 @@ use std::io::{Cursor, Read};
 
 use super::npy::{self, NpyHeader};
 use super::tensor::{shape_bytes, Tensor, WeightFormat};
-use super::{invalid, Data};
+use crate::blob::Data;
+use crate::error::invalid;
 use crate::error::{Error, ErrorKind};
 use crate::member::MemberSource;
 
