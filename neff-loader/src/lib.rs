@@ -87,9 +87,8 @@ pub use model::{
     ModelSummary, NnTensor, QueueSummary, ScratchpadSummary, SignatureTensor, UcodeLibSummary,
     VarSummary, WeightSummary, BARRIER_CONFIG_MEMBER,
 };
-pub use profile::{
-    parse_features, parse_mask, RuntimeProfile, EVTACCEL_OFFSET, RUNTIME_VERSION, UCODE_ABI_2_31,
-};
+pub use neff_schema::features::{parse_features, parse_mask};
+pub use profile::{RuntimeProfile, EVTACCEL_OFFSET, RUNTIME_VERSION, UCODE_ABI_2_31};
 pub use report::{tier_names, ArchScope, Report, Tier};
 pub use stream_check::{StreamCheck, StreamedDigests};
 pub use tar_reader::{Dialect, Entry, EntryKind, TarReader};

@@ -1,6 +1,6 @@
 //! The runtime a NEFF is checked against (spec §5.5).
 
-use neff_schema::features::{self, SUPPORTED_FEATURES_2_31};
+use neff_schema::features::{parse_mask, FeatureMask, SUPPORTED_FEATURES_2_31};
 use neff_schema::{Arch, HashLayoutPolicy};
 use serde::{Deserialize, Serialize};
 
@@ -36,8 +36,11 @@ pub struct RuntimeProfile {
     /// `NEURON_RT_VALIDATE_HASH=true` computes is not known.
     pub hash_layout: HashLayoutPolicy,
     /// Feature bits the runtime understands; others trip the trapdoor (G5).
-    #[serde(serialize_with = "serialize_hex", deserialize_with = "features_of")]
-    #[schemars(with = "String")]
+    #[serde(
+        serialize_with = "serialize_hex",
+        deserialize_with = "FeatureMask::bits"
+    )]
+    #[schemars(with = "FeatureMask")]
     pub supported_features: u64,
     /// The runtime's GPSIMD ucode ABI version; a ucode lib's major version must
     /// equal this one's (G24b).
@@ -98,70 +101,14 @@ impl RuntimeProfile {
     }
 }
 
-/// A 64-bit number as `verify` reads masks: `0x` hex, `0b` binary or decimal
-/// (`_` separators allowed).
-pub fn parse_mask(text: &str) -> Result<u64, String> {
-    let t = text.trim().replace('_', "");
-    let parsed = if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        u64::from_str_radix(hex, 16)
-    } else if let Some(bin) = t.strip_prefix("0b") {
-        u64::from_str_radix(bin, 2)
-    } else {
-        t.parse()
-    };
-    parsed
-        .map_err(|_| format!("{text:?} is not a 64-bit number (use decimal, 0x hex or 0b binary)"))
-}
-
-/// A feature-bit mask: a comma-separated list of numbers (as [`parse_mask`]
-/// reads them, several bits each if wanted) and names from the feature-bit
-/// table (`neff_feature_vnc`, or `vnc` without the `neff_feature_` prefix, in
-/// any case), OR'ed together: `0x400,custom_ops`. An unknown name is an error
-/// listing the known names.
-pub fn parse_features(text: &str) -> Result<u64, String> {
-    text.split(',')
-        .try_fold(0, |mask, item| Ok(mask | feature_item(item.trim())?))
-}
-
-/// One item of [`parse_features`]: a number, or a feature name
-/// ([`neff_schema::features::bit_of`]).
-fn feature_item(item: &str) -> Result<u64, String> {
-    if item.starts_with(|c: char| c.is_ascii_digit()) {
-        return parse_mask(item);
-    }
-    features::bit_of(item).ok_or_else(|| features::unknown_feature(item).to_string())
-}
-
-/// A number, or text as [`parse_mask`] reads it.
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum NumberOrText {
-    Number(u64),
-    Text(String),
-}
-
-/// `supported_features`: a mask, text as [`parse_features`] reads it, or a
-/// list of numbers and names.
-fn features_of<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Features {
-        One(NumberOrText),
-        Many(Vec<NumberOrText>),
-    }
-    let item = |v: NumberOrText| match v {
-        NumberOrText::Number(n) => Ok(n),
-        NumberOrText::Text(t) => parse_features(&t),
-    };
-    match Features::deserialize(d)? {
-        Features::One(v) => item(v),
-        Features::Many(vs) => vs.into_iter().try_fold(0, |mask, v| Ok(mask | item(v)?)),
-    }
-    .map_err(serde::de::Error::custom)
-}
-
 /// A number, or text as [`parse_mask`] reads it.
 fn mask_of<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum NumberOrText {
+        Number(u64),
+        Text(String),
+    }
     match NumberOrText::deserialize(d)? {
         NumberOrText::Number(n) => Ok(n),
         NumberOrText::Text(t) => parse_mask(&t).map_err(serde::de::Error::custom),
@@ -198,30 +145,5 @@ mod tests {
         assert!(e.unwrap_err().to_string().contains("unknown field"));
         let e = serde_json::from_str::<RuntimeProfile>(r#"{"supported_features": "zz"}"#);
         assert!(e.unwrap_err().to_string().contains("zz"));
-    }
-
-    #[test]
-    fn features_by_name_number_or_both() {
-        assert_eq!(parse_features("neff_feature_vnc,custom_ops"), Ok(0x404));
-        assert_eq!(parse_features("0x400,custom_ops"), Ok(0x404));
-        assert_eq!(parse_features("NEFF_FEATURE_VNC"), Ok(0x400));
-        assert_eq!(parse_features("Neff_Feature_Custom_Ops , dge"), Ok(0x1004));
-        assert_eq!(parse_features("neff_feature_dge"), Ok(0x1000));
-        assert_eq!(
-            parse_features("neff_feature_DMA_desc_higher_dim"),
-            Ok(0x200)
-        );
-        assert_eq!(parse_features("1024"), Ok(0x400));
-        assert_eq!(parse_features("0x7FF_FFFF"), Ok(0x7FF_FFFF));
-        assert_eq!(parse_features("0b11"), Ok(3));
-        let err = parse_features("vnc,bogus").unwrap_err();
-        assert!(err.contains("\"bogus\""), "{err}");
-        assert!(
-            err.contains("neff_feature_vnc") && err.contains("large_tensor_support"),
-            "{err}"
-        );
-        assert!(parse_features("").is_err());
-        assert!(parse_features("vnc,").is_err());
-        assert!(parse_features("0xZZ").is_err());
     }
 }

@@ -105,23 +105,116 @@ pub fn unknown_feature(name: &str) -> Error {
     Error::new(ErrorKind::UnknownFeature, message)
 }
 
-/// The mask for a list of names (see [`bit_of`]) or `0x…` single bits, the
-/// inverse of [`names`].
-pub fn mask_of<S: AsRef<str>>(names: &[S]) -> Result<u64, Error> {
-    let mut mask = 0;
-    for name in names {
-        let name = name.as_ref();
-        let bit = bit_of(name)
-            .or_else(|| {
-                let hex = name.trim().strip_prefix("0x")?;
-                u64::from_str_radix(hex, 16)
-                    .ok()
-                    .filter(|v| v.count_ones() == 1)
-            })
-            .ok_or_else(|| unknown_feature(name))?;
-        mask |= bit;
+/// A 64-bit number as every mask is read: `0x` hex, `0b` binary or decimal
+/// (`_` separators allowed).
+pub fn parse_mask(text: &str) -> Result<u64, String> {
+    let t = text.trim().replace('_', "");
+    let parsed = if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        u64::from_str_radix(hex, 16)
+    } else if let Some(bin) = t.strip_prefix("0b") {
+        u64::from_str_radix(bin, 2)
+    } else {
+        t.parse()
+    };
+    parsed
+        .map_err(|_| format!("{text:?} is not a 64-bit number (use decimal, 0x hex or 0b binary)"))
+}
+
+/// A feature-bit mask as text: comma-separated numbers (as [`parse_mask`]
+/// reads them, several bits each if wanted) and feature names ([`bit_of`]),
+/// OR'ed together: `0x400,custom_ops`. An unknown name is an error listing
+/// the known names.
+pub fn parse_features(text: &str) -> Result<u64, String> {
+    text.split(',').try_fold(0, |mask, item| {
+        let item = item.trim();
+        let bit = match item.starts_with(|c: char| c.is_ascii_digit()) {
+            true => parse_mask(item)?,
+            false => bit_of(item).ok_or_else(|| unknown_feature(item).to_string())?,
+        };
+        Ok(mask | bit)
+    })
+}
+
+/// A feature-bit mask, read one way wherever one is given (the build spec's
+/// `features` and `header.feature_bits`, a header file, the runtime
+/// profile's `supported_features`, `--feature-bits`, `--supported-features`
+/// and Python): a number, text as [`parse_features`] reads it, or a list of
+/// numbers and such texts, OR'ed together. Written as the list of its
+/// names ([`names`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct FeatureMask(pub u64);
+
+impl FeatureMask {
+    /// No bit set.
+    pub fn is_empty(&self) -> bool {
+        self.0 == 0
     }
-    Ok(mask)
+
+    /// A field of this grammar read as its bits
+    /// (`#[serde(deserialize_with = "neff_schema::features::FeatureMask::bits")]`).
+    pub fn bits<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        <FeatureMask as serde::Deserialize>::deserialize(d).map(|mask| mask.0)
+    }
+}
+
+impl std::str::FromStr for FeatureMask {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<FeatureMask, String> {
+        parse_features(text).map(FeatureMask)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for FeatureMask {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(untagged)]
+        enum Item {
+            Number(u64),
+            Text(String),
+        }
+        #[derive(serde::Deserialize)]
+        #[serde(untagged)]
+        enum Items {
+            One(Item),
+            Many(Vec<Item>),
+        }
+        let bits = |item: Item| match item {
+            Item::Number(n) => Ok(n),
+            Item::Text(t) => parse_features(&t),
+        };
+        match Items::deserialize(d)? {
+            Items::One(item) => bits(item),
+            Items::Many(items) => items.into_iter().try_fold(0, |mask, i| Ok(mask | bits(i)?)),
+        }
+        .map(FeatureMask)
+        .map_err(serde::de::Error::custom)
+    }
+}
+
+impl serde::Serialize for FeatureMask {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        names(self.0).serialize(s)
+    }
+}
+
+impl schemars::JsonSchema for FeatureMask {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "FeatureMask".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let item = schemars::json_schema!({
+            "anyOf": [
+                {"type": "integer", "minimum": 0},
+                {"type": "string", "description": "comma-separated numbers (decimal, 0x hex, 0b binary) and feature names"}
+            ]
+        });
+        schemars::json_schema!({
+            "description": "A feature-bit mask: a number, text of comma-separated numbers and feature names (`0x400,custom_ops`), or a list of them, OR'ed together.",
+            "anyOf": [item.clone(), {"type": "array", "items": item}]
+        })
+    }
 }
 
 #[cfg(test)]
@@ -143,7 +236,8 @@ mod tests {
     fn names_round_trip_and_keep_unknown_bits() {
         let all: u64 = KNOWN.iter().map(|(v, _)| v).sum();
         assert_eq!(names(all).len(), 22);
-        assert_eq!(mask_of(&names(all)).unwrap(), all);
+        let mask = |v: serde_json::Value| serde_json::from_value::<FeatureMask>(v).map(|m| m.0);
+        assert_eq!(mask(serde_json::json!(names(all))).unwrap(), all);
         assert!(
             all & !SUPPORTED_FEATURES_2_31 == 0,
             "every producer bit is supported by 2.31"
@@ -158,14 +252,42 @@ mod tests {
                 "0x10000000000"
             ]
         );
-        assert_eq!(mask_of(&names(odd)).unwrap(), odd);
-        assert!(mask_of(&["nope"]).is_err());
         assert_eq!(
-            mask_of(&["vnc", "NEFF_FEATURE_CUSTOM_OPS"]).unwrap(),
+            mask(serde_json::to_value(FeatureMask(odd)).unwrap()).unwrap(),
+            odd
+        );
+        assert!(mask(serde_json::json!(["nope"])).is_err());
+        assert_eq!(
+            mask(serde_json::json!(["vnc", "NEFF_FEATURE_CUSTOM_OPS"])).unwrap(),
             VNC | CUSTOM_OPS
         );
         assert_eq!(bit_of("neff_feature_DMA_desc_higher_dim"), Some(0x200));
         assert_eq!(bit_of("dma_desc_higher_dim"), Some(0x200));
-        assert!(mask_of(&["0x3"]).is_err(), "one bit per entry");
+    }
+
+    #[test]
+    fn a_mask_reads_the_same_in_every_form() {
+        // A spec's list, a header's text, a flag's text and a number agree
+        // (`"0x3"` was refused in a spec's `features` and taken by the flag).
+        let forms = [
+            serde_json::json!(["0x3"]),
+            serde_json::json!("0x3"),
+            serde_json::json!(3),
+            serde_json::json!(["0x1", "collective_has_offset"]),
+            serde_json::json!("0b1,neff_feature_collective_has_offset"),
+        ];
+        for form in forms {
+            let read: FeatureMask = serde_json::from_value(form.clone()).unwrap();
+            assert_eq!(read, FeatureMask(3), "{form}");
+        }
+        assert_eq!("0x3".parse(), Ok(FeatureMask(3)));
+        assert_eq!(parse_features("0x400,custom_ops"), Ok(0x404));
+        assert_eq!(parse_features("Neff_Feature_Custom_Ops , dge"), Ok(0x1004));
+        assert_eq!(parse_features("0x7FF_FFFF"), Ok(0x7FF_FFFF));
+        let err = parse_features("vnc,bogus").unwrap_err();
+        assert!(err.contains("bogus"), "{err}");
+        for bad in ["", "vnc,", "0xZZ"] {
+            assert!(parse_features(bad).is_err(), "{bad:?}");
+        }
     }
 }

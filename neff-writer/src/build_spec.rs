@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use neff_schema::features;
+use neff_schema::features::FeatureMask;
 use neff_schema::header::Blob as HashBlob;
 use neff_schema::manifest::Extra;
 use neff_schema::{Framing, FramingPreset, PkgVersion, Target, Uuid};
@@ -108,11 +108,12 @@ pub struct BuildSpec {
     /// its recorded UUID while the payload is unchanged).
     #[serde(default)]
     pub uuid: Option<String>,
-    /// Feature bits to set besides those the content implies: names from
-    /// `neff_schema::features::KNOWN` (e.g. `"collective_has_offset"`) or
-    /// single `0x...` bits.
+    /// Feature bits to set besides those the content implies, a
+    /// [`FeatureMask`]: names from `neff_schema::features::KNOWN` (e.g.
+    /// `"collective_has_offset"`) and numbers, as a list or comma-separated
+    /// text.
     #[serde(default)]
-    pub features: Vec<String>,
+    pub features: FeatureMask,
     /// Header fields set over everything computed (as `neff inspect --json`
     /// prints them under `header`); `feature_bits` and `vnc_size` here replace
     /// the computed values; a `pkg_version` of 1 or 2 here selects the
@@ -277,9 +278,7 @@ impl BuildSpec {
             Some(FramingSpec::Exact(f)) => file.framing = Some(*f),
             None => {}
         }
-        let bits =
-            features::mask_of(&self.features).or_else(|e| invalid("features", e.to_string()))?;
-        Ok((settings, file, bits))
+        Ok((settings, file, self.features.0))
     }
 }
 
@@ -521,6 +520,21 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("a path string"), "{err}");
+        let err = parse(r#"{"subgraphs": [], "features": ["nope"]}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("features: unknown feature \"nope\""), "{err}");
+        assert!(err.contains("line 1 column 39"), "{err}");
+    }
+
+    #[test]
+    fn features_take_the_grammar_of_the_feature_bits_flag() {
+        // `"0x3"` was refused here while `--feature-bits 0x3` took it.
+        let flag = neff_loader::parse_features("0x3").unwrap();
+        for text in [r#"["0x3"]"#, r#""0x1,collective_has_offset""#, "3"] {
+            let spec = parse(&format!(r#"{{"subgraphs": [], "features": {text}}}"#)).unwrap();
+            assert_eq!(spec.features.0, flag, "{text}");
+        }
     }
 
     #[test]
@@ -544,10 +558,6 @@ mod tests {
                 "pkg_version: 3 is not 1 or 2",
             ),
             (r#"{"subgraphs": [], "uuid": "x"}"#, "uuid: "),
-            (
-                r#"{"subgraphs": [], "features": ["nope"]}"#,
-                "features: unknown feature",
-            ),
             (
                 r#"{"subgraphs": [], "level": 0}"#,
                 "level: 0 is out of range",

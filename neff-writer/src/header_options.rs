@@ -1,5 +1,6 @@
 //! Header defaults and overrides for the packager.
 
+use neff_schema::features::FeatureMask;
 use neff_schema::header::{Blob, Text, BUILD_VERSION_LEN, NAME_LEN, PAD_LEN, TPB_PER_NODE_LEN};
 use neff_schema::{Framing, HeaderFields, NeffHeader, PkgVersion, Uuid, HEADER_LEN};
 use serde::{Deserialize, Serialize};
@@ -83,11 +84,10 @@ pub struct HeaderPatch {
     pub requested_tpb_count: Option<u32>,
     /// `tpb_per_node` (default zeros).
     pub tpb_per_node: Option<Blob<TPB_PER_NODE_LEN>>,
-    /// `feature_bits` (default 0): a number, or a string as `neff pack
-    /// --feature-bits` takes it: numbers and feature names, comma-separated
-    /// (`"neff_feature_vnc,custom_ops"`, `"0x400,custom_ops"`).
+    /// `feature_bits` (default 0): a [`FeatureMask`]: a number, text as `neff
+    /// pack --feature-bits` takes it (`"0x400,custom_ops"`), or a list.
     #[serde(default, deserialize_with = "feature_bits")]
-    #[schemars(with = "Option<FeatureBitsJson>")]
+    #[schemars(with = "Option<FeatureMask>")]
     pub feature_bits: Option<u64>,
     /// `vnc_size` (default 1).
     pub vnc_size: Option<u32>,
@@ -95,25 +95,8 @@ pub struct HeaderPatch {
     pub pad: Option<Blob<PAD_LEN>>,
 }
 
-/// `feature_bits` as JSON: a mask, or a list of names and numbers.
-#[derive(Deserialize, schemars::JsonSchema)]
-#[serde(untagged)]
-enum FeatureBitsJson {
-    /// The mask as a number.
-    Mask(u64),
-    /// Comma-separated numbers and feature names ([`neff_loader::parse_features`]).
-    Names(String),
-}
-
 fn feature_bits<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    Ok(match Option::<FeatureBitsJson>::deserialize(d)? {
-        None => None,
-        Some(FeatureBitsJson::Mask(mask)) => Some(mask),
-        Some(FeatureBitsJson::Names(text)) => Some(
-            neff_loader::parse_features(&text)
-                .map_err(|e| serde::de::Error::custom(format!("feature_bits: {e}")))?,
-        ),
-    })
+    FeatureMask::bits(d).map(Some)
 }
 
 impl HeaderPatch {

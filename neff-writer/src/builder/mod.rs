@@ -345,10 +345,7 @@ impl NeffBuilder {
 
     /// Feature bits to set in addition to those the content implies.
     pub fn feature_bits(mut self, bits: u64) -> Self {
-        let named = (0..64).filter(|i| bits >> i & 1 == 1);
-        self.spec
-            .features
-            .extend(named.map(|i| format!("{:#x}", 1u64 << i)));
+        self.spec.features.0 |= bits;
         self
     }
 
