@@ -1,20 +1,19 @@
-//! A folder tree walked one folder at a time, in the byte order of the full
-//! member paths, so packing a tree never holds a table of all its files.
-//!
-//! Each folder's children are listed and sorted when the walk enters it, a
+//! A folder tree walked depth-first in the byte order of the full member
+//! paths (`walkdir`, each folder's children sorted as it is entered, a
 //! subfolder keyed as its name plus `/`: since every path below a folder
-//! starts with that key, walking the sorted children depth-first gives the
-//! same order as sorting every full path. Memory is one listing per open
-//! folder (the current folder and its parents).
+//! starts with that key, the walk gives the same order as sorting every full
+//! path), so packing a tree never holds a table of all its files.
 
-use std::io;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-/// The name prefix of `neff unpack`'s temp folders.
-const UNPACK_TEMP: &str = ".neff-unpack.";
+use walkdir::{DirEntry, WalkDir};
 
 use crate::error::{Error, ErrorKind};
 use crate::member::MemberName;
+
+/// The name prefix of `neff unpack`'s temp folders.
+const UNPACK_TEMP: &str = ".neff-unpack.";
 
 /// What the walk yields.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,30 +33,37 @@ impl TreeItem {
     }
 }
 
-/// A folder's children not walked yet, the next one last: each one's member
-/// path (a folder's with its trailing `/`) and length.
-type Folder = Vec<(String, u64)>;
-
-/// The depth-first walk of a tree; see the module docs. Symlinks and
-/// special files are errors. After an error the walk ends.
+/// The walk of a tree; see the module docs. Symlinks and special files are
+/// errors. After an error the walk ends.
 #[derive(Debug)]
 pub(crate) struct TreeWalk {
     root: PathBuf,
-    stack: Vec<Folder>,
-    started: bool,
+    entries: walkdir::IntoIter,
     /// Whether a leftover `neff unpack` temp folder is an error (packing).
     refuse_unpack_temp: bool,
+    failed: bool,
 }
 
 impl TreeWalk {
     /// A walk of the tree below `root` to pack it (the root itself is not
     /// yielded): a temp folder an unpack left behind is an error.
     pub(crate) fn new(root: &Path) -> TreeWalk {
+        // A child's key: its name, plus `/` for a folder.
+        fn key(entry: &DirEntry) -> OsString {
+            let mut key = entry.file_name().to_os_string();
+            if entry.file_type().is_dir() {
+                key.push("/");
+            }
+            key
+        }
         TreeWalk {
             root: root.to_path_buf(),
-            stack: Vec::new(),
-            started: false,
+            entries: WalkDir::new(root)
+                .min_depth(1)
+                .sort_by(|a, b| key(a).cmp(&key(b)))
+                .into_iter(),
             refuse_unpack_temp: true,
+            failed: false,
         }
     }
 
@@ -80,63 +86,42 @@ impl TreeWalk {
         Ok(bytes)
     }
 
-    /// Lists and sorts the folder `prefix` (empty, or ending in `/`).
-    fn open(&mut self, prefix: String) -> Result<(), Error> {
-        let dir = self.root.join(&prefix);
-        let context = |e: io::Error, p: &Path| Error::io("cannot read", p, e);
-        let mut children = Vec::new();
-        for item in std::fs::read_dir(&dir).map_err(|e| context(e, &dir))? {
-            let item = item.map_err(|e| context(e, &dir))?;
-            let path = item.path();
-            let bad =
-                |why: &str| Error::new(ErrorKind::BadOption, format!("{}: {why}", path.display()));
-            let file_type = item.file_type().map_err(|e| context(e, &path))?;
-            let Some(name) = item.file_name().to_str().map(|n| format!("{prefix}{n}")) else {
-                return Err(bad("file name is not UTF-8"));
-            };
-            MemberName::new(&name)?;
-            let unpack_temp = item.file_name().to_string_lossy().starts_with(UNPACK_TEMP);
-            if self.refuse_unpack_temp && file_type.is_dir() && unpack_temp {
-                return Err(bad(
-                    "a temp folder of an unpack that did not finish (killed?): not packed; remove it (the next `neff unpack` into this folder does)",
-                ));
-            }
-            let child = if file_type.is_dir() {
-                (name + "/", 0)
-            } else if file_type.is_file() {
-                let len = item.metadata().map_err(|e| context(e, &path))?.len();
-                (name, len)
-            } else if file_type.is_symlink() {
-                return Err(bad(
-                    "symlinks are not packed (copy the file it points to instead)",
-                ));
-            } else {
-                return Err(bad("only regular files and folders can be packed"));
-            };
-            children.push(child);
+    /// The item `entry` is.
+    fn item(&self, entry: walkdir::Result<DirEntry>) -> Result<TreeItem, Error> {
+        let entry = entry.map_err(|e| {
+            let path = e.path().unwrap_or(&self.root).to_path_buf();
+            Error::io("cannot read", &path, e.into())
+        })?;
+        let path = entry.path();
+        let bad =
+            |why: &str| Error::new(ErrorKind::BadOption, format!("{}: {why}", path.display()));
+        let relative = path.strip_prefix(&self.root).unwrap_or(path);
+        let parts: Option<Vec<&str>> = relative.iter().map(|part| part.to_str()).collect();
+        let Some(name) = parts.map(|parts| parts.join("/")) else {
+            return Err(bad("file name is not UTF-8"));
+        };
+        MemberName::new(&name)?;
+        let file_type = entry.file_type();
+        let unpack_temp = entry.file_name().to_string_lossy().starts_with(UNPACK_TEMP);
+        if self.refuse_unpack_temp && file_type.is_dir() && unpack_temp {
+            return Err(bad(
+                "a temp folder of an unpack that did not finish (killed?): not packed; remove it (the next `neff unpack` into this folder does)",
+            ));
         }
-        children.sort_unstable_by(|a, b| b.0.cmp(&a.0));
-        self.stack.push(children);
-        Ok(())
-    }
-
-    fn step(&mut self) -> Result<Option<TreeItem>, Error> {
-        if !self.started {
-            self.started = true;
-            self.open(String::new())?;
+        if file_type.is_dir() {
+            Ok(TreeItem::Dir(name + "/"))
+        } else if file_type.is_file() {
+            let len = entry
+                .metadata()
+                .map_err(|e| Error::io("cannot read", path, e.into()))?;
+            Ok(TreeItem::File(name, len.len()))
+        } else if file_type.is_symlink() {
+            Err(bad(
+                "symlinks are not packed (copy the file it points to instead)",
+            ))
+        } else {
+            Err(bad("only regular files and folders can be packed"))
         }
-        while let Some(folder) = self.stack.last_mut() {
-            let Some((name, len)) = folder.pop() else {
-                self.stack.pop();
-                continue;
-            };
-            if name.ends_with('/') {
-                self.open(name.clone())?;
-                return Ok(Some(TreeItem::Dir(name)));
-            }
-            return Ok(Some(TreeItem::File(name, len)));
-        }
-        Ok(None)
     }
 }
 
@@ -144,11 +129,13 @@ impl Iterator for TreeWalk {
     type Item = Result<TreeItem, Error>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let item = self.step();
-        if item.is_err() {
-            self.stack.clear();
+        if self.failed {
+            return None;
         }
-        item.transpose()
+        let entry = self.entries.next()?;
+        let item = self.item(entry);
+        self.failed = item.is_err();
+        Some(item)
     }
 }
 
