@@ -11,7 +11,7 @@ use neff_schema::{HashLayout, NeffHeader, PkgVersion, HEADER_LEN};
 use serde::Serialize;
 
 use crate::block_pool::BlockReader;
-use crate::digest::{matching_layout, DigestSink, Digester, HashingReader};
+use crate::digest::{matching_layout, DigestSink, Digester, HashingReader, Tap};
 use crate::error::{Error, ErrorKind, TarErrorKind};
 use crate::gate::{Gate, Rejection};
 use crate::gzip_reader::{looks_like_gzip, GzipReader, MemberTally};
@@ -727,20 +727,6 @@ impl io::Write for KeepSink<'_> {
     }
 }
 
-/// Counts the stored payload bytes read through it.
-struct Counting<R> {
-    inner: R,
-    count: Rc<Cell<u64>>,
-}
-
-impl<R: Read> Read for Counting<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.count.set(self.count.get() + n as u64);
-        Ok(n)
-    }
-}
-
 #[derive(Debug)]
 pub(crate) enum WalkError {
     Source(Error),
@@ -840,10 +826,10 @@ fn walk<R: Read>(
     sink: &mut dyn EntrySink,
 ) -> Result<(), WalkError> {
     let consumed = Rc::new(Cell::new(0));
-    let payload = Counting {
-        inner: payload,
-        count: consumed.clone(),
-    };
+    let count = consumed.clone();
+    let payload = Tap::new(payload, move |b: &[u8]| {
+        count.set(count.get() + b.len() as u64)
+    });
     let (compression, stream, tally) = payload_stream_tallied(payload)
         .map_err(|e| classify(e.into(), Gate::G10, |t| format!("Failed to open NEFF {t}")))?;
     container.compression = Some(compression);

@@ -146,3 +146,31 @@ impl<R: Read> Read for HashingReader<'_, R> {
         Ok(n)
     }
 }
+
+/// A reader that hands every byte it yields to `seen` (a count, a hash, a
+/// progress counter): the one pass-through adapter of the workspace.
+pub struct Tap<R, F> {
+    inner: R,
+    seen: F,
+}
+
+impl<R: std::fmt::Debug, F> std::fmt::Debug for Tap<R, F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Tap").field(&self.inner).finish()
+    }
+}
+
+impl<R, F: FnMut(&[u8])> Tap<R, F> {
+    /// Reads `inner`, calling `seen` with each run of bytes read.
+    pub fn new(inner: R, seen: F) -> Self {
+        Tap { inner, seen }
+    }
+}
+
+impl<R: Read, F: FnMut(&[u8])> Read for Tap<R, F> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        (self.seen)(&buf[..n]);
+        Ok(n)
+    }
+}

@@ -100,7 +100,7 @@ pub mod walk {
     pub use crate::container::{
         reread_member, run_into as walk_entries, EntrySink, NoSink, Tier1, INDEX_PER_STORED_BYTE,
     };
-    pub use crate::digest::{matching_layout, Digester};
+    pub use crate::digest::{matching_layout, Digester, Tap};
     pub use crate::filter_chain::{gzip_layers, MAX_FILTERS};
     pub use crate::gzip_reader::{
         looks_like_gzip, FirstMember, GzipMemberHeader, GzipReader, MAX_RECORDED_TEXT,

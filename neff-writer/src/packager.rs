@@ -19,6 +19,7 @@ use std::iter::Peekable;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
+use neff_loader::walk::Tap;
 use neff_loader::{Limits, Loader, Report, RuntimeProfile, StreamCheck, StreamedDigests, Verdict};
 use neff_schema::framing::{DeflateEngine, MemberOrder, TarFraming, UuidRule};
 use neff_schema::header::Blob;
@@ -33,7 +34,7 @@ use crate::header_options::{default_fields, HeaderPatch, UuidChoice};
 use crate::labelled::Labelled;
 use crate::member::{MemberName, MemberSource};
 use crate::parallel_gzip;
-use crate::progress::{Counted, Phase, Progress};
+use crate::progress::{Phase, Progress};
 use crate::tar_writer::TarWriter;
 use crate::tee::{Ends, Tee};
 use crate::tree_walk::{TreeItem, TreeWalk};
@@ -859,10 +860,7 @@ fn write_tar<W: Write>(
             Entry::File(source) => {
                 let what = source.describe();
                 let len = source.len();
-                let mut reader = Counted {
-                    inner: source.open()?,
-                    progress,
-                };
+                let mut reader = Tap::new(source.open()?, |b: &[u8]| Progress::add(progress, b));
                 tar.append_file(&name, len, &mut reader, &what)?;
             }
         }

@@ -2,7 +2,6 @@
 //! payload, then reading it back through the loader) and the bytes done in it,
 //! counted as they stream.
 
-use std::io::{self, Read};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
@@ -61,22 +60,11 @@ impl Progress {
         let back = u8::from(phase == Phase::ReadingBack);
         self.reading_back.store(back, Ordering::Release);
     }
-}
 
-/// A reader that adds every byte it yields to a progress.
-pub(crate) struct Counted<'a, R> {
-    /// The reader counted.
-    pub inner: R,
-    /// Where the bytes are added (nothing when `None`).
-    pub progress: Option<&'a Progress>,
-}
-
-impl<R: Read> Read for Counted<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        if let Some(p) = self.progress {
-            p.bytes.fetch_add(n as u64, Ordering::Relaxed);
+    /// Adds `bytes` to `progress`, if there is one.
+    pub(crate) fn add(progress: Option<&Progress>, bytes: &[u8]) {
+        if let Some(p) = progress {
+            p.bytes.fetch_add(bytes.len() as u64, Ordering::Relaxed);
         }
-        Ok(n)
     }
 }

@@ -4,8 +4,8 @@
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::fmt;
-use std::io::{self, Read};
 
+use neff_loader::walk::Tap;
 use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
 
 /// A key given a second time in one object.
@@ -35,10 +35,7 @@ pub fn first_repeated_key(bytes: &[u8]) -> Option<RepeatedKey> {
     let read = Cell::new(0);
     let found = RefCell::new(None);
     // Unbuffered: serde_json reads one byte at a time, so `read` is where it is.
-    let reader = Counted {
-        inner: bytes,
-        read: &read,
-    };
+    let reader = Tap::new(bytes, |b: &[u8]| read.set(read.get() + b.len()));
     let walk = Walk {
         path: String::new(),
         read: &read,
@@ -77,19 +74,6 @@ fn line_column(bytes: &[u8], offset: usize) -> (usize, usize) {
     let line_start = head.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
     let line = 1 + head.iter().filter(|&&b| b == b'\n').count();
     (line, offset - line_start + 1)
-}
-
-struct Counted<'a, R> {
-    inner: R,
-    read: &'a Cell<usize>,
-}
-
-impl<R: Read> Read for Counted<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.read.set(self.read.get() + n);
-        Ok(n)
-    }
 }
 
 /// The path of a value, how far the text has been read, and the first

@@ -225,10 +225,8 @@ impl Snapshot {
             }
             let name = member_key(&entry);
             names.charge(&name, tar.offset())?;
-            let mut hashing = Hashing {
-                inner: tar.data(),
-                hash: Sha256::new(),
-            };
+            let mut hash = Sha256::new();
+            let mut hashing = neff_loader::walk::Tap::new(tar.data(), |b: &[u8]| hash.update(b));
             self.docs.remove(&name);
             if name.ends_with(".json") {
                 if let Ok((doc, _)) = parse_reader(&mut hashing, *budget) {
@@ -237,7 +235,8 @@ impl Snapshot {
                 }
             }
             io::copy(&mut hashing, &mut io::sink()).map_err(|e| Error::from(e).in_member(&name))?;
-            let sha256 = neff_schema::hex::encode(&hashing.hash.finalize());
+            drop(hashing);
+            let sha256 = neff_schema::hex::encode(&hash.finalize());
             let facts = MemberFacts {
                 name: name.clone(),
                 kind: entry.kind,
@@ -286,19 +285,5 @@ impl NameBudget {
                 format!("the member names pass the member-map budget for a file of this size (as `neff verify` refuses, G12) at tar offset {offset}"),
             )),
         }
-    }
-}
-
-/// Hashes what is read through it.
-struct Hashing<R> {
-    inner: R,
-    hash: Sha256,
-}
-
-impl<R: Read> Read for Hashing<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.hash.update(&buf[..n]);
-        Ok(n)
     }
 }
