@@ -1,8 +1,6 @@
 //! Unpacking a NEFF's members into a directory, contained and byte-exact.
 
-mod dest;
-#[cfg(unix)]
-mod dirfd;
+mod dir;
 mod plan;
 mod temp_dir;
 
@@ -237,13 +235,12 @@ fn prepare_dest(dest: &Path, force: bool) -> Result<(bool, bool), Error> {
 }
 
 /// The folders and name of a relative path (`a/b/c` → `[a, b]`, `c`).
-#[cfg(unix)]
 fn split_rel(rel: &[u8]) -> (Vec<&std::ffi::OsStr>, &std::ffi::OsStr) {
-    use std::os::unix::ffi::OsStrExt;
     let mut parts: Vec<&std::ffi::OsStr> = rel
         .split(|&b| b == b'/')
         .filter(|c| !c.is_empty() && *c != b".")
-        .map(std::ffi::OsStr::from_bytes)
+        .filter_map(plan::component_os)
+        .map(Path::as_os_str)
         .collect();
     let name = parts.pop().unwrap_or_default();
     (parts, name)
@@ -275,9 +272,8 @@ fn hold_step() {
 /// Refuses, before anything is moved, whatever in a non-empty `dest` is in
 /// the way of a path the unpack writes (or of one of its folders), looking
 /// through descriptors of its folders (never following a symlink).
-#[cfg(unix)]
 fn check_destination(dest: &Path, plan: &Plan) -> Result<(), Error> {
-    use dirfd::{DirHandle, Kind};
+    use dir::{DirHandle, Kind};
     let root = DirHandle::open(dest)?;
     for (rel, dir) in plan.paths() {
         hold_step();
@@ -316,9 +312,8 @@ fn check_destination(dest: &Path, plan: &Plan) -> Result<(), Error> {
 /// Moves what was unpacked into `temp` to `dest`: each top-level entry when
 /// `dest` was empty, else path by path (folders made, files renamed over
 /// their targets), every step through folder descriptors.
-#[cfg(unix)]
 fn move_into_place(temp: &Path, dest: &Path, plan: &Plan, empty: bool) -> Result<(), Error> {
-    use dirfd::{DirHandle, Kind};
+    use dir::{DirHandle, Kind};
     let root = DirHandle::open(dest)?;
     let temp_dir = DirHandle::open(temp)?;
     if empty {
@@ -364,20 +359,18 @@ fn move_into_place(temp: &Path, dest: &Path, plan: &Plan, empty: bool) -> Result
 /// plan's checks; keeps the first error (the walk goes on to its verdict,
 /// which wins over it). Folders are made and files created through
 /// descriptors.
-#[cfg(unix)]
 struct Unpacker {
-    root: dirfd::DirHandle,
+    root: dir::DirHandle,
     plan: Plan,
     /// The file being written.
     current: Option<(File, PathBuf)>,
     error: Option<Error>,
 }
 
-#[cfg(unix)]
 impl Unpacker {
     fn new(root: &Path, limits: &ExtractLimits) -> Result<Unpacker, Error> {
         Ok(Unpacker {
-            root: dirfd::DirHandle::open(root)?,
+            root: dir::DirHandle::open(root)?,
             plan: Plan::new(limits),
             current: None,
             error: None,
@@ -414,102 +407,6 @@ impl Unpacker {
     }
 }
 
-/// Refuses, before anything is moved, whatever in a non-empty `dest` is in
-/// the way of a path the unpack writes (or of one of its folders).
-#[cfg(not(unix))]
-fn check_destination(dest: &Path, plan: &Plan) -> Result<(), Error> {
-    for (rel, dir) in plan.paths() {
-        let target = plan::join(dest, rel);
-        let folder = if dir { &target } else { parent_of(&target) };
-        dest::folders(dest, folder, false)?;
-        dest::check_in_the_way(&target, dir)?;
-    }
-    Ok(())
-}
-
-/// Moves what was unpacked into `temp` to `dest`: each top-level entry when
-/// `dest` was empty, else path by path (folders made, files renamed over
-/// their targets).
-#[cfg(not(unix))]
-fn move_into_place(temp: &Path, dest: &Path, plan: &Plan, empty: bool) -> Result<(), Error> {
-    let rename = |from: &Path, to: &Path| {
-        fs::rename(from, to).map_err(|e| dest::with_path(e, "cannot move into place", to))
-    };
-    if empty {
-        let items = fs::read_dir(temp).map_err(|e| dest::with_path(e, "cannot read", temp))?;
-        for item in items {
-            let item = item.map_err(|e| dest::with_path(e, "cannot read", temp))?;
-            rename(&item.path(), &dest.join(item.file_name()))?;
-        }
-        return Ok(());
-    }
-    for (rel, dir) in plan.paths() {
-        let target = plan::join(dest, rel);
-        let folder = if dir { &target } else { parent_of(&target) };
-        dest::folders(dest, folder, true)?;
-        if !dir {
-            dest::check_in_the_way(&target, false)?;
-            rename(&plan::join(temp, rel), &target)?;
-        }
-    }
-    Ok(())
-}
-
-/// Writes each entry into the temp dir as the walk streams it, after the
-/// plan's checks; keeps the first error (the walk goes on to its verdict,
-/// which wins over it).
-#[cfg(not(unix))]
-struct Unpacker {
-    root: PathBuf,
-    plan: Plan,
-    /// The last folder made: its ancestors need no second look.
-    made: PathBuf,
-    /// The file being written.
-    current: Option<(File, PathBuf)>,
-    error: Option<Error>,
-}
-
-#[cfg(not(unix))]
-impl Unpacker {
-    fn new(root: &Path, limits: &ExtractLimits) -> Result<Unpacker, Error> {
-        Ok(Unpacker {
-            root: root.to_path_buf(),
-            plan: Plan::new(limits),
-            made: root.to_path_buf(),
-            current: None,
-            error: None,
-        })
-    }
-
-    /// Checks `entry` and starts writing it.
-    fn start(&mut self, entry: &Entry) -> Result<(), Error> {
-        let size = entry.size.max(0) as u64;
-        let Some(rel) = self.plan.add(&entry.name, entry.kind, size)? else {
-            return Ok(());
-        };
-        let target = plan::join(&self.root, &rel);
-        let dir = entry.kind == EntryKind::Directory;
-        let folder = if dir { &target } else { parent_of(&target) };
-        if !self.made.starts_with(folder) {
-            dest::folders(&self.root, folder, true)?;
-            self.made = folder.to_path_buf();
-        }
-        if !dir {
-            self.current = Some((dest::create_new(&target)?, target));
-        }
-        Ok(())
-    }
-
-    /// The plan, once the walk is done; the first error if any.
-    fn finish(mut self) -> Result<Plan, Error> {
-        self.current = None;
-        match self.error {
-            Some(e) => Err(e),
-            None => Ok(self.plan),
-        }
-    }
-}
-
 impl EntrySink for Unpacker {
     fn entry(&mut self, entry: &Entry) {
         self.current = None;
@@ -521,7 +418,7 @@ impl EntrySink for Unpacker {
     fn data(&mut self, bytes: &[u8]) {
         if let Some((file, path)) = &mut self.current {
             if let Err(e) = file.write_all(bytes) {
-                self.error = Some(dest::with_path(e, "cannot write", path));
+                self.error = Some(dir::with_path(e, "cannot write", path));
                 self.current = None;
             }
         }
@@ -530,10 +427,4 @@ impl EntrySink for Unpacker {
     fn wants_skipped(&self) -> bool {
         true
     }
-}
-
-/// A target's folder (targets are always below the destination).
-#[cfg(not(unix))]
-fn parent_of(target: &Path) -> &Path {
-    target.parent().unwrap_or(target)
 }

@@ -177,14 +177,6 @@ impl Plan {
     }
 }
 
-/// `dest` joined with a normalized path's components.
-#[cfg(not(unix))]
-pub(super) fn join(dest: &Path, rel: &[u8]) -> PathBuf {
-    let mut path = dest.to_path_buf();
-    path.extend(rel.split(|&b| b == b'/').filter_map(component_os));
-    path
-}
-
 /// Refuses names that could escape the destination and non-plain entries.
 fn check_entry(raw: &[u8], kind: EntryKind) -> Result<(), Error> {
     let name = escape_name(raw);
@@ -246,13 +238,13 @@ fn normalize(name: &[u8], kind: EntryKind) -> Result<Option<Vec<u8>>, Error> {
 }
 
 #[cfg(unix)]
-fn component_os(c: &[u8]) -> Option<&Path> {
+pub(super) fn component_os(c: &[u8]) -> Option<&Path> {
     use std::os::unix::ffi::OsStrExt;
     Some(Path::new(std::ffi::OsStr::from_bytes(c)))
 }
 
 #[cfg(not(unix))]
-fn component_os(c: &[u8]) -> Option<&Path> {
+pub(super) fn component_os(c: &[u8]) -> Option<&Path> {
     match std::str::from_utf8(c) {
         Ok(s) if !s.contains(['\\', ':']) => Some(Path::new(s)),
         _ => None,

@@ -8,7 +8,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
-use super::dest::with_path;
+use super::dir::with_path;
 use neff_loader::Error;
 
 /// The temp dirs of this process not yet removed.
