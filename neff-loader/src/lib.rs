@@ -51,7 +51,6 @@ pub mod inputs;
 mod json;
 mod manifests;
 mod members;
-mod memory;
 mod model;
 mod profile;
 mod report;
@@ -81,7 +80,6 @@ pub use container::{
 pub use error::{Error, ErrorKind, GzipErrorKind, TarErrorKind};
 pub use gate::{Gate, NrtStatus, Rejection};
 pub use members::{MemberRef, MemberTable};
-pub use memory::{check_members, MemberData};
 pub use model::{
     BuilderMember, DmaSummary, EngineSummary, GraphSummary, IoVar, MissingReference, ModelIo,
     ModelSummary, NnTensor, QueueSummary, ScratchpadSummary, SignatureTensor, UcodeLibSummary,

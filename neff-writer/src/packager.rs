@@ -868,18 +868,6 @@ fn write_tar<W: Write>(
     Ok(tar.finish()?)
 }
 
-/// The header a write with `options` starts from before the payload exists:
-/// everything but the payload-derived fields (`data_size`, `hash`, a
-/// content-derived UUID), which are zero.
-pub(crate) fn planned_header(options: &PackOptions) -> HeaderFields {
-    let payload = Digests {
-        count: 0,
-        md5: None,
-        sha256: None,
-    };
-    assemble_header(options.pkg_version, &payload, options)
-}
-
 /// Fills in the header: defaults, then the payload-derived fields, then the
 /// caller's patch.
 fn assemble_header(pkg: PkgVersion, digests: &Digests, options: &PackOptions) -> HeaderFields {

@@ -96,14 +96,7 @@ pub fn run(args: BuildArgs) -> Result<u8, Box<dyn std::error::Error>> {
     if let Some(threads) = args.packaging.threads {
         builder = builder.threads(threads as usize);
     }
-    let mut build = match builder.build() {
-        Ok(build) => build,
-        // The loader's gates, run before writing: reported as a read-back refusal.
-        Err(e) if e.kind() == neff::writer::ErrorKind::Refused => {
-            return report_written(Err(e), &out, "built");
-        }
-        Err(e) => return Err(in_spec(e, &args.spec).into()),
-    };
+    let mut build = builder.build().map_err(|e| in_spec(e, &args.spec))?;
     if let Some(framing) = header_framing {
         // The header file's recorded framing, over the spec's (the spec's
         // preset still chooses the content style and header conventions).

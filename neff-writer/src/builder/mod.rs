@@ -24,19 +24,19 @@
 //! ```
 //!
 //! Two doors, as in wasm-encoder:
-//! * **checked** (the default): [`NeffBuilder::build`] runs the loader's gates
-//!   over the generated members in memory ([`neff_loader::check_members`]) on
-//!   every arch the NEFF targets, and refuses with the loader's report
-//!   (an [`Error`] of kind [`crate::ErrorKind::Refused`]: gate and runtime message) before any byte is
-//!   written; the builder itself only refuses what the loader cannot know
+//! * **checked** (the default): the builder refuses what only it knows
 //!   (names that clash, a shape whose element count or byte size overflows
 //!   64 bits, weight data whose length is not its dtype × shape, an
-//!   unreadable or malformed `.npy`…). Writing then runs every gate again
-//!   on the bytes as they are written (the streamed check; with
-//!   [`NeffBuilder::paranoid_readback`], on the whole file read back);
-//! * **unchecked**: [`NeffBuilder::unchecked`] skips that check, and
-//!   [`NeffBuilder::keep_refused`] (a separate choice) keeps an output the
-//!   output check refuses; with them [`NeffBuilder::raw_member`] /
+//!   unreadable or malformed `.npy`…); the loader's gates then run on the
+//!   bytes as they are written (the streamed check; with
+//!   [`NeffBuilder::paranoid_readback`], on the whole file read back), and a
+//!   NEFF they refuse is never renamed into place or handed to a writer (an
+//!   [`Error`] of kind [`crate::ErrorKind::Refused`]: gate and runtime
+//!   message). A refused model is compressed before it is refused: there is
+//!   no second copy of the gates to run over the members in memory;
+//! * **unchecked**: [`NeffBuilder::unchecked`] skips the builder's own
+//!   checks, and [`NeffBuilder::keep_refused`] (a separate choice) keeps an
+//!   output the gates refuse; with them [`NeffBuilder::raw_member`] /
 //!   [`NeffBuilder::omit_member`] replace or drop any generated member with
 //!   any bytes — for negative fixtures.
 //!
@@ -69,14 +69,14 @@ mod tensor;
 pub(crate) mod weights;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::io::{self, Write};
+use std::io::Write;
 use std::path::Path;
 
-use neff_loader::{MemberData, RuntimeProfile};
+use neff_loader::RuntimeProfile;
 use neff_schema::features;
 use neff_schema::manifest::neff_json::IoTensor;
 use neff_schema::manifest::{self, KelfDescriptor, Manifest, NeffJson};
-use neff_schema::{Framing, FramingPreset, NeffHeader, PkgVersion, Target};
+use neff_schema::{Framing, FramingPreset, PkgVersion, Target};
 
 pub use crate::blob::Data;
 use crate::blob::{blob_data, Blob};
@@ -349,11 +349,11 @@ impl NeffBuilder {
         self
     }
 
-    /// The unchecked door: skip the checks before writing, the builder's own
-    /// rules (a var with no data, sizes that disagree) and the loader's gates
-    /// on the members in memory (with [`NeffBuilder::raw_member`] /
-    /// [`NeffBuilder::omit_member`], for deliberately invalid inputs). The
-    /// output check still runs; see [`NeffBuilder::keep_refused`].
+    /// The unchecked door: skip the builder's own rules (a var with no data,
+    /// sizes that disagree), for deliberately invalid inputs (with
+    /// [`NeffBuilder::raw_member`] / [`NeffBuilder::omit_member`]). The
+    /// loader's gates still run on the output; see
+    /// [`NeffBuilder::keep_refused`].
     pub fn unchecked(mut self, unchecked: bool) -> Self {
         self.spec.unchecked = unchecked;
         self
@@ -375,10 +375,8 @@ impl NeffBuilder {
         self
     }
 
-    /// Generates every member and the header settings. In checked mode the
-    /// loader's gates run here, over the members in memory, on every arch the
-    /// NEFF targets (the ones that need the written file run when it is
-    /// written).
+    /// Generates every member and the header settings (the loader's gates
+    /// run when the NEFF is written).
     pub fn build(self) -> Result<Build, Error> {
         let NeffBuilder {
             mut spec,
@@ -513,11 +511,6 @@ impl NeffBuilder {
         if patch.feature_bits.is_none() {
             patch.feature_bits = Some(bits);
         }
-        // The gates run again on the bytes written; a caller keeping refused
-        // outputs gets their verdict there.
-        if checked && !options.keep_refused {
-            loader_check(&mut members, &options)?;
-        }
         Ok(Build { members, options })
     }
 
@@ -554,73 +547,6 @@ fn write_options(
         ..options
     };
     Ok((options, settings.framing.unwrap_or_default(), feature_bits))
-}
-
-/// Runs the loader's gates over the members and the header they will be
-/// written with, on every arch the model targets, before any byte is written.
-fn loader_check(
-    members: &mut BTreeMap<String, MemberSource>,
-    options: &PackOptions,
-) -> Result<(), Error> {
-    let mut peeked: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-    for (name, source) in members.iter_mut() {
-        if !matches!(source, MemberSource::Bytes(_)) {
-            peeked.insert(name.clone(), peek(name, source)?);
-        }
-    }
-    let data = members.iter().map(|(name, source)| {
-        let data = match (source, peeked.get(name)) {
-            (MemberSource::Bytes(b), _) => MemberData::Bytes(b),
-            (_, Some(p)) if name.ends_with(".json") && p.len() as u64 == source.len() => {
-                MemberData::Bytes(p)
-            }
-            (_, p) => MemberData::Sized {
-                size: source.len(),
-                prefix: p.map_or(&[][..], Vec::as_slice),
-            },
-        };
-        (name.as_str(), data)
-    });
-    let header = NeffHeader::from_fields(&crate::packager::planned_header(options));
-    let verdict = neff_loader::check_members(data, &header, &options.profile);
-    if verdict.accepted {
-        return Ok(());
-    }
-    Err(Error::refused(
-        "the NEFF would be",
-        verdict.combined_report(),
-    ))
-}
-
-/// The bytes of a member not in memory that the loader reads before the
-/// file exists: all of a manifest (up to the loader's limit), the first 16
-/// bytes of anything else. A reader is read that far and put back together.
-fn peek(name: &str, source: &mut MemberSource) -> Result<Vec<u8>, Error> {
-    let len = source.len();
-    let want = if name.ends_with(".json") && len <= neff_loader::MANIFEST_MAX {
-        len
-    } else {
-        len.min(16)
-    };
-    let io_error = |e| Error::io_while(&format!("member {name}"), e);
-    let mut head = Vec::new();
-    match source {
-        MemberSource::Bytes(b) => head.extend_from_slice(b),
-        MemberSource::File { path, .. } => {
-            let file = std::fs::File::open(&*path).map_err(io_error)?;
-            io::Read::read_to_end(&mut io::Read::take(file, want), &mut head).map_err(io_error)?;
-        }
-        MemberSource::Reader { reader, len } => {
-            io::Read::read_to_end(&mut io::Read::take(&mut *reader, want), &mut head)
-                .map_err(io_error)?;
-            let rest = std::mem::replace(reader, Box::new(io::empty()));
-            *source = MemberSource::Reader {
-                reader: Box::new(io::Read::chain(io::Cursor::new(head.clone()), rest)),
-                len: *len,
-            };
-        }
-    }
-    Ok(head)
 }
 
 fn check_name(name: &str) -> Result<(), Error> {
