@@ -150,8 +150,9 @@ fn bad_option(message: String) -> Error {
     Error::new(ErrorKind::BadOption, message)
 }
 
-/// What a build produced.
-#[derive(Debug, Clone)]
+/// What a build produced (serialized as Python's `neff.pack` and
+/// `Builder.write` read it).
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct PackOutcome {
     /// The header written.
     pub header: HeaderFields,

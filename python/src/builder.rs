@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use neff_schema::manifest::Dtype;
 use neff_writer::build_spec::{blob_data, Blob, BuildSpec};
 use neff_writer::builder::npy::encode_v1;
-use neff_writer::{Data, Error, ErrorKind, MemberSource, PackOutcome};
+use neff_writer::{Data, Error, ErrorKind, MemberSource};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -94,7 +94,10 @@ fn build_spec<'py>(
         }
     });
     let (outcome, bytes) = written.map_err(|e| writer_error(&e))?;
-    Ok((outcome_json(&outcome), bytes.map(|b| PyBytes::new(py, &b))))
+    Ok((
+        serde_json::to_string(&outcome).unwrap_or_default(),
+        bytes.map(|b| PyBytes::new(py, &b)),
+    ))
 }
 
 /// A lifted spec (a `payload`): written as `neff build` writes one, blob
@@ -126,7 +129,10 @@ fn build_lifted<'py>(
         }
     });
     let (outcome, bytes) = written.map_err(|e| writer_error(&e))?;
-    Ok((outcome_json(&outcome), bytes.map(|b| PyBytes::new(py, &b))))
+    Ok((
+        serde_json::to_string(&outcome).unwrap_or_default(),
+        bytes.map(|b| PyBytes::new(py, &b)),
+    ))
 }
 
 /// Unpacks the NEFF at `path` into the new or empty folder `dir` and
@@ -247,18 +253,4 @@ fn resolve(sources: &mut [Option<Data>], key: &str, blob: Blob) -> Result<Data, 
             )
             .at_key(key)
         })
-}
-
-/// The outcome as `neff build --json` describes a written NEFF: header,
-/// loader report, tar size and member counts.
-fn outcome_json(outcome: &PackOutcome) -> String {
-    serde_json::json!({
-        "header": outcome.header,
-        "report": outcome.report,
-        "tar_size": outcome.tar_size,
-        "files": outcome.files,
-        "directories": outcome.directories,
-        "payload_matches_source": outcome.payload_matches_source,
-    })
-    .to_string()
 }

@@ -94,16 +94,9 @@ fn pack(
     let outcome = py
         .detach(|| Packager::from_dir(&dir)?.write_to_path(&out, &options))
         .map_err(|e| writer_error(&e))?;
-    Ok(json!({
-        "file": out.display().to_string(),
-        "header": outcome.header,
-        "tar_size": outcome.tar_size,
-        "files": outcome.files,
-        "directories": outcome.directories,
-        "report": outcome.report,
-        "payload_matches_source": outcome.payload_matches_source,
-    })
-    .to_string())
+    let mut doc = json!(outcome);
+    doc["file"] = json!(out.display().to_string());
+    Ok(doc.to_string())
 }
 
 /// The writer's options for `args`: the Python spellings (a pkg version
