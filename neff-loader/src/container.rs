@@ -1163,7 +1163,7 @@ mod tests {
         let md5 = <md5::Md5 as md5::Digest>::digest(&payload);
         let mut hash = [0u8; 32];
         hash[..16].copy_from_slice(&md5);
-        h.set_hash(&hash);
+        h.set_hash(hash);
         let mut out = h.as_bytes().to_vec();
         out.extend_from_slice(&payload);
         out

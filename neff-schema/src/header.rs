@@ -17,40 +17,6 @@ use crate::uuid::Uuid;
 /// Size of the header in bytes; the payload always starts at this offset.
 pub const HEADER_LEN: usize = 0x400;
 
-/// Byte offsets of the header fields (spec §2.1).
-pub mod offset {
-    /// `pkg_version` u64.
-    pub const PKG_VERSION: usize = 0x000;
-    /// `header_size` u64.
-    pub const HEADER_SIZE: usize = 0x008;
-    /// `data_size` u64.
-    pub const DATA_SIZE: usize = 0x010;
-    /// `neff_version_major` u64.
-    pub const MAJOR: usize = 0x018;
-    /// `neff_version_minor` u64.
-    pub const MINOR: usize = 0x020;
-    /// `neff_build_version` u8\[128\].
-    pub const BUILD_VERSION: usize = 0x028;
-    /// `unused_0` u32.
-    pub const UNUSED_0: usize = 0x0A8;
-    /// `hash` u8\[32\].
-    pub const HASH: usize = 0x0AC;
-    /// `uuid` u8\[16\].
-    pub const UUID: usize = 0x0CC;
-    /// `name` char\[256\].
-    pub const NAME: usize = 0x0DC;
-    /// `requested_tpb_count` u32.
-    pub const REQUESTED_TPB_COUNT: usize = 0x1DC;
-    /// `tpb_per_node` u8\[64\].
-    pub const TPB_PER_NODE: usize = 0x1E0;
-    /// `feature_bits` u64.
-    pub const FEATURE_BITS: usize = 0x220;
-    /// `vnc_size` u32.
-    pub const VNC_SIZE: usize = 0x228;
-    /// `pad` u8\[468\].
-    pub const PAD: usize = 0x22C;
-}
-
 /// Width of `neff_build_version`.
 pub const BUILD_VERSION_LEN: usize = 128;
 /// Width of `name`.
@@ -106,40 +72,6 @@ impl fmt::Debug for NeffHeader {
     }
 }
 
-macro_rules! int_field {
-    ($get:ident, $set:ident, $ty:ty, $off:expr, $doc:literal) => {
-        #[doc = concat!("Reads ", $doc, ".")]
-        pub fn $get(&self) -> $ty {
-            const W: usize = std::mem::size_of::<$ty>();
-            let mut raw = [0u8; W];
-            raw.copy_from_slice(&self.bytes[$off..$off + W]);
-            <$ty>::from_le_bytes(raw)
-        }
-
-        #[doc = concat!("Writes ", $doc, ".")]
-        pub fn $set(&mut self, value: $ty) {
-            const W: usize = std::mem::size_of::<$ty>();
-            self.bytes[$off..$off + W].copy_from_slice(&value.to_le_bytes());
-        }
-    };
-}
-
-macro_rules! array_field {
-    ($get:ident, $set:ident, $len:expr, $off:expr, $doc:literal) => {
-        #[doc = concat!("Reads ", $doc, ".")]
-        pub fn $get(&self) -> [u8; $len] {
-            let mut out = [0u8; $len];
-            out.copy_from_slice(&self.bytes[$off..$off + $len]);
-            out
-        }
-
-        #[doc = concat!("Writes ", $doc, ".")]
-        pub fn $set(&mut self, value: &[u8; $len]) {
-            self.bytes[$off..$off + $len].copy_from_slice(value);
-        }
-    };
-}
-
 impl NeffHeader {
     /// Wraps 1024 raw header bytes. Every byte pattern is a valid `NeffHeader`;
     /// the loader's gates decide what is acceptable.
@@ -157,182 +89,172 @@ impl NeffHeader {
     pub fn as_bytes(&self) -> &[u8; HEADER_LEN] {
         &self.bytes
     }
-
-    int_field!(
-        pkg_version,
-        set_pkg_version,
-        u64,
-        offset::PKG_VERSION,
-        "`pkg_version` (+0x000)"
-    );
-    int_field!(
-        header_size,
-        set_header_size,
-        u64,
-        offset::HEADER_SIZE,
-        "`header_size` (+0x008)"
-    );
-    int_field!(
-        data_size,
-        set_data_size,
-        u64,
-        offset::DATA_SIZE,
-        "`data_size` (+0x010)"
-    );
-    int_field!(
-        major,
-        set_major,
-        u64,
-        offset::MAJOR,
-        "`neff_version_major` (+0x018)"
-    );
-    int_field!(
-        minor,
-        set_minor,
-        u64,
-        offset::MINOR,
-        "`neff_version_minor` (+0x020)"
-    );
-    array_field!(
-        build_version,
-        set_build_version,
-        BUILD_VERSION_LEN,
-        offset::BUILD_VERSION,
-        "`neff_build_version` (+0x028)"
-    );
-    int_field!(
-        unused_0,
-        set_unused_0,
-        u32,
-        offset::UNUSED_0,
-        "`unused_0` (+0x0A8)"
-    );
-    array_field!(hash, set_hash, 32, offset::HASH, "`hash` (+0x0AC)");
-    int_field!(
-        requested_tpb_count,
-        set_requested_tpb_count,
-        u32,
-        offset::REQUESTED_TPB_COUNT,
-        "`requested_tpb_count` (+0x1DC)"
-    );
-    array_field!(name, set_name, NAME_LEN, offset::NAME, "`name` (+0x0DC)");
-    array_field!(
-        tpb_per_node,
-        set_tpb_per_node,
-        TPB_PER_NODE_LEN,
-        offset::TPB_PER_NODE,
-        "`tpb_per_node` (+0x1E0)"
-    );
-    int_field!(
-        feature_bits,
-        set_feature_bits,
-        u64,
-        offset::FEATURE_BITS,
-        "`feature_bits` (+0x220)"
-    );
-    int_field!(
-        vnc_size,
-        set_vnc_size,
-        u32,
-        offset::VNC_SIZE,
-        "`vnc_size` (+0x228)"
-    );
-    array_field!(pad, set_pad, PAD_LEN, offset::PAD, "`pad` (+0x22C)");
-
-    /// Reads `uuid` (+0x0CC).
-    pub fn uuid(&self) -> Uuid {
-        let mut out = [0u8; 16];
-        out.copy_from_slice(&self.bytes[offset::UUID..offset::UUID + 16]);
-        Uuid(out)
-    }
-
-    /// Writes `uuid` (+0x0CC).
-    pub fn set_uuid(&mut self, uuid: Uuid) {
-        self.bytes[offset::UUID..offset::UUID + 16].copy_from_slice(&uuid.0);
-    }
-
-    /// Decodes every field into a plain record.
-    pub fn fields(&self) -> HeaderFields {
-        HeaderFields {
-            pkg_version: self.pkg_version(),
-            header_size: self.header_size(),
-            data_size: self.data_size(),
-            neff_version_major: self.major(),
-            neff_version_minor: self.minor(),
-            build_version: Text(self.build_version()),
-            unused_0: self.unused_0(),
-            hash: Blob(self.hash()),
-            uuid: self.uuid(),
-            name: Text(self.name()),
-            requested_tpb_count: self.requested_tpb_count(),
-            tpb_per_node: Blob(self.tpb_per_node()),
-            feature_bits: self.feature_bits(),
-            vnc_size: self.vnc_size(),
-            pad: Blob(self.pad()),
-        }
-    }
-
-    /// Encodes a plain record. `NeffHeader::from_fields(&h.fields()) == h` for every header.
-    pub fn from_fields(fields: &HeaderFields) -> NeffHeader {
-        let mut h = NeffHeader::default();
-        h.set_pkg_version(fields.pkg_version);
-        h.set_header_size(fields.header_size);
-        h.set_data_size(fields.data_size);
-        h.set_major(fields.neff_version_major);
-        h.set_minor(fields.neff_version_minor);
-        h.set_build_version(&fields.build_version.0);
-        h.set_unused_0(fields.unused_0);
-        h.set_hash(&fields.hash.0);
-        h.set_uuid(fields.uuid);
-        h.set_name(&fields.name.0);
-        h.set_requested_tpb_count(fields.requested_tpb_count);
-        h.set_tpb_per_node(&fields.tpb_per_node.0);
-        h.set_feature_bits(fields.feature_bits);
-        h.set_vnc_size(fields.vnc_size);
-        h.set_pad(&fields.pad.0);
-        h
-    }
 }
 
-/// Every header field as a plain value. Serializes to JSON losslessly:
-/// text fields as strings (or `{"hex": …}` when not clean NUL-terminated UTF-8),
-/// byte arrays as hex with trailing zero bytes trimmed, the UUID in canonical form.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct HeaderFields {
+/// Every field of the header, stated once: its name in [`HeaderFields`]
+/// (and JSON), its type there and in the raw accessors of [`NeffHeader`],
+/// and its byte offset (spec §2.1). Gives [`HeaderFields`], the accessors,
+/// [`NeffHeader::fields`] and [`NeffHeader::from_fields`].
+macro_rules! header_fields {
+    ($(
+        $(#[$meta:meta])*
+        $field:ident: $ty:ty, $raw:ty, $get:ident, $set:ident @ $off:literal;
+    )*) => {
+        /// Every header field as a plain value. Serializes to JSON losslessly:
+        /// text fields as strings (or `{"hex": …}` when not clean NUL-terminated UTF-8),
+        /// byte arrays as hex with trailing zero bytes trimmed, the UUID in canonical form.
+        #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+        #[serde(deny_unknown_fields)]
+        pub struct HeaderFields {
+            $( $(#[$meta])* pub $field: $ty, )*
+        }
+
+        impl NeffHeader {
+            $(
+                #[doc = concat!("Reads `", stringify!($field), "` (+", stringify!($off), ").")]
+                pub fn $get(&self) -> $raw {
+                    <$raw as Field>::read(&self.bytes[$off..])
+                }
+
+                #[doc = concat!("Writes `", stringify!($field), "` (+", stringify!($off), ").")]
+                pub fn $set(&mut self, value: $raw) {
+                    value.write(&mut self.bytes[$off..]);
+                }
+            )*
+
+            /// Decodes every field into a plain record.
+            pub fn fields(&self) -> HeaderFields {
+                HeaderFields { $( $field: Field::wrap(self.$get()), )* }
+            }
+
+            /// Encodes a plain record. `NeffHeader::from_fields(&h.fields()) == h` for every header.
+            pub fn from_fields(fields: &HeaderFields) -> NeffHeader {
+                let mut h = NeffHeader::default();
+                $( h.$set(Field::unwrap(&fields.$field)); )*
+                h
+            }
+        }
+    };
+}
+
+header_fields! {
     /// `pkg_version`: 1 (tar + SHA-256) or 2 (gzip tar + MD5).
-    pub pkg_version: u64,
+    pkg_version: u64, u64, pkg_version, set_pkg_version @ 0x000;
     /// `header_size`: 0x400 in every known artifact.
-    pub header_size: u64,
+    header_size: u64, u64, header_size, set_header_size @ 0x008;
     /// `data_size`: length of the stored (compressed, for pkg 2) payload.
-    pub data_size: u64,
+    data_size: u64, u64, data_size, set_data_size @ 0x010;
     /// `neff_version_major`.
-    pub neff_version_major: u64,
+    neff_version_major: u64, u64, major, set_major @ 0x018;
     /// `neff_version_minor`.
-    pub neff_version_minor: u64,
+    neff_version_minor: u64, u64, minor, set_minor @ 0x020;
     /// `neff_build_version`, NUL-terminated.
-    pub build_version: Text<BUILD_VERSION_LEN>,
+    build_version: Text<BUILD_VERSION_LEN>, [u8; BUILD_VERSION_LEN], build_version, set_build_version @ 0x028;
     /// `unused_0` (+0xA8); 1 in every known artifact.
-    pub unused_0: u32,
+    unused_0: u32, u32, unused_0, set_unused_0 @ 0x0A8;
     /// `hash`: MD5 in the first 16 bytes (pkg 2) or SHA-256 (pkg 1), in the
     /// layout the producer wrote it. Serialized whole (64 hex digits, zeros
     /// included); a shorter hex string reads as zero-filled.
     #[serde(serialize_with = "full_hex")]
-    pub hash: Blob<32>,
+    hash: Blob<32>, [u8; 32], hash, set_hash @ 0x0AC;
     /// `uuid`: the key of the runtime's parse cache.
-    pub uuid: Uuid,
+    uuid: Uuid, Uuid, uuid, set_uuid @ 0x0CC;
     /// `name`: the model name, NUL-terminated.
-    pub name: Text<NAME_LEN>,
+    name: Text<NAME_LEN>, [u8; NAME_LEN], name, set_name @ 0x0DC;
     /// `requested_tpb_count`.
-    pub requested_tpb_count: u32,
+    requested_tpb_count: u32, u32, requested_tpb_count, set_requested_tpb_count @ 0x1DC;
     /// `tpb_per_node`.
-    pub tpb_per_node: Blob<TPB_PER_NODE_LEN>,
+    tpb_per_node: Blob<TPB_PER_NODE_LEN>, [u8; TPB_PER_NODE_LEN], tpb_per_node, set_tpb_per_node @ 0x1E0;
     /// `feature_bits`.
-    pub feature_bits: u64,
+    feature_bits: u64, u64, feature_bits, set_feature_bits @ 0x220;
     /// `vnc_size`.
-    pub vnc_size: u32,
+    vnc_size: u32, u32, vnc_size, set_vnc_size @ 0x228;
     /// `pad`: zeros in every known artifact.
-    pub pad: Blob<PAD_LEN>,
+    pad: Blob<PAD_LEN>, [u8; PAD_LEN], pad, set_pad @ 0x22C;
+}
+
+/// A header field's raw value at its offset (little-endian), and the plain
+/// value [`HeaderFields`] holds for it.
+trait Field: Sized {
+    /// The plain value.
+    type Plain;
+    /// The value at the start of `bytes`.
+    fn read(bytes: &[u8]) -> Self;
+    /// Writes the value at the start of `bytes`.
+    fn write(&self, bytes: &mut [u8]);
+    /// As [`HeaderFields`] holds it.
+    fn wrap(self) -> Self::Plain;
+    /// Back from [`HeaderFields`].
+    fn unwrap(plain: &Self::Plain) -> Self;
+}
+
+macro_rules! int_field {
+    ($($ty:ty),*) => {$(
+        impl Field for $ty {
+            type Plain = $ty;
+            fn read(bytes: &[u8]) -> Self {
+                let mut raw = [0u8; std::mem::size_of::<$ty>()];
+                raw.copy_from_slice(&bytes[..std::mem::size_of::<$ty>()]);
+                <$ty>::from_le_bytes(raw)
+            }
+            fn write(&self, bytes: &mut [u8]) {
+                bytes[..std::mem::size_of::<$ty>()].copy_from_slice(&self.to_le_bytes());
+            }
+            fn wrap(self) -> $ty {
+                self
+            }
+            fn unwrap(plain: &$ty) -> $ty {
+                *plain
+            }
+        }
+    )*};
+}
+int_field!(u32, u64);
+
+/// Byte arrays: text fields ([`Text`]) and the others ([`Blob`]) wrap them.
+macro_rules! array_field {
+    ($($plain:ident($len:expr)),*) => {$(
+        impl Field for [u8; $len] {
+            type Plain = $plain<$len>;
+            fn read(bytes: &[u8]) -> Self {
+                let mut out = [0u8; $len];
+                out.copy_from_slice(&bytes[..$len]);
+                out
+            }
+            fn write(&self, bytes: &mut [u8]) {
+                bytes[..$len].copy_from_slice(self);
+            }
+            fn wrap(self) -> $plain<$len> {
+                $plain(self)
+            }
+            fn unwrap(plain: &$plain<$len>) -> Self {
+                plain.0
+            }
+        }
+    )*};
+}
+array_field!(
+    Text(BUILD_VERSION_LEN),
+    Text(NAME_LEN),
+    Blob(32),
+    Blob(TPB_PER_NODE_LEN),
+    Blob(PAD_LEN)
+);
+
+impl Field for Uuid {
+    type Plain = Uuid;
+    fn read(bytes: &[u8]) -> Self {
+        Uuid(<[u8; 16]>::try_from(&bytes[..16]).unwrap_or_default())
+    }
+    fn write(&self, bytes: &mut [u8]) {
+        bytes[..16].copy_from_slice(&self.0);
+    }
+    fn wrap(self) -> Uuid {
+        self
+    }
+    fn unwrap(plain: &Uuid) -> Uuid {
+        *plain
+    }
 }
 
 /// A fixed-width, NUL-terminated text field.
@@ -620,16 +542,16 @@ mod tests {
             (0x010, 8, Box::new(|h| h.set_data_size(u64::MAX))),
             (0x018, 8, Box::new(|h| h.set_major(u64::MAX))),
             (0x020, 8, Box::new(|h| h.set_minor(u64::MAX))),
-            (0x028, 128, Box::new(|h| h.set_build_version(&[0xFF; 128]))),
+            (0x028, 128, Box::new(|h| h.set_build_version([0xFF; 128]))),
             (0x0A8, 4, Box::new(|h| h.set_unused_0(u32::MAX))),
-            (0x0AC, 32, Box::new(|h| h.set_hash(&[0xFF; 32]))),
+            (0x0AC, 32, Box::new(|h| h.set_hash([0xFF; 32]))),
             (0x0CC, 16, Box::new(|h| h.set_uuid(Uuid([0xFF; 16])))),
-            (0x0DC, 256, Box::new(|h| h.set_name(&[0xFF; 256]))),
+            (0x0DC, 256, Box::new(|h| h.set_name([0xFF; 256]))),
             (0x1DC, 4, Box::new(|h| h.set_requested_tpb_count(u32::MAX))),
-            (0x1E0, 64, Box::new(|h| h.set_tpb_per_node(&[0xFF; 64]))),
+            (0x1E0, 64, Box::new(|h| h.set_tpb_per_node([0xFF; 64]))),
             (0x220, 8, Box::new(|h| h.set_feature_bits(u64::MAX))),
             (0x228, 4, Box::new(|h| h.set_vnc_size(u32::MAX))),
-            (0x22C, 468, Box::new(|h| h.set_pad(&[0xFF; 468]))),
+            (0x22C, 468, Box::new(|h| h.set_pad([0xFF; 468]))),
         ];
         let mut covered = 0;
         for (off, width, set) in cases {
