@@ -11,6 +11,7 @@ use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::error::{Error, ErrorKind};
+use crate::features::FeatureMask;
 use crate::hex;
 use crate::uuid::Uuid;
 
@@ -97,7 +98,9 @@ impl NeffHeader {
 /// [`NeffHeader::fields`] and [`NeffHeader::from_fields`].
 macro_rules! header_fields {
     ($(
-        $(#[$meta:meta])*
+        $(#[doc = $doc:literal])*
+        $(@fields #[$fields_meta:meta])*
+        $(@patch #[$patch_meta:meta])*
         $field:ident: $ty:ty, $raw:ty, $get:ident, $set:ident @ $off:literal;
     )*) => {
         /// Every header field as a plain value. Serializes to JSON losslessly:
@@ -106,7 +109,34 @@ macro_rules! header_fields {
         #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
         #[serde(deny_unknown_fields)]
         pub struct HeaderFields {
-            $( $(#[$meta])* pub $field: $ty, )*
+            $( $(#[doc = $doc])* $(#[$fields_meta])* pub $field: $ty, )*
+        }
+
+        /// Header fields to set after a packager has filled in its own. Every
+        /// field is optional; what is set here wins, including `data_size` and
+        /// `hash` (for deliberately invalid fixtures). JSON uses the encodings
+        /// of [`HeaderFields`] (`neff inspect --json`).
+        #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+        #[serde(deny_unknown_fields)]
+        pub struct HeaderPatch {
+            $( $(#[doc = $doc])* $(#[$patch_meta])* pub $field: Option<$ty>, )*
+        }
+
+        impl HeaderPatch {
+            /// A patch that sets every field of `fields` (for reproducing a header).
+            pub fn from_fields(fields: &HeaderFields) -> HeaderPatch {
+                HeaderPatch { $( $field: Some(fields.$field.clone()), )* }
+            }
+
+            /// Sets every field `other` sets (the later patch wins).
+            pub fn merge(&mut self, other: &HeaderPatch) {
+                $( if other.$field.is_some() { self.$field = other.$field.clone(); } )*
+            }
+
+            /// Applies the set fields to `fields`.
+            pub fn apply(&self, fields: &mut HeaderFields) {
+                $( if let Some(v) = &self.$field { fields.$field = v.clone(); } )*
+            }
         }
 
         impl NeffHeader {
@@ -140,37 +170,48 @@ macro_rules! header_fields {
 header_fields! {
     /// `pkg_version`: 1 (tar + SHA-256) or 2 (gzip tar + MD5).
     pkg_version: u64, u64, pkg_version, set_pkg_version @ 0x000;
-    /// `header_size`: 0x400 in every known artifact.
+    /// `header_size`: 0x400 in every known artifact (and written).
     header_size: u64, u64, header_size, set_header_size @ 0x008;
-    /// `data_size`: length of the stored (compressed, for pkg 2) payload.
+    /// `data_size`: length of the stored (compressed, for pkg 2) payload
+    /// (computed when written).
     data_size: u64, u64, data_size, set_data_size @ 0x010;
-    /// `neff_version_major`.
+    /// `neff_version_major` (written: 2 unless set).
     neff_version_major: u64, u64, major, set_major @ 0x018;
-    /// `neff_version_minor`.
+    /// `neff_version_minor` (written: 0 unless set).
     neff_version_minor: u64, u64, minor, set_minor @ 0x020;
-    /// `neff_build_version`, NUL-terminated.
+    /// `neff_build_version`, NUL-terminated (written: names this tool unless set).
     build_version: Text<BUILD_VERSION_LEN>, [u8; BUILD_VERSION_LEN], build_version, set_build_version @ 0x028;
-    /// `unused_0` (+0xA8); 1 in every known artifact.
+    /// `unused_0` (+0xA8); 1 in every known artifact (and written).
     unused_0: u32, u32, unused_0, set_unused_0 @ 0x0A8;
     /// `hash`: MD5 in the first 16 bytes (pkg 2) or SHA-256 (pkg 1), in the
-    /// layout the producer wrote it. Serialized whole (64 hex digits, zeros
-    /// included); a shorter hex string reads as zero-filled.
-    #[serde(serialize_with = "full_hex")]
+    /// layout the producer wrote it (computed when written). Serialized whole
+    /// (64 hex digits, zeros included); a shorter hex string reads as zero-filled.
+    @fields #[serde(serialize_with = "full_hex")]
     hash: Blob<32>, [u8; 32], hash, set_hash @ 0x0AC;
-    /// `uuid`: the key of the runtime's parse cache.
+    /// `uuid`: the key of the runtime's parse cache (written: derived from the
+    /// content unless set).
     uuid: Uuid, Uuid, uuid, set_uuid @ 0x0CC;
     /// `name`: the model name, NUL-terminated.
     name: Text<NAME_LEN>, [u8; NAME_LEN], name, set_name @ 0x0DC;
-    /// `requested_tpb_count`.
+    /// `requested_tpb_count` (written: 1 unless set).
     requested_tpb_count: u32, u32, requested_tpb_count, set_requested_tpb_count @ 0x1DC;
-    /// `tpb_per_node`.
+    /// `tpb_per_node` (written: zeros unless set).
     tpb_per_node: Blob<TPB_PER_NODE_LEN>, [u8; TPB_PER_NODE_LEN], tpb_per_node, set_tpb_per_node @ 0x1E0;
-    /// `feature_bits`.
+    /// `feature_bits` (written: the bits the content implies unless set). A
+    /// patch takes a [`FeatureMask`]: a number, text as `neff pack
+    /// --feature-bits` takes it (`"0x400,custom_ops"`), or a list.
+    @patch #[serde(default, deserialize_with = "feature_bits")]
+    @patch #[schemars(with = "Option<FeatureMask>")]
     feature_bits: u64, u64, feature_bits, set_feature_bits @ 0x220;
-    /// `vnc_size`.
+    /// `vnc_size` (written: 1 unless set).
     vnc_size: u32, u32, vnc_size, set_vnc_size @ 0x228;
-    /// `pad`: zeros in every known artifact.
+    /// `pad`: zeros in every known artifact (and written).
     pad: Blob<PAD_LEN>, [u8; PAD_LEN], pad, set_pad @ 0x22C;
+}
+
+/// A patch's `feature_bits`, read as a [`FeatureMask`].
+fn feature_bits<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    FeatureMask::bits(d).map(Some)
 }
 
 /// A header field's raw value at its offset (little-endian), and the plain

@@ -1,33 +1,8 @@
 //! Header defaults and overrides for the packager.
 
-use neff_schema::features::FeatureMask;
-use neff_schema::header::{Blob, Text, BUILD_VERSION_LEN, NAME_LEN, PAD_LEN, TPB_PER_NODE_LEN};
+pub use neff_schema::header::HeaderPatch;
+use neff_schema::header::{Blob, Text};
 use neff_schema::{Framing, HeaderFields, NeffHeader, PkgVersion, Uuid, HEADER_LEN};
-use serde::{Deserialize, Serialize};
-
-/// Calls `$m!` with every header field name, in layout order (one list for
-/// every place that walks the fields).
-macro_rules! header_fields {
-    ($m:ident) => {
-        $m!(
-            pkg_version,
-            header_size,
-            data_size,
-            neff_version_major,
-            neff_version_minor,
-            build_version,
-            unused_0,
-            hash,
-            uuid,
-            name,
-            requested_tpb_count,
-            tpb_per_node,
-            feature_bits,
-            vnc_size,
-            pad
-        )
-    };
-}
 
 /// The default `neff_build_version`: this tool's name and version, in the
 /// producer's `"<version>%<origin>"` shape, e.g. `"0.1.0%neff-rs"`.
@@ -51,99 +26,6 @@ pub enum UuidChoice {
     Recorded(Uuid),
     /// A fresh random v4 UUID (the build is then not reproducible).
     Random,
-}
-
-/// Header fields to set after the packager has filled in its own. Every field
-/// is optional; what is set here wins, including `data_size` and `hash` (for
-/// deliberately invalid fixtures). JSON uses the encodings `neff inspect --json`
-/// prints (`HeaderFields`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct HeaderPatch {
-    /// `pkg_version`: 1 (tar + SHA-256) or 2 (gzip tar + MD5).
-    pub pkg_version: Option<u64>,
-    /// `header_size` (0x400).
-    pub header_size: Option<u64>,
-    /// `data_size`: the stored payload's length (computed).
-    pub data_size: Option<u64>,
-    /// `neff_version_major` (default 2).
-    pub neff_version_major: Option<u64>,
-    /// `neff_version_minor` (default 0).
-    pub neff_version_minor: Option<u64>,
-    /// `neff_build_version` (default names this tool).
-    pub build_version: Option<Text<BUILD_VERSION_LEN>>,
-    /// `unused_0` (default 1).
-    pub unused_0: Option<u32>,
-    /// `hash` (computed).
-    pub hash: Option<Blob<32>>,
-    /// `uuid` (default derived from the content).
-    pub uuid: Option<Uuid>,
-    /// `name`: the model name.
-    pub name: Option<Text<NAME_LEN>>,
-    /// `requested_tpb_count` (default 1).
-    pub requested_tpb_count: Option<u32>,
-    /// `tpb_per_node` (default zeros).
-    pub tpb_per_node: Option<Blob<TPB_PER_NODE_LEN>>,
-    /// `feature_bits` (default 0): a [`FeatureMask`]: a number, text as `neff
-    /// pack --feature-bits` takes it (`"0x400,custom_ops"`), or a list.
-    #[serde(default, deserialize_with = "feature_bits")]
-    #[schemars(with = "Option<FeatureMask>")]
-    pub feature_bits: Option<u64>,
-    /// `vnc_size` (default 1).
-    pub vnc_size: Option<u32>,
-    /// `pad` (default zeros).
-    pub pad: Option<Blob<PAD_LEN>>,
-}
-
-fn feature_bits<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    FeatureMask::bits(d).map(Some)
-}
-
-impl HeaderPatch {
-    /// A patch that sets every field of `fields` (for reproducing a header).
-    pub fn from_fields(f: &HeaderFields) -> HeaderPatch {
-        HeaderPatch {
-            pkg_version: Some(f.pkg_version),
-            header_size: Some(f.header_size),
-            data_size: Some(f.data_size),
-            neff_version_major: Some(f.neff_version_major),
-            neff_version_minor: Some(f.neff_version_minor),
-            build_version: Some(f.build_version),
-            unused_0: Some(f.unused_0),
-            hash: Some(f.hash),
-            uuid: Some(f.uuid),
-            name: Some(f.name),
-            requested_tpb_count: Some(f.requested_tpb_count),
-            tpb_per_node: Some(f.tpb_per_node),
-            feature_bits: Some(f.feature_bits),
-            vnc_size: Some(f.vnc_size),
-            pad: Some(f.pad),
-        }
-    }
-
-    /// Sets every field `other` sets (the later patch wins).
-    pub fn merge(&mut self, other: &HeaderPatch) {
-        macro_rules! take {
-            ($($field:ident),*) => {$(
-                if other.$field.is_some() {
-                    self.$field = other.$field.clone();
-                }
-            )*};
-        }
-        header_fields!(take);
-    }
-
-    /// Applies the set fields to `h`.
-    pub fn apply(&self, h: &mut HeaderFields) {
-        macro_rules! set {
-            ($($field:ident),*) => {$(
-                if let Some(v) = &self.$field {
-                    h.$field = v.clone();
-                }
-            )*};
-        }
-        header_fields!(set);
-    }
 }
 
 /// What `neff unpack --header-out` writes and `neff pack --header` reads: the

@@ -108,7 +108,7 @@ fn pinned_var_ids_keep_their_place_and_the_rest_fill_in() {
 
     let gap = NeffBuilder::new()
         .subgraph("sg00", |sg| sg.output("y", f32s(&[1]).var_id(5)))
-        .build();
+        .write_to(&mut Vec::new());
     let err = refusal(gap.err().unwrap());
     assert!(
         err.contains("G20a Unexpected var_ids set! max=5, size=1"),
@@ -119,7 +119,7 @@ fn pinned_var_ids_keep_their_place_and_the_rest_fill_in() {
             sg.output("y", f32s(&[1]).var_id(0))
                 .input("x", f32s(&[1]).var_id(0))
         })
-        .build();
+        .write_to(&mut Vec::new());
     let err = refusal(twice.err().unwrap());
     assert!(err.starts_with("G20a Unexpected var_ids set!"), "{err}");
 }
@@ -640,7 +640,8 @@ fn checked_rules_name_the_subgraph_and_key() {
         ),
     ];
     for (builder, needle) in cases {
-        let result = builder.build();
+        // The builder's own rules refuse at build, the gates at the write.
+        let result = builder.write_to(&mut Vec::new());
         if needle.is_empty() {
             assert!(result.is_ok(), "extra keys are not checked");
             continue;
@@ -901,7 +902,7 @@ fn info_json_matches_the_header_in_every_framing() {
 fn both_verdicts(
     builder: impl Fn() -> NeffBuilder,
 ) -> (bool, bool, Option<String>, Option<String>) {
-    let checked = builder().build();
+    let checked = builder().write_to(&mut Vec::new());
     let mut out = Vec::new();
     let outcome = builder()
         .unchecked(true)
