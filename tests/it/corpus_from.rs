@@ -18,6 +18,22 @@ fn coverage_of_real(out: &Path) -> Value {
     serde_json::from_slice(&r.stdout).unwrap()
 }
 
+/// `neff corpus -o out --count count --seed seed`: generated NEFFs.
+fn generate(out: &Path, count: &str, seed: &str) {
+    let r = neff(&[
+        "corpus",
+        "-o",
+        s(out),
+        "--count",
+        count,
+        "--seed",
+        seed,
+        "--no-fsync",
+        "-q",
+    ]);
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+}
+
 fn corpus(out: &Path, count: &str, threads: &str) {
     let r = neff(&[
         "corpus",
@@ -117,18 +133,7 @@ fn five_hundred_seeds_from_the_real_neffs_carry_the_verdict_verify_gives() {
 fn a_generated_corpus_holds_the_shapes_of_real_output() {
     let dir = memory_tempdir(1 << 30);
     let out = dir.path().join("g");
-    let r = neff(&[
-        "corpus",
-        "-o",
-        s(&out),
-        "--count",
-        "2000",
-        "--seed",
-        "1",
-        "--no-fsync",
-        "-q",
-    ]);
-    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    generate(&out, "2000", "1");
     let report = coverage_of_real(&out);
     let ratio = |kind: &str| {
         let share = &report["coverage"][kind];
@@ -200,18 +205,7 @@ fn neffs_in(dir: &Path) -> impl Iterator<Item = std::path::PathBuf> {
 fn coverage_reads_the_shapes_of_the_lift_of_generated_neffs() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("g");
-    let r = neff(&[
-        "corpus",
-        "-o",
-        s(&out),
-        "--count",
-        "60",
-        "--seed",
-        "3",
-        "--no-fsync",
-        "-q",
-    ]);
-    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    generate(&out, "60", "3");
     assert_shapes_are_the_lifts(neffs_in(&out));
 }
 
