@@ -25,7 +25,7 @@ pub enum Blob {
     /// UTF-8 text.
     Text(String),
     /// Entry N of the data the caller passes with the spec (a resolver of
-    /// [`BuildSpec::into_builder_with`] supplies it; a spec file has none).
+    /// [`BuildSpec::into_builder_with`](crate::build_spec::BuildSpec::into_builder_with) supplies it; a spec file has none).
     Held(usize),
 }
 
@@ -142,7 +142,7 @@ pub enum Data {
     /// A file, checked and measured at build time.
     Path(PathBuf),
     /// A blob as a build spec gives it, not resolved yet
-    /// ([`Subgraph::resolve_blobs`]); left so, a path is relative to the
+    /// ([`Subgraph::resolve_blobs`](crate::builder::Subgraph::resolve_blobs)); left so, a path is relative to the
     /// working directory.
     Blob(Blob),
 }
