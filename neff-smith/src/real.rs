@@ -75,7 +75,7 @@ impl Source {
             path: path.display().to_string(),
             message,
         };
-        let (model, tree) = lifted(path, true)?;
+        let (model, tree) = lifted(path)?;
         let mut bytes = BTreeMap::new();
         let mut largest_manifest = 0;
         for (i, member) in model.payload.iter().enumerate() {
@@ -106,27 +106,22 @@ impl Source {
 }
 
 /// The NEFF at `path` as a typed model (member blobs are absolute paths into
-/// the returned folder), its framing recovered when `framing` (that deflates
-/// the payload again: costly, and only a repack needs it).
-pub fn lifted(path: &Path, framing: bool) -> Result<(Model, tempfile::TempDir), LiftError> {
+/// the returned folder), unpacked and its framing recovered as `neff unpack
+/// --spec` does it; a NEFF whose header alone the gates refuse is lifted as
+/// a runtime without those checks reads it.
+pub fn lifted(path: &Path) -> Result<(Model, tempfile::TempDir), LiftError> {
     let fail = |message: String| LiftError {
         path: path.display().to_string(),
         message,
     };
     let tree = tempfile::tempdir().map_err(|e| fail(e.to_string()))?;
     let dir = tree.path().join("tree");
-    let profile = neff_loader::RuntimeProfile::default();
-    let limits = neff_tools::ExtractLimits::default();
-    neff_tools::extract_refused(path, &dir, &profile, false, &limits)
-        .map_err(|e| fail(e.to_string()))?;
-    let file = match framing {
-        true => {
-            neff_writer::recover_framing(path, neff_writer::DeflateProof::Whole)
-                .map_err(|e| fail(e.to_string()))?
-                .file
-        }
-        false => neff_writer::HeaderFile::default(),
-    };
+    let (profile, limits) = (Default::default(), Default::default());
+    let proof = neff_writer::DeflateProof::Whole;
+    let unpacked =
+        neff_tools::extract_recovering(path, &dir, &profile, false, &limits, true, proof)
+            .map_err(|e| fail(e.to_string()))?;
+    let file = unpacked.recovered.map_err(|e| fail(e.to_string()))?.file;
     let (model, _) = Model::from_tree(&dir, file, None).map_err(|e| fail(e.to_string()))?;
     Ok((model, tree))
 }

@@ -2,21 +2,28 @@
 //! (over a `--header` file) to [`PackOptions`]: the CLI and the Python
 //! package both build their options here, so they cannot drift apart.
 
+use neff_schema::features::FeatureMask;
 use neff_schema::header::Text;
 use neff_schema::{FramingPreset, PkgVersion};
+use serde::de::{Deserialize, Deserializer, Error as _};
 
 use crate::build_spec::parse_uuid;
 use crate::error::{Error, ErrorKind};
 use crate::{HeaderFile, HeaderPatch, PackOptions, UuidChoice};
 
 /// What `neff pack` can be told, each optional. A value given here wins over
-/// the header file's, which wins over the default.
-#[derive(Debug, Clone, Default)]
+/// the header file's, which wins over the default. Its serde form (a
+/// package version number, a preset name, a [`FeatureMask`]) is how Python's
+/// `neff.pack` passes it.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct PackSettings {
     /// Packaging version (default 2).
+    #[serde(deserialize_with = "pkg_version")]
     pub pkg_version: Option<PkgVersion>,
     /// Framing preset (default `gnu`; a header file's recorded framing wins
     /// over the default preset, not over a given one's level).
+    #[serde(deserialize_with = "framing")]
     pub framing: Option<FramingPreset>,
     /// Deflate level 1–9.
     pub level: Option<u32>,
@@ -27,6 +34,7 @@ pub struct PackSettings {
     /// The header's build version text.
     pub build_version: Option<String>,
     /// The header's feature bits.
+    #[serde(deserialize_with = "feature_bits")]
     pub feature_bits: Option<u64>,
     /// The header's NEFF major version.
     pub major: Option<u64>,
@@ -45,6 +53,30 @@ pub struct PackSettings {
     pub paranoid_readback: bool,
     /// Skip the fsync of the file and its folder ([`PackOptions::fsync`]).
     pub no_fsync: bool,
+}
+
+/// A package version number (1 or 2).
+fn pkg_version<'de, D: Deserializer<'de>>(d: D) -> Result<Option<PkgVersion>, D::Error> {
+    let number = Option::<u64>::deserialize(d)?;
+    let pkg = |v: u64| PkgVersion::from_value(v).ok_or(format!("pkg_version {v} is not 1 or 2"));
+    number.map(pkg).transpose().map_err(D::Error::custom)
+}
+
+/// A framing preset's name.
+fn framing<'de, D: Deserializer<'de>>(d: D) -> Result<Option<FramingPreset>, D::Error> {
+    let preset = |name: String| {
+        FramingPreset::parse(&name).ok_or_else(|| {
+            let known: Vec<&str> = FramingPreset::ALL.iter().map(|p| p.name()).collect();
+            format!("framing {name:?} is not one of {}", known.join(", "))
+        })
+    };
+    let name = Option::<String>::deserialize(d)?;
+    name.map(preset).transpose().map_err(D::Error::custom)
+}
+
+/// Feature bits, as a [`FeatureMask`].
+fn feature_bits<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    Ok(Option::<FeatureMask>::deserialize(d)?.map(|mask| mask.0))
 }
 
 fn bad(message: String) -> Error {
@@ -238,5 +270,25 @@ mod tests {
             random.options(HeaderFile::default()).unwrap().uuid,
             UuidChoice::Random
         );
+    }
+
+    #[test]
+    fn the_serde_form_reads_numbers_names_and_masks() {
+        let read =
+            |json: &str| serde_json::from_str::<PackSettings>(json).map_err(|e| e.to_string());
+        let s = read(r#"{"pkg_version": 1, "framing": "neuronx-cc", "feature_bits": ["vnc", 2]}"#)
+            .unwrap();
+        assert_eq!(s.pkg_version, Some(PkgVersion::Sha256Tar));
+        assert_eq!(s.framing, FramingPreset::parse("neuronx-cc"));
+        assert_eq!(s.feature_bits, Some(0x402));
+        assert!(read(r#"{"pkg_version": 3}"#)
+            .unwrap_err()
+            .contains("pkg_version 3 is not 1 or 2"));
+        assert!(read(r#"{"framing": "nope"}"#)
+            .unwrap_err()
+            .contains("is not one of gnu"));
+        assert!(read(r#"{"fsync": true}"#)
+            .unwrap_err()
+            .contains("unknown field `fsync`"));
     }
 }

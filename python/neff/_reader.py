@@ -790,11 +790,12 @@ def pack(
         "uuid": None if uuid is None else str(uuid), "name": name,
         "feature_bits": None if feature_bits is None else _features(feature_bits),
         "major": major, "minor": minor, "build_version": build_version, "vnc_size": vnc_size,
-        "requested_tpb_count": requested_tpb_count, "threads": threads, "header": None if header is None else os.fspath(header),
+        "requested_tpb_count": requested_tpb_count, "threads": threads,
         "keep_refused": keep_refused, "paranoid_readback": paranoid_readback,
-        "fsync": fsync,
+        "no_fsync": not fsync,
     }
-    d = json.loads(_native.pack(os.fspath(dir), os.fspath(out), options))
+    header_file = None if header is None else os.fspath(header)
+    d = json.loads(_native.pack(os.fspath(dir), os.fspath(out), json.dumps(options), header_file))
     return _build(PackOutcome, d, header=Header._written(d["header"], d["report"]), report=Report._from(d["report"]))
 
 

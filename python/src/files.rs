@@ -7,11 +7,10 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
-use neff_loader::{parse_features, RuntimeProfile};
-use neff_schema::{FramingPreset, PkgVersion};
+use neff_loader::RuntimeProfile;
 use neff_tools::diff::{diff as diff_snapshots, DiffOptions, Snapshot};
 use neff_tools::{extract, extract_recovering, ExtractLimits};
-use neff_writer::{DeflateProof, HeaderFile, PackOptions, PackSettings, Packager};
+use neff_writer::{DeflateProof, HeaderFile, PackSettings, Packager};
 use pyo3::prelude::*;
 use serde_json::json;
 
@@ -56,40 +55,26 @@ fn diff(
     serde_json::to_string(&report).map_err(|e| bad_argument(&e.to_string()))
 }
 
-/// The options of `neff pack` as Python passes them.
-#[derive(Debug, Default, FromPyObject)]
-#[pyo3(from_item_all)]
-struct PackArgs {
-    pkg_version: Option<u64>,
-    level: Option<u32>,
-    framing: Option<String>,
-    uuid: Option<String>,
-    name: Option<String>,
-    feature_bits: Option<String>,
-    major: Option<u64>,
-    minor: Option<u64>,
-    build_version: Option<String>,
-    vnc_size: Option<u32>,
-    requested_tpb_count: Option<u32>,
-    threads: Option<usize>,
-    header: Option<PathBuf>,
-    keep_refused: bool,
-    paranoid_readback: bool,
-    fsync: bool,
-}
-
-/// `neff pack DIR -o OUT` with `options` (a dict of [`PackArgs`]' fields):
-/// the outcome as JSON (`header`, `tar_size`, `files`, `directories`,
-/// `report`). A refusal raises `neff.Rejected` unless `keep_refused`.
+/// `neff pack DIR -o OUT` with `options` ([`PackSettings`] as JSON) over the
+/// header file `header`: the outcome as JSON (`header`, `tar_size`, `files`,
+/// `directories`, `report`). A refusal raises `neff.Rejected` unless
+/// `keep_refused`.
 #[pyfunction]
+#[pyo3(signature = (dir, out, options, header=None))]
 fn pack(
     py: Python<'_>,
     dir: PathBuf,
     out: PathBuf,
-    options: &Bound<'_, PyAny>,
+    options: &str,
+    header: Option<PathBuf>,
 ) -> PyResult<String> {
-    let args: PackArgs = options.extract()?;
-    let mut options = pack_options(&args)?;
+    let settings: PackSettings =
+        serde_json::from_str(options).map_err(|e| bad_argument(&e.to_string()))?;
+    let file = match &header {
+        Some(path) => HeaderFile::from_path(path).map_err(|e| bad_argument(&e))?,
+        None => HeaderFile::default(),
+    };
+    let mut options = settings.options(file).map_err(|e| writer_error(&e))?;
     neff_writer::infer_virtual_core(&dir, &mut options);
     let outcome = py
         .detach(|| Packager::from_dir(&dir)?.write_to_path(&out, &options))
@@ -97,57 +82,6 @@ fn pack(
     let mut doc = json!(outcome);
     doc["file"] = json!(out.display().to_string());
     Ok(doc.to_string())
-}
-
-/// The writer's options for `args`: the Python spellings (a pkg version
-/// number, a preset name, feature names) turned into [`PackSettings`], which
-/// map them as `neff pack` does.
-fn pack_options(args: &PackArgs) -> PyResult<PackOptions> {
-    let pkg_version = match args.pkg_version {
-        Some(v) => Some(
-            PkgVersion::from_value(v)
-                .ok_or_else(|| bad_argument(&format!("pkg_version {v} is not 1 or 2")))?,
-        ),
-        None => None,
-    };
-    let framing = match &args.framing {
-        Some(name) => Some(FramingPreset::parse(name).ok_or_else(|| {
-            let known: Vec<&str> = FramingPreset::ALL.iter().map(|p| p.name()).collect();
-            bad_argument(&format!(
-                "framing {name:?} is not one of {}",
-                known.join(", ")
-            ))
-        })?),
-        None => None,
-    };
-    let feature_bits = match &args.feature_bits {
-        Some(bits) => {
-            Some(parse_features(bits).map_err(|e| bad_argument(&format!("feature_bits: {e}")))?)
-        }
-        None => None,
-    };
-    let file = match &args.header {
-        Some(path) => HeaderFile::from_path(path).map_err(|e| bad_argument(&e))?,
-        None => HeaderFile::default(),
-    };
-    let settings = PackSettings {
-        pkg_version,
-        framing,
-        level: args.level,
-        uuid: args.uuid.clone(),
-        name: args.name.clone(),
-        build_version: args.build_version.clone(),
-        feature_bits,
-        major: args.major,
-        minor: args.minor,
-        vnc_size: args.vnc_size,
-        requested_tpb_count: args.requested_tpb_count,
-        threads: args.threads,
-        keep_refused: args.keep_refused,
-        paranoid_readback: args.paranoid_readback,
-        no_fsync: !args.fsync,
-    };
-    settings.options(file).map_err(|e| writer_error(&e))
 }
 
 /// `neff unpack PATH -o DIR [--force] [--header-out H] [--no-fsync]`: the

@@ -179,7 +179,7 @@ fn assert_shapes_are_the_lifts(files: impl Iterator<Item = std::path::PathBuf>) 
     for path in files {
         let mut read = Shapes::default();
         let mut lifted = Shapes::default();
-        let lift = neff_smith::real::lifted(&path, false);
+        let lift = neff_smith::real::lifted(&path);
         match (read.add_file(&path), lift) {
             (Ok(()), Ok((model, _tree))) => lifted.add_model(&model),
             (Err(_), Err(_)) => continue,
