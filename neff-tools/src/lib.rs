@@ -28,4 +28,4 @@ pub use extract::{
 };
 pub use inspect::{InspectReport, ModelReadPast};
 pub use ntff::ntff_neff_uuid;
-pub use recovering::{extract_recovering, refusal_after_unpack, Recovering};
+pub use recovering::{extract_recovering, refusal_after_unpack, Recovering, UnpackReport};

@@ -6,7 +6,9 @@ use std::path::Path;
 
 use neff_loader::walk::Tier1;
 use neff_loader::{Error, Loader, Report, RuntimeProfile};
-use neff_writer::{recover_framing, DeflateProof, FramingRecorder, Recovered};
+use neff_writer::{recover_framing, DeflateProof, DeflateProven, FramingRecorder, Recovered};
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use crate::extract::{extract_observed, extract_refused, ExtractLimits, ExtractSummary};
 
@@ -84,4 +86,75 @@ pub fn refusal_after_unpack(
     }
     let verdict = Loader::new(profile).verify_walked(tier1, neff)?;
     Ok((!verdict.accepted).then(|| verdict.combined_report()))
+}
+
+/// What `neff unpack --json` prints.
+#[serde_with::skip_serializing_none]
+#[derive(Debug, Default, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UnpackReport {
+    /// Files written (absent when refused).
+    pub files: Option<usize>,
+    /// Folders created for directory entries (absent when refused).
+    pub directories: Option<usize>,
+    /// Bytes of member data written (absent when refused).
+    pub bytes: Option<u64>,
+    /// File entries not written because a later entry has the same path
+    /// (absent when refused).
+    pub replaced: Option<usize>,
+    /// The `--header-out` file written, if asked for.
+    pub header_out: Option<String>,
+    /// The `--spec` file written (the typed model as a build spec), if asked for.
+    pub spec: Option<String>,
+    /// With `--spec`: how many members are typed manifests.
+    pub typed_members: Option<usize>,
+    /// With `--spec`: manifests a reference names but that stay bytes, and why.
+    pub lift_notes: Option<Vec<String>>,
+    /// With `--header-out` or `--spec`: whether `neff pack DIR --header
+    /// HEADER.json` (or `neff build SPEC.json`) rebuilds the NEFF byte for
+    /// byte; for the deflate stream, as far as `deflate_proof` says.
+    pub byte_identical_repack: Option<bool>,
+    /// With `--header-out` or `--spec`, for a gzip payload whose deflate
+    /// engine was found: how much of the stored stream was re-deflated and
+    /// compared (all of it with `--prove-deflate`).
+    pub deflate_proof: Option<DeflateProven>,
+    /// With `--header-out`: what a repack cannot reproduce.
+    pub not_reproduced: Option<Vec<String>>,
+    /// The container gates' refusal: nothing was unpacked.
+    pub verdict: Option<Report>,
+    /// The gates refuse this NEFF, which was unpacked all the same: a header
+    /// refusal under `--keep-refused`, or, with `--spec`, a refusal by the
+    /// manifest or section gates (the lifted spec builds it with
+    /// `--keep-refused`).
+    pub refused: Option<Report>,
+}
+
+impl UnpackReport {
+    /// What was unpacked.
+    pub fn unpacked(summary: &ExtractSummary) -> Self {
+        UnpackReport {
+            files: Some(summary.files),
+            directories: Some(summary.directories),
+            bytes: Some(summary.bytes),
+            replaced: Some(summary.replaced),
+            ..UnpackReport::default()
+        }
+    }
+
+    /// With what a framing recovery found: whether a repack is byte for
+    /// byte, how much of the deflate stream was proven, what is not
+    /// reproduced.
+    pub fn recovered(&mut self, r: &Recovered) {
+        self.byte_identical_repack = Some(r.exact);
+        self.deflate_proof = r.deflate;
+        self.not_reproduced = Some(r.file.not_reproduced.clone());
+    }
+
+    /// The gates refused the NEFF (`verdict` is their report).
+    pub fn refused(verdict: Report) -> Self {
+        UnpackReport {
+            verdict: Some(verdict),
+            ..UnpackReport::default()
+        }
+    }
 }

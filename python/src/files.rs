@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use neff_loader::RuntimeProfile;
 use neff_tools::diff::{diff as diff_snapshots, DiffOptions, Snapshot};
-use neff_tools::{extract, extract_recovering, ExtractLimits};
+use neff_tools::{extract, extract_recovering, ExtractLimits, UnpackReport};
 use neff_writer::{DeflateProof, HeaderFile, PackSettings, Packager};
 use pyo3::prelude::*;
 use serde_json::json;
@@ -119,17 +119,13 @@ fn unpack(
         py.detach(|| neff_writer::fs::sync_tree(&dir))
             .map_err(|e| writer_error(&neff_writer::Error::from(e).at_path(&dir)))?;
     }
-    let mut doc = json!(summary);
+    let mut report = UnpackReport::unpacked(&summary);
     if let (Some(out), Some(recovered)) = (&header_out, recovered) {
         let recovered = recovered.map_err(|e| writer_error(&e))?;
         neff_writer::fs::write_atomic_with(out, recovered.file.to_json().as_bytes(), fsync)
             .map_err(|e| writer_error(&neff_writer::Error::io("cannot write", out, e)))?;
-        doc["header_out"] = json!(out.display().to_string());
-        doc["byte_identical_repack"] = json!(recovered.exact);
-        doc["not_reproduced"] = json!(recovered.file.not_reproduced);
-        if let Some(d) = recovered.deflate {
-            doc["deflate_proof"] = json!({"compared": d.compared, "stream": d.stream});
-        }
+        report.header_out = Some(out.display().to_string());
+        report.recovered(&recovered);
     }
-    Ok(doc.to_string())
+    serde_json::to_string(&report).map_err(|e| bad_argument(&e.to_string()))
 }

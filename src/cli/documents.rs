@@ -4,7 +4,6 @@
 
 use neff::loader::Report;
 use neff::schema::{HeaderFields, Location};
-use neff::tools::ExtractSummary;
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -66,78 +65,6 @@ impl WrittenReport {
             verdict: outcome.report,
             notes: outcome.notes,
             payload_matches_source: outcome.payload_matches_source,
-        }
-    }
-}
-
-/// What `neff unpack --json` prints.
-#[serde_with::skip_serializing_none]
-#[derive(Debug, Default, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct UnpackReport {
-    /// Files written (absent when refused).
-    pub files: Option<usize>,
-    /// Folders created for directory entries (absent when refused).
-    pub directories: Option<usize>,
-    /// Bytes of member data written (absent when refused).
-    pub bytes: Option<u64>,
-    /// File entries not written because a later entry has the same path
-    /// (absent when refused).
-    pub replaced: Option<usize>,
-    /// The `--header-out` file written, if asked for.
-    pub header_out: Option<String>,
-    /// The `--spec` file written (the typed model as a build spec), if asked for.
-    pub spec: Option<String>,
-    /// With `--spec`: how many members are typed manifests.
-    pub typed_members: Option<usize>,
-    /// With `--spec`: manifests a reference names but that stay bytes, and why.
-    pub lift_notes: Option<Vec<String>>,
-    /// With `--header-out` or `--spec`: whether `neff pack DIR --header
-    /// HEADER.json` (or `neff build SPEC.json`) rebuilds the NEFF byte for
-    /// byte; for the deflate stream, as far as `deflate_proof` says.
-    pub byte_identical_repack: Option<bool>,
-    /// With `--header-out` or `--spec`, for a gzip payload whose deflate
-    /// engine was found: how much of the stored stream was re-deflated and
-    /// compared (all of it with `--prove-deflate`).
-    pub deflate_proof: Option<DeflateProof>,
-    /// With `--header-out`: what a repack cannot reproduce.
-    pub not_reproduced: Option<Vec<String>>,
-    /// The container gates' refusal: nothing was unpacked.
-    pub verdict: Option<Report>,
-    /// The gates refuse this NEFF, which was unpacked all the same: a header
-    /// refusal under `--keep-refused`, or, with `--spec`, a refusal by the
-    /// manifest or section gates (the lifted spec builds it with
-    /// `--keep-refused`).
-    pub refused: Option<Report>,
-}
-
-/// How much of a stored deflate stream a lift proved.
-#[derive(Debug, Serialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct DeflateProof {
-    /// Stored bytes re-deflated and compared, all equal.
-    pub compared: u64,
-    /// The stream's length in bytes.
-    pub stream: u64,
-}
-
-impl UnpackReport {
-    /// What was unpacked.
-    pub fn unpacked(summary: &ExtractSummary) -> Self {
-        UnpackReport {
-            files: Some(summary.files),
-            directories: Some(summary.directories),
-            bytes: Some(summary.bytes),
-            replaced: Some(summary.replaced),
-            ..UnpackReport::default()
-        }
-    }
-
-    /// The gates refused the NEFF (`verdict` is their report).
-    pub fn refused(verdict: Report) -> Self {
-        UnpackReport {
-            verdict: Some(verdict),
-            ..UnpackReport::default()
         }
     }
 }

@@ -70,7 +70,7 @@ const SCHEMAS: &[Entry] = &[
         || schemars::schema_for!(documents::WrittenReport),
     ),
     ("unpack-report", "what `neff unpack --json` prints", || {
-        schemars::schema_for!(documents::UnpackReport)
+        schemars::schema_for!(neff::tools::UnpackReport)
     }),
     (
         "error",

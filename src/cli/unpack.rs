@@ -7,12 +7,11 @@ use clap::Args;
 use neff::loader::Report;
 use neff::loader::RuntimeProfile;
 use neff::tools::{
-    extract, extract_recovering, extract_refused, refusal_after_unpack, ExtractLimits,
+    extract, extract_recovering, extract_refused, refusal_after_unpack, ExtractLimits, UnpackReport,
 };
 use neff::writer::lift::{Content, Model};
 use neff::writer::{DeflateProof, Recovered};
 
-use super::documents::{DeflateProof as DeflateProofDoc, UnpackReport};
 use super::progress::Progress;
 use super::units::human_bytes;
 use super::{print_json, FsyncArgs, EXIT_OK, EXIT_REJECTED};
@@ -232,12 +231,7 @@ fn unpack(args: UnpackArgs, shown: &str) -> Result<u8, Box<dyn std::error::Error
     if args.json {
         let mut report = UnpackReport::unpacked(&summary);
         if let Some(r) = &recovered {
-            report.byte_identical_repack = Some(r.exact);
-            report.deflate_proof = r.deflate.map(|d| DeflateProofDoc {
-                compared: d.compared,
-                stream: d.stream,
-            });
-            report.not_reproduced = Some(r.file.not_reproduced.clone());
+            report.recovered(r);
         }
         report.header_out = repack.as_ref().map(|(p, _)| p.display().to_string());
         if let Some((path, _, typed, notes)) = &lifted {

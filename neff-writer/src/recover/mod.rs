@@ -56,12 +56,14 @@ pub struct Recovered {
     pub deflate: Option<DeflateProven>,
 }
 
-/// How much of a matching deflate stream was re-deflated and compared.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How much of a stored deflate stream a lift proved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "DeflateProof")]
 pub struct DeflateProven {
-    /// Stored bytes compared, all equal.
+    /// Stored bytes re-deflated and compared, all equal.
     pub compared: u64,
-    /// The stream's length.
+    /// The stream's length in bytes.
     pub stream: u64,
 }
 
