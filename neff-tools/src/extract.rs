@@ -379,6 +379,11 @@ impl Unpacker {
 
     /// Checks `entry` and starts writing it.
     fn start(&mut self, entry: &Entry) -> Result<(), Error> {
+        // Past a termination signal nothing more is written: the signal
+        // thread is removing the temp dir.
+        if neff_writer::fs::termination_signalled() {
+            return Err(Error::new(ErrorKind::Write, "interrupted by a signal"));
+        }
         let size = entry.size.max(0) as u64;
         let Some(rel) = self.plan.add(&entry.name, entry.kind, size)? else {
             return Ok(());

@@ -24,7 +24,16 @@ fn live() -> MutexGuard<'static, Vec<PathBuf>> {
 pub fn abandon_unpack_dirs() {
     let live = live();
     for path in live.iter() {
-        let _ = fs::remove_dir_all(path);
+        // The unpack may create one more file while the tree is removed
+        // (it stops at its next entry once the signal is noted): try again.
+        for _ in 0..100 {
+            match fs::remove_dir_all(path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+                _ => break,
+            }
+        }
     }
     std::mem::forget(live);
 }
