@@ -67,7 +67,7 @@ use std::path::Path;
 use neff_schema::{Arch, Target};
 use serde::Serialize;
 
-pub use access::MANIFEST_MAX;
+pub use access::{MANIFEST_MAX, READ_MAX, READ_PER_TAR_BYTE};
 
 /// The stack a thread that loads a NEFF should have: manifests are read
 /// nested up to 1024 deep, as the runtime's simdjson reads them (the main

@@ -155,6 +155,12 @@ impl FeatureMask {
     pub fn bits<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
         <FeatureMask as serde::Deserialize>::deserialize(d).map(|mask| mask.0)
     }
+
+    /// An optional field of this grammar read as its bits (`null` or
+    /// absent: `None`).
+    pub fn optional_bits<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        <Option<FeatureMask> as serde::Deserialize>::deserialize(d).map(|m| m.map(|mask| mask.0))
+    }
 }
 
 impl std::str::FromStr for FeatureMask {

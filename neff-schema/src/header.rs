@@ -200,18 +200,13 @@ header_fields! {
     /// `feature_bits` (written: the bits the content implies unless set). A
     /// patch takes a [`FeatureMask`]: a number, text as `neff pack
     /// --feature-bits` takes it (`"0x400,custom_ops"`), or a list.
-    @patch #[serde(default, deserialize_with = "feature_bits")]
+    @patch #[serde(default, deserialize_with = "FeatureMask::optional_bits")]
     @patch #[schemars(with = "Option<FeatureMask>")]
     feature_bits: u64, u64, feature_bits, set_feature_bits @ 0x220;
     /// `vnc_size` (written: 1 unless set).
     vnc_size: u32, u32, vnc_size, set_vnc_size @ 0x228;
     /// `pad`: zeros in every known artifact (and written).
     pad: Blob<PAD_LEN>, [u8; PAD_LEN], pad, set_pad @ 0x22C;
-}
-
-/// A patch's `feature_bits`, read as a [`FeatureMask`].
-fn feature_bits<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    FeatureMask::bits(d).map(Some)
 }
 
 /// A header field's raw value at its offset (little-endian), and the plain

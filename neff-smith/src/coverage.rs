@@ -12,7 +12,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use neff_loader::walk::reread_member;
-use neff_loader::{EntryKind, MANIFEST_MAX};
+use neff_loader::{EntryKind, MANIFEST_MAX, READ_MAX, READ_PER_TAR_BYTE};
 use neff_schema::manifest::{act_info::ActInfo, DefJson, EngineJson, KelfDescriptor, NeffJson};
 use neff_writer::lift::{too_long, typed_manifests, Content, Model};
 use serde::Serialize;
@@ -380,6 +380,11 @@ impl Shapes {
             .map(|m| String::from_utf8_lossy(m.key).into_owned())
             .collect();
         let data_size = container.header.data_size();
+        // A manifest the walk did not keep is read again from the file (the
+        // tar stream inflated up to it), within the loader's own budget for
+        // such reads, so many of them cost time linear in the input.
+        let tar = container.tar_size.unwrap_or_default();
+        let mut reread_left = READ_MAX.saturating_add(tar.saturating_mul(READ_PER_TAR_BYTE));
         let mut typed = typed_manifests(&names.iter().map(String::as_str).collect(), |name| {
             let member = container.members.get(name.as_bytes()).ok_or("not stored")?;
             if let Some(data) = member.data {
@@ -388,6 +393,10 @@ impl Shapes {
             if member.size > MANIFEST_MAX {
                 return Err(too_long(member.size));
             }
+            let cost = member.header_offset.saturating_add(member.size);
+            reread_left = reread_left.checked_sub(cost).ok_or(
+                "reading it again would pass the bytes the loader reads to parse manifests",
+            )?;
             let read = |data: &mut dyn Read| {
                 let mut bytes = Vec::new();
                 data.read_to_end(&mut bytes).map(|_| bytes)

@@ -380,8 +380,9 @@ impl Unpacker {
     /// Checks `entry` and starts writing it.
     fn start(&mut self, entry: &Entry) -> Result<(), Error> {
         // Past a termination signal nothing more is written: the signal
-        // thread is removing the temp dir.
-        if neff_writer::fs::termination_signalled() {
+        // thread notes it before it removes the temp dir (an atomic load per
+        // entry, no system call).
+        if neff_writer::fs::signal_taken().is_some() {
             return Err(Error::new(ErrorKind::Write, "interrupted by a signal"));
         }
         let size = entry.size.max(0) as u64;

@@ -94,7 +94,7 @@ pub mod fs {
     pub use crate::atomic::TERMINATION_SIGNALS;
     pub use crate::atomic::{
         abandon_temp_files, is_temp_name, note_signal, parent_dir, pending_termination_signal,
-        report_stale_temp_files, termination_signalled, watch_signals, write_atomic,
+        report_stale_temp_files, signal_taken, termination_signalled, watch_signals, write_atomic,
         write_atomic_from, write_atomic_with,
     };
     pub use crate::clobber::OutputGuard;

@@ -34,7 +34,7 @@ pub struct PackSettings {
     /// The header's build version text.
     pub build_version: Option<String>,
     /// The header's feature bits.
-    #[serde(deserialize_with = "feature_bits")]
+    #[serde(deserialize_with = "FeatureMask::optional_bits")]
     pub feature_bits: Option<u64>,
     /// The header's NEFF major version.
     pub major: Option<u64>,
@@ -72,11 +72,6 @@ fn framing<'de, D: Deserializer<'de>>(d: D) -> Result<Option<FramingPreset>, D::
     };
     let name = Option::<String>::deserialize(d)?;
     name.map(preset).transpose().map_err(D::Error::custom)
-}
-
-/// Feature bits, as a [`FeatureMask`].
-fn feature_bits<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    Ok(Option::<FeatureMask>::deserialize(d)?.map(|mask| mask.0))
 }
 
 fn bad(message: String) -> Error {
