@@ -15,8 +15,6 @@ pub enum ErrorKind {
     BadTarget,
     /// A UUID that is not 32 hex digits.
     BadUuid,
-    /// Hex text with an odd length or a non-hex digit.
-    BadHex,
     /// Text that does not fit its fixed-width header field.
     TextTooLong,
     /// A feature name or bit that is not known.

@@ -12,7 +12,6 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::error::{Error, ErrorKind};
 use crate::features::FeatureMask;
-use crate::hex;
 use crate::uuid::Uuid;
 
 /// Size of the header in bytes; the payload always starts at this offset.

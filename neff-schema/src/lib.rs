@@ -8,7 +8,7 @@
 //! * [`features`]: the feature-bit mask constants the loader's trapdoor uses.
 //! * [`framing`]: how a payload is framed (tar, gzip, hash layout) and the
 //!   named framing presets.
-//! * [`hex`]: the small hex codec shared by the other modules.
+//! * [`hex`]: the `hex` crate, re-exported for the hex text of digests and blobs.
 //! * [`manifest`]: typed, lossless views of the JSON manifests (`neff.json`,
 //!   the KELF descriptor, `def.json`, engine JSON, DMA blocks, ucode libraries).
 //!
@@ -45,7 +45,7 @@ mod error;
 pub mod features;
 pub mod framing;
 pub mod header;
-pub mod hex;
+pub use hex;
 pub mod manifest;
 pub mod npy;
 pub mod tar;

@@ -32,37 +32,24 @@ impl Uuid {
 
 impl fmt::Display for Uuid {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let hex = crate::hex::encode(&self.0);
-        write!(
-            f,
-            "{}-{}-{}-{}-{}",
-            &hex[0..8],
-            &hex[8..12],
-            &hex[12..16],
-            &hex[16..20],
-            &hex[20..32]
-        )
+        uuid::Uuid::from_bytes(self.0).hyphenated().fmt(f)
     }
 }
 
 impl FromStr for Uuid {
     type Err = Error;
 
-    /// Parses 32 hex digits, with or without the canonical hyphens.
+    /// Parses 32 hex digits, with or without the canonical hyphens (the
+    /// `uuid` crate's grammar, so also braced or as a `urn:uuid:`).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let bad = || {
-            Error::new(
-                ErrorKind::BadUuid,
-                format!("invalid UUID {s:?}: expected 32 hex digits, optionally as 8-4-4-4-12"),
-            )
-        };
-        let compact: String = s.chars().filter(|c| *c != '-').collect();
-        let hyphens_ok = compact.len() + 4 == s.len() || compact.len() == s.len();
-        let bytes = crate::hex::decode(&compact).map_err(|_| bad())?;
-        match bytes.try_into() {
-            Ok(bytes) if hyphens_ok => Ok(Uuid(bytes)),
-            _ => Err(bad()),
-        }
+        uuid::Uuid::try_parse(s)
+            .map(|u| Uuid(u.into_bytes()))
+            .map_err(|e| {
+                Error::new(
+                    ErrorKind::BadUuid,
+                    format!("invalid UUID {s:?}: expected 32 hex digits, optionally as 8-4-4-4-12 ({e})"),
+                )
+            })
     }
 }
 

@@ -176,14 +176,14 @@ pub struct HexU24(pub [u8; 3]);
 
 impl Serialize for HexU24 {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&crate::hex::encode(&self.0))
+        s.serialize_str(&hex::encode(&self.0))
     }
 }
 
 impl<'de> Deserialize<'de> for HexU24 {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let text = String::deserialize(d)?;
-        let bytes = crate::hex::decode(&text).map_err(serde::de::Error::custom)?;
+        let bytes = hex::decode(&text).map_err(serde::de::Error::custom)?;
         let bytes: [u8; 3] = bytes.try_into().map_err(|_| {
             serde::de::Error::custom(format!(
                 "__reserved {text:?} must be 3 bytes (6 hex digits)"
