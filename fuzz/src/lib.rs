@@ -1,12 +1,11 @@
 //! The fuzz targets' logic, wasm-tools style: each target in `fuzz_targets/`
 //! is a three-line wrapper around one `run` function here. The invariants
-//! themselves are in [`checks`], which has no fuzzing dependency so the root
-//! package's regression tests can replay saved inputs through it.
+//! themselves are in `neff-testkit` ([`checks`]), which has no fuzzing
+//! dependency so the root package's regression tests can replay saved inputs
+//! through it.
 
-pub mod checks;
 pub mod libarchive;
-pub mod payload_walk;
-pub mod whole_file_check;
+pub use neff_testkit::{checks, payload_walk, whole_file_check};
 
 use std::collections::BTreeSet;
 use std::sync::OnceLock;

@@ -600,13 +600,7 @@ fn hash_mismatch(header: &NeffHeader, digest: &[u8], profile: &RuntimeProfile) -
     let layouts = profile.hash_layout.layouts();
     let computed: Vec<String> = layouts
         .iter()
-        .map(|l| {
-            format!(
-                "{} {}",
-                neff_schema::hex::encode(&l.apply(digest)),
-                l.name()
-            )
-        })
+        .map(|l| format!("{} {}", neff_schema::hex::encode(l.apply(digest)), l.name()))
         .collect();
     Rejection::new(Gate::G9, format!("{name} mismatch!")).detail(format!(
         "header hash at +0x0AC is {expected}; the {}-byte payload at file offset 0x400 hashes to {} (hash layouts tried: {})",

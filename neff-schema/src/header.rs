@@ -349,7 +349,7 @@ impl<const N: usize> fmt::Debug for Text<N> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.as_clean_str() {
             Some(s) => fmt::Debug::fmt(s, f),
-            None => write!(f, "hex:{}", hex::encode(&self.0)),
+            None => write!(f, "hex:{}", hex::encode(self.0)),
         }
     }
 }
@@ -413,7 +413,7 @@ impl<'de, const N: usize> Deserialize<'de> for Blob<N> {
 
 /// A byte array as hex, every byte written (trailing zeros included).
 fn full_hex<S: Serializer, const N: usize>(blob: &Blob<N>, s: S) -> Result<S::Ok, S::Error> {
-    hex::encode(&blob.0).serialize(s)
+    hex::encode(blob.0).serialize(s)
 }
 
 fn trim_zeros(bytes: &[u8]) -> &[u8] {
@@ -537,7 +537,7 @@ mod tests {
         );
         assert_eq!(h.unused_0(), 1);
         assert_eq!(
-            hex::encode(&h.hash()),
+            hex::encode(h.hash()),
             concat!(
                 "61b3cab24369b326a2b3ee40a744c746",
                 "30303030303030303030303030303030"

@@ -240,7 +240,7 @@ fn print_text(c: &BarrierConfigs) {
         println!(
             "reserved: bits {:#x}, tail {}",
             c.reserved_bits(),
-            hex::encode(&c.reserved_tail())
+            hex::encode(c.reserved_tail())
         );
     }
     println!("host view:");
@@ -310,7 +310,7 @@ fn tables_cmd(json: bool) -> Result<(), Box<dyn std::error::Error>> {
                     "step_sizes": fabric.step_sizes(),
                     "steps_symbol": steps,
                     "steps": rows,
-                    "image": hex::encode(&tables::table_image(fabric.steps())),
+                    "image": hex::encode(tables::table_image(fabric.steps())),
                 }),
             );
         }
@@ -336,7 +336,7 @@ fn tables_cmd(json: bool) -> Result<(), Box<dyn std::error::Error>> {
         }
         println!(
             "  image: {}",
-            hex::encode(&tables::table_image(fabric.steps()))
+            hex::encode(tables::table_image(fabric.steps()))
         );
     }
     println!(

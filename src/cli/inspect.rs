@@ -284,7 +284,7 @@ fn print_human(r: &InspectReport) {
         );
         println!("  build_version:       {:?}", h.build_version);
         println!("  unused_0:            {}", h.unused_0);
-        println!("  hash:                {}", hex::encode(&h.hash.0));
+        println!("  hash:                {}", hex::encode(h.hash.0));
         if let Some(layout) = r.verdict.hash_layout {
             println!("  hash_layout:         {} (matched)", layout.name());
         }

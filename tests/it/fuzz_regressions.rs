@@ -1,6 +1,6 @@
 //! Inputs the fuzz targets (`fuzz/`, see `fuzz/README.md`) crashed on, and
 //! their seed corpora, replayed through the very checks the targets run:
-//! `fuzz/src/checks.rs` is included here as it is.
+//! `neff_testkit::checks` is run here as it is.
 //!
 //! A crash found by `cargo fuzz run <target>` is minimised with
 //! `cargo fuzz tmin` and saved in `tests/regressions/`: raw `read_verify`
@@ -12,9 +12,7 @@
 //! cases, the example build specs as `roundtrip` cases), so the structured
 //! replays never pass on nothing.
 
-#[allow(dead_code)]
-#[path = "../../fuzz/src/checks.rs"]
-mod checks;
+use neff_testkit::checks;
 
 use std::path::{Path, PathBuf};
 

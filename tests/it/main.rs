@@ -43,9 +43,6 @@ mod unpack_one_pass;
 mod verify_many;
 mod whole_file_differential;
 
-/// The runtime's walk of a payload, listed (shared with the fuzz targets).
-#[path = "../../fuzz/src/payload_walk.rs"]
-mod payload_walk;
-/// The `whole_file` fuzz target's check (shared with it).
-#[path = "../../fuzz/src/whole_file_check.rs"]
-mod whole_file_check;
+// The runtime's walk of a payload, listed, and the `whole_file` fuzz
+// target's check (shared with the fuzz targets).
+use neff_testkit::{payload_walk, whole_file_check};

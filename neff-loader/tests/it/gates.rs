@@ -2,9 +2,9 @@
 //! runtime's status code and its log line; plus the edge cases that must pass.
 
 use crate::assert_refused;
-use crate::bytes::*;
 use neff_loader::{load_buffer, Report, RuntimeProfile};
 use neff_schema::{HashLayout, HashLayoutPolicy};
+use neff_testkit::bytes::*;
 
 fn verify(bytes: &[u8]) -> Report {
     load_buffer(Some(bytes), &RuntimeProfile::default()).report

@@ -3,9 +3,9 @@
 //! it applies; plus positive loads per arch.
 
 use crate::assert_refused as refused;
-use crate::bytes::*;
 use neff_loader::{load_buffer, Loaded, Report, RuntimeProfile};
 use neff_schema::Arch;
+use neff_testkit::bytes::*;
 use serde_json::{json, Value};
 
 fn on(arch: Arch, bytes: &[u8]) -> Report {

@@ -176,7 +176,7 @@ pub struct HexU24(pub [u8; 3]);
 
 impl Serialize for HexU24 {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&hex::encode(&self.0))
+        s.serialize_str(&hex::encode(self.0))
     }
 }
 

@@ -278,11 +278,11 @@ mod tests {
     #[test]
     fn table_images_match_the_runtime_rodata() {
         assert_eq!(
-            hex::encode(&table_image(&BARRIER_ALGORITHM_STEPS)),
+            hex::encode(table_image(&BARRIER_ALGORITHM_STEPS)),
             DEFAULT_IMAGE
         );
         assert_eq!(
-            hex::encode(&table_image(&BARRIER_ALGORITHM_STEPS_FOR_SWITCH_FAMILY)),
+            hex::encode(table_image(&BARRIER_ALGORITHM_STEPS_FOR_SWITCH_FAMILY)),
             SWITCH_IMAGE
         );
         assert_eq!(BARRIER_STEP_SIZES, [1, 4, 4, 1]);

@@ -236,7 +236,7 @@ impl Snapshot {
             }
             io::copy(&mut hashing, &mut io::sink()).map_err(|e| Error::from(e).in_member(&name))?;
             drop(hashing);
-            let sha256 = neff_schema::hex::encode(&hash.finalize());
+            let sha256 = neff_schema::hex::encode(hash.finalize());
             let facts = MemberFacts {
                 name: name.clone(),
                 kind: entry.kind,

@@ -7,9 +7,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 // The hand-built NEFFs, shared with neff-loader's gate tests.
-#[path = "../../../neff-loader/tests/it/bytes.rs"]
-mod bytes;
-pub use bytes::*;
+pub use neff_testkit::bytes::*;
 
 /// Asks the `neff` that `command` runs to report its own peak RSS into a
 /// file (`NEFF_TEST_PEAK_RSS`); [`wait_peak_rss`] reads it. The kernel's

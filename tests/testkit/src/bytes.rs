@@ -1,8 +1,7 @@
 //! NEFFs built by hand, byte by byte (tar blocks, gzip, the header and its
 //! hash), independent of this project's writer: the inputs of the gate tests,
-//! including those the packager deliberately refuses to write. The `neff`
-//! crate's integration tests include this file too (`tests/it/common`).
-#![allow(dead_code)]
+//! including those the packager deliberately refuses to write (neff-loader's
+//! gate tests and the `neff` crate's integration tests).
 
 use std::io::Write;
 

@@ -1,7 +1,7 @@
 //! The `whole_file` check: a whole NEFF (header, gzip layers, tar) compared between the
 //! runtime's reader and the library entry points behind each command. No
-//! fuzzing dependency: `tests/it/whole_file_differential.rs` includes this
-//! file and gives it libarchive's walk made by `tests/support/libarchive_walk.py`.
+//! fuzzing dependency: `tests/it/whole_file_differential.rs` runs it and
+//! gives it libarchive's walk made by `tests/support/libarchive_walk.py`.
 //!
 //! The runtime runs libarchive on `data_size` bytes after the header only once
 //! the header gates (G1–G9) passed. Past them:

@@ -1,6 +1,6 @@
 //! The invariants the fuzz targets check, free of any fuzzing dependency: the
-//! root package's `tests/it/fuzz_regressions.rs` includes this file with
-//! `#[path]`, so a saved crash replays through exactly the same code.
+//! root package's `tests/it/fuzz_regressions.rs` replays saved inputs
+//! through exactly the same code.
 //!
 //! Every function panics when an invariant breaks; a refused NEFF is never a
 //! failure in itself.

@@ -2,7 +2,7 @@
 //! not, size, SHA-256 of the data read) and how the walk ended. Made by this
 //! crate's readers ([`neff_walk`]) and compared with libarchive's
 //! ([`Walk::agrees_with`]) by the `libarchive_walk` fuzz target and by
-//! `tests/it/libarchive_differential.rs` (which includes this file). No
+//! `tests/it/libarchive_differential.rs`. No
 //! fuzzing dependency.
 
 use std::io::Write;
