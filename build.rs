@@ -1,7 +1,12 @@
 //! Sets the cfgs that mark tests ignored, not passed, where what they need
 //! is missing:
-//! * `neff_real_neffs` when `../shared/real-neffs` (the real compiler NEFFs
-//!   the tests check) is beside the repository;
+//! * `neff_real_neffs` when the folder of real compiler NEFFs the tests check
+//!   exists: `NEFF_REAL_NEFFS` names it (relative to the repository), default
+//!   `../shared/real-neffs` (also when empty); its absolute path is `NEFF_REAL_NEFFS_DIR` to the
+//!   tests either way. Only a folder that exists is watched: cargo takes a
+//!   missing watched path as changed and would rebuild every time. A folder
+//!   added after a build is seen once the setting changes or the build
+//!   script runs again;
 //! * `neff_libarchive` when the Python named by `NEFF_LIBARCHIVE_PYTHON`
 //!   (default `python3`) imports `libarchive` (libarchive-c) and `archi`
 //!   (the wheel that bundles libarchive 3.8), which the differential test
@@ -49,9 +54,14 @@ fn main() {
     if runs("python3", &["-c", "import jsonschema"]) {
         println!("cargo::rustc-cfg=neff_jsonschema");
     }
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/real-neffs");
-    println!("cargo::rerun-if-changed={}", dir.display());
+    println!("cargo::rerun-if-env-changed=NEFF_REAL_NEFFS");
+    let setting = std::env::var_os("NEFF_REAL_NEFFS")
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "../shared/real-neffs".into());
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(setting);
+    println!("cargo::rustc-env=NEFF_REAL_NEFFS_DIR={}", dir.display());
     if dir.is_dir() {
+        println!("cargo::rerun-if-changed={}", dir.display());
         println!("cargo::rustc-cfg=neff_real_neffs");
     }
     println!("cargo::rerun-if-env-changed=NEFF_LIBARCHIVE_PYTHON");

@@ -17,7 +17,9 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-REAL_DIR = REPO / ".." / "shared" / "real-neffs"
+# The real compilers' NEFFs: NEFF_REAL_NEFFS (relative to the repository), as for
+# the Rust tests (tests/real-neffs.md); those tests are skipped without them.
+REAL_DIR = REPO / (os.environ.get("NEFF_REAL_NEFFS") or "../shared/real-neffs")
 REAL_NEFFS = sorted(REAL_DIR.glob("*.neff")) if REAL_DIR.is_dir() else []
 
 

@@ -128,7 +128,10 @@ fn reads_as(carrier: &Path, inner: &Path, index: Option<usize>, tmp: &Path) {
 }
 
 #[test]
-#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+#[cfg_attr(
+    not(neff_real_neffs),
+    ignore = "real NEFFs missing: set NEFF_REAL_NEFFS (default ../shared/real-neffs), see tests/real-neffs.md"
+)]
 fn the_real_carriers_read_as_the_neff_inside() {
     let Some(dir) = crate::common::real_neff_dir() else {
         return;

@@ -8,7 +8,7 @@ use crate::common::*;
 use serde_json::Value;
 
 fn real() -> std::path::PathBuf {
-    real_neff_dir().expect("../shared/real-neffs")
+    real_neffs()
 }
 
 /// `neff coverage --json` of the corpus in `out` against the real NEFFs.
@@ -54,7 +54,10 @@ fn corpus(out: &Path, count: &str, threads: &str) {
 }
 
 #[test]
-#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+#[cfg_attr(
+    not(neff_real_neffs),
+    ignore = "real NEFFs missing: set NEFF_REAL_NEFFS (default ../shared/real-neffs), see tests/real-neffs.md"
+)]
 fn five_hundred_seeds_from_the_real_neffs_carry_the_verdict_verify_gives() {
     let dir = memory_tempdir(1 << 30);
     let out = dir.path().join("c");
@@ -129,7 +132,10 @@ fn five_hundred_seeds_from_the_real_neffs_carry_the_verdict_verify_gives() {
 }
 
 #[test]
-#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+#[cfg_attr(
+    not(neff_real_neffs),
+    ignore = "real NEFFs missing: set NEFF_REAL_NEFFS (default ../shared/real-neffs), see tests/real-neffs.md"
+)]
 fn a_generated_corpus_holds_the_shapes_of_real_output() {
     let dir = memory_tempdir(1 << 30);
     let out = dir.path().join("g");
@@ -210,7 +216,10 @@ fn coverage_reads_the_shapes_of_the_lift_of_generated_neffs() {
 }
 
 #[test]
-#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+#[cfg_attr(
+    not(neff_real_neffs),
+    ignore = "real NEFFs missing: set NEFF_REAL_NEFFS (default ../shared/real-neffs), see tests/real-neffs.md"
+)]
 fn coverage_reads_the_shapes_of_the_lift_of_the_real_neffs() {
     assert_shapes_are_the_lifts(neffs_in(&real()));
 }

@@ -397,27 +397,14 @@ fn cat_and_diff_stream_a_large_member() {
 }
 
 fn real_neffs() -> Vec<PathBuf> {
-    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/real-neffs"));
-    if !dir.is_dir() {
-        assert_ne!(
-            std::env::var("CI").as_deref(),
-            Ok("true"),
-            "{dir:?} missing"
-        );
-        println!("skipped: {} is missing", dir.display());
-        return Vec::new();
-    }
-    let mut files: Vec<PathBuf> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "neff"))
-        .collect();
-    files.sort();
-    files
+    crate::common::real_neff_files()
 }
 
 #[test]
-#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+#[cfg_attr(
+    not(neff_real_neffs),
+    ignore = "real NEFFs missing: set NEFF_REAL_NEFFS (default ../shared/real-neffs), see tests/real-neffs.md"
+)]
 fn real_neffs_equal_themselves_and_differ_from_each_other() {
     let files = real_neffs();
     let here = Path::new(".");
@@ -440,7 +427,10 @@ fn real_neffs_equal_themselves_and_differ_from_each_other() {
 }
 
 #[test]
-#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+#[cfg_attr(
+    not(neff_real_neffs),
+    ignore = "real NEFFs missing: set NEFF_REAL_NEFFS (default ../shared/real-neffs), see tests/real-neffs.md"
+)]
 fn cat_of_neff_json_matches_gnu_tar_on_every_real_neff() {
     for file in real_neffs() {
         let f = file.to_str().unwrap();

@@ -121,7 +121,10 @@ const CATEGORIES: [&str; 8] = [
 ];
 
 #[test]
-#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+#[cfg_attr(
+    not(neff_real_neffs),
+    ignore = "real NEFFs missing: set NEFF_REAL_NEFFS (default ../shared/real-neffs), see tests/real-neffs.md"
+)]
 fn memory_equals_an_independent_reading_on_every_real_neff() {
     let Some(dir) = common::real_neff_dir() else {
         return;
@@ -170,7 +173,10 @@ fn memory_equals_an_independent_reading_on_every_real_neff() {
 }
 
 #[test]
-#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+#[cfg_attr(
+    not(neff_real_neffs),
+    ignore = "real NEFFs missing: set NEFF_REAL_NEFFS (default ../shared/real-neffs), see tests/real-neffs.md"
+)]
 fn memory_text_of_the_real_neffs_matches_its_golden_file() {
     let Some(dir) = common::real_neff_dir() else {
         return;
@@ -194,7 +200,10 @@ fn memory_text_of_the_real_neffs_matches_its_golden_file() {
 }
 
 #[test]
-#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+#[cfg_attr(
+    not(neff_real_neffs),
+    ignore = "real NEFFs missing: set NEFF_REAL_NEFFS (default ../shared/real-neffs), see tests/real-neffs.md"
+)]
 fn show_weights_lists_every_file_variable() {
     let Some(dir) = common::real_neff_dir() else {
         return;
@@ -257,7 +266,10 @@ fn ntff_check(dir: &Path, neff_file: &str, ntff: &Path) -> Output {
 }
 
 #[test]
-#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+#[cfg_attr(
+    not(neff_real_neffs),
+    ignore = "real NEFFs missing: set NEFF_REAL_NEFFS (default ../shared/real-neffs), see tests/real-neffs.md"
+)]
 fn ntff_belongs_to_its_neff_and_not_to_the_other() {
     let Some(dir) = common::real_neff_dir() else {
         return;
@@ -283,7 +295,10 @@ fn ntff_belongs_to_its_neff_and_not_to_the_other() {
 }
 
 #[test]
-#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+#[cfg_attr(
+    not(neff_real_neffs),
+    ignore = "real NEFFs missing: set NEFF_REAL_NEFFS (default ../shared/real-neffs), see tests/real-neffs.md"
+)]
 fn a_truncated_or_foreign_ntff_is_an_error() {
     let Some(dir) = common::real_neff_dir() else {
         return;
@@ -402,7 +417,10 @@ print(json.dumps(out))
 "#;
 
 #[test]
-#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+#[cfg_attr(
+    not(neff_real_neffs),
+    ignore = "real NEFFs missing: set NEFF_REAL_NEFFS (default ../shared/real-neffs), see tests/real-neffs.md"
+)]
 fn weights_show_the_npy_headers_dtype_and_shape_on_every_real_neff() {
     let Some(dir) = common::real_neff_dir() else {
         return;

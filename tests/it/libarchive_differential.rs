@@ -134,14 +134,9 @@ fn compare(cases: &[(String, Vec<u8>)], tmp: &Path) -> Vec<String> {
 fn every_payload_walks_as_libarchive_3_8_walks_it() {
     let tmp = tempfile::tempdir().unwrap();
     let mut cases: Vec<(String, Vec<u8>)> = Vec::new();
-    let real = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/real-neffs");
-    if let Ok(dir) = std::fs::read_dir(&real) {
-        for e in dir.flatten() {
-            if e.path().extension().is_some_and(|x| x == "neff") {
-                let bytes = std::fs::read(e.path()).unwrap();
-                cases.push((e.path().display().to_string(), payload_of(&bytes)));
-            }
-        }
+    for path in crate::common::real_neff_files_if_any() {
+        let bytes = std::fs::read(&path).unwrap();
+        cases.push((path.display().to_string(), payload_of(&bytes)));
     }
     for (name, payload) in dialects::cases() {
         cases.push((name.clone(), payload.clone()));
@@ -1360,18 +1355,12 @@ fn mutated_payloads_walk_as_libarchive_3_8_walks_them() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(23);
     let mut seeds: Vec<Vec<u8>> = dialects::cases().into_iter().map(|(_, t)| t).collect();
-    let real = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/real-neffs");
-    if let Ok(dir) = std::fs::read_dir(&real) {
-        for e in dir.flatten() {
-            if e.path().extension().is_some_and(|x| x == "neff") {
-                let payload = payload_of(&std::fs::read(e.path()).unwrap());
-                let mut tar = Vec::new();
-                let (_, mut stream) = neff::loader::payload_stream(&payload[..]).unwrap();
-                if std::io::Read::read_to_end(&mut stream, &mut tar).is_ok() && tar.len() < 4 << 20
-                {
-                    seeds.push(tar);
-                }
-            }
+    for path in crate::common::real_neff_files_if_any() {
+        let payload = payload_of(&std::fs::read(&path).unwrap());
+        let mut tar = Vec::new();
+        let (_, mut stream) = neff::loader::payload_stream(&payload[..]).unwrap();
+        if std::io::Read::read_to_end(&mut stream, &mut tar).is_ok() && tar.len() < 4 << 20 {
+            seeds.push(tar);
         }
     }
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);

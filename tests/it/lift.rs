@@ -12,15 +12,7 @@ use neff::writer::lift::{Content, Model};
 use serde_json::Value;
 
 fn real_neffs() -> Vec<PathBuf> {
-    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/real-neffs"));
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("../shared/real-neffs")
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "neff"))
-        .collect();
-    files.sort();
-    assert!(!files.is_empty());
-    files
+    crate::common::real_neff_files()
 }
 
 fn neff(args: &[&std::ffi::OsStr]) -> Output {
@@ -74,7 +66,10 @@ fn original_uuid(file: &Path) -> String {
 }
 
 #[test]
-#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+#[cfg_attr(
+    not(neff_real_neffs),
+    ignore = "real NEFFs missing: set NEFF_REAL_NEFFS (default ../shared/real-neffs), see tests/real-neffs.md"
+)]
 fn every_real_neff_lifts_and_builds_back_byte_for_byte() {
     for file in real_neffs() {
         let name = file.display().to_string();
@@ -105,7 +100,10 @@ fn every_real_neff_lifts_and_builds_back_byte_for_byte() {
 }
 
 #[test]
-#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+#[cfg_attr(
+    not(neff_real_neffs),
+    ignore = "real NEFFs missing: set NEFF_REAL_NEFFS (default ../shared/real-neffs), see tests/real-neffs.md"
+)]
 fn every_runtime_read_key_of_real_output_is_typed() {
     let kinds = ["neff-json", "kelf", "def-json", "engine", "act-info"];
     let mut seen: BTreeSet<String> = BTreeSet::new();
@@ -163,7 +161,10 @@ fn changed_lines(a: &[u8], b: &[u8]) -> usize {
 }
 
 #[test]
-#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+#[cfg_attr(
+    not(neff_real_neffs),
+    ignore = "real NEFFs missing: set NEFF_REAL_NEFFS (default ../shared/real-neffs), see tests/real-neffs.md"
+)]
 fn a_typed_edit_loads_and_differs_by_that_edit_only() {
     for file in real_neffs() {
         let name = file.display().to_string();
@@ -267,7 +268,10 @@ fn extract_member(neff_file: &Path, member: &str, _tmp: &Path) -> Vec<u8> {
 }
 
 #[test]
-#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+#[cfg_attr(
+    not(neff_real_neffs),
+    ignore = "real NEFFs missing: set NEFF_REAL_NEFFS (default ../shared/real-neffs), see tests/real-neffs.md"
+)]
 fn rust_api_renames_an_engine_member_and_def_json_follows() {
     let file = real_neffs()
         .into_iter()
@@ -324,7 +328,10 @@ fn first_weight(spec: &Value) -> Option<(String, String, String)> {
 }
 
 #[test]
-#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+#[cfg_attr(
+    not(neff_real_neffs),
+    ignore = "real NEFFs missing: set NEFF_REAL_NEFFS (default ../shared/real-neffs), see tests/real-neffs.md"
+)]
 fn a_weight_replaced_through_the_spec_takes_its_new_shape_and_size() {
     let mut edited = 0;
     for file in real_neffs() {
@@ -438,7 +445,10 @@ fn a_weight_edit_names_what_is_wrong() {
 mod edit_real_neff;
 
 #[test]
-#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+#[cfg_attr(
+    not(neff_real_neffs),
+    ignore = "real NEFFs missing: set NEFF_REAL_NEFFS (default ../shared/real-neffs), see tests/real-neffs.md"
+)]
 fn the_documented_rust_edit_of_a_real_neff_changes_one_line() {
     for file in real_neffs() {
         let name = file.display().to_string();
@@ -458,7 +468,10 @@ fn the_documented_rust_edit_of_a_real_neff_changes_one_line() {
 }
 
 #[test]
-#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+#[cfg_attr(
+    not(neff_real_neffs),
+    ignore = "real NEFFs missing: set NEFF_REAL_NEFFS (default ../shared/real-neffs), see tests/real-neffs.md"
+)]
 fn a_header_refused_neff_lifts_with_keep_refused_and_builds_back_as_it_is() {
     let file = real_neffs()
         .into_iter()

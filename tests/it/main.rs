@@ -31,6 +31,7 @@ mod partial_models;
 mod readme;
 mod real_inspect;
 mod real_neff_gates;
+mod real_neff_list;
 mod real_neffs;
 mod recover;
 mod schemas;

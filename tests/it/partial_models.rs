@@ -39,7 +39,10 @@ fn refused_two_graphs(tmp: &Path) -> Option<PathBuf> {
 }
 
 #[test]
-#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+#[cfg_attr(
+    not(neff_real_neffs),
+    ignore = "real NEFFs missing: set NEFF_REAL_NEFFS (default ../shared/real-neffs), see tests/real-neffs.md"
+)]
 fn a_refusal_in_the_first_graph_still_shows_every_graph_marked() {
     let tmp = tempfile::tempdir().unwrap();
     let Some(file) = refused_two_graphs(tmp.path()) else {

@@ -44,3 +44,69 @@ fn the_quick_start_commands_run_as_written() {
     }
     assert!(dir.path().join("allreduce.neff").is_file());
 }
+
+/// The README is a front page: at most 400 lines.
+#[test]
+fn the_readme_fits_on_a_front_page() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let lines = std::fs::read_to_string(root.join("README.md"))
+        .unwrap()
+        .lines()
+        .count();
+    assert!(lines <= 400, "README.md has {lines} lines (at most 400)");
+}
+
+/// The CHANGELOG is Keep a Changelog: versions, then only its kinds of
+/// change, and no notes on how the work was done (issues, sessions, the
+/// machine it was measured on).
+#[test]
+fn the_changelog_lists_changes_by_version_and_kind_only() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("CHANGELOG.md")).unwrap();
+    let kinds = [
+        "Added",
+        "Changed",
+        "Deprecated",
+        "Removed",
+        "Fixed",
+        "Security",
+    ];
+    let mut bad = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if let Some(kind) = line.strip_prefix("### ") {
+            if !kinds.contains(&kind) {
+                bad.push(format!(
+                    "{}: heading {kind:?} is not a Keep a Changelog kind",
+                    i + 1
+                ));
+            }
+        }
+        if let Some(version) = line.strip_prefix("## ") {
+            if !version.starts_with('[') {
+                bad.push(format!("{}: version heading {version:?}", i + 1));
+            }
+        }
+        let lower = line.to_lowercase();
+        let words: Vec<&str> = lower.split(|c: char| !c.is_ascii_alphanumeric()).collect();
+        for word in [
+            "issue", "issues", "session", "sessions", "machine", "vm", "here",
+        ] {
+            if words.contains(&word) {
+                bad.push(format!("{}: {word:?} in {line:?}", i + 1));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "CHANGELOG.md:\n{}", bad.join("\n"));
+}
+
+/// The README's Python set-up makes `.venv/` in the clone: git ignores it.
+#[test]
+fn git_ignores_the_readmes_virtual_environment() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    assert!(readme.contains("python3 -m venv .venv"), "the README's venv moved");
+    let ignore = std::fs::read_to_string(root.join(".gitignore")).unwrap();
+    for venv in [".venv/", "venv/"] {
+        assert!(ignore.lines().any(|l| l.trim() == venv), ".gitignore lacks {venv}");
+    }
+}

@@ -157,7 +157,10 @@ fn independent(bytes: &[u8]) -> Independent {
 }
 
 #[test]
-#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+#[cfg_attr(
+    not(neff_real_neffs),
+    ignore = "real NEFFs missing: set NEFF_REAL_NEFFS (default ../shared/real-neffs), see tests/real-neffs.md"
+)]
 fn every_real_neff_has_its_tar_length_and_padding() {
     let Some(dir) = common::real_neff_dir() else {
         return;
@@ -216,7 +219,10 @@ fn every_real_neff_has_its_tar_length_and_padding() {
 }
 
 #[test]
-#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+#[cfg_attr(
+    not(neff_real_neffs),
+    ignore = "real NEFFs missing: set NEFF_REAL_NEFFS (default ../shared/real-neffs), see tests/real-neffs.md"
+)]
 fn every_real_neff_shows_consistent_inputs_and_outputs() {
     let Some(dir) = common::real_neff_dir() else {
         return;
@@ -280,7 +286,10 @@ fn t(name: &str, dtype: &str, shape: &[u64], size: u64) -> (String, String, Vec<
 }
 
 #[test]
-#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+#[cfg_attr(
+    not(neff_real_neffs),
+    ignore = "real NEFFs missing: set NEFF_REAL_NEFFS (default ../shared/real-neffs), see tests/real-neffs.md"
+)]
 fn conv2d_pool_2_18_inputs_and_outputs() {
     let Some(dir) = common::real_neff_dir() else {
         return;
@@ -307,7 +316,10 @@ fn conv2d_pool_2_18_inputs_and_outputs() {
 }
 
 #[test]
-#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+#[cfg_attr(
+    not(neff_real_neffs),
+    ignore = "real NEFFs missing: set NEFF_REAL_NEFFS (default ../shared/real-neffs), see tests/real-neffs.md"
+)]
 fn stream_2_21_has_one_output_on_two_cores() {
     let Some(dir) = common::real_neff_dir() else {
         return;
@@ -327,7 +339,10 @@ fn stream_2_21_has_one_output_on_two_cores() {
 }
 
 #[test]
-#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+#[cfg_attr(
+    not(neff_real_neffs),
+    ignore = "real NEFFs missing: set NEFF_REAL_NEFFS (default ../shared/real-neffs), see tests/real-neffs.md"
+)]
 fn bert_1_15_outputs_are_named_by_output_names() {
     let Some(dir) = common::real_neff_dir() else {
         return;
@@ -366,7 +381,10 @@ fn bert_1_15_outputs_are_named_by_output_names() {
 }
 
 #[test]
-#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+#[cfg_attr(
+    not(neff_real_neffs),
+    ignore = "real NEFFs missing: set NEFF_REAL_NEFFS (default ../shared/real-neffs), see tests/real-neffs.md"
+)]
 fn bert_2_6_and_matmul_2_23() {
     let Some(dir) = common::real_neff_dir() else {
         return;
@@ -434,7 +452,10 @@ fn the_model_is_read_past_a_hash_refusal_but_the_verdict_stays() {
 }
 
 #[test]
-#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+#[cfg_attr(
+    not(neff_real_neffs),
+    ignore = "real NEFFs missing: set NEFF_REAL_NEFFS (default ../shared/real-neffs), see tests/real-neffs.md"
+)]
 fn inspect_text_of_a_real_neff_matches_its_golden_file() {
     let Some(dir) = common::real_neff_dir() else {
         return;

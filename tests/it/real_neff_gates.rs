@@ -3,28 +3,13 @@
 //! are G9's business): on every arch it targets, without a wrong warning,
 //! and with every member its manifests name counted as referenced.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use neff::loader::{load_file, verify_file, RuntimeProfile};
 
-/// The real NEFFs, or `None` (after a skip line) when the folder is absent
-/// outside CI.
+/// The real NEFFs (these tests are ignored without them).
 fn real_neffs() -> Option<Vec<PathBuf>> {
-    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/real-neffs"));
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("{} is missing; CI must provide it", dir.display());
-        }
-        println!("skipped: {} is missing", dir.display());
-        return None;
-    };
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "neff"))
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "no .neff in {}", dir.display());
-    Some(files)
+    Some(crate::common::real_neff_files())
 }
 
 fn no_hash() -> RuntimeProfile {
@@ -45,7 +30,10 @@ fn never_referenced(member: &str) -> bool {
 }
 
 #[test]
-#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+#[cfg_attr(
+    not(neff_real_neffs),
+    ignore = "real NEFFs missing: set NEFF_REAL_NEFFS (default ../shared/real-neffs), see tests/real-neffs.md"
+)]
 fn every_real_neff_is_accepted_with_the_hash_check_off() {
     let Some(files) = real_neffs() else { return };
     for path in files {
@@ -95,7 +83,10 @@ fn every_real_neff_is_accepted_with_the_hash_check_off() {
 /// them back unchanged (dynamic queues, queues without an owner, cast and
 /// transpose descriptors, `cc_streams`, `dve_tables` arrays).
 #[test]
-#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+#[cfg_attr(
+    not(neff_real_neffs),
+    ignore = "real NEFFs missing: set NEFF_REAL_NEFFS (default ../shared/real-neffs), see tests/real-neffs.md"
+)]
 fn the_typed_manifests_round_trip_every_real_def_json_and_engine_json() {
     use neff::schema::manifest::{from_slice, to_vec_pretty, DefJson, Engine, EngineJson};
     use serde_json::Value;

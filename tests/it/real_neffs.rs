@@ -4,8 +4,8 @@
 //! `pack --header` giving back the very same bytes. A last case runs the
 //! same checks on any other `.neff` put in the folder.
 //!
-//! Without the folder (a clone of the project alone) the cases print a skip
-//! line; under CI (`CI=true`) a missing folder fails them.
+//! Without the folder (a clone of the project alone) the cases are ignored,
+//! naming the setting (`NEFF_REAL_NEFFS`, see `tests/real-neffs.md`).
 
 use std::path::{Path, PathBuf};
 
@@ -13,16 +13,8 @@ use neff::loader::{verify_file, Loader, RuntimeProfile};
 use neff::schema::HashLayout;
 use neff::tools::{extract, InspectReport};
 
-fn folder() -> Option<PathBuf> {
-    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/real-neffs"));
-    if dir.is_dir() {
-        return Some(dir.to_path_buf());
-    }
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("{} is missing; CI must provide it", dir.display());
-    }
-    println!("skipped: {} is missing", dir.display());
-    None
+fn folder() -> PathBuf {
+    crate::common::real_neffs()
 }
 
 fn neff(args: &[&std::ffi::OsStr]) -> std::process::Output {
@@ -111,9 +103,9 @@ macro_rules! real_neff_cases {
         const NAMED: &[&str] = &[$($file),*];
         $(
             #[test]
+            #[cfg_attr(not(neff_real_neffs), ignore = "real NEFFs missing: set NEFF_REAL_NEFFS (default ../shared/real-neffs), see tests/real-neffs.md")]
             fn $test() {
-                let Some(dir) = folder() else { return };
-                check(&dir.join($file), Some(HashLayout::$layout));
+                check(&folder().join($file), Some(HashLayout::$layout));
             }
         )*
     };
@@ -137,8 +129,12 @@ real_neff_cases! {
 }
 
 #[test]
+#[cfg_attr(
+    not(neff_real_neffs),
+    ignore = "real NEFFs missing: set NEFF_REAL_NEFFS (default ../shared/real-neffs), see tests/real-neffs.md"
+)]
 fn any_other_real_neff_in_the_folder() {
-    let Some(dir) = folder() else { return };
+    let dir = folder();
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
         let file = path.file_name().and_then(|n| n.to_str()).unwrap_or("");

@@ -235,22 +235,7 @@ impl Batch {
 }
 
 fn real_neffs() -> Vec<PathBuf> {
-    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/real-neffs"));
-    let Ok(entries) = fs::read_dir(dir) else {
-        assert_ne!(
-            std::env::var("CI").as_deref(),
-            Ok("true"),
-            "CI must provide {}",
-            dir.display()
-        );
-        return Vec::new();
-    };
-    let mut files: Vec<PathBuf> = entries
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "neff"))
-        .collect();
-    files.sort();
-    files
+    crate::common::real_neff_files_if_any()
 }
 
 fn p(path: &Path) -> &str {
@@ -339,7 +324,7 @@ fn every_json_output_matches_its_schema() {
     );
 
     // The files that carry NEFFs: extract's report, and inspect's with `carried`.
-    let real = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/real-neffs"));
+    let real = crate::common::real_neff_dir().unwrap_or_default();
     for carrier in [
         "ncc2.24_nki-moe-megakernel_wrapped_neff.hlo",
         "ncc2.6_optimum-neuron_neuronx_model.neuron",

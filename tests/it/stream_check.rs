@@ -171,7 +171,10 @@ fn repack(neff: &Path, work: &Path) -> std::path::PathBuf {
 }
 
 #[test]
-#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+#[cfg_attr(
+    not(neff_real_neffs),
+    ignore = "real NEFFs missing: set NEFF_REAL_NEFFS (default ../shared/real-neffs), see tests/real-neffs.md"
+)]
 fn the_streamed_verdict_is_the_read_backs_on_real_neffs_repacked() {
     let Some(dir) = common::real_neff_dir() else {
         return;

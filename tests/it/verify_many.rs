@@ -336,18 +336,13 @@ fn the_arches_not_targeted_are_listed_each_when_they_fare_differently() {
 }
 
 #[test]
-#[cfg_attr(not(neff_real_neffs), ignore = "../shared/real-neffs is missing")]
+#[cfg_attr(
+    not(neff_real_neffs),
+    ignore = "real NEFFs missing: set NEFF_REAL_NEFFS (default ../shared/real-neffs), see tests/real-neffs.md"
+)]
 fn every_real_neff_is_accepted_in_one_folder_run() {
-    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/real-neffs"));
-    if !dir.is_dir() {
-        assert_ne!(
-            std::env::var("CI").as_deref(),
-            Ok("true"),
-            "CI must provide {dir:?}"
-        );
-        println!("skipped: {} is missing", dir.display());
-        return;
-    }
+    let dir = crate::common::real_neffs();
+    let dir = dir.as_path();
     // Every NEFF, and the one NEFF each carrier (.hlo, .neuron) holds.
     let neffs = std::fs::read_dir(dir)
         .unwrap()

@@ -90,18 +90,46 @@ pub fn memory_tempdir(need: u64) -> tempfile::TempDir {
     tempfile::tempdir().unwrap()
 }
 
-/// `../shared/real-neffs/` (the real compiler output), or None (the test is
-/// skipped) when it is missing outside CI.
+/// The folder of real compiler NEFFs (`NEFF_REAL_NEFFS` at build time,
+/// default `../shared/real-neffs`), or None when it was missing at build
+/// time: a test that needs it is then ignored (`REAL_NEFFS_MISSING`), and
+/// one that only adds its files to built ones runs without them.
 pub fn real_neff_dir() -> Option<std::path::PathBuf> {
-    let dir = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/real-neffs"));
-    if dir.is_dir() {
-        return Some(dir.to_path_buf());
-    }
-    if std::env::var("CI").as_deref() == Ok("true") {
-        panic!("{} is missing (required when CI=true)", dir.display());
-    }
-    println!("skip: {} is missing", dir.display());
-    None
+    cfg!(neff_real_neffs).then(|| std::path::PathBuf::from(env!("NEFF_REAL_NEFFS_DIR")))
+}
+
+/// The `.neff` files of the real-NEFF folder, sorted by name; none when it
+/// was missing at build time (for a test that also runs on built NEFFs).
+pub fn real_neff_files_if_any() -> Vec<std::path::PathBuf> {
+    let Some(dir) = real_neff_dir() else {
+        return Vec::new();
+    };
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "neff"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// [`real_neff_files_if_any`] for a test ignored without the folder: at
+/// least one file.
+pub fn real_neff_files() -> Vec<std::path::PathBuf> {
+    let files = real_neff_files_if_any();
+    assert!(!files.is_empty(), "no .neff in {}", real_neffs().display());
+    files
+}
+
+/// [`real_neff_dir`] for a test ignored without it (run anyway with
+/// `--ignored`: a clear panic).
+pub fn real_neffs() -> std::path::PathBuf {
+    real_neff_dir().unwrap_or_else(|| {
+        panic!(
+            "the real NEFFs are missing: {} (set NEFF_REAL_NEFFS; see tests/real-neffs.md)",
+            env!("NEFF_REAL_NEFFS_DIR")
+        )
+    })
 }
 
 /// Compares `actual` with tests/golden/`name` (`name` may name a subfolder);
