@@ -27,6 +27,7 @@ mod interrupts;
 mod libarchive_differential;
 mod lift;
 mod many_members;
+mod new_user;
 mod partial_models;
 mod readme;
 mod real_inspect;

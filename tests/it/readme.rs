@@ -104,9 +104,15 @@ fn the_changelog_lists_changes_by_version_and_kind_only() {
 fn git_ignores_the_readmes_virtual_environment() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
-    assert!(readme.contains("python3 -m venv .venv"), "the README's venv moved");
+    assert!(
+        readme.contains("python3 -m venv .venv"),
+        "the README's venv moved"
+    );
     let ignore = std::fs::read_to_string(root.join(".gitignore")).unwrap();
     for venv in [".venv/", "venv/"] {
-        assert!(ignore.lines().any(|l| l.trim() == venv), ".gitignore lacks {venv}");
+        assert!(
+            ignore.lines().any(|l| l.trim() == venv),
+            ".gitignore lacks {venv}"
+        );
     }
 }

@@ -47,7 +47,11 @@ pub(super) fn ucode_libs(
             return Err(reject(
                 Gate::G24b,
                 "Mismatch between GPSIMD lib version and NRT version!",
-                format!("{at} ({library}): version {version} has major {major:?}; runtime ucode ABI {} (then: invalid GPSIMD lib)", ctx.profile.ucode_abi),
+                format!(
+                    "{at} ({library}): version {version} has {}; runtime ucode ABI {} (then: invalid GPSIMD lib)",
+                    major.map_or_else(|| "no numeric major".to_string(), |m| format!("major {m}")),
+                    ctx.profile.ucode_abi
+                ),
             ));
         }
         let cpu_id = lib.get("cpu_id").and_then(Json::as_u64).unwrap_or(0);

@@ -120,6 +120,39 @@ impl Dtype {
     pub fn known_names() -> impl Iterator<Item = &'static str> {
         NAMED.iter().map(|(_, name)| *name)
     }
+
+    /// The dtype another tool's usual name for it stands for (`bf16`,
+    /// `fp16`, `float`, `torch.float32`, `np.uint8`, `fp8_e4m3`…), for a
+    /// "did you mean" (a manifest is never read this way: the runtime
+    /// compares the exact spelling). Case is ignored.
+    pub fn alias(text: &str) -> Option<Dtype> {
+        let lower = text.to_ascii_lowercase();
+        let bare = ["torch.", "np.", "numpy.", "jnp.", "tf.", "dt_"]
+            .iter()
+            .find_map(|p| lower.strip_prefix(p))
+            .unwrap_or(&lower);
+        let dtype = match bare {
+            "bf16" | "bfloat" | "brain_float16" => Dtype::Bfloat16,
+            "fp16" | "f16" | "half" | "float_16" => Dtype::Float16,
+            "fp32" | "f32" | "float" | "single" | "float_32" => Dtype::Float32,
+            "i8" | "s8" | "char" => Dtype::Int8,
+            "i16" | "s16" | "short" => Dtype::Int16,
+            "i32" | "s32" | "int" => Dtype::Int32,
+            "i64" | "s64" | "long" => Dtype::Int64,
+            "u8" | "byte" | "uchar" => Dtype::Uint8,
+            "u16" | "ushort" => Dtype::Uint16,
+            "u32" | "uint" => Dtype::Uint32,
+            "u64" | "ulong" => Dtype::Uint64,
+            "fp8_e4m3" | "fp8e4m3" | "f8e4m3" | "f8e4m3fn" | "float8_e4m3" | "float8e4m3fn"
+            | "e4m3" => Dtype::Float8E4m3fn,
+            "fp8_e5m2" | "fp8e5m2" | "f8e5m2" | "float8e5m2" | "e5m2" => Dtype::Float8E5m2,
+            other => match Dtype::parse(other) {
+                Dtype::Other(_) => return None,
+                named => named,
+            },
+        };
+        Some(dtype)
+    }
 }
 
 impl fmt::Display for Dtype {

@@ -662,8 +662,7 @@ impl Subgraph {
             }
             if checked {
                 if let Some(Dtype::Other(name)) = &tensor.dtype {
-                    let hint = crate::error::nearest(name, Dtype::known_names())
-                        .map_or_else(String::new, |n| format!(" (did you mean {n:?}?)"));
+                    let hint = dtype_hint(name);
                     return Err(Error::new(
                         ErrorKind::Invalid,
                         format!("{at}: dtype {name:?} is not a dtype the runtime knows{hint} (see `neff schema build-spec`; the unchecked path writes it anyway)"),
@@ -852,4 +851,14 @@ fn assign_var_ids(vars: &[VarDecl], style: ContentStyle) -> Vec<u64> {
         };
     }
     ids
+}
+
+/// " (did you mean …?)" for a dtype the runtime does not know: the dtype
+/// another tool's name stands for (`bf16`, `fp16`, `float`), else the
+/// nearest spelling.
+pub(crate) fn dtype_hint(name: &str) -> String {
+    Dtype::alias(name)
+        .map(|d| d.as_str().to_string())
+        .or_else(|| crate::error::nearest(name, Dtype::known_names()).map(str::to_string))
+        .map_or_else(String::new, |n| format!(" (did you mean {n:?}?)"))
 }

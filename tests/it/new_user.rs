@@ -1,0 +1,59 @@
+//! What a new user trips on: mistakes that are never silent and errors that
+//! point at the mistake (no Rust `Debug` text, the usual dtype names known,
+//! an empty model said to be empty).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::common::*;
+
+/// Writes `text` as `name` in `dir`.
+fn file(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    fs::write(&path, text).unwrap();
+    path
+}
+
+/// A one-subgraph spec whose input has `dtype`.
+fn spec_with_dtype(dtype: &str) -> String {
+    format!(
+        r#"{{"subgraphs": [{{"name": "sg00",
+  "inputs": [{{"name": "x", "dtype": "{dtype}", "shape": [4]}}],
+  "outputs": [{{"name": "y", "dtype": "float32", "shape": [4]}}]}}]}}"#
+    )
+}
+
+#[test]
+fn an_empty_model_says_it_has_no_subgraphs() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = file(dir.path(), "spec.json", r#"{"subgraphs": []}"#);
+    let out = neff(&["build", s(&spec), "-o", s(&dir.path().join("o.neff"))]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("subgraphs: no subgraphs"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!stderr(&out).contains("G29"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_dtype_by_another_tools_name_is_suggested_by_its_runtime_name() {
+    let dir = tempfile::tempdir().unwrap();
+    for (given, meant) in [
+        ("bf16", "bfloat16"),
+        ("fp16", "float16"),
+        ("float", "float32"),
+        ("torch.float32", "float32"),
+        ("fp8_e4m3", "float8_e4m3fn"),
+        ("int", "int32"),
+        ("flaot32", "float32"),
+    ] {
+        let spec = file(dir.path(), "spec.json", &spec_with_dtype(given));
+        let out = neff(&["build", s(&spec), "-o", s(&dir.path().join("o.neff"))]);
+        assert_ne!(code(&out), 0, "{given}");
+        let want =
+            format!("dtype {given:?} is not a dtype the runtime knows (did you mean {meant:?}?)");
+        assert!(stderr(&out).contains(&want), "{given}: {}", stderr(&out));
+    }
+}
