@@ -57,3 +57,26 @@ fn a_dtype_by_another_tools_name_is_suggested_by_its_runtime_name() {
         assert!(stderr(&out).contains(&want), "{given}: {}", stderr(&out));
     }
 }
+
+#[test]
+fn cat_pretty_indents_a_json_member_and_refuses_one_that_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("m.neff");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let spec = root.join("examples/allreduce.json");
+    assert_eq!(code(&neff(&["build", s(&spec), "-o", s(&out), "-q"])), 0);
+    let raw = neff(&["cat", s(&out), "sg00/def.json"]);
+    let pretty = neff(&["cat", "--pretty", s(&out), "sg00/def.json"]);
+    assert_eq!((code(&raw), code(&pretty)), (0, 0), "{}", stderr(&pretty));
+    let text = stdout(&pretty);
+    assert!(text.starts_with("{\n  \""), "{text}");
+    let parsed = |bytes: &[u8]| serde_json::from_slice::<serde_json::Value>(bytes).unwrap();
+    assert_eq!(parsed(&pretty.stdout), parsed(&raw.stdout));
+    let bin = neff(&["cat", "--pretty", s(&out), "sg00/pe.bin"]);
+    assert_eq!(code(&bin), 2);
+    assert!(
+        stderr(&bin).contains("sg00/pe.bin is not JSON"),
+        "{}",
+        stderr(&bin)
+    );
+}
