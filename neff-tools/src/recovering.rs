@@ -104,6 +104,10 @@ pub struct UnpackReport {
     pub replaced: Option<usize>,
     /// The `--header-out` file written, if asked for.
     pub header_out: Option<String>,
+    /// The header and framing recorded in the tree
+    /// (`DIR/.neff-unpack.header.json`, which `neff pack DIR` reads), unless
+    /// `--no-recorded-header`.
+    pub recorded_header: Option<String>,
     /// The `--spec` file written (the typed model as a build spec), if asked for.
     pub spec: Option<String>,
     /// With `--spec`: how many members are typed manifests.

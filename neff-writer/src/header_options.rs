@@ -51,7 +51,25 @@ const FRAMING_KEY: &str = "framing";
 const NOT_REPRODUCED_KEY: &str = "not_reproduced";
 const SOURCE_HASH_KEY: &str = "source_hash";
 
+/// The header file `neff unpack` records in the tree it writes (the NEFF's
+/// header fields and framing, as `--header-out` writes them), which `neff
+/// pack` of that tree reads when given no `--header` and never packs. Its
+/// name is in neff's temp namespace, so no member can have it.
+pub const RECORDED_HEADER: &str = ".neff-unpack.header.json";
+
 impl HeaderFile {
+    /// The header file `neff unpack` recorded in `dir` ([`RECORDED_HEADER`]),
+    /// with its path; `None` when there is none.
+    pub fn recorded_in(
+        dir: &std::path::Path,
+    ) -> Result<Option<(std::path::PathBuf, HeaderFile)>, String> {
+        let path = dir.join(RECORDED_HEADER);
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.is_file() => Ok(Some((path.clone(), HeaderFile::from_path(&path)?))),
+            _ => Ok(None),
+        }
+    }
+
     /// Reads and parses the header file at `path` (`--header HEADER.json`);
     /// the error names the file.
     pub fn from_path(path: &std::path::Path) -> Result<HeaderFile, String> {

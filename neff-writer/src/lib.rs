@@ -75,7 +75,9 @@ pub use deflate_cache::DeflateCache;
 pub use error::{Error, ErrorKind};
 pub use gzip_writer::{gzip_header, GZIP_HEADER};
 pub use hashing_writer::Digests;
-pub use header_options::{HeaderFile, HeaderPatch, UuidChoice, DEFAULT_BUILD_VERSION};
+pub use header_options::{
+    HeaderFile, HeaderPatch, UuidChoice, DEFAULT_BUILD_VERSION, RECORDED_HEADER,
+};
 pub use member::{MemberName, MemberSource};
 pub use pack_settings::{infer_virtual_core, PackSettings};
 pub use packager::{PackOptions, PackOutcome, Packager};

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use walkdir::{DirEntry, WalkDir};
 
 use crate::error::{Error, ErrorKind};
+use crate::header_options::RECORDED_HEADER;
 use crate::member::MemberName;
 
 /// The name prefix of `neff unpack`'s temp folders.
@@ -132,7 +133,13 @@ impl Iterator for TreeWalk {
         if self.failed {
             return None;
         }
-        let entry = self.entries.next()?;
+        let mut entry = self.entries.next()?;
+        // The header `neff unpack` recorded beside the members is never one.
+        if let Ok(e) = &entry {
+            if e.depth() == 1 && e.file_name() == RECORDED_HEADER && e.file_type().is_file() {
+                entry = self.entries.next()?;
+            }
+        }
         let item = self.item(entry);
         self.failed = item.is_err();
         Some(item)

@@ -309,6 +309,9 @@ class UnpackSummary:
     bytes: int
     replaced: int
     header_out: Optional[str] = None
+    recorded_header: Optional[str] = None
+    """The header and framing recorded in the tree (``DIR/.neff-unpack.header.json``),
+    which :func:`pack` of that tree keeps; ``None`` with ``record_header=False``."""
     byte_identical_repack: Optional[bool] = None
     not_reproduced: Tuple[str, ...] = ()
     #: With ``header_out``, for a gzip payload whose deflate engine was found:
@@ -762,6 +765,7 @@ def pack(
     requested_tpb_count: Optional[int] = None,
     threads: Optional[int] = None,
     header: Optional[PathLike] = None,
+    recorded_header: bool = True,
     keep_refused: bool = False,
     paranoid_readback: bool = False,
     fsync: bool = True,
@@ -772,7 +776,9 @@ def pack(
     tar + SHA-256), ``level`` (1-9), ``framing`` (``gnu``, ``neuronx-cc``,
     ``neuronx-cc-2.16``, ``neuronx-cc-2.27``), ``uuid`` (a UUID or ``"random"``; default derived from
     the content), header fields, ``threads``, ``header`` (a ``neff unpack
-    --header-out`` file, for a byte-identical repack), ``keep_refused`` (keep
+    --header-out`` file, for a byte-identical repack; without it, the header and
+    framing :func:`unpack` recorded in ``dir`` are kept unless
+    ``recorded_header=False``), ``keep_refused`` (keep
     an output the gates refuse, for negative fixtures),
     ``paranoid_readback`` (read the whole output back through the gates instead
     of checking it as it is written) and
@@ -795,13 +801,14 @@ def pack(
         "no_fsync": not fsync,
     }
     header_file = None if header is None else os.fspath(header)
-    d = json.loads(_native.pack(os.fspath(dir), os.fspath(out), json.dumps(options), header_file))
+    d = json.loads(_native.pack(os.fspath(dir), os.fspath(out), json.dumps(options), header_file,
+                                not recorded_header))
     return _build(PackOutcome, d, header=Header._written(d["header"], d["report"]), report=Report._from(d["report"]))
 
 
 def unpack(
     path: PathLike, dir: PathLike, header_out: Optional[PathLike] = None, force: bool = False,
-    no_verify_hash: bool = False, fsync: bool = True, prove_deflate: bool = False,
+    no_verify_hash: bool = False, fsync: bool = True, prove_deflate: bool = False, record_header: bool = True,
 ) -> UnpackSummary:
     """Unpacks every member into ``dir`` as ``neff unpack`` does; ``header_out`` writes the repack header.
 
@@ -812,8 +819,12 @@ def unpack(
     ``dir`` (and ``header_out``) are synced once at the end unless ``fsync=False``
     (``neff unpack --no-fsync``).
 
+    The NEFF's header and framing are recorded in ``dir/.neff-unpack.header.json``
+    (never packed), so that :func:`pack` of ``dir`` rebuilds it;
+    ``record_header=False`` records nothing and removes an older record.
+
     >>> neff.unpack("m.neff", "tree/", header_out="m.header.json").files
     """
     h = None if header_out is None else os.fspath(header_out)
     return _build(UnpackSummary, json.loads(_native.unpack(os.fspath(path), os.fspath(dir), h, force, no_verify_hash,
-                                                           fsync, prove_deflate)))
+                                                           fsync, prove_deflate, record_header)))

@@ -56,23 +56,30 @@ fn diff(
 }
 
 /// `neff pack DIR -o OUT` with `options` ([`PackSettings`] as JSON) over the
-/// header file `header`: the outcome as JSON (`header`, `tar_size`, `files`,
-/// `directories`, `report`). A refusal raises `neff.Rejected` unless
+/// header file `header`, else (unless `no_recorded_header`) the one `neff
+/// unpack` recorded in DIR: the outcome as JSON (`header`, `tar_size`,
+/// `files`, `directories`, `report`). A refusal raises `neff.Rejected` unless
 /// `keep_refused`.
 #[pyfunction]
-#[pyo3(signature = (dir, out, options, header=None))]
+#[pyo3(signature = (dir, out, options, header=None, no_recorded_header=false))]
 fn pack(
     py: Python<'_>,
     dir: PathBuf,
     out: PathBuf,
     options: &str,
     header: Option<PathBuf>,
+    no_recorded_header: bool,
 ) -> PyResult<String> {
     let settings: PackSettings =
         serde_json::from_str(options).map_err(|e| bad_argument(&e.to_string()))?;
-    let file = match &header {
-        Some(path) => HeaderFile::from_path(path).map_err(|e| bad_argument(&e))?,
-        None => HeaderFile::default(),
+    let recorded = match (&header, no_recorded_header) {
+        (None, false) => HeaderFile::recorded_in(&dir).map_err(|e| bad_argument(&e))?,
+        _ => None,
+    };
+    let file = match (&header, recorded) {
+        (Some(path), _) => HeaderFile::from_path(path).map_err(|e| bad_argument(&e))?,
+        (None, Some((_, file))) => file,
+        (None, None) => HeaderFile::default(),
     };
     let mut options = settings.options(file).map_err(|e| writer_error(&e))?;
     neff_writer::infer_virtual_core(&dir, &mut options);
@@ -84,13 +91,14 @@ fn pack(
     Ok(doc.to_string())
 }
 
-/// `neff unpack PATH -o DIR [--force] [--header-out H] [--no-fsync]`: the
-/// summary as JSON (`files`, `directories`, `bytes`, `replaced`, and
-/// `byte_identical_repack` with a header file).
+/// `neff unpack PATH -o DIR [--force] [--header-out H] [--no-fsync]
+/// [--no-recorded-header]`: the summary as JSON (`files`, `directories`,
+/// `bytes`, `replaced`, `recorded_header`, and `byte_identical_repack` with a
+/// header file).
 // The Python keywords, one argument each.
 #[allow(clippy::too_many_arguments)]
 #[pyfunction]
-#[pyo3(signature = (path, dir, header_out=None, force=false, no_verify_hash=false, fsync=true, prove_deflate=false))]
+#[pyo3(signature = (path, dir, header_out=None, force=false, no_verify_hash=false, fsync=true, prove_deflate=false, record_header=true))]
 fn unpack(
     py: Python<'_>,
     path: PathBuf,
@@ -100,6 +108,7 @@ fn unpack(
     no_verify_hash: bool,
     fsync: bool,
     prove_deflate: bool,
+    record_header: bool,
 ) -> PyResult<String> {
     let profile = RuntimeProfile {
         verify_hash: !no_verify_hash,
@@ -107,19 +116,39 @@ fn unpack(
     };
     let limits = ExtractLimits::default();
     let proof = DeflateProof::whole_if(prove_deflate);
-    // With a header file, the framing recovery rides on the unpack's walk.
+    // With a header file or a record, the framing recovery rides on the unpack's walk.
+    let recovering = header_out.is_some() || record_header;
     let (summary, recovered) = py
-        .detach(|| match &header_out {
-            Some(_) => extract_recovering(&path, &dir, &profile, force, &limits, false, proof)
+        .detach(|| match recovering {
+            true => extract_recovering(&path, &dir, &profile, force, &limits, false, proof)
                 .map(|r| (r.summary, Some(r.recovered))),
-            None => extract(&path, &dir, &profile, force, &limits).map(|(s, _)| (s, None)),
+            false => extract(&path, &dir, &profile, force, &limits).map(|(s, _)| (s, None)),
         })
         .map_err(|e| loader_error(&e))?;
+    let record = dir.join(neff_writer::RECORDED_HEADER);
+    let recorded = match (&recovered, record_header) {
+        (Some(Ok(r)), true) => {
+            // Synced with the tree, just below.
+            neff_writer::fs::write_atomic_with(&record, r.file.to_json().as_bytes(), false)
+                .map_err(|e| writer_error(&neff_writer::Error::io("cannot write", &record, e)))?;
+            Some(record.display().to_string())
+        }
+        _ => {
+            // An older record would describe another NEFF: it is ours to remove.
+            if std::fs::symlink_metadata(&record).is_ok_and(|m| m.is_file()) {
+                std::fs::remove_file(&record).map_err(|e| {
+                    writer_error(&neff_writer::Error::io("cannot remove", &record, e))
+                })?;
+            }
+            None
+        }
+    };
     if fsync {
         py.detach(|| neff_writer::fs::sync_tree(&dir))
             .map_err(|e| writer_error(&neff_writer::Error::from(e).at_path(&dir)))?;
     }
     let mut report = UnpackReport::unpacked(&summary);
+    report.recorded_header = recorded;
     if let (Some(out), Some(recovered)) = (&header_out, recovered) {
         let recovered = recovered.map_err(|e| writer_error(&e))?;
         neff_writer::fs::write_atomic_with(out, recovered.file.to_json().as_bytes(), fsync)

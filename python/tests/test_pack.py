@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 import neff
-from conftest import REAL_NEFFS, read_independently, run_cli
+from conftest import REAL_NEFFS, REPO, read_independently, run_cli
+
+EXAMPLE_TREE = REPO / "examples" / "allreduce"
 
 
 @pytest.fixture
@@ -29,9 +31,25 @@ def test_unpack_then_pack_rebuilds_the_same_bytes(real: Path, tmp_path: Path) ->
     out = neff.pack(tree, tmp_path / "again.neff", header=header)
     assert out.report.accepted and Path(out.file).read_bytes() == real.read_bytes()
     assert out.payload_matches_source is True
-    plain = neff.pack(tree, tmp_path / "plain.neff")
+    plain = neff.pack(tree, tmp_path / "plain.neff", recorded_header=False)
     assert plain.payload_matches_source is None
     assert out.files == s.files and out.header.uuid == neff.open(real).header.uuid
+    # Without header=, the header and framing the unpack recorded in the tree.
+    assert s.recorded_header == str(tree / ".neff-unpack.header.json")
+    kept = neff.pack(tree, tmp_path / "kept.neff")
+    assert Path(kept.file).read_bytes() == real.read_bytes() and kept.files == s.files
+
+
+def test_unpack_then_pack_keeps_the_header_of_a_built_neff(tmp_path: Path) -> None:
+    built = tmp_path / "m.neff"
+    neff.pack(EXAMPLE_TREE, built, name="kept", build_version="9.9", feature_bits=0x2000, framing="neuronx-cc")
+    s = neff.unpack(built, tmp_path / "tree")
+    assert s.recorded_header is not None
+    again = neff.pack(tmp_path / "tree", tmp_path / "again.neff")
+    assert again.header.name == "kept" and again.header.feature_bits & 0x2000
+    assert (tmp_path / "again.neff").read_bytes() == built.read_bytes()
+    bare = neff.unpack(built, tmp_path / "tree", force=True, record_header=False)
+    assert bare.recorded_header is None and not (tmp_path / "tree" / ".neff-unpack.header.json").exists()
 
 
 def test_python_packed_neff_is_verified_by_the_cli(real: Path, tmp_path: Path, neff_cli: Path) -> None:

@@ -23,6 +23,10 @@ use super::{parse_features, report_written, PackagingArgs, PkgArg, WriteArgs};
 /// error, Ctrl-C, SIGTERM or SIGHUP the temp file is removed and OUT is untouched
 /// (one left by `kill -9` is removed by the next run writing there). OUT may not
 /// be inside DIR.
+///
+/// A tree `neff unpack` wrote holds the NEFF's header and framing in
+/// DIR/.neff-unpack.header.json: without --header, pack keeps them (flags still win),
+/// so `unpack` then `pack` rebuilds the NEFF; that file is never packed.
 #[derive(Args, Debug)]
 pub struct PackArgs {
     /// The directory to pack.
@@ -70,14 +74,32 @@ pub struct PackArgs {
     /// it is (for a negative fixture).
     #[arg(long, value_name = "HEADER.json")]
     header: Option<PathBuf>,
+    /// Ignore the header `neff unpack` recorded in DIR (.neff-unpack.header.json):
+    /// without --header, a pack of an unpacked tree otherwise keeps the NEFF's header
+    /// fields and framing from it (the file itself is never packed).
+    #[arg(long, conflicts_with = "header")]
+    no_recorded_header: bool,
     #[command(flatten)]
     write: WriteArgs,
 }
 
 pub fn run(args: PackArgs) -> Result<u8, Box<dyn std::error::Error>> {
-    let file = match &args.header {
-        Some(path) => HeaderFile::from_path(path)?,
-        None => HeaderFile::default(),
+    let recorded = match (&args.header, args.no_recorded_header) {
+        (None, false) => HeaderFile::recorded_in(&args.dir)?,
+        _ => None,
+    };
+    let file = match (&args.header, recorded) {
+        (Some(path), _) => HeaderFile::from_path(path)?,
+        (None, Some((path, file))) => {
+            if !(args.write.quiet || args.write.json) {
+                eprintln!(
+                    "neff: note: keeping the header and framing `neff unpack` recorded in {} (--no-recorded-header ignores it)",
+                    path.display()
+                );
+            }
+            file
+        }
+        (None, None) => HeaderFile::default(),
     };
     for note in &file.not_reproduced {
         if !args.write.quiet {

@@ -84,6 +84,12 @@ pub struct UnpackArgs {
     /// this NEFF's.
     #[arg(long)]
     prove_deflate: bool,
+    /// Do not record the NEFF's header and framing in DIR/.neff-unpack.header.json
+    /// (what --header-out writes; never packed). By default they are recorded, so
+    /// that `neff pack DIR` keeps them; with this flag an older such file in DIR is
+    /// removed.
+    #[arg(long)]
+    no_recorded_header: bool,
     #[command(flatten)]
     fsync: FsyncArgs,
     /// Print a JSON summary on stdout.
@@ -168,9 +174,10 @@ fn unpack(args: UnpackArgs, shown: &str) -> Result<u8, Box<dyn std::error::Error
     // A lift recovers the framing on the unpack's own walk; the verdict of
     // the other gates (for --spec) goes on from its container check.
     let lifting = args.header_out.is_some() || args.spec.is_some();
+    let recording = !args.no_recorded_header;
     let proof = DeflateProof::whole_if(args.prove_deflate);
     let (file, out, force) = (args.file.as_path(), args.output.as_path(), args.force);
-    let unpacked = match (lifting, args.keep_refused) {
+    let unpacked = match (lifting || recording, args.keep_refused) {
         (true, keep_refused) => {
             extract_recovering(file, out, &profile, force, &limits, keep_refused, proof)
                 .map(|r| (r.summary, r.tier1, r.refused, Some(r.recovered)))
@@ -205,9 +212,35 @@ fn unpack(args: UnpackArgs, shown: &str) -> Result<u8, Box<dyn std::error::Error
             );
         }
     }
-    args.fsync.sync_folder(&args.output)?;
     let mut repack = None;
-    let recovered = recovered.transpose()?;
+    let recovered = match recovered {
+        // Only recording the header: a framing that cannot be read is said,
+        // and the unpack stands.
+        Some(Err(e)) if !lifting => {
+            if !args.quiet {
+                eprintln!("neff: note: the header is not recorded: {e}");
+            }
+            None
+        }
+        other => other.transpose()?,
+    };
+    let recorded = args.output.join(neff::writer::RECORDED_HEADER);
+    let recorded = match (&recovered, recording) {
+        (Some(r), true) => {
+            // Synced with the tree, just below.
+            neff::writer::fs::write_atomic_with(&recorded, r.file.to_json().as_bytes(), false)?;
+            Some(recorded)
+        }
+        _ => {
+            // An older record would describe another NEFF: it is ours to remove.
+            match std::fs::symlink_metadata(&recorded) {
+                Ok(meta) if meta.is_file() => std::fs::remove_file(&recorded)?,
+                _ => {}
+            }
+            None
+        }
+    };
+    args.fsync.sync_folder(&args.output)?;
     if let (Some(path), Some(recovered)) = (&args.header_out, &recovered) {
         let json = recovered.file.to_json();
         neff::writer::fs::write_atomic_with(path, json.as_bytes(), args.fsync.fsync())?;
@@ -234,6 +267,7 @@ fn unpack(args: UnpackArgs, shown: &str) -> Result<u8, Box<dyn std::error::Error
             report.recovered(r);
         }
         report.header_out = repack.as_ref().map(|(p, _)| p.display().to_string());
+        report.recorded_header = recorded.as_ref().map(|p| p.display().to_string());
         if let Some((path, _, typed, notes)) = &lifted {
             report.spec = Some(path.display().to_string());
             report.typed_members = Some(*typed);
@@ -249,6 +283,13 @@ fn unpack(args: UnpackArgs, shown: &str) -> Result<u8, Box<dyn std::error::Error
             human_bytes(summary.bytes),
             args.output.display()
         );
+        if let Some(path) = &recorded {
+            eprintln!(
+                "recorded the header and framing in {}: `neff pack {}` keeps them",
+                path.display(),
+                args.output.display()
+            );
+        }
         // The gates refuse it: pack and build write it only when told to.
         let keep = if refused.is_some() {
             " --keep-refused"

@@ -22,7 +22,10 @@ fn tree(root: &Path) -> Vec<(String, Vec<u8>)> {
                 stack.push(p);
             } else {
                 let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
-                out.push((rel, fs::read(&p).unwrap()));
+                // The header an unpack records beside the members is not one.
+                if rel != neff::writer::RECORDED_HEADER {
+                    out.push((rel, fs::read(&p).unwrap()));
+                }
             }
         }
     }

@@ -34,7 +34,8 @@ fn workdir() -> tempfile::TempDir {
 
 /// Packs `tree/` into `out` with extra flags.
 fn pack(dir: &Path, out: &str, flags: &[&str]) {
-    let mut args = vec!["pack", "tree", "-o", out, "-q"];
+    // The flags alone, not the header the unpack recorded.
+    let mut args = vec!["pack", "tree", "-o", out, "-q", "--no-recorded-header"];
     args.extend_from_slice(flags);
     let r = neff_in(dir, &args);
     assert_eq!(code(&r), 0, "pack {flags:?}: {}", stderr(&r));

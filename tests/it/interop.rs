@@ -111,6 +111,10 @@ fn read_tree(root: &Path) -> Tree {
             let path = entry.path();
             let rel = path.strip_prefix(root).unwrap().to_str().unwrap();
             let kind = entry.file_type().unwrap();
+            if rel == neff::writer::RECORDED_HEADER {
+                // The header an unpack records beside the members.
+                continue;
+            }
             if kind.is_dir() {
                 tree.insert(format!("{rel}/"), None);
                 walk(root, &path, tree);

@@ -80,3 +80,77 @@ fn cat_pretty_indents_a_json_member_and_refuses_one_that_is_not() {
         stderr(&bin)
     );
 }
+
+#[test]
+fn unpack_then_pack_keeps_the_header_and_framing_and_never_packs_the_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let original = d.join("a.neff");
+    let model = root.join("examples/allreduce");
+    let flags = [
+        "--name",
+        "kept",
+        "--build-version",
+        "9.9",
+        "--feature-bits",
+        "0x2000",
+    ];
+    let args = [
+        &[
+            "pack",
+            s(&model),
+            "-o",
+            s(&original),
+            "-q",
+            "--framing",
+            "neuronx-cc",
+        ][..],
+        &flags,
+    ]
+    .concat();
+    assert_eq!(code(&neff(&args)), 0);
+    let tree = d.join("tree");
+    let out = neff(&["unpack", s(&original), "-o", s(&tree)]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let record = tree.join(neff::writer::RECORDED_HEADER);
+    assert!(record.is_file(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("keeps them"), "{}", stderr(&out));
+    let again = d.join("b.neff");
+    let packed = neff(&["pack", s(&tree), "-o", s(&again), "--json"]);
+    assert_eq!(code(&packed), 0, "{}", stderr(&packed));
+    assert_eq!(
+        fs::read(&again).unwrap(),
+        fs::read(&original).unwrap(),
+        "byte for byte"
+    );
+    let listed = stdout(&neff(&["inspect", s(&again), "--json"]));
+    assert!(
+        !listed.contains(neff::writer::RECORDED_HEADER),
+        "the record was packed"
+    );
+    // Without it: the defaults (and the header fields are lost, as before).
+    let plain = d.join("c.neff");
+    let r = neff(&[
+        "pack",
+        s(&tree),
+        "-o",
+        s(&plain),
+        "--no-recorded-header",
+        "--json",
+    ]);
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    let header = &serde_json::from_str::<serde_json::Value>(&stdout(&r)).unwrap()["header"];
+    assert_ne!(header["name"], "kept");
+    // An unpack told not to record removes an older record.
+    let r = neff(&[
+        "unpack",
+        s(&plain),
+        "-o",
+        s(&tree),
+        "--force",
+        "--no-recorded-header",
+    ]);
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    assert!(!record.exists());
+}

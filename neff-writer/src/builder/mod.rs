@@ -396,6 +396,7 @@ impl NeffBuilder {
             );
         }
         let checked = !spec.unchecked;
+        let (mut options, preset, feature_bits) = write_options(&mut spec, run)?;
         if checked && spec.subgraphs.is_empty() {
             // The runtime's G29b assert would say it less plainly.
             return spec_invalid(
@@ -403,7 +404,6 @@ impl NeffBuilder {
                 "no subgraphs: a model needs at least one (or give a lifted spec's `payload`)",
             );
         }
-        let (mut options, preset, feature_bits) = write_options(&mut spec, run)?;
         let style = style.unwrap_or(ContentStyle::of(preset));
         for sg in &spec.subgraphs {
             let name = sg.name();
