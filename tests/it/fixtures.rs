@@ -76,6 +76,11 @@ fn the_corpus_matches_neff_verify_covers_every_gate_and_is_reproducible() {
     for f in &manifest.fixtures {
         let path = a.join(&f.file);
         let flags = verify_flags(f);
+        assert_eq!(
+            f.verify_args, flags,
+            "{}: the manifest's verify_args",
+            f.file
+        );
         let mut args = vec!["verify", path.to_str().unwrap(), "--json"];
         args.extend(flags.iter().map(String::as_str));
         let r = neff(&args);

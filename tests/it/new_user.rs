@@ -154,3 +154,26 @@ fn unpack_then_pack_keeps_the_header_and_framing_and_never_packs_the_record() {
     assert_eq!(code(&r), 0, "{}", stderr(&r));
     assert!(!record.exists());
 }
+
+#[test]
+fn a_cayman_model_without_evtaccel_loads_and_the_schema_says_it_may() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"{"target": "cayman", "subgraphs": [{"name": "sg00",
+  "inputs": [{"name": "x", "dtype": "float32", "shape": [4]}],
+  "outputs": [{"name": "y", "dtype": "float32", "shape": [4]}]}]}"#;
+    let spec = file(dir.path(), "spec.json", text);
+    let out = dir.path().join("o.neff");
+    let built = neff(&["build", s(&spec), "-o", s(&out), "-q"]);
+    assert_eq!(code(&built), 0, "{}", stderr(&built));
+    let verified = neff(&["verify", s(&out), "--instance-arch", "cayman"]);
+    assert_eq!(code(&verified), 0, "{}", stdout(&verified));
+    let schema = stdout(&neff(&["schema", "build-spec"]));
+    let schema: serde_json::Value = serde_json::from_str(&schema).unwrap();
+    let text = schema.to_string();
+    let at = text
+        .find("Add the EVTACCEL carveout")
+        .expect("the evtaccel key's description");
+    let description = &text[at..at + 400];
+    assert!(description.contains("Optional"), "{description}");
+    assert!(!description.contains("requires"), "{description}");
+}

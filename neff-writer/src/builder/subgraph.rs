@@ -74,8 +74,11 @@ pub struct Subgraph {
     /// `<sg>/ucode_lib.json` and as members; sets feature bit `custom_ops`.
     #[serde(default)]
     pub ucode_libs: Vec<UcodeLibSpec>,
-    /// Add the EVTACCEL carveout CAYMAN requires
+    /// Add the EVTACCEL carveout
     /// (`{"type": "evtaccel", "offset": 229368, "size": 8, "base_partition": 0, "partitions": 128}`).
+    /// Optional on every arch: on CAYMAN it enables EVTACCEL, and without it
+    /// the runtime loads the model with EVTACCEL disabled; a carveout given
+    /// must have exactly these values there (G30).
     #[serde(default)]
     pub evtaccel: bool,
     /// Other `runtime_statebuffer_reservation` entries, as they are.
