@@ -339,6 +339,11 @@ pub struct GraphSummary {
     /// display only (says which).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub partial: Option<String>,
+    /// Every var name of def.json, for the cross-reference checks of the
+    /// DMA blocks (not shown).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub var_names: HashSet<String>,
 }
 
 /// The size of the runtime's HBM scratchpad page (512 MiB, its

@@ -5,9 +5,16 @@ use std::collections::HashSet;
 use super::*;
 use crate::model::DmaSummary;
 
+/// Warnings of names a DMA block refers to that def.json does not define,
+/// shown per member before the rest are counted.
+const UNDEFINED_SHOWN: usize = 3;
+
 /// G26: DMA blocks and their descriptors; counts the descriptors into
-/// `summary.dma` (see [`hardware_descriptors`]).
+/// `summary.dma` (see [`hardware_descriptors`]). A block's `queue` that is
+/// no `dma_queue` of def.json, and a descriptor's `from`/`to` that is no
+/// var of it, are warnings: what the runtime does then is not known.
 pub(super) fn dma_blocks(
+    ctx: &mut Ctx<'_>,
     blocks: Option<Json<'_>>,
     member: &str,
     key: &str,
@@ -29,6 +36,7 @@ pub(super) fn dma_blocks(
         .chain(&summary.outputs)
         .map(|v| v.name.clone())
         .collect();
+    let mut undefined = Vec::new();
     for (b, block) in blocks.iter().enumerate() {
         let Some(block) = block.as_object() else {
             return Err(reject(
@@ -37,11 +45,22 @@ pub(super) fn dma_blocks(
                 format!("{member}: {key}[{b}] is not an object"),
             ));
         };
+        if let Some(queue) = block.get("queue").and_then(Json::as_str) {
+            if !summary.queues.iter().any(|q| q.name == queue) {
+                undefined.push(format!("{key}[{b}].queue {queue:?} is no dma_queue"));
+            }
+        }
         let descs = block.get("desc").map(Json::items).unwrap_or_default();
         for (d, desc) in descs.iter().enumerate() {
             let keys = desc.as_object().map(DescKeys::of);
             if let Some(keys) = &keys {
                 count_descriptors(keys, &io, &mut summary.dma);
+                for (end, value) in [("from", keys.from), ("to", keys.to)] {
+                    let name = value.and_then(Json::as_str);
+                    if let Some(name) = name.filter(|n| !summary.var_names.contains(*n)) {
+                        undefined.push(format!("{key}[{b}].desc[{d}].{end} {name:?} is no var"));
+                    }
+                }
             }
             // The descriptor's path is only written for a refusal.
             dma_desc(keys.as_ref()).map_err(|(message, problem)| {
@@ -52,6 +71,16 @@ pub(super) fn dma_blocks(
                 )
             })?;
         }
+    }
+    if !undefined.is_empty() {
+        let more = match undefined.len().min(UNDEFINED_SHOWN) {
+            n if n < undefined.len() => format!(" (and {} more)", undefined.len() - n),
+            _ => String::new(),
+        };
+        let shown = undefined[..undefined.len().min(UNDEFINED_SHOWN)].join("; ");
+        ctx.warnings.push(format!(
+            "{member}: {shown}{more} of the graph's def.json: the runtime's behaviour is not modelled"
+        ));
     }
     Ok(blocks.len())
 }

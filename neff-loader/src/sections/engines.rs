@@ -42,7 +42,7 @@ pub(super) fn engines(
             ));
         };
         let doc = parsed.root();
-        info.dma_blocks = dma_blocks(doc.get("dma"), &eng_member, "dma", summary)?;
+        info.dma_blocks = dma_blocks(ctx, doc.get("dma"), &eng_member, "dma", summary)?;
         let Some(instr) = doc.get("instr").and_then(Json::as_str) else {
             return Err(reject(
                 Gate::G27,

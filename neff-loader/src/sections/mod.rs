@@ -233,7 +233,15 @@ fn graph_body(
                 .push(format!("{def_member}: cc_streams has no num_streams")),
         }
     }
-    dma_blocks(def.get("dma"), def_member, "dma", summary)?;
+    dma_blocks(ctx, def.get("dma"), def_member, "dma", summary)?;
+    for queue in &summary.queues {
+        if !queue.owner.is_empty() && def.get(&queue.owner).is_none() {
+            ctx.warnings.push(format!(
+                "{def_member}: dma_queue {:?}: its owner {} has no engine manifest in {def_member} (the runtime's behaviour is not modelled)",
+                queue.name, queue.owner
+            ));
+        }
+    }
     if let Some(cfg) = def.get("fp8_conversion_config") {
         if !cfg.is_object() {
             ctx.warnings.push(format!(

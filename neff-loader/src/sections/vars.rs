@@ -20,6 +20,7 @@ pub(super) fn vars(
     let mut max_id: u64 = 0;
     let mut outputs = 0usize;
     for (name, var) in &entries {
+        summary.var_names.insert(name.to_string());
         let at = |key: &str| format!("{member}: var {name:?}: {key}");
         let Some(kind) = var.get("type").and_then(Json::as_str) else {
             return Err(reject(
@@ -102,6 +103,29 @@ pub(super) fn vars(
                 let path = weights(ctx, *var, name, member, sg_dir)?;
                 let member_size = ctx.size(&path);
                 let npy = npy_header(ctx.prefix(&path), &path);
+                if let Some(npy) = &npy {
+                    let stated = var
+                        .get("shape")
+                        .and_then(Json::as_array)
+                        .map(|a| a.iter().filter_map(Json::as_u64).collect::<Vec<u64>>());
+                    let mut differ = Vec::new();
+                    if let (Some(def), Some(file)) = (&dtype, npy_dtype(npy)) {
+                        if *def != file {
+                            differ.push(format!("dtype {def} but its .npy header says {file}"));
+                        }
+                    }
+                    if let (Some(def), Some(file)) = (&stated, &npy.shape) {
+                        if def != file {
+                            differ.push(format!("shape {def:?} but its .npy header says {file:?}"));
+                        }
+                    }
+                    if !differ.is_empty() {
+                        ctx.warnings.push(format!(
+                            "{member}: var {name:?} ({path}) has {} (the runtime reads the data as it is; what it makes of the difference is not modelled)",
+                            differ.join(", ")
+                        ));
+                    }
+                }
                 let weight = WeightSummary {
                     name: name.to_string(),
                     var_id,

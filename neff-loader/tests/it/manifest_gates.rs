@@ -1401,3 +1401,93 @@ fn manifests_nested_up_to_1024_deep_load() {
     );
     assert!(!r.accepted, "{r:?}");
 }
+
+/// A DMA block naming a queue def.json does not define, a descriptor naming
+/// an undefined var, and a queue whose owner engine def.json does not list:
+/// loaded (the runtime's behaviour is not known), each with a warning naming
+/// the key path.
+#[test]
+fn undefined_dma_queues_vars_and_owners_are_warned_about() {
+    let r = on(
+        Arch::Cayman,
+        &with_def(|d| {
+            d["dma_queue"] = json!({"q": {"owner": "pool", "type": "in", "semaphore": 1}});
+            d["dma"] = json!([{"queue": "q_typo", "id": 0, "desc": [
+                {"from": "x", "to": "y", "from_sizes": [4], "from_steps": [1], "to_sizes": [4], "to_steps": [1]},
+                {"from": "x", "to": "z", "from_sizes": [4], "from_steps": [1], "to_sizes": [4], "to_steps": [1]}]}]);
+            d.as_object_mut().unwrap().remove("pool");
+        }),
+    );
+    accepted(&r);
+    crate::assert_no_debug_text(&r);
+    let find = |needle: &str| r.warnings.iter().find(|w| w.contains(needle)).cloned();
+    let blocks = find("dma[0].queue \"q_typo\" is no dma_queue").expect("the undefined queue");
+    assert!(
+        blocks.contains("dma[0].desc[1].to \"z\" is no var"),
+        "{blocks}"
+    );
+    assert!(!blocks.contains("desc[0]"), "{blocks}");
+    assert!(
+        blocks.contains("the runtime's behaviour is not modelled"),
+        "{blocks}"
+    );
+    let owner = find("dma_queue \"q\": its owner pool has no engine manifest").expect("the owner");
+    assert!(owner.starts_with("sg00/def.json"), "{owner}");
+}
+
+/// A `.npy` v1 member of `descr` and `shape` holding `data`.
+fn npy(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
+    let mut dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    while (10 + dict.len() + 1) % 64 != 0 {
+        dict.push(' ');
+    }
+    dict.push('\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend_from_slice(&(dict.len() as u16).to_le_bytes());
+    out.extend_from_slice(dict.as_bytes());
+    out.extend_from_slice(data);
+    out
+}
+
+/// A weight whose `.npy` header disagrees with def.json's dtype and shape:
+/// loaded (the runtime reads the bytes as they are), with a warning naming
+/// both.
+#[test]
+fn a_weight_whose_npy_header_disagrees_with_def_json_is_warned_about() {
+    let def = |dtype: &str| {
+        edit(DEF_JSON, |d| {
+            d["var"]["w"] = json!({"type": "file", "var_id": 2, "file_name": "w.npy",
+                                   "dtype": dtype, "shape": [4]});
+        })
+    };
+    let weight = npy("<f2", "(2, 2)", &[0; 8]);
+    let r = on(
+        Arch::Cayman,
+        &model_neff(&[("sg00/def.json", &def("float32")), ("sg00/w.npy", &weight)]),
+    );
+    accepted(&r);
+    let warning = r
+        .warnings
+        .iter()
+        .find(|w| w.contains("var \"w\""))
+        .expect("a warning");
+    assert!(
+        warning.contains("dtype float32 but its .npy header says float16"),
+        "{warning}"
+    );
+    assert!(
+        warning.contains("shape [4] but its .npy header says [2, 2]"),
+        "{warning}"
+    );
+    let same = npy("<f2", "(4,)", &[0; 8]);
+    let r = on(
+        Arch::Cayman,
+        &model_neff(&[("sg00/def.json", &def("float16")), ("sg00/w.npy", &same)]),
+    );
+    accepted(&r);
+    assert!(
+        !r.warnings.iter().any(|w| w.contains("var \"w\"")),
+        "{:?}",
+        r.warnings
+    );
+}
