@@ -67,6 +67,7 @@ pub mod tar_writer;
 mod tee;
 mod tree_walk;
 mod typing_budget;
+mod unknown_keys;
 mod writeback;
 mod zlib_gzip;
 

@@ -102,6 +102,24 @@ impl Content {
         })
     }
 
+    /// The first key of `value` (this content as JSON) that looks like a
+    /// typo of a modelled key and is not in `original` at the same place.
+    fn typo(
+        &self,
+        value: &serde_json::Value,
+        original: Option<&serde_json::Value>,
+    ) -> Option<crate::unknown_keys::Typo> {
+        use crate::unknown_keys::first_typo;
+        match self {
+            Content::NeffJson(_) => first_typo::<NeffJson>(value, original),
+            Content::Kelf(_) => first_typo::<KelfDescriptor>(value, original),
+            Content::DefJson(_) => first_typo::<DefJson>(value, original),
+            Content::Engine(_) => first_typo::<EngineJson>(value, original),
+            Content::ActInfo(_) => first_typo::<ActInfo>(value, original),
+            Content::Data(_) => None,
+        }
+    }
+
     /// The schema name of the typed manifest (`def-json`), or `data`.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -429,7 +447,7 @@ impl Model {
                     .to_value()
                     .unwrap_or(Ok(serde_json::Value::Null))
                     .map_err(|e| spec_error(format!("{key}: cannot encode: {e}")))?;
-                manifest_bytes(base, &key, m.source.as_ref(), &value)
+                manifest_bytes(base, &key, m.source.as_ref(), &value, typed)
             }
         }
     }
@@ -622,6 +640,7 @@ fn manifest_bytes(
     key: &str,
     source: Option<&Blob>,
     value: &serde_json::Value,
+    content: &Content,
 ) -> Result<MemberSource, Error> {
     let original = match source {
         Some(blob) => match crate::blob::blob_data(base, key, blob.clone())? {
@@ -642,14 +661,22 @@ fn manifest_bytes(
         },
         None => None,
     };
-    if let Some(original) = original {
-        if serde_json::from_slice::<serde_json::Value>(&original)
-            .ok()
-            .as_ref()
-            == Some(value)
-        {
+    let parsed = original
+        .as_deref()
+        .and_then(|o| serde_json::from_slice::<serde_json::Value>(o).ok());
+    if parsed.as_ref() == Some(value) {
+        if let Some(original) = original {
             return Ok(MemberSource::Bytes(original));
         }
+    }
+    if let Some(t) = content.typo(value, parsed.as_ref()) {
+        return Err(spec_error(format!(
+            "{key}: key {} is not one this tool models nor in the source (did you mean {:?}?); to write it as it is, give the member as data",
+            t.path, t.known
+        ))
+        .at_key(format!("{key}.{}", t.path)));
+    }
+    if let Some(original) = original {
         if let Some(bytes) = restyle::rewrite(&original, value) {
             return Ok(MemberSource::Bytes(bytes));
         }

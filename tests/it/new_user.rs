@@ -177,3 +177,59 @@ fn a_cayman_model_without_evtaccel_loads_and_the_schema_says_it_may() {
     assert!(description.contains("Optional"), "{description}");
     assert!(!description.contains("requires"), "{description}");
 }
+
+#[test]
+fn a_key_that_looks_like_a_typo_is_refused_with_the_key_it_is_near() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Written: an extra key of a generated var.
+    let text = r#"{"subgraphs": [{"name": "sg00",
+  "inputs": [{"name": "x", "dtype": "float32", "shape": [4], "extra": {"alignmnet": 64}}],
+  "outputs": [{"name": "y", "dtype": "float32", "shape": [4]}]}]}"#;
+    let spec = file(d, "spec.json", text);
+    let out = neff(&["build", s(&spec), "-o", s(&d.join("o.neff"))]);
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(stderr(&out).contains("var.x.alignmnet"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("did you mean \"alignment\"?"),
+        "{}",
+        stderr(&out)
+    );
+    // Lifted: the same typo added to a lifted def.json.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let built = d.join("m.neff");
+    let model = root.join("examples/allreduce.json");
+    assert_eq!(code(&neff(&["build", s(&model), "-o", s(&built), "-q"])), 0);
+    let lifted = d.join("lifted.json");
+    let r = neff(&[
+        "unpack",
+        s(&built),
+        "-o",
+        s(&d.join("tree")),
+        "--spec",
+        s(&lifted),
+    ]);
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    let mut spec: serde_json::Value = serde_json::from_slice(&fs::read(&lifted).unwrap()).unwrap();
+    let payload = spec["payload"].as_array_mut().unwrap();
+    let def = payload
+        .iter_mut()
+        .find(|m| m["name"] == "sg00/def.json")
+        .unwrap();
+    let def = def
+        .as_object_mut()
+        .unwrap()
+        .values_mut()
+        .find(|v| v.get("var").is_some())
+        .unwrap();
+    def["var"]["input"]["alignmnet"] = serde_json::json!(64);
+    fs::write(&lifted, serde_json::to_vec_pretty(&spec).unwrap()).unwrap();
+    let r = neff(&["build", s(&lifted), "-o", s(&d.join("edited.neff"))]);
+    assert_eq!(code(&r), 2, "{}", stderr(&r));
+    assert!(stderr(&r).contains("var.input.alignmnet"), "{}", stderr(&r));
+    assert!(
+        stderr(&r).contains("did you mean \"alignment\"?"),
+        "{}",
+        stderr(&r)
+    );
+}

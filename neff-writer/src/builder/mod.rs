@@ -472,6 +472,10 @@ impl NeffBuilder {
             style::compiler_graph(&mut graph);
         }
         graph.extra = spec.neff_json_extra;
+        if checked {
+            subgraph::refuse_typo(&graph, "neff.json")?;
+            subgraph::refuse_typo(&kelf, &kelf_member)?;
+        }
         insert_member(&mut members, "neff.json".into(), style.graph_json(&graph)?)?;
         insert_member(&mut members, kelf_member, style.graph_json(&kelf)?)?;
 

@@ -798,6 +798,9 @@ impl Subgraph {
                 None => MemberSource::Bytes(Vec::new()),
             };
             members.push((member_name(&sg, &bin_member, &at)?, instr));
+            if checked {
+                refuse_typo::<EngineJson>(&json, &format!("{at}: {json_member}"))?;
+            }
             members.push((
                 member_name(&sg, &json_member, &at)?,
                 style.engine_json(&json)?,
@@ -805,6 +808,9 @@ impl Subgraph {
             def.set_engine(engine, Some(json_member));
         }
 
+        if checked {
+            refuse_typo::<DefJson>(&def, &format!("subgraph {sg}: def.json"))?;
+        }
         members.push((format!("{sg}/def.json"), style.def_json(&def)?));
         Ok(Generated {
             members,
@@ -854,6 +860,24 @@ fn assign_var_ids(vars: &[VarDecl], style: ContentStyle) -> Vec<u64> {
         };
     }
     ids
+}
+
+/// Refuses a key of the manifest `value` (named `what`) that its type does
+/// not model and that looks like a typo of one it does (an `extra` key such
+/// as `alignmnet`): written as it is, the intended setting would be lost.
+pub(crate) fn refuse_typo<T: schemars::JsonSchema + serde::Serialize>(
+    value: &T,
+    what: &str,
+) -> Result<(), Error> {
+    let value = serde_json::to_value(value)
+        .map_err(|e| Error::new(ErrorKind::Invalid, format!("{what}: {e}")))?;
+    match crate::unknown_keys::first_typo::<T>(&value, None) {
+        Some(t) => invalid(format!(
+            "{what}: key {} is not one this tool models (did you mean {:?}?); the unchecked path writes it as it is",
+            t.path, t.known
+        )),
+        None => Ok(()),
+    }
 }
 
 /// " (did you mean …?)" for a dtype the runtime does not know: the dtype

@@ -502,7 +502,7 @@ fn checked_rules_name_the_subgraph_and_key() {
     let base =
         |sg: neff_writer::builder::Subgraph| sg.input("x", f32s(&[1])).output("y", f32s(&[1]));
     let cases: Vec<(NeffBuilder, &str)> = vec![
-        (NeffBuilder::new(), "G29b "),
+        (NeffBuilder::new(), "subgraphs: no subgraphs"),
         (
             NeffBuilder::new().subgraph("sg00", |sg| sg.input("x", f32s(&[1]))),
             "G20b Invalid NEFF: graph sg00/def.json has no Outputs",
