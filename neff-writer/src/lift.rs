@@ -58,7 +58,7 @@ pub struct Model {
 
 /// One member of a [`Model`].
 #[serde_with::skip_serializing_none]
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct PayloadMember {
     /// The member name (`sg00/def.json`).
     pub name: String,
@@ -87,6 +87,81 @@ pub enum Content {
     ActInfo(Box<ActInfo>),
     /// Bytes: a path relative to the spec, or inline base64 or text.
     Data(Blob),
+}
+
+/// The keys of a [`PayloadMember`]: `name`, `source`, then the content
+/// keys, one per [`Content`] variant.
+const MEMBER_KEYS: [&str; 8] = [
+    "name",
+    "source",
+    "neff_json",
+    "kelf",
+    "def_json",
+    "engine",
+    "act_info",
+    "data",
+];
+
+/// Read key by key, each value straight from the text (a flattened
+/// `content` would be buffered first: an error would name only the member,
+/// at the line where it ends, not the key path and line of the bad value).
+impl<'de> Deserialize<'de> for PayloadMember {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Member;
+        impl<'de> serde::de::Visitor<'de> for Member {
+            type Value = PayloadMember;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a payload member: `name`, one content key and `source`")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<PayloadMember, A::Error> {
+                use serde::de::Error as _;
+                let (mut name, mut content, mut source) = (None, None, None);
+                while let Some(key) = map.next_key::<String>()? {
+                    let value = match key.as_str() {
+                        "name" if name.is_none() => {
+                            name = Some(map.next_value()?);
+                            continue;
+                        }
+                        "source" if source.is_none() => {
+                            source = Some(map.next_value()?);
+                            continue;
+                        }
+                        "neff_json" => Content::NeffJson(map.next_value()?),
+                        "kelf" => Content::Kelf(map.next_value()?),
+                        "def_json" => Content::DefJson(map.next_value()?),
+                        "engine" => Content::Engine(map.next_value()?),
+                        "act_info" => Content::ActInfo(map.next_value()?),
+                        "data" => Content::Data(map.next_value()?),
+                        "name" => return Err(A::Error::duplicate_field("name")),
+                        "source" => return Err(A::Error::duplicate_field("source")),
+                        other => return Err(A::Error::unknown_field(other, &MEMBER_KEYS)),
+                    };
+                    if content.replace(value).is_some() {
+                        return Err(A::Error::custom(format!(
+                            "a second content key `{key}`: a member holds one of {}",
+                            MEMBER_KEYS[2..].join(", ")
+                        )));
+                    }
+                }
+                Ok(PayloadMember {
+                    name: name.ok_or_else(|| A::Error::missing_field("name"))?,
+                    content: content.ok_or_else(|| {
+                        A::Error::custom(format!(
+                            "no content key: give one of {}",
+                            MEMBER_KEYS[2..].join(", ")
+                        ))
+                    })?,
+                    source: source.flatten(),
+                })
+            }
+        }
+        d.deserialize_map(Member)
+    }
 }
 
 impl Content {

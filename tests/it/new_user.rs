@@ -233,3 +233,39 @@ fn a_key_that_looks_like_a_typo_is_refused_with_the_key_it_is_near() {
         stderr(&r)
     );
 }
+
+#[test]
+fn a_type_error_in_a_lifted_spec_names_the_key_path_and_line_of_the_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let built = d.join("m.neff");
+    let model = root.join("examples/allreduce.json");
+    assert_eq!(code(&neff(&["build", s(&model), "-o", s(&built), "-q"])), 0);
+    let lifted = d.join("lifted.json");
+    let r = neff(&[
+        "unpack",
+        s(&built),
+        "-o",
+        s(&d.join("tree")),
+        "--spec",
+        s(&lifted),
+        "-q",
+    ]);
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    let text = fs::read_to_string(&lifted).unwrap();
+    let mut spec: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let payload = spec["payload"].as_array_mut().unwrap();
+    let i = payload
+        .iter()
+        .position(|m| m["name"] == "sg00/def.json")
+        .unwrap();
+    payload[i]["def_json"]["var"]["input"]["size"] = serde_json::json!("abc");
+    let text = serde_json::to_string_pretty(&spec).unwrap();
+    let line = 1 + text.lines().position(|l| l.contains("\"abc\"")).unwrap();
+    fs::write(&lifted, &text).unwrap();
+    let r = neff(&["build", s(&lifted), "-o", s(&d.join("o.neff"))]);
+    assert_eq!(code(&r), 2, "{}", stderr(&r));
+    let want = format!("payload[{i}].def_json.var.input.size: invalid type: string \"abc\", expected u64 at line {line} column");
+    assert!(stderr(&r).contains(&want), "{want}\n{}", stderr(&r));
+}
