@@ -82,6 +82,12 @@ pub struct BuildSpec {
     /// it (or when `uuid` is `"keep"`); otherwise a new one is derived.
     #[serde(default)]
     pub source_hash: Option<HashBlob<32>>,
+    /// A barrier config attached as the member `barrier_config.json`, in the
+    /// firmware logger's JSON shape (as `neff barrier` writes it; `neff
+    /// inspect` decodes it; the runtime never reads it). Checked when given:
+    /// where both views are given, they must agree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub barrier_config: Option<neff_schema::barrier::json::BarrierConfigsJson>,
     /// Members no manifest generates (`hlo_stats.json`, `.asm` listings, ...):
     /// member name → blob. Clashing with a generated member is an error.
     #[serde(default)]
@@ -192,6 +198,7 @@ impl BuildSpec {
             ("subgraphs", !self.subgraphs.is_empty()),
             ("members", !self.members.is_empty()),
             ("raw_members", !self.raw_members.is_empty()),
+            ("barrier_config", self.barrier_config.is_some()),
             ("target", self.target.is_some()),
             ("kelf_member", self.kelf_member.is_some()),
             ("kelf_node_name", self.kelf_node_name.is_some()),

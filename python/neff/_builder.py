@@ -381,12 +381,15 @@ class Builder:
                  kelf_member: Optional[str] = None, kelf_node_name: Optional[str] = None,
                  kelf_version: Optional[str] = None,
                  kelf_extra: Optional[Mapping[str, Any]] = None,
-                 neff_json_extra: Optional[Mapping[str, Any]] = None) -> None:
+                 neff_json_extra: Optional[Mapping[str, Any]] = None,
+                 barrier_config: Optional[Mapping[str, Any]] = None) -> None:
         self._model = _native.Model(
             name=name, target=target, pkg_version=pkg_version, framing=framing, level=level,
             uuid=None if uuid is None else str(uuid), features=list(features),
             header=header, kelf_member=kelf_member, kelf_node_name=kelf_node_name,
             kelf_version=kelf_version, kelf_extra=kelf_extra, neff_json_extra=neff_json_extra)
+        if barrier_config is not None:
+            self.barrier_config(barrier_config)
         #: A lifted model (the spec :func:`neff.lift` returns), else ``None``.
         self._lifted_doc: Optional[Dict[str, Any]] = None
         self._tree: Optional[str] = None
@@ -412,6 +415,17 @@ class Builder:
             replica_groups=replica_groups, src_target_pairs=src_target_pairs,
             num_streams=num_streams, fp8_conversion_config=fp8_conversion_config, extra=extra)
         return Subgraph(self._model, index, name)
+
+    def barrier_config(self, config: Mapping[str, Any]) -> Builder:
+        """Attaches a barrier config as the member ``barrier_config.json``, in the
+        firmware logger's JSON shape (``neff barrier`` writes it, ``neff inspect``
+        decodes it; the runtime never reads it). Checked now: a malformed one, or
+        host and device views that disagree, raise :class:`neff.NeffError`.
+
+        >>> b.barrier_config({"execute_device_barrier": "0x0"})  # doctest: +SKIP
+        """
+        self._model.barrier_config(config)
+        return self
 
     def member(self, name: str, data: Data) -> Builder:
         """A member no manifest generates (``hlo_stats.json``, ``.asm`` listings…).

@@ -400,3 +400,14 @@ def test_a_value_that_contains_itself_is_an_error_not_a_crash() -> None:
     with pytest.raises(neff.NeffError, match="contains itself") as caught:
         sg.key("debug_info", looped)
     assert caught.value.key is not None and caught.value.key.startswith("subgraphs[0].extra.debug_info")
+
+
+def test_a_barrier_config_is_attached_and_a_bad_one_refused_at_the_call(tmp_path: Path) -> None:
+    b = neff.Builder(barrier_config={"execute_device_barrier": "0x1"})
+    b.subgraph("sg00").input("x", "float32", (4,)).output("y", "float32", (4,))
+    out = tmp_path / "m.neff"
+    b.write(out)
+    assert b"execute_device_barrier" in neff.open(out)["barrier_config.json"]
+    with pytest.raises(neff.NeffError) as caught:
+        neff.Builder().barrier_config({"execute_device_barrier": "0x7"})
+    assert caught.value.key == "barrier_config.execute_device_barrier"

@@ -269,3 +269,37 @@ fn a_type_error_in_a_lifted_spec_names_the_key_path_and_line_of_the_value() {
     let want = format!("payload[{i}].def_json.var.input.size: invalid type: string \"abc\", expected u64 at line {line} column");
     assert!(stderr(&r).contains(&want), "{want}\n{}", stderr(&r));
 }
+
+#[test]
+fn a_barrier_config_in_the_spec_is_attached_and_a_bad_one_as_a_member_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let model = r#""subgraphs": [{"name": "sg00",
+  "inputs": [{"name": "x", "dtype": "float32", "shape": [4]}],
+  "outputs": [{"name": "y", "dtype": "float32", "shape": [4]}]}]"#;
+    let good = file(
+        d,
+        "good.json",
+        &format!(r#"{{"barrier_config": {{"execute_device_barrier": "0x1"}}, {model}}}"#),
+    );
+    let out = d.join("good.neff");
+    let r = neff(&["build", s(&good), "-o", s(&out), "-q"]);
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    let shown = stdout(&neff(&["inspect", s(&out)]));
+    assert!(
+        shown.contains("barrier config (barrier_config.json): execute_device_barrier 0x1"),
+        "{shown}"
+    );
+    let member = r#"{"execute_device_barrier": "0x7"}"#;
+    let text =
+        format!(r#"{{"members": {{"barrier_config.json": {{"text": {member:?}}}}}, {model}}}"#);
+    let bad = file(d, "bad.json", &text);
+    let r = neff(&["build", s(&bad), "-o", s(&d.join("bad.neff"))]);
+    assert_eq!(code(&r), 2, "{}", stderr(&r));
+    assert!(
+        stderr(&r).contains("members.\"barrier_config.json\": not a barrier config"),
+        "{}",
+        stderr(&r)
+    );
+    assert!(!d.join("bad.neff").exists());
+}

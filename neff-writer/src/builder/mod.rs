@@ -237,9 +237,9 @@ impl NeffBuilder {
     /// Attaches a barrier config as the member [`BARRIER_CONFIG_MEMBER`], in the
     /// firmware logger's JSON shape. The runtime never reads it (no manifest
     /// names it); `neff inspect` decodes it.
-    pub fn barrier_config(self, configs: &neff_schema::barrier::BarrierConfigs) -> Self {
-        let text = neff_schema::barrier::json::to_json(configs) + "\n";
-        self.member(BARRIER_CONFIG_MEMBER, text.into_bytes())
+    pub fn barrier_config(mut self, configs: &neff_schema::barrier::BarrierConfigs) -> Self {
+        self.spec.barrier_config = Some(configs.into());
+        self
     }
 
     /// The unchecked path: sets member `name` to `data` after everything is
@@ -485,8 +485,19 @@ impl NeffBuilder {
             INFO_MEMBER.to_string(),
             MemberSource::Bytes(info),
         )?;
+        if let Some(config) = &spec.barrier_config {
+            let configs = config
+                .to_configs()
+                .or_else(|e| spec_invalid("barrier_config", e.to_string()))?;
+            let text = neff_schema::barrier::json::to_json(&configs) + "\n";
+            let source = MemberSource::Bytes(text.into_bytes());
+            insert_member(&mut members, BARRIER_CONFIG_MEMBER.to_string(), source)?;
+        }
         for (name, data) in spec.members {
             check_name(&name)?;
+            if checked && name == BARRIER_CONFIG_MEMBER {
+                check_barrier_member(&data)?;
+            }
             let source = data.into_source(&format!("member {name}"))?;
             if members.contains_key(&name) {
                 return invalid(format!(
@@ -558,6 +569,29 @@ fn write_options(
         ..options
     };
     Ok((options, settings.framing.unwrap_or_default(), feature_bits))
+}
+
+/// A `barrier_config.json` given as a member must read as a barrier config
+/// (`neff inspect` decodes it; the runtime never reads it): refused at
+/// build rather than found by `inspect` later.
+fn check_barrier_member(data: &Data) -> Result<(), Error> {
+    let key = format!("members.{BARRIER_CONFIG_MEMBER:?}");
+    let bytes = match data {
+        Data::Source(MemberSource::Bytes(bytes)) => std::borrow::Cow::Borrowed(bytes.as_slice()),
+        Data::Path(path) => std::borrow::Cow::Owned(crate::small_file::read_small_file(
+            path,
+            crate::small_file::SMALL_MAX,
+            "barrier config",
+        )?),
+        _ => return Ok(()),
+    };
+    match neff_schema::barrier::json::from_json(&bytes) {
+        Ok(_) => Ok(()),
+        Err(e) => spec_invalid(
+            key,
+            format!("not a barrier config ({e}); give it as `barrier_config`, or write it anyway with the unchecked path"),
+        ),
+    }
 }
 
 fn check_name(name: &str) -> Result<(), Error> {

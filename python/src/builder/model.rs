@@ -337,6 +337,19 @@ impl Model {
         Ok(())
     }
 
+    /// Sets the barrier config (the firmware logger's JSON shape), checked
+    /// now: where both views are given, they must agree.
+    fn barrier_config(&mut self, config: &Bound<'_, PyAny>) -> PyResult<()> {
+        let key = "barrier_config";
+        let parsed: neff_schema::barrier::json::BarrierConfigsJson =
+            from_json(json_of(config, key)?, key)?;
+        parsed
+            .to_configs()
+            .map_err(|e| spec_error(key, e.to_string()))?;
+        self.spec_mut().barrier_config = Some(parsed);
+        Ok(())
+    }
+
     /// Adds member `name` (one no manifest generates).
     fn member(&mut self, name: String, data: DataRef<'_>) -> PyResult<()> {
         let data = self.blob(data);
