@@ -219,6 +219,10 @@ pub struct WeightEdit {
     pub var: String,
     /// The new `.npy` (version 1): a path relative to the spec, or inline.
     pub npy: Blob,
+    /// Allow a new dtype or shape: by default the new `.npy` must have the
+    /// `descr` and shape of the one it replaces (when that is a `.npy`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub retype: bool,
 }
 
 /// What [`Model::replace_weight`] changed.
@@ -405,17 +409,7 @@ impl Model {
     /// there follows.
     pub fn replace_weight(&mut self, base: &Path, edit: WeightEdit) -> Result<WeightChange, Error> {
         let at = format!("weights {} var {:?}", edit.def_json, edit.var);
-        let data_len = match crate::blob::blob_data(base, &at, edit.npy.clone())? {
-            crate::Data::Path(path) => crate::builder::weights::npy_file_data_len(&path, &at)?,
-            crate::Data::Source(crate::MemberSource::Bytes(bytes)) => {
-                crate::builder::weights::npy_bytes_data_len(&bytes, &at)?
-            }
-            _ => {
-                return Err(spec_error(format!(
-                    "{at}: the .npy must be a file or inline bytes"
-                )))
-            }
-        };
+        let (new, data_len) = npy_of(base, &at, &edit.npy)?;
         let def_json = edit.def_json.as_str();
         let Some(def) = self.def_json_mut(def_json) else {
             return Err(spec_error(format!(
@@ -435,20 +429,55 @@ impl Model {
                 var.kind
             )));
         };
+        let member = beside(def_json, &file);
+        if !edit.retype {
+            let old = match self.member(&member).map(|m| &m.content) {
+                Some(Content::Data(blob)) if member.ends_with(".npy") => {
+                    npy_of(base, &at, blob).ok().map(|(h, _)| h)
+                }
+                _ => None,
+            };
+            let changed = |old: &&neff_schema::npy::NpyHeader| {
+                (&old.descr, &old.shape) != (&new.descr, &new.shape)
+            };
+            if let Some(old) = old.as_ref().filter(changed) {
+                let show = |h: &neff_schema::npy::NpyHeader| {
+                    format!(
+                        "{} of shape {:?}",
+                        h.descr.as_deref().unwrap_or("?"),
+                        h.shape.as_deref().unwrap_or_default()
+                    )
+                };
+                return Err(spec_error(format!(
+                    "{at}: the new .npy is {} but {member} is {}: a dtype or shape change is refused unless asked (`\"retype\": true`)",
+                    show(&new),
+                    show(old)
+                )));
+            }
+        }
+        let Some(m) = self.member_mut(&member) else {
+            return Err(spec_error(format!(
+                "{at}: its file_name names {member}, which is not a member"
+            )));
+        };
+        m.content = Content::Data(edit.npy);
+        m.source = None;
+        // The var follows the data: its size, and with `retype` its dtype
+        // and shape where it states them.
+        let var = self
+            .def_json_mut(def_json)
+            .and_then(|d| d.var.get_mut(&edit.var))
+            .ok_or_else(|| spec_error(format!("{at}: the var went missing")))?;
         let old_size = var.size;
         if old_size.is_some() {
             var.size = Some(data_len);
         }
-        let member = beside(def_json, &file);
-        match self.member_mut(&member) {
-            Some(m) => {
-                m.content = Content::Data(edit.npy);
-                m.source = None;
+        if edit.retype {
+            if let (Some(_), Some(dtype)) = (&var.dtype, new.dtype()) {
+                var.dtype = Some(dtype);
             }
-            None => {
-                return Err(spec_error(format!(
-                    "{at}: its file_name names {member}, which is not a member"
-                )))
+            if let (Some(_), Some(shape)) = (&var.shape, &new.shape) {
+                var.shape = Some(shape.clone());
             }
         }
         Ok(WeightChange {
@@ -575,6 +604,21 @@ impl Model {
         ];
         let text = crate::pretty_json::to_pretty(value, &lists).map_err(fail)?;
         Ok(text + "\n")
+    }
+}
+
+/// The `.npy` header and data length of a blob (a file or inline bytes).
+fn npy_of(
+    base: &Path,
+    at: &str,
+    blob: &Blob,
+) -> Result<(neff_schema::npy::NpyHeader, u64), Error> {
+    match crate::blob::blob_data(base, at, blob.clone())? {
+        crate::Data::Path(path) => crate::builder::weights::npy_file_data_len(&path, at),
+        crate::Data::Source(crate::MemberSource::Bytes(bytes)) => {
+            crate::builder::weights::npy_bytes_data_len(&bytes, at)
+        }
+        _ => Err(spec_error(format!("{at}: the .npy must be a file or inline bytes"))),
     }
 }
 

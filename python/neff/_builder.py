@@ -486,13 +486,19 @@ class Builder:
         builder._tree = tree
         return builder
 
-    def replace_weight(self, var: str, data: Data, *, def_json: str = "sg00/def.json") -> Builder:
+    def replace_weight(self, var: str, data: Data, *, def_json: Optional[str] = None,
+                       graph: Optional[str] = None, all_graphs: bool = False,
+                       retype: bool = False) -> Builder:
         """Replaces a lifted model's weights (see :func:`neff.lift`): the ``file``
-        var ``var`` of ``def_json`` gets ``data``, a numpy array (any shape: the
-        ``.npy`` header carries it), the bytes of a whole ``.npy`` file, or the
-        path of one. An array or bytes are written over the weights file in the
-        lifted folder; a path is used where it is. The var's ``size``, where it
-        has one, follows the data length; nothing else names weights.
+        var ``var`` gets ``data``, a numpy array, the bytes of a whole ``.npy``
+        file, or the path of one. An array or bytes are written over the weights
+        file in the lifted folder (once checked); a path is used where it is. The
+        var's ``size``, where it has one, follows the data length.
+
+        The var is looked for in every graph's def.json: a name in several is
+        refused, listing them, unless ``def_json=`` (``"sg01/def.json"``) or
+        ``graph=`` (``"sg01"``) picks one or ``all_graphs=True`` replaces every
+        copy. A new dtype or shape is refused unless ``retype=True``.
 
         >>> b = neff.lift("model.neff", "tree")  # doctest: +SKIP
         >>> b.replace_weight("identity_82_sg0000", numpy.eye(128, dtype="float16"))  # doctest: +SKIP
@@ -501,15 +507,54 @@ class Builder:
         if tree is None:
             raise _error("weights", "replace_weight edits a lifted model (see neff.lift); "
                                     "a new model gives weights with Subgraph.weight")
+        for target in self._weight_defs(var, def_json, graph, all_graphs):
+            self._replace_one(tree, target, var, data, retype)
+        return self
+
+    def _weight_defs(self, var: str, def_json: Optional[str], graph: Optional[str],
+                     all_graphs: bool) -> List[str]:
+        """The def.json members whose ``file`` var ``var`` a replacement edits."""
+        if def_json is not None:
+            return [def_json]
+        if graph is not None:
+            for member in (self._lifted_doc or {}).get("payload", ()):
+                for g in (member.get("kelf") or {}).get("graphs", ()):
+                    if g.get("name") == graph and isinstance(g.get("definition"), str):
+                        return [g["definition"]]
+            return [f"{graph}/def.json"]
+        found = [m["name"] for m in (self._lifted_doc or {}).get("payload", ())
+                 if isinstance((m.get("def_json") or {}).get("var", {}).get(var), dict)]
+        if not found:
+            raise _error(f"weights.{var}", f"no def.json of the model has a var {var!r}")
+        if len(found) > 1 and not all_graphs:
+            raise _error(f"weights.{var}", f"var {var!r} is in {', '.join(found)}: pick one with "
+                                           f"def_json= or graph=, or replace every copy with all_graphs=True")
+        return found
+
+    def _replace_one(self, tree: str, def_json: str, var: str, data: Data, retype: bool) -> None:
+        """Replaces ``var`` of ``def_json``: new bytes go to a temp file beside the
+        weights member, checked, then renamed over it."""
         if isinstance(data, (str, os.PathLike)):
             path = os.path.abspath(os.fspath(data))
-        else:
-            member = self._weights_member(def_json, var)
-            path = os.path.join(tree, *member.split("/"))
-            _write_npy(path, data, f"weights.{var}")
-        text = _native.replace_weight(json.dumps(self._lifted_model()), def_json, var, path)
-        self._lifted_doc = json.loads(text)
-        return self
+            text = _native.replace_weight(json.dumps(self._lifted_model()), def_json, var, path, retype)
+            self._lifted_doc = json.loads(text)
+            return
+        member = self._weights_member(def_json, var)
+        path = os.path.join(tree, *member.split("/"))
+        folder, name = os.path.split(path)
+        temp = os.path.join(folder, f".{name}.neff-tmp.{os.getpid()}.0")
+        _write_npy(temp, data, f"weights.{var}")
+        try:
+            text = _native.replace_weight(json.dumps(self._lifted_model()), def_json, var, temp, retype)
+            os.replace(temp, path)
+        finally:
+            if os.path.exists(temp):
+                os.unlink(temp)
+        doc = json.loads(text)
+        for m in doc.get("payload", ()):
+            if m.get("name") == member:
+                m["data"] = path
+        self._lifted_doc = doc
 
     def _weights_member(self, def_json: str, var: str) -> str:
         """The member the ``file`` var ``var`` of ``def_json`` names."""

@@ -185,9 +185,17 @@ fn lift(
 /// A lifted spec (JSON) with the weights of the `file` var `var` of
 /// `def_json` replaced by the `.npy` at `npy`
 /// ([`neff_writer::lift::Model::replace_weight`]): the member points at it
-/// and the var's `size` follows. Returns the new spec.
+/// and the var's `size` follows; a new dtype or shape only with `retype`.
+/// Returns the new spec.
 #[pyfunction]
-fn replace_weight(spec: &str, def_json: String, var: String, npy: PathBuf) -> PyResult<String> {
+#[pyo3(signature = (spec, def_json, var, npy, retype=false))]
+fn replace_weight(
+    spec: &str,
+    def_json: String,
+    var: String,
+    npy: PathBuf,
+    retype: bool,
+) -> PyResult<String> {
     let spec_error = |message: String| writer_error(&Error::new(ErrorKind::Spec, message));
     let mut doc: serde_json::Value =
         serde_json::from_str(spec).map_err(|e| spec_error(format!("the spec: {e}")))?;
@@ -204,6 +212,7 @@ fn replace_weight(spec: &str, def_json: String, var: String, npy: PathBuf) -> Py
         def_json,
         var,
         npy: Blob::Path(npy),
+        retype,
     };
     model
         .replace_weight(Path::new(""), edit)

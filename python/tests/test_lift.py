@@ -51,7 +51,7 @@ def test_replace_weight_takes_an_array_and_the_size_follows(path: Path, tmp_path
     numpy = pytest.importorskip("numpy")
     builder = neff.lift(path, tmp_path / "tree")
     var = "identity_82_sg0000"
-    builder.replace_weight(var, numpy.full((2, 128, 256), 3, "float16"))
+    builder.replace_weight(var, numpy.full((2, 128, 256), 3, "float16"), retype=True)
     assert builder.payload("sg00/def.json")["def_json"]["var"][var]["size"] == 2 * 128 * 256 * 2
     out = tmp_path / "edited.neff"
     assert builder.write(out, fsync=False).accepted
@@ -132,3 +132,31 @@ def test_the_compiler_preset_writes_the_compilers_content(tmp_path: Path) -> Non
     definition = n.read("sg00/def.json")
     assert b'"name": "definition"' in definition and b'"SB"' in definition
     assert b'"fabric_path": "main"' in definition and b'"dtype"' not in definition
+
+
+def test_replace_weight_refuses_an_ambiguous_name_and_a_new_dtype_unless_asked(tmp_path: Path) -> None:
+    numpy = pytest.importorskip("numpy")
+    b = neff.Builder()
+    for name in ("sg00", "sg01"):
+        with b.subgraph(name) as sg:
+            sg.input("x", "float32", (4,)).output("y", "float32", (4,))
+            sg.weight("w", numpy.zeros(4, "float32"))
+    b.write(tmp_path / "m.neff")
+    lifted = neff.lift(tmp_path / "m.neff", tmp_path / "tree")
+    with pytest.raises(neff.NeffError) as caught:
+        lifted.replace_weight("w", numpy.ones(4, "float32"))
+    assert "sg00/def.json, sg01/def.json" in str(caught.value)
+    before = (tmp_path / "tree" / "sg00" / "w.npy").read_bytes()
+    lifted.replace_weight("w", numpy.ones(4, "float32"), graph="sg01")
+    assert (tmp_path / "tree" / "sg00" / "w.npy").read_bytes() == before
+    assert numpy.load(tmp_path / "tree" / "sg01" / "w.npy").tolist() == [1.0] * 4
+    with pytest.raises(neff.NeffError) as caught:
+        lifted.replace_weight("w", numpy.ones(4, "float16"), all_graphs=True)
+    assert "retype" in str(caught.value)
+    assert numpy.load(tmp_path / "tree" / "sg00" / "w.npy").dtype == numpy.float32
+    assert not [p for p in (tmp_path / "tree" / "sg00").iterdir() if "neff-tmp" in p.name]
+    lifted.replace_weight("w", numpy.full(2, 2, "float16"), all_graphs=True, retype=True)
+    out = lifted.write(tmp_path / "edited.neff")
+    assert out.report.accepted
+    n = neff.open(tmp_path / "edited.neff")
+    assert [w.dtype for g in n.graphs for w in g.weights] == ["float16", "float16"]

@@ -358,7 +358,7 @@ fn a_weight_replaced_through_the_spec_takes_its_new_shape_and_size() {
         let data: Vec<u8> = (0..elements * item).map(|i| (i % 251) as u8).collect();
         let npy = neff::writer::builder::npy::encode_v1(&descr, &[2, elements / 2], &data);
         std::fs::write(tmp.path().join("new.npy"), &npy).unwrap();
-        spec["weights"] = serde_json::json!([{"def_json": def_json, "var": var, "npy": "new.npy"}]);
+        spec["weights"] = serde_json::json!([{"def_json": def_json, "var": var, "npy": "new.npy", "retype": true}]);
         std::fs::write(&spec_path, serde_json::to_vec_pretty(&spec).unwrap()).unwrap();
 
         let out = tmp.path().join("edited.neff");
@@ -416,6 +416,7 @@ fn a_weight_edit_names_what_is_wrong() {
         def_json: "sg00/def.json".into(),
         var: var.into(),
         npy: neff::writer::build_spec::Blob::Path(file.into()),
+        retype: false,
     };
     let err = |r: Result<_, neff::writer::Error>| r.unwrap_err().to_string();
     let e = err(model.replace_weight(tmp.path(), edit("w", "short.npy")));
@@ -438,6 +439,22 @@ fn a_weight_edit_names_what_is_wrong() {
         panic!("def.json")
     };
     assert_eq!(def.var["w"].size, Some(16));
+    // Now the member is good.npy (<f4, [4]): another dtype or shape only with retype.
+    let other = neff::writer::builder::npy::encode_v1("<f2", &[2, 2], &[0u8; 8]);
+    std::fs::write(tmp.path().join("other.npy"), &other).unwrap();
+    let e = err(model.replace_weight(tmp.path(), edit("w", "other.npy")));
+    assert!(e.contains("<f2 of shape [2, 2]") && e.contains("<f4 of shape [4]"), "{e}");
+    assert!(e.contains("retype"), "{e}");
+    let Some(Content::DefJson(def)) = model.member("sg00/def.json").map(|m| &m.content) else {
+        panic!("def.json")
+    };
+    assert_eq!(def.var["w"].size, Some(16), "a refused edit changes nothing");
+    let retyped = neff::writer::lift::WeightEdit {
+        retype: true,
+        ..edit("w", "other.npy")
+    };
+    let change = model.replace_weight(tmp.path(), retyped).unwrap();
+    assert_eq!(change.new_size, Some(8));
 }
 
 #[path = "../../examples/edit_real_neff.rs"]

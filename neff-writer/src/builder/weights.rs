@@ -146,7 +146,10 @@ fn check_npy(header: &NpyHeader, len: u64, at: &str) -> Result<u64, Error> {
 /// The data length of a whole `.npy` file at `path` (its length less the
 /// header), after checking the header as a checked build does: version 1,
 /// C order, and as many data bytes as the dtype and shape promise.
-pub(crate) fn npy_file_data_len(path: &std::path::Path, at: &str) -> Result<u64, Error> {
+pub(crate) fn npy_file_data_len(
+    path: &std::path::Path,
+    at: &str,
+) -> Result<(NpyHeader, u64), Error> {
     let mut file = std::fs::File::open(path)
         .map_err(|e| Error::io_while(&format!("{at}: {}", path.display()), e))?;
     let len = file
@@ -155,12 +158,14 @@ pub(crate) fn npy_file_data_len(path: &std::path::Path, at: &str) -> Result<u64,
         .len();
     let (header, _) = npy::read_header(&mut file)
         .map_err(|e| Error::new(ErrorKind::Invalid, format!("{at}: not a .npy v1 file: {e}")))?;
-    check_npy(&header, len, at)
+    let data_len = check_npy(&header, len, at)?;
+    Ok((header, data_len))
 }
 
 /// [`npy_file_data_len`] for a whole `.npy` file held in memory.
-pub(crate) fn npy_bytes_data_len(bytes: &[u8], at: &str) -> Result<u64, Error> {
+pub(crate) fn npy_bytes_data_len(bytes: &[u8], at: &str) -> Result<(NpyHeader, u64), Error> {
     let header = npy::parse_header(bytes)
         .map_err(|e| Error::new(ErrorKind::Invalid, format!("{at}: not a .npy v1 file: {e}")))?;
-    check_npy(&header, bytes.len() as u64, at)
+    let data_len = check_npy(&header, bytes.len() as u64, at)?;
+    Ok((header, data_len))
 }
