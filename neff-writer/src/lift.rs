@@ -608,17 +608,15 @@ impl Model {
 }
 
 /// The `.npy` header and data length of a blob (a file or inline bytes).
-fn npy_of(
-    base: &Path,
-    at: &str,
-    blob: &Blob,
-) -> Result<(neff_schema::npy::NpyHeader, u64), Error> {
+fn npy_of(base: &Path, at: &str, blob: &Blob) -> Result<(neff_schema::npy::NpyHeader, u64), Error> {
     match crate::blob::blob_data(base, at, blob.clone())? {
         crate::Data::Path(path) => crate::builder::weights::npy_file_data_len(&path, at),
         crate::Data::Source(crate::MemberSource::Bytes(bytes)) => {
             crate::builder::weights::npy_bytes_data_len(&bytes, at)
         }
-        _ => Err(spec_error(format!("{at}: the .npy must be a file or inline bytes"))),
+        _ => Err(spec_error(format!(
+            "{at}: the .npy must be a file or inline bytes"
+        ))),
     }
 }
 

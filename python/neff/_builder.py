@@ -522,9 +522,14 @@ class Builder:
                     if g.get("name") == graph and isinstance(g.get("definition"), str):
                         return [g["definition"]]
             return [f"{graph}/def.json"]
-        found = [m["name"] for m in (self._lifted_doc or {}).get("payload", ())
-                 if isinstance((m.get("def_json") or {}).get("var", {}).get(var), dict)]
+        named = [(m["name"], (m.get("def_json") or {}).get("var", {}).get(var))
+                 for m in (self._lifted_doc or {}).get("payload", ())]
+        found = [n for n, v in named if isinstance(v, dict) and v.get("type") == "file"]
         if not found:
+            # A var of another type: its def.json says why it is not a weight.
+            other = [n for n, v in named if isinstance(v, dict)]
+            if other:
+                return other[:1]
             raise _error(f"weights.{var}", f"no def.json of the model has a var {var!r}")
         if len(found) > 1 and not all_graphs:
             raise _error(f"weights.{var}", f"var {var!r} is in {', '.join(found)}: pick one with "

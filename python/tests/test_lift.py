@@ -51,7 +51,7 @@ def test_replace_weight_takes_an_array_and_the_size_follows(path: Path, tmp_path
     numpy = pytest.importorskip("numpy")
     builder = neff.lift(path, tmp_path / "tree")
     var = "identity_82_sg0000"
-    builder.replace_weight(var, numpy.full((2, 128, 256), 3, "float16"), retype=True)
+    builder.replace_weight(var, numpy.full((2, 128, 256), 3, "float16"), graph="sg00", retype=True)
     assert builder.payload("sg00/def.json")["def_json"]["var"][var]["size"] == 2 * 128 * 256 * 2
     out = tmp_path / "edited.neff"
     assert builder.write(out, fsync=False).accepted
@@ -63,7 +63,7 @@ def test_replace_weight_takes_an_array_and_the_size_follows(path: Path, tmp_path
         short = tmp_path / "short.npy"
         numpy.save(short, numpy.zeros(8, "float16"))
         short.write_bytes(short.read_bytes()[:-4])
-        builder.replace_weight(var, short)
+        builder.replace_weight(var, short, graph="sg00")
 
 
 def test_feature_names_and_the_two_unchecked_flags_mean_the_same_everywhere(

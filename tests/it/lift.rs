@@ -443,12 +443,19 @@ fn a_weight_edit_names_what_is_wrong() {
     let other = neff::writer::builder::npy::encode_v1("<f2", &[2, 2], &[0u8; 8]);
     std::fs::write(tmp.path().join("other.npy"), &other).unwrap();
     let e = err(model.replace_weight(tmp.path(), edit("w", "other.npy")));
-    assert!(e.contains("<f2 of shape [2, 2]") && e.contains("<f4 of shape [4]"), "{e}");
+    assert!(
+        e.contains("<f2 of shape [2, 2]") && e.contains("<f4 of shape [4]"),
+        "{e}"
+    );
     assert!(e.contains("retype"), "{e}");
     let Some(Content::DefJson(def)) = model.member("sg00/def.json").map(|m| &m.content) else {
         panic!("def.json")
     };
-    assert_eq!(def.var["w"].size, Some(16), "a refused edit changes nothing");
+    assert_eq!(
+        def.var["w"].size,
+        Some(16),
+        "a refused edit changes nothing"
+    );
     let retyped = neff::writer::lift::WeightEdit {
         retype: true,
         ..edit("w", "other.npy")
