@@ -363,7 +363,12 @@ class Builder:
     gzip ``level`` 1-9, ``uuid`` (default: from the content; or ``"random"``),
     ``features`` (feature-bit names), ``header`` (header fields set over the
     computed ones), the KELF descriptor's member, node name, version and
-    extra keys, and extra neff.json keys.
+    extra keys, extra neff.json keys and a ``barrier_config``.
+
+    Each argument is checked at the call that gives it (a dtype the runtime
+    does not know, a path that cannot be read, a feature name), naming its key;
+    ``unchecked=True`` (the spec's ``unchecked``) skips the builder's own
+    checks, at the call and at the write, for negative fixtures.
 
     >>> b = neff.Builder(name="m", target="cayman")  # doctest: +SKIP
     >>> with b.subgraph("sg00") as sg:  # doctest: +SKIP
@@ -382,12 +387,14 @@ class Builder:
                  kelf_version: Optional[str] = None,
                  kelf_extra: Optional[Mapping[str, Any]] = None,
                  neff_json_extra: Optional[Mapping[str, Any]] = None,
-                 barrier_config: Optional[Mapping[str, Any]] = None) -> None:
+                 barrier_config: Optional[Mapping[str, Any]] = None,
+                 unchecked: bool = False) -> None:
         self._model = _native.Model(
             name=name, target=target, pkg_version=pkg_version, framing=framing, level=level,
             uuid=None if uuid is None else str(uuid), features=list(features),
             header=header, kelf_member=kelf_member, kelf_node_name=kelf_node_name,
-            kelf_version=kelf_version, kelf_extra=kelf_extra, neff_json_extra=neff_json_extra)
+            kelf_version=kelf_version, kelf_extra=kelf_extra, neff_json_extra=neff_json_extra,
+            unchecked=unchecked or None)
         if barrier_config is not None:
             self.barrier_config(barrier_config)
         #: A lifted model (the spec :func:`neff.lift` returns), else ``None``.

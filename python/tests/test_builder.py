@@ -184,17 +184,20 @@ def test_a_model_without_outputs_raises_rejected_and_writes_nothing(tmp_path: Pa
     assert out.exists() and not outcome.accepted and outcome.report.gate == "G20b"
 
 
-def test_a_bad_dtype_is_a_neff_error_naming_the_key(tmp_path: Path) -> None:
+def test_a_bad_dtype_or_path_is_a_neff_error_at_the_call_naming_the_key(tmp_path: Path) -> None:
     b = neff.Builder()
     sg = small_model(b)
-    sg.buffer("t", "float33", (4,))
     with pytest.raises(neff.NeffError) as caught:
-        b.write(tmp_path / "m.neff")
+        sg.buffer("t", "bf16", (4,))
     assert caught.value.key == "subgraphs[0].tmp_bufs[0].dtype"
-    assert '"float33"' in str(caught.value) and not isinstance(caught.value, neff.Rejected)
-    assert not (tmp_path / "m.neff").exists()
-    # The unchecked path writes it; the gates judge the output.
-    b.write(tmp_path / "m.neff", unchecked=True, keep_refused=True)
+    assert 'did you mean "bfloat16"?' in str(caught.value) and not isinstance(caught.value, neff.Rejected)
+    with pytest.raises(neff.NeffError) as caught:
+        sg.weight("w", str(tmp_path / "missing.npy"))
+    assert caught.value.key == "subgraphs[0].weights[0].npy"
+    # The unchecked path takes it; the gates judge the output.
+    u = neff.Builder(unchecked=True)
+    small_model(u).buffer("t", "float33", (4,))
+    u.write(tmp_path / "m.neff", unchecked=True, keep_refused=True)
     assert (tmp_path / "m.neff").exists()
 
 

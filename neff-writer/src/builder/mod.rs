@@ -87,7 +87,7 @@ use crate::member::{MemberName, MemberSource};
 use crate::packager::{PackOptions, PackOutcome, Packager};
 
 pub use style::{ContentStyle, COMPILER_DEF_NAME, COMPILER_DEF_VERSION};
-pub use subgraph::{EngineProgram, FunctionSpec, Subgraph, UcodeLibSpec};
+pub use subgraph::{dtype_hint, EngineProgram, FunctionSpec, Subgraph, UcodeLibSpec};
 pub use tensor::{Tensor, VarSpec, Weight, WeightFormat};
 
 /// The KELF descriptor member the builder writes (producer naming).

@@ -883,7 +883,7 @@ pub(crate) fn refuse_typo<T: schemars::JsonSchema + serde::Serialize>(
 /// " (did you mean …?)" for a dtype the runtime does not know: the dtype
 /// another tool's name stands for (`bf16`, `fp16`, `float`), else the
 /// nearest spelling.
-pub(crate) fn dtype_hint(name: &str) -> String {
+pub fn dtype_hint(name: &str) -> String {
     Dtype::alias(name)
         .map(|d| d.as_str().to_string())
         .or_else(|| crate::error::nearest(name, Dtype::known_names()).map(str::to_string))

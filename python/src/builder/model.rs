@@ -236,6 +236,29 @@ impl Model {
         format: Option<&str>,
         fields: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<()> {
+        let checked = !self.spec_ref().unchecked;
+        let index = self.spec_ref().subgraphs.get(sg).map_or(0, |s| match list {
+            "inputs" => s.inputs.len(),
+            "outputs" => s.outputs.len(),
+            "tmp_bufs" => s.tmp_bufs.len(),
+            "state_buffers" => s.state_buffers.len(),
+            "weights" => s.weights.len(),
+            _ => s.vars.len(),
+        });
+        let key = format!("subgraphs[{sg}].{list}[{index}]");
+        if let Some(DataRef::Path(path)) = &data {
+            // A path is read at write: a missing one is said now.
+            if let Err(e) = std::fs::metadata(path) {
+                let data_key = format!(
+                    "{key}.{}",
+                    if format == Some("raw") { "raw" } else { "npy" }
+                );
+                return Err(spec_error(
+                    &data_key,
+                    format!("cannot read {}: {e}", path.display()),
+                ));
+            }
+        }
         let data = data.map(|data| self.blob(data));
         let entries = match (list, self.subgraph_mut(sg)?) {
             ("inputs", s) => &mut s.inputs,
@@ -246,10 +269,14 @@ impl Model {
             ("vars", s) => &mut s.vars,
             (other, _) => return Err(PyTypeError::new_err(format!("no var list {other:?}"))),
         };
-        let mut var: VarSpec = typed(
-            fields,
-            &format!("subgraphs[{sg}].{list}[{}]", entries.len()),
-        )?;
+        let mut var: VarSpec = typed(fields, &key)?;
+        if let (true, Some(neff_schema::manifest::Dtype::Other(name))) = (checked, &var.dtype) {
+            let hint = neff_writer::builder::dtype_hint(name);
+            return Err(spec_error(
+                &format!("{key}.dtype"),
+                format!("dtype {name:?} is not a dtype the runtime knows{hint} (Builder(unchecked=True) writes it anyway)"),
+            ));
+        }
         match format {
             Some("raw") => var.raw = data,
             _ => var.npy = data,
