@@ -6,6 +6,7 @@ package is its typed Python surface.
 >>> import neff
 >>> n = neff.open("model.neff")
 >>> n.header.uuid, [g.name for g in n.graphs], n.verify().accepted
+(UUID('...'), ['sg00'], True)
 """
 
 from __future__ import annotations

@@ -50,9 +50,9 @@ class BuildOutcome:
     written, the loader's :class:`neff.Report` on it (every arch it targets),
     the tar stream's length and the member counts.
 
-    >>> outcome = builder.write("m.neff")  # doctest: +SKIP
-    >>> outcome.accepted, outcome.header.uuid  # doctest: +SKIP
-    (True, '...')
+    >>> outcome = builder.write("m.neff")
+    >>> outcome.accepted, outcome.header.uuid
+    (True, UUID('...'))
     """
 
     header: Header
@@ -68,7 +68,7 @@ class BuildOutcome:
     def accepted(self) -> bool:
         """Whether the loader accepts the NEFF written.
 
-        >>> builder.write("m.neff").accepted  # doctest: +SKIP
+        >>> builder.write("m.neff").accepted
         True
         """
         return self.report.accepted
@@ -165,15 +165,20 @@ class Subgraph:
     then tmp_bufs, state_buffers, weights and vars, each in call order,
     except those that pin a ``var_id``.
 
-    >>> with builder.subgraph("sg00") as sg:  # doctest: +SKIP
+    >>> with builder.subgraph("sg00") as sg:
     ...     sg.input("x", "float32", (4, 4))
     ...     sg.output("y", "float32", (4, 4))
+    <neff.Subgraph 'sg00'>
+    <neff.Subgraph 'sg00'>
     """
 
     def __init__(self, model: Any, index: int, name: str) -> None:
         self._model, self._index, self._name = model, index, name
         self._key = f"subgraphs[{index}]"
         self._lengths: Dict[str, int] = {}
+
+    def __repr__(self) -> str:
+        return f"<neff.Subgraph {self._name!r}>"
 
     def __enter__(self) -> Subgraph:
         return self
@@ -186,7 +191,7 @@ class Subgraph:
     def name(self) -> str:
         """The subgraph's folder and KELF graph name.
 
-        >>> builder.subgraph("sg00").name  # doctest: +SKIP
+        >>> builder.subgraph("sg00").name
         'sg00'
         """
         return self._name
@@ -203,7 +208,8 @@ class Subgraph:
               var_id: Optional[int] = None, extra: Optional[Mapping[str, Any]] = None) -> Subgraph:
         """A model input (``type: "input"``).
 
-        >>> sg.input("x", "float32", (4, 4))  # doctest: +SKIP
+        >>> sg.input("x", "float32", (4, 4))
+        <neff.Subgraph 'sg00'>
         """
         return self._var("inputs", name, dtype, shape, size, var_id, extra)
 
@@ -211,7 +217,8 @@ class Subgraph:
                var_id: Optional[int] = None, extra: Optional[Mapping[str, Any]] = None) -> Subgraph:
         """A model output (``type: "output"``); a subgraph needs at least one (G20b).
 
-        >>> sg.output("y", "float32", (4, 4))  # doctest: +SKIP
+        >>> sg.output("y", "float32", (4, 4))
+        <neff.Subgraph 'sg00'>
         """
         return self._var("outputs", name, dtype, shape, size, var_id, extra)
 
@@ -220,7 +227,8 @@ class Subgraph:
                 var_id: Optional[int] = None, extra: Optional[Mapping[str, Any]] = None) -> Subgraph:
         """A scratch buffer (``type: "tmp-buf"``): a size, or a dtype and shape.
 
-        >>> sg.tmp_buf("scratch", size=128)  # doctest: +SKIP
+        >>> sg.tmp_buf("scratch", size=128)
+        <neff.Subgraph 'sg00'>
         """
         return self._var("tmp_bufs", name, dtype, shape, size, var_id, extra)
 
@@ -232,7 +240,8 @@ class Subgraph:
                      extra: Optional[Mapping[str, Any]] = None) -> Subgraph:
         """A state-buffer variable (``type: "state-buffer"``).
 
-        >>> sg.state_buffer("SB", var_id=1)  # doctest: +SKIP
+        >>> sg.state_buffer("SB", var_id=1)
+        <neff.Subgraph 'sg00'>
         """
         return self._var("state_buffers", name, dtype, shape, size, var_id, extra)
 
@@ -241,7 +250,8 @@ class Subgraph:
             var_id: Optional[int] = None, extra: Optional[Mapping[str, Any]] = None) -> Subgraph:
         """A variable of any other ``type`` (``virtual``, ``pointer``, ``list``…).
 
-        >>> sg.var("p", "pointer")  # doctest: +SKIP
+        >>> sg.var("p", "pointer")
+        <neff.Subgraph 'sg00'>
         """
         return self._var("vars", name, dtype, shape, size, var_id, extra, type=type)
 
@@ -255,8 +265,10 @@ class Subgraph:
         ``format="npy"``, when it must be a whole ``.npy`` file). A dtype and
         shape given must fit the data.
 
-        >>> sg.weight("w", numpy.ones((4, 4), "float32"))  # doctest: +SKIP
-        >>> sg.weight("b", "bias.bin", "float32", (4,))  # doctest: +SKIP
+        >>> sg.weight("w", numpy.ones((4, 4), "float32"))
+        <neff.Subgraph 'sg00'>
+        >>> sg.weight("b", "bias.bin", "float32", (4,))
+        <neff.Subgraph 'sg00'>
         """
         key = f"{self._key}.weights[{self._lengths.get('weights', 0)}]"
         fmt, blob = _weight_data(data, key, format, dtype)
@@ -271,8 +283,10 @@ class Subgraph:
         Any other keyword is a key of the queue as def.json writes it (``neff
         schema def-json``: ``dynamic_dma``, ``fabric_path``, ``pinned``…).
 
-        >>> sg.dma_queue("q_in", "pool", "in", semaphore=10)  # doctest: +SKIP
-        >>> sg.dma_queue("qDyn", "pool", "dynamic", num_queues=16, fabric_path="main")  # doctest: +SKIP
+        >>> sg.dma_queue("q_in", "pool", "in", semaphore=10)
+        <neff.Subgraph 'sg00'>
+        >>> sg.dma_queue("qDyn", "pool", "dynamic", num_queues=16, fabric_path="main")
+        <neff.Subgraph 'sg00'>
         """
         self._model.dma_queue(self._index, name, owner=owner, type=type, semaphore=semaphore,
                               semaphore_set=semaphore_set, num_queues=num_queues,
@@ -282,7 +296,8 @@ class Subgraph:
     def dma(self, block: Mapping[str, Any]) -> Subgraph:
         """A top-level def.json DMA block (a manifest object, written as it is).
 
-        >>> sg.dma({"id": 0, "queue": "q_in", "desc": []})  # doctest: +SKIP
+        >>> sg.dma({"id": 0, "queue": "q_in", "desc": []})
+        <neff.Subgraph 'sg00'>
         """
         self._model.dma(self._index, dict(block))
         return self
@@ -298,8 +313,10 @@ class Subgraph:
         Replaces an earlier call for the engine; an engine never given has an
         empty program.
 
-        >>> sg.engine("pe", instr=bytes(64))  # doctest: +SKIP
-        >>> sg.engine("act", act_info="act_info.json", activation_function_sets=["exp"])  # doctest: +SKIP
+        >>> sg.engine("pe", instr=bytes(64))
+        <neff.Subgraph 'sg00'>
+        >>> sg.engine("act", act_info="act_info.json", activation_function_sets=["exp"])
+        <neff.Subgraph 'sg00'>
         """
         key = f"{self._key}.engines.{engine}"
         instructions = None if instr is None else _data(instr, f"{key}.instructions")
@@ -316,7 +333,8 @@ class Subgraph:
         names or ``{"name", "sub_opcode", "opcode"}`` objects. Sets feature bit
         ``custom_ops``.
 
-        >>> sg.ucode_lib("lib.so", "lib.so", "1.21.1.0", functions=["f"])  # doctest: +SKIP
+        >>> sg.ucode_lib("lib.so", "lib.so", "1.21.1.0", functions=["f"])
+        <neff.Subgraph 'sg00'>
         """
         key = f"{self._key}.ucode_libs[{self._lengths.get('ucode_libs', 0)}]"
         funcs = [{"name": f} if isinstance(f, str) else dict(f) for f in functions]
@@ -331,7 +349,8 @@ class Subgraph:
     def evtaccel(self) -> Subgraph:
         """Adds the EVTACCEL carveout CAYMAN requires.
 
-        >>> sg.evtaccel()  # doctest: +SKIP
+        >>> sg.evtaccel()
+        <neff.Subgraph 'sg00'>
         """
         self._model.evtaccel(self._index)
         return self
@@ -340,7 +359,8 @@ class Subgraph:
         """A ``runtime_statebuffer_reservation`` entry, as it is.
 
         >>> sg.carveout({"type": "evtaccel", "offset": 229368, "size": 8,
-        ...              "base_partition": 0, "partitions": 128})  # doctest: +SKIP
+        ...              "base_partition": 0, "partitions": 128})
+        <neff.Subgraph 'sg00'>
         """
         self._model.carveout(self._index, dict(carveout))
         return self
@@ -348,7 +368,8 @@ class Subgraph:
     def key(self, key: str, value: Any) -> Subgraph:
         """An extra def.json key, written as it is (``debug_info``, ``git_version``…).
 
-        >>> sg.key("git_version", "")  # doctest: +SKIP
+        >>> sg.key("git_version", "")
+        <neff.Subgraph 'sg00'>
         """
         self._model.key(self._index, key, value)
         return self
@@ -370,12 +391,15 @@ class Builder:
     ``unchecked=True`` (the spec's ``unchecked``) skips the builder's own
     checks, at the call and at the write, for negative fixtures.
 
-    >>> b = neff.Builder(name="m", target="cayman")  # doctest: +SKIP
-    >>> with b.subgraph("sg00") as sg:  # doctest: +SKIP
+    >>> b = neff.Builder(name="m", target="cayman")
+    >>> with b.subgraph("sg00") as sg:
     ...     sg.input("x", "float32", (4,)).output("y", "float32", (4,))
     ...     sg.weight("w", numpy.zeros(4, "float32"))
     ...     sg.engine("pe", instr=bytes(64))
-    >>> b.write("m.neff").report.accepted  # doctest: +SKIP
+    <neff.Subgraph 'sg00'>
+    <neff.Subgraph 'sg00'>
+    <neff.Subgraph 'sg00'>
+    >>> b.write("m.neff").report.accepted
     True
     """
 
@@ -404,6 +428,12 @@ class Builder:
         #: A lifted model's refusal by the gates (their report), else ``None``.
         self.refusal: Optional[Dict[str, Any]] = None
 
+    def __repr__(self) -> str:
+        if self._lifted_doc is not None:
+            return f"<neff.Builder: a lifted model of {len(self._lifted_doc.get('payload', ()))} members>"
+        graphs = len(json.loads(self._model.spec()).get("subgraphs", ()))
+        return f"<neff.Builder: {graphs} subgraph{'' if graphs == 1 else 's'}>"
+
     def subgraph(self, name: str, *, def_name: Optional[str] = None,
                  def_version: Optional[str] = None, evtaccel: bool = False,
                  replica_groups: Optional[Sequence[Any]] = None,
@@ -414,8 +444,9 @@ class Builder:
         """Adds subgraph ``name`` (its folder and KELF graph name, e.g. ``sg00``),
         in KELF order; more than one sets the header's ``vnc_size``.
 
-        >>> with b.subgraph("sg00", evtaccel=True) as sg:  # doctest: +SKIP
+        >>> with b.subgraph("sg00", evtaccel=True) as sg:
         ...     sg.output("y", "float32", (4,))
+        <neff.Subgraph 'sg00'>
         """
         index = self._model.subgraph(
             name=name, def_name=def_name, def_version=def_version, evtaccel=evtaccel,
@@ -429,7 +460,8 @@ class Builder:
         decodes it; the runtime never reads it). Checked now: a malformed one, or
         host and device views that disagree, raise :class:`neff.NeffError`.
 
-        >>> b.barrier_config({"execute_device_barrier": "0x0"})  # doctest: +SKIP
+        >>> b.barrier_config({"execute_device_barrier": "0x0"})
+        <neff.Builder: 1 subgraph>
         """
         self._model.barrier_config(config)
         return self
@@ -437,7 +469,8 @@ class Builder:
     def member(self, name: str, data: Data) -> Builder:
         """A member no manifest generates (``hlo_stats.json``, ``.asm`` listings…).
 
-        >>> b.member("sg00/pe.asm", b"nop\\n")  # doctest: +SKIP
+        >>> b.member("sg00/pe.asm", b"nop\\n")
+        <neff.Builder: 1 subgraph>
 
         On a lifted model (:func:`neff.lift`) it adds or replaces the payload
         member ``name`` with these bytes (a path is read when written).
@@ -473,7 +506,8 @@ class Builder:
         keep_refused=True``. On a lifted model, sets or removes the payload
         member ``name``.
 
-        >>> b.raw_member("sg00/def.json", None)  # doctest: +SKIP
+        >>> b.raw_member("sg00/def.json", None)
+        <neff.Builder: 1 subgraph>
         """
         if self._lifted_doc is not None:
             return self._set_payload_member(name, data)
@@ -507,8 +541,9 @@ class Builder:
         ``graph=`` (``"sg01"``) picks one or ``all_graphs=True`` replaces every
         copy. A new dtype or shape is refused unless ``retype=True``.
 
-        >>> b = neff.lift("model.neff", "tree")  # doctest: +SKIP
-        >>> b.replace_weight("identity_82_sg0000", numpy.eye(128, dtype="float16"))  # doctest: +SKIP
+        >>> b = neff.lift("model.neff", "lifted")
+        >>> b.replace_weight("w", numpy.eye(4, dtype="float32"))
+        <neff.Builder: a lifted model of 15 members>
         """
         tree = self._tree
         if tree is None:
@@ -584,8 +619,8 @@ class Builder:
         unedited manifest is written with its original bytes; an edited one in
         its original style, so only the edited values differ.
 
-        >>> b = neff.lift("model.neff", "tree")  # doctest: +SKIP
-        >>> b.payload("sg00/PE.json")["engine"]["name"] = "pe"  # doctest: +SKIP
+        >>> b = neff.lift("model.neff", "lifted")
+        >>> b.payload("sg00/pe.json")["engine"]["name"] = "pe_program"
         """
         for member in (self._lifted_doc or {}).get("payload", ()):
             if member.get("name") == name:
@@ -596,7 +631,7 @@ class Builder:
     def spec(self) -> Dict[str, Any]:
         """The build spec so far (a copy); buffers appear as ``{"data": N}`` blobs.
 
-        >>> b.spec()["subgraphs"][0]["name"]  # doctest: +SKIP
+        >>> b.spec()["subgraphs"][0]["name"]
         'sg00'
         """
         if self._lifted_doc is not None:
@@ -632,7 +667,7 @@ class Builder:
         after a power cut soon after the file may be the old one, the new one or
         empty.
 
-        >>> b.write("m.neff").files  # doctest: +SKIP
+        >>> b.write("m.neff").files
         14
         """
         return self._build(os.fspath(path), unchecked, keep_refused, threads,
@@ -642,8 +677,8 @@ class Builder:
                  threads: Optional[int] = None) -> bytes:
         """The NEFF's bytes (the same as :meth:`write` writes), checked the same way.
 
-        >>> b.to_bytes()[:4]  # doctest: +SKIP
-        b'\\x01\\x00\\x00\\x00'
+        >>> b.to_bytes()[:4]
+        b'\\x02\\x00\\x00\\x00'
         """
         data = self._build(None, unchecked, keep_refused, threads)[1]
         return data if data is not None else b""
@@ -665,8 +700,9 @@ def lift(source: Union[str, os.PathLike[str]], dir: Union[str, os.PathLike[str]]
     all of it, as long as a pack); :attr:`BuildOutcome.payload_matches_source`
     then says whether a write gave the lifted NEFF's payload.
 
-    >>> b = neff.lift("model.neff", "tree")  # doctest: +SKIP
-    >>> b.write("same.neff").header["uuid"]  # doctest: +SKIP
+    >>> b = neff.lift("model.neff", "lifted")
+    >>> b.write("same.neff").header.uuid == neff.open("model.neff").header.uuid
+    True
     """
     text, refusal = _native.lift(os.fspath(source), os.fspath(dir), keep_refused, prove_deflate)
     builder = Builder._from_lift(json.loads(text), os.path.abspath(os.fspath(dir)))

@@ -28,6 +28,7 @@ class NeffError(Exception):
     ...     neff.open(b"not a NEFF")
     ... except neff.NeffError as e:
     ...     print(e.kind, e.offset)
+    Unreadable None
     """
 
     kind: str
@@ -70,6 +71,7 @@ class NeffIOError(NeffError, OSError):
     ...     neff.open("missing.neff")
     ... except FileNotFoundError as e:
     ...     print(e.filename)
+    missing.neff
     """
 
     def __init__(self, message: str, kind: str = "Read", errno: Optional[int] = None, **where: Any) -> None:
@@ -90,6 +92,7 @@ class NeffValueError(NeffError, ValueError):
     ...     neff.verify("m.neff", hash_layout="sideways")
     ... except ValueError as e:
     ...     print(e)
+    profile: unknown variant `sideways`, expected one of `any`, `standard`, `word-reversed`
     """
 
 
@@ -100,6 +103,7 @@ class MemberNotFound(NeffError, KeyError):
     ...     neff.open("m.neff").read("nope")
     ... except KeyError as e:
     ...     print(e.member)
+    nope
     """
 
     def __str__(self) -> str:
@@ -113,6 +117,7 @@ class Rejected(NeffError):
     ...     neff.pack("empty_dir", "out.neff")
     ... except neff.Rejected as e:
     ...     print(e.gate, e.status_name, e.detail)
+    G13 NRT_INVALID the NEFF has neither a neff.json nor a kelp.json member
     """
 
     gate: Optional[str]

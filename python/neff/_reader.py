@@ -69,6 +69,7 @@ class Header:
 
     >>> h = neff.open("m.neff").header
     >>> h.uuid, h.feature_names, h.data_size
+    (UUID('...'), (), ...)
     """
 
     pkg_version: int
@@ -115,7 +116,8 @@ class Header:
 class Member:
     """One tar entry of the payload.
 
-    >>> [(m.name, m.size) for m in neff.open("m.neff").members() if m.kind == "file"]
+    >>> [(m.name, m.size) for m in neff.open("m.neff").members() if m.kind == "file"][-2:]
+    [('sg00/sp.json', 63), ('sg00/w.npy', 192)]
     """
 
     name: str
@@ -134,6 +136,7 @@ class Tensor:
     """An input or output: ``name``, ``dtype``, ``shape``, ``size`` (bytes).
 
     >>> [(t.name, t.dtype, t.shape) for t in neff.open("m.neff").graphs[0].inputs]
+    [('x', 'float32', (4, 4))]
     """
 
     name: str
@@ -148,6 +151,7 @@ class Weight:
     """A weight (constant) of a graph and the member holding it.
 
     >>> [(w.name, w.member, w.size) for w in neff.open("m.neff").graphs[0].weights]
+    [('w', 'sg00/w.npy', 64)]
     """
 
     name: str
@@ -163,6 +167,7 @@ class DmaQueue:
     """A DMA queue of a graph.
 
     >>> [q.name for q in neff.open("m.neff").graphs[0].queues]
+    ['q_in']
     """
 
     name: str
@@ -176,6 +181,7 @@ class Engine:
     """An engine's program in a graph.
 
     >>> [(e.engine, e.instr_size) for e in neff.open("m.neff").graphs[0].engines]
+    [('pe', 64), ('act', 0), ('pool', 0), ('dve', 0), ('sp', 0)]
     """
 
     engine: str
@@ -191,6 +197,7 @@ class Graph:
 
     >>> g = neff.open("m.neff").graphs[0]
     >>> g.name, len(g.inputs), len(g.weights), [e.engine for e in g.engines]
+    ('sg00', 1, 1, ['pe', 'act', 'pool', 'dve', 'sp'])
     """
 
     name: str
@@ -232,6 +239,7 @@ class MemoryFigures:
     """Device (HBM) memory of one NeuronCore or the total, in bytes (``neff inspect --memory``).
 
     >>> neff.open("m.neff").memory().total.total
+    128
     """
 
     model_code: int
@@ -253,6 +261,7 @@ class Memory:
 
     >>> m = neff.open("m.neff").memory()
     >>> [(c.graph, c.total) for c in m.cores], m.total.total
+    ([('sg00', 128)], 128)
     """
 
     cores: Tuple[MemoryFigures, ...]
@@ -266,6 +275,7 @@ class DiffReport:
 
     >>> d = neff.diff("a.neff", "b.neff", ignore=("uuid", "name"))
     >>> d.equal, d.header, d.members
+    (True, (), {'added': [], 'removed': [], 'changed': []})
     """
 
     equal: bool
@@ -283,6 +293,7 @@ class PackOutcome:
 
     >>> out = neff.pack("tree/", "m.neff")
     >>> out.header.uuid, out.tar_size, out.files, out.report.accepted
+    (UUID('...'), ..., 15, True)
     """
 
     file: str
@@ -300,8 +311,9 @@ class PackOutcome:
 class UnpackSummary:
     """What :func:`unpack` wrote.
 
-    >>> s = neff.unpack("m.neff", "tree/", header_out="m.header.json")
+    >>> s = neff.unpack("m.neff", "out/", header_out="m.header.json")
     >>> s.files, s.bytes, s.byte_identical_repack
+    (15, ..., True)
     """
 
     files: int
@@ -350,6 +362,7 @@ class Neff:
 
     >>> with neff.open("m.neff") as n:
     ...     n.header.name, len(n), "neff.json" in n, n["neff.json"][:1]
+    ('m', 15, True, b'{')
     """
 
     def __init__(self, source: Source) -> None:
@@ -450,6 +463,7 @@ class Neff:
         """Every tar entry: name, size, kind, key and what the loader did with it.
 
         >>> [m.name for m in neff.open("m.neff").members()]
+        ['info.json', 'kelf-0.json', 'neff.json', 'sg00/', 'sg00/act.bin', ..., 'sg00/w.npy']
         """
         return [_build(Member, m, kind=m["type"]) for m in self._inspect.get("members", ())]
 
@@ -458,7 +472,7 @@ class Neff:
         replaced duplicates and ``wavegraph-bin.json`` entries are not in it).
 
         >>> neff.open("m.neff").names()[:2]
-        ['neff.json', 'kelf-0.json']
+        ['info.json', 'kelf-0.json']
         """
         return list(self._stored)
 
@@ -491,6 +505,9 @@ class Neff:
 
         >>> for name, data in neff.open("m.neff").iter_members():
         ...     print(name, len(data))
+        info.json ...
+        ...
+        sg00/w.npy 192
         """
         self._check_open()
         wanted = list(self._stored) if names is None else list(dict.fromkeys(names))
@@ -507,6 +524,7 @@ class Neff:
         """The data of several members, read in one pass.
 
         >>> neff.open("m.neff").read_many(["neff.json", "kelf-0.json"]).keys()
+        dict_keys(['kelf-0.json', 'neff.json'])
         """
         return dict(self.iter_members(names))
 
@@ -522,7 +540,8 @@ class Neff:
         """Writes every member into the new or empty folder ``dir``, as
         :func:`neff.unpack` (``neff unpack``) does, in one pass.
 
-        >>> neff.open("m.neff").extract("tree/").files
+        >>> neff.open("m.neff").extract("out/").files
+        15
         """
         self._check_open()
         if isinstance(self._source, str):
@@ -556,6 +575,7 @@ class Neff:
 
         >>> w = neff.open("m.neff").weights()
         >>> {k: (a.dtype, a.shape) for k, a in w.items()}
+        {'w': (dtype('float32'), (4, 4))}
         """
         index = self._weight_index()
         wanted = list(index) if names is None else list(names)
@@ -570,7 +590,8 @@ class Neff:
     def weight(self, name: str) -> Any:
         """One weight as a numpy array (see :meth:`weights`).
 
-        >>> neff.open("m.neff").weight("identity_82_sg0000").shape
+        >>> neff.open("m.neff").weight("w").shape
+        (4, 4)
         """
         return self.weights([name])[name]
 
@@ -594,6 +615,7 @@ class Neff:
         """Device memory per NeuronCore (``neff inspect --memory``); needs a readable model.
 
         >>> neff.open("m.neff").memory().total.total
+        128
         """
         if self._memory is None:
             raise MemberNotFound(f"no model to size: {self.report.message}", "NoModel")
@@ -604,6 +626,7 @@ class Neff:
         """The ``neff inspect --json`` document.
 
         >>> neff.open("m.neff").inspect()["header"]["uuid"]
+        '...'
         """
         copy: Dict[str, Any] = json.loads(json.dumps(self._inspect))  # the caller may change it
         return copy
@@ -715,7 +738,8 @@ def open(source: Source) -> Neff:  # noqa: A001 - the API's name
     """Opens a NEFF (a path, its bytes, or a binary file object) lazily.
 
     >>> n = neff.open("model.neff")
-    >>> print(n.header.uuid, n.graphs[0].inputs)
+    >>> n.header.name, n.graphs[0].inputs
+    ('m', (Tensor(name='x', dtype='float32', shape=(4, 4), size=64, var_id=0),))
     """
     return Neff(source)
 
@@ -731,6 +755,7 @@ def read_members(source: Source, names: Iterable[str]) -> Dict[str, bytes]:
     gate (:func:`open` reads the members of a refused NEFF).
 
     >>> neff.read_members("m.neff", ["neff.json", "sg00/def.json"]).keys()
+    dict_keys(['neff.json', 'sg00/def.json'])
     """
     wanted = list(dict.fromkeys(names))
     found = dict(_native.read_members(_source(source), wanted))
@@ -744,6 +769,7 @@ def diff(a: PathLike, b: PathLike, ignore: Iterable[str] = (), programs: bool = 
     """Compares two NEFFs as ``neff diff`` does (``ignore``: header fields, ``mtime``, ``framing``).
 
     >>> neff.diff("a.neff", "b.neff", ignore=("uuid", "name", "mtime", "framing")).equal
+    True
     """
     return _build(DiffReport, json.loads(_native.diff(os.fspath(a), os.fspath(b), list(ignore), programs)))
 
@@ -823,7 +849,8 @@ def unpack(
     (never packed), so that :func:`pack` of ``dir`` rebuilds it;
     ``record_header=False`` records nothing and removes an older record.
 
-    >>> neff.unpack("m.neff", "tree/", header_out="m.header.json").files
+    >>> neff.unpack("m.neff", "out/", header_out="m.header.json").files
+    15
     """
     h = None if header_out is None else os.fspath(header_out)
     return _build(UnpackSummary, json.loads(_native.unpack(os.fspath(path), os.fspath(dir), h, force, no_verify_hash,

@@ -31,6 +31,7 @@ class Report:
 
     >>> r = neff.verify("m.neff")
     >>> r.accepted, r.gate, r.status_name, r.targeted_arches
+    (True, None, 'NRT_SUCCESS', ('cayman',))
     """
 
     accepted: bool
@@ -128,7 +129,9 @@ def verify_many(
     DIR`` reads it. Paths that name no NEFF at all raise :class:`neff.NeffIOError`.
 
     >>> [r.accepted for r in neff.verify_many(["a.neff", "b.neff"], threads=4)]
+    [True, True]
     >>> [r.file for r in neff.verify_many("cache/")]
+    ['cache/x.neff']
     """
     given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     # Each report is built here while the native threads check the files after it.

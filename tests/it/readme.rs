@@ -116,3 +116,112 @@ fn git_ignores_the_readmes_virtual_environment() {
         );
     }
 }
+
+/// The `neff …` commands of the README's shell examples (after "Examples,
+/// one per kind of user"), each `&&`-separated part, with the comments cut.
+fn example_commands() -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let start = readme
+        .find("## Examples, one per kind of user")
+        .expect("the examples section");
+    let mut commands = Vec::new();
+    for block in readme[start..].split("```sh\n").skip(1) {
+        let block = &block[..block.find("```").unwrap()];
+        for line in block.lines() {
+            let line = line.split(" #").next().unwrap_or_default().trim();
+            commands.extend(
+                line.split("&&")
+                    .map(str::trim)
+                    .filter(|c| c.starts_with("neff "))
+                    .map(str::to_string),
+            );
+        }
+    }
+    commands
+}
+
+/// Runs `command` (`neff ARGS…`) in `dir`, `~/.cache/neuron/` standing for
+/// `cache/`; returns its exit code and output.
+fn run_example(dir: &Path, command: &str) -> (i32, String) {
+    let args: Vec<String> = command
+        .split_whitespace()
+        .skip(1)
+        .map(|a| a.replace("~/.cache/neuron/", "cache/"))
+        .collect();
+    let out = crate::common::neff_command()
+        .args(&args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code().unwrap_or(-1), text)
+}
+
+/// A folder holding what the examples name: `examples/`, and built NEFFs as
+/// `real.neff`, in `real-neffs/` and in `cache/`.
+fn example_folder() -> tempfile::TempDir {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::os::unix::fs::symlink(root.join("examples"), d.join("examples")).unwrap();
+    let built = d.join("real.neff");
+    let (code, text) = run_example(d, "neff build examples/weights.json -o real.neff -q");
+    assert_eq!(code, 0, "{text}");
+    for folder in ["real-neffs", "cache"] {
+        std::fs::create_dir(d.join(folder)).unwrap();
+        std::fs::copy(&built, d.join(folder).join("m.neff")).unwrap();
+    }
+    dir
+}
+
+/// Every shell example runs as written, on built NEFFs; those naming a file
+/// that carries a NEFF (`model.neuron`, `wrapped_neff.hlo`) on the real ones.
+#[test]
+fn every_shell_example_of_the_readme_runs() {
+    let commands = example_commands();
+    assert!(commands.len() >= 8, "{commands:?}");
+    let dir = example_folder();
+    for command in commands
+        .iter()
+        .filter(|c| !c.contains(".neuron") && !c.contains(".hlo"))
+    {
+        let (code, text) = run_example(dir.path(), command);
+        // `diff` of two different NEFFs says so with exit 1.
+        let ok = code == 0 || (command.starts_with("neff diff") && code == 1);
+        assert!(ok, "{command}: exit {code}\n{text}");
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(neff_real_neffs),
+    ignore = "real NEFFs missing: set NEFF_REAL_NEFFS (default ../shared/real-neffs), see tests/real-neffs.md"
+)]
+fn the_readme_examples_on_carrier_files_run_on_the_real_ones() {
+    let dir = example_folder();
+    let real = crate::common::real_neffs();
+    for (carrier, name) in [
+        ("ncc2.6_optimum-neuron_neuronx_model.neuron", "model.neuron"),
+        (
+            "ncc2.24_nki-moe-megakernel_wrapped_neff.hlo",
+            "wrapped_neff.hlo",
+        ),
+    ] {
+        std::fs::copy(real.join(carrier), dir.path().join(name)).unwrap();
+    }
+    let commands = example_commands();
+    let carried: Vec<&String> = commands
+        .iter()
+        .filter(|c| c.contains(".neuron") || c.contains(".hlo"))
+        .collect();
+    assert!(!carried.is_empty());
+    for command in carried {
+        let (code, text) = run_example(dir.path(), command);
+        assert_eq!(code, 0, "{command}\n{text}");
+    }
+}
