@@ -225,3 +225,30 @@ fn the_readme_examples_on_carrier_files_run_on_the_real_ones() {
         assert_eq!(code, 0, "{command}\n{text}");
     }
 }
+
+/// The README and the documentation describe the tool as it is: no notes on
+/// how the work was done (issue numbers, sessions, rounds).
+#[test]
+fn the_docs_hold_no_history_of_the_work() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("README.md"), root.join("python/README.md")];
+    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+        files.push(entry.unwrap().path());
+    }
+    let mut bad = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let lower = line.to_lowercase();
+            let words: Vec<&str> = lower.split(|c: char| !c.is_ascii_alphanumeric()).collect();
+            let issue = words
+                .windows(2)
+                .any(|w| w[0] == "issue" && w[1].parse::<u32>().is_ok());
+            let session = words.iter().any(|w| *w == "session" || *w == "sessions");
+            if issue || session || lower.contains("this round") {
+                bad.push(format!("{}:{}: {line}", file.display(), i + 1));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}

@@ -72,3 +72,18 @@ fn every_listed_real_neff_is_its_listed_bytes() {
         assert_eq!(digest, sha256, "{file}");
     }
 }
+
+/// The real-NEFF tests were built knowing whether the folder exists: one
+/// added (or removed) since is said, instead of the tests staying ignored
+/// (or failing) for a reason that no longer holds.
+#[test]
+fn the_build_saw_the_real_neff_folder_as_it_is_now() {
+    let dir = Path::new(env!("NEFF_REAL_NEFFS_DIR"));
+    assert_eq!(
+        cfg!(neff_real_neffs),
+        dir.is_dir(),
+        "{} was {} when the tests were built: run `touch build.rs` (or change NEFF_REAL_NEFFS) and test again",
+        dir.display(),
+        if cfg!(neff_real_neffs) { "there" } else { "missing" }
+    );
+}
