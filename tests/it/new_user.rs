@@ -23,6 +23,35 @@ fn spec_with_dtype(dtype: &str) -> String {
     )
 }
 
+/// The allreduce example built into `d/m.neff`.
+fn built_example(d: &Path) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let built = d.join("m.neff");
+    let model = root.join("examples/allreduce.json");
+    assert_eq!(code(&neff(&["build", s(&model), "-o", s(&built), "-q"])), 0);
+    built
+}
+
+/// The allreduce example built and lifted into `d/tree` and the spec
+/// `d/lifted.json`: the spec's path and its JSON.
+fn lifted_example(d: &Path) -> (PathBuf, serde_json::Value) {
+    let built = built_example(d);
+    let lifted = d.join("lifted.json");
+    let tree = d.join("tree");
+    let r = neff(&[
+        "unpack",
+        s(&built),
+        "-o",
+        s(&tree),
+        "--spec",
+        s(&lifted),
+        "-q",
+    ]);
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    let spec = serde_json::from_slice(&fs::read(&lifted).unwrap()).unwrap();
+    (lifted, spec)
+}
+
 #[test]
 fn an_empty_model_says_it_has_no_subgraphs() {
     let dir = tempfile::tempdir().unwrap();
@@ -61,10 +90,7 @@ fn a_dtype_by_another_tools_name_is_suggested_by_its_runtime_name() {
 #[test]
 fn cat_pretty_indents_a_json_member_and_refuses_one_that_is_not() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("m.neff");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let spec = root.join("examples/allreduce.json");
-    assert_eq!(code(&neff(&["build", s(&spec), "-o", s(&out), "-q"])), 0);
+    let out = built_example(dir.path());
     let raw = neff(&["cat", s(&out), "sg00/def.json"]);
     let pretty = neff(&["cat", "--pretty", s(&out), "sg00/def.json"]);
     assert_eq!((code(&raw), code(&pretty)), (0, 0), "{}", stderr(&pretty));
@@ -196,32 +222,13 @@ fn a_key_that_looks_like_a_typo_is_refused_with_the_key_it_is_near() {
         stderr(&out)
     );
     // Lifted: the same typo added to a lifted def.json.
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let built = d.join("m.neff");
-    let model = root.join("examples/allreduce.json");
-    assert_eq!(code(&neff(&["build", s(&model), "-o", s(&built), "-q"])), 0);
-    let lifted = d.join("lifted.json");
-    let r = neff(&[
-        "unpack",
-        s(&built),
-        "-o",
-        s(&d.join("tree")),
-        "--spec",
-        s(&lifted),
-    ]);
-    assert_eq!(code(&r), 0, "{}", stderr(&r));
-    let mut spec: serde_json::Value = serde_json::from_slice(&fs::read(&lifted).unwrap()).unwrap();
+    let (lifted, mut spec) = lifted_example(d);
     let payload = spec["payload"].as_array_mut().unwrap();
-    let def = payload
+    let member = payload
         .iter_mut()
         .find(|m| m["name"] == "sg00/def.json")
         .unwrap();
-    let def = def
-        .as_object_mut()
-        .unwrap()
-        .values_mut()
-        .find(|v| v.get("var").is_some())
-        .unwrap();
+    let def = &mut member["def_json"];
     def["var"]["input"]["alignmnet"] = serde_json::json!(64);
     fs::write(&lifted, serde_json::to_vec_pretty(&spec).unwrap()).unwrap();
     let r = neff(&["build", s(&lifted), "-o", s(&d.join("edited.neff"))]);
@@ -238,23 +245,7 @@ fn a_key_that_looks_like_a_typo_is_refused_with_the_key_it_is_near() {
 fn a_type_error_in_a_lifted_spec_names_the_key_path_and_line_of_the_value() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let built = d.join("m.neff");
-    let model = root.join("examples/allreduce.json");
-    assert_eq!(code(&neff(&["build", s(&model), "-o", s(&built), "-q"])), 0);
-    let lifted = d.join("lifted.json");
-    let r = neff(&[
-        "unpack",
-        s(&built),
-        "-o",
-        s(&d.join("tree")),
-        "--spec",
-        s(&lifted),
-        "-q",
-    ]);
-    assert_eq!(code(&r), 0, "{}", stderr(&r));
-    let text = fs::read_to_string(&lifted).unwrap();
-    let mut spec: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let (lifted, mut spec) = lifted_example(d);
     let payload = spec["payload"].as_array_mut().unwrap();
     let i = payload
         .iter()
