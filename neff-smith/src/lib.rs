@@ -8,7 +8,8 @@
 //! * [`generate`]: [`ArbitrarySpec`], a
 //!   structure-aware generator of valid build specs from fuzzer bytes;
 //! * [`corpus`]: fuzz seed corpora (`neff corpus`): generated valid NEFFs and
-//!   hash-consistent mutations of them.
+//!   hash-consistent mutations of them;
+//! * [`check`]: a fixture set or a corpus re-checked against its manifest.
 //!
 //! ```
 //! use neff_smith::corpus::seed_file;
@@ -25,6 +26,7 @@
 #![deny(missing_docs)]
 #![deny(missing_debug_implementations)]
 
+pub mod check;
 pub mod corpus;
 pub mod coverage;
 pub mod fixtures;

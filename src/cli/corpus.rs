@@ -33,11 +33,27 @@ use super::{prepare_output_dir, FsyncArgs, EXIT_OK};
 /// member dropped, swapped or resized, a header field), packed again with a
 /// valid hash. Seeds are named by their verdict as above; corpus.json gives
 /// each one's source and change.
+///
+/// With --check DIR, nothing is written: every seed of DIR/corpus.json is
+/// verified again under `neff verify`'s defaults, in parallel; exit 1 lists
+/// each file whose verdict differs from the recorded one.
+///
+///   neff corpus -o seeds --count 100 && neff corpus --check seeds
 #[derive(Args, Debug)]
 pub struct CorpusArgs {
     /// Output directory (created; must be empty unless --force).
-    #[arg(short, long = "output", visible_alias = "out", value_name = "DIR")]
-    out: PathBuf,
+    #[arg(
+        short,
+        long = "output",
+        visible_alias = "out",
+        value_name = "DIR",
+        required_unless_present = "check",
+        conflicts_with = "check"
+    )]
+    out: Option<PathBuf>,
+    /// Check the seeds in DIR against DIR/corpus.json instead of writing.
+    #[arg(long, value_name = "DIR")]
+    check: Option<PathBuf>,
     /// How many files.
     #[arg(long, default_value_t = 100)]
     count: u64,
@@ -109,8 +125,15 @@ fn lift_sources(paths: &[PathBuf]) -> Result<Vec<Source>, Box<dyn std::error::Er
 }
 
 pub fn run(args: CorpusArgs) -> Result<u8, Box<dyn std::error::Error>> {
+    if let Some(dir) = &args.check {
+        let threads = super::check_threads(args.threads);
+        let checked = neff::smith::check::check_corpus(dir, threads)?;
+        let listing = dir.join(neff::smith::check::CORPUS_FILE);
+        return Ok(super::report_checked(&checked, &listing, args.quiet));
+    }
     let sources = lift_sources(&args.from)?;
-    prepare_output_dir(&args.out, args.force)?;
+    let out = args.out.clone().unwrap_or_default();
+    prepare_output_dir(&out, args.force)?;
     let started = Instant::now();
     let mut listing = Vec::new();
     let mut bytes = 0u64;
@@ -120,7 +143,7 @@ pub fn run(args: CorpusArgs) -> Result<u8, Box<dyn std::error::Error>> {
         let valid = seed.verdict.accepted;
         let kind = if valid { "valid" } else { "invalid" };
         let name = format!("{:06}-{kind}.neff", listing.len());
-        write_atomic_with(&args.out.join(&name), &seed.bytes, false)?;
+        write_atomic_with(&out.join(&name), &seed.bytes, false)?;
         bytes += seed.bytes.len() as u64;
         listing.push(CorpusEntry {
             file: name,
@@ -152,18 +175,18 @@ pub fn run(args: CorpusArgs) -> Result<u8, Box<dyn std::error::Error>> {
         files: listing,
     };
     write_atomic_with(
-        &args.out.join("corpus.json"),
+        &out.join(neff::smith::check::CORPUS_FILE),
         (serde_json::to_string_pretty(&manifest)? + "\n").as_bytes(),
         false,
     )?;
-    args.fsync.sync_folder(&args.out)?;
+    args.fsync.sync_folder(&out)?;
     let secs = started.elapsed().as_secs_f64();
     if args.quiet {
         return Ok(EXIT_OK);
     }
     eprintln!(
         "wrote {written} files ({bytes} bytes) to {} in {secs:.2} s ({:.0} files/s)",
-        args.out.display(),
+        out.display(),
         written as f64 / secs.max(1e-9)
     );
     Ok(EXIT_OK)

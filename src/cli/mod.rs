@@ -178,6 +178,46 @@ pub fn prepare_output_dir(dir: &std::path::Path, force: bool) -> Result<(), Stri
 
 pub use neff::loader::{parse_features, parse_mask};
 
+/// The threads of a `--check` (`--threads`, else the available cores).
+pub fn check_threads(threads: Option<u64>) -> usize {
+    threads.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get()),
+        |n| n as usize,
+    )
+}
+
+/// Prints what a `--check` of `manifest` found; the exit code: 0 when every
+/// verdict is the recorded one, 1 when one differs.
+pub fn report_checked(
+    checked: &neff::smith::check::Checked,
+    manifest: &std::path::Path,
+    quiet: bool,
+) -> u8 {
+    for d in &checked.differences {
+        eprintln!(
+            "neff: {}: under `{}`: expected {}, got {}",
+            d.file, d.runtime, d.expected, d.got
+        );
+    }
+    if checked.differences.is_empty() {
+        if !quiet {
+            eprintln!(
+                "checked {} entries of {}: every verdict is the recorded one",
+                checked.entries,
+                manifest.display()
+            );
+        }
+        return EXIT_OK;
+    }
+    eprintln!(
+        "{} of {} entries of {} differ",
+        checked.differences.len(),
+        checked.entries,
+        manifest.display()
+    );
+    EXIT_REJECTED
+}
+
 /// Prints a value as pretty JSON on stdout.
 pub fn print_json<T: serde::Serialize>(value: &T) -> Result<(), Box<dyn std::error::Error>> {
     println!("{}", serde_json::to_string_pretty(value)?);

@@ -247,3 +247,84 @@ fn the_manifest_schema_is_published() {
         assert!(text.contains(key), "{key}");
     }
 }
+
+#[test]
+fn check_finds_a_fixture_and_a_seed_that_disagree_with_their_manifest() {
+    let dir = tempfile::tempdir().unwrap();
+    let fx = dir.path().join("fx");
+    assert_eq!(fixtures(&fx, &["-q"]).status.code(), Some(0));
+    let check = |args: &[&str]| neff(args);
+    let r = check(&["fixtures", "--check", fx.to_str().unwrap()]);
+    assert_eq!(
+        r.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    assert!(String::from_utf8_lossy(&r.stderr).contains("every verdict is the recorded one"));
+    // A fixture edited to disagree: its manifest entry says accepted.
+    let manifest_path = fx.join("manifest.json");
+    let mut manifest: Value = serde_json::from_slice(&fs::read(&manifest_path).unwrap()).unwrap();
+    let entry = manifest["fixtures"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|f| f["kind"] == "negative")
+        .unwrap();
+    entry["expected"]["accepted"] = Value::Bool(true);
+    let file = entry["file"].as_str().unwrap().to_string();
+    fs::write(
+        &manifest_path,
+        serde_json::to_vec_pretty(&manifest).unwrap(),
+    )
+    .unwrap();
+    let r = check(&[
+        "fixtures",
+        "--check",
+        fx.to_str().unwrap(),
+        "--threads",
+        "2",
+    ]);
+    let err = String::from_utf8_lossy(&r.stderr).to_string();
+    assert_eq!(r.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("neff: {file}: under `--instance-arch")),
+        "{err}"
+    );
+    assert!(err.contains("1 of "), "{err}");
+
+    let seeds = dir.path().join("seeds");
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    let r = check(&[
+        "corpus",
+        "-o",
+        &s(&seeds),
+        "--count",
+        "12",
+        "-q",
+        "--no-fsync",
+    ]);
+    assert_eq!(r.status.code(), Some(0));
+    let r = check(&["corpus", "--check", &s(&seeds)]);
+    assert_eq!(
+        r.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    // A seed swapped for another: its recorded verdict no longer holds.
+    let listing: Value =
+        serde_json::from_slice(&fs::read(seeds.join("corpus.json")).unwrap()).unwrap();
+    let files = listing["files"].as_array().unwrap();
+    let valid = files.iter().find(|f| f["valid"] == true).unwrap()["file"]
+        .as_str()
+        .unwrap();
+    let invalid = files.iter().find(|f| f["valid"] == false).unwrap()["file"]
+        .as_str()
+        .unwrap();
+    fs::copy(seeds.join(invalid), seeds.join(valid)).unwrap();
+    let r = check(&["corpus", "--check", &s(&seeds)]);
+    let err = String::from_utf8_lossy(&r.stderr).to_string();
+    assert_eq!(r.status.code(), Some(1), "{err}");
+    assert!(err.contains(&format!("neff: {valid}:")), "{err}");
+}
