@@ -30,6 +30,11 @@
 //! with `vnc_size` N (a logical core of N physical cores, LNC=N) has N
 //! graphs, one per physical core, and the logical core's figure is the sum
 //! of its graphs (INFERRED from the graph count matching `vnc_size`).
+//!
+//! NEFFs loaded together on one NeuronCore ([`SharedMemoryReport`]): each
+//! keeps its own code, constants, private scratchpad and rings, and they
+//! share one scratchpad, as large as the largest of theirs (published rule),
+//! allocated in whole scratchpad pages.
 
 use serde::Serialize;
 
@@ -37,6 +42,63 @@ use neff_loader::{GraphSummary, ModelSummary, WeightSummary};
 
 /// Bytes of one DMA descriptor in a ring (INFERRED).
 pub const DMA_DESCRIPTOR_BYTES: u64 = 16;
+
+/// The page the shared scratchpad is allocated in: the runtime's default
+/// `NEURON_SCRATCHPAD_PAGE_SIZE`, 512 MiB.
+pub const SCRATCHPAD_PAGE: u64 = 512 << 20;
+
+/// What a [`SharedMemoryReport`] estimates rather than knows.
+const ESTIMATED: [&str; 4] = [
+    "dma_rings_io, dma_rings_spill: 16 B per hardware descriptor (inferred); no per-queue overhead is published, none counted",
+    "shared_scratchpad: rounded up to whole pages of the runtime's default NEURON_SCRATCHPAD_PAGE_SIZE (512 MiB); another page size changes it",
+    "model_code: the 96 MB of microcode the runtime adds per physical core is not counted",
+    "a NEFF of several graphs (a logical core of several physical ones) counts its graphs together, as its own total does",
+];
+
+/// What `neff inspect --memory A B …` reports: NEFFs loaded together on one
+/// (logical) NeuronCore, each on its own and all together.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SharedMemoryReport {
+    /// Each NEFF's own report, in the order given.
+    pub neffs: Vec<MemoryReport>,
+    /// All of them loaded together: each category summed over the NEFFs'
+    /// totals, except `shared_scratchpad`, which they share: the largest
+    /// NEFF's, rounded up to whole `scratchpad_page`s. `total` sums the
+    /// categories; `io_tensors` (not in `total`) is summed too.
+    pub together: MemoryCategories,
+    /// The page the shared scratchpad is rounded up to.
+    pub scratchpad_page: u64,
+    /// What these figures estimate rather than know.
+    pub estimated: Vec<String>,
+}
+
+impl SharedMemoryReport {
+    /// The figures of `neffs` loaded together.
+    pub fn new(neffs: Vec<MemoryReport>) -> SharedMemoryReport {
+        let mut together = neffs
+            .iter()
+            .fold(MemoryCategories::default(), |sum, n| sum.plus(&n.total));
+        let largest = neffs
+            .iter()
+            .map(|n| n.total.shared_scratchpad)
+            .max()
+            .unwrap_or(0);
+        together.shared_scratchpad = largest
+            .div_ceil(SCRATCHPAD_PAGE)
+            .saturating_mul(SCRATCHPAD_PAGE);
+        together.total = together
+            .categories()
+            .into_iter()
+            .fold(0, u64::saturating_add);
+        SharedMemoryReport {
+            neffs,
+            together,
+            scratchpad_page: SCRATCHPAD_PAGE,
+            estimated: ESTIMATED.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+}
 
 /// The memory report: one row per physical core (graph) and the NEFF's total.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -154,9 +216,6 @@ mod tests {
     use super::*;
     use neff_loader::{DmaSummary, EngineSummary, ScratchpadSummary};
 
-    /// The runtime's default scratchpad page (`NEURON_SCRATCHPAD_PAGE_SIZE`).
-    const SCRATCHPAD_PAGE: u64 = 512 << 20;
-
     #[test]
     fn categories_follow_the_rules_and_total_sums_them() {
         let mut scratchpad = ScratchpadSummary::default();
@@ -189,5 +248,14 @@ mod tests {
         assert_eq!((core.dma_rings_io, core.dma_rings_spill), (48, 16));
         assert_eq!(core.total, 64 + SCRATCHPAD_PAGE + 10 + 20 + 48 + 16);
         assert_eq!(r.total.total, 2 * core.total);
+        // Loaded together: one shared scratchpad, the largest (this NEFF's two
+        // graphs' 2 pages + 20 bytes), in whole pages.
+        let mut small = r.clone();
+        small.total.shared_scratchpad = 10;
+        let shared = SharedMemoryReport::new(vec![r.clone(), small]);
+        assert_eq!(shared.together.shared_scratchpad, 3 * SCRATCHPAD_PAGE);
+        assert_eq!(shared.together.model_code, 4 * 64);
+        let categories = shared.together.categories();
+        assert_eq!(shared.together.total, categories.iter().sum::<u64>());
     }
 }

@@ -22,7 +22,7 @@ mod inspect;
 mod ntff;
 mod recovering;
 
-pub use device_memory::{CoreMemory, MemoryCategories, MemoryReport};
+pub use device_memory::{CoreMemory, MemoryCategories, MemoryReport, SharedMemoryReport};
 pub use extract::{
     abandon_unpack_dirs, extract, extract_observed, extract_refused, ExtractLimits, ExtractSummary,
 };

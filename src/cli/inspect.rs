@@ -7,7 +7,9 @@ use clap::Args;
 use neff::loader::{EntryFate, Limits, RuntimeProfile};
 use neff::loader::{ModelSummary, WeightSummary};
 use neff::schema::hex;
-use neff::tools::{ntff_neff_uuid, InspectReport, MemoryReport};
+use neff::tools::{
+    ntff_neff_uuid, InspectReport, MemoryCategories, MemoryReport, SharedMemoryReport,
+};
 
 use super::input;
 use super::units::human_bytes;
@@ -32,8 +34,10 @@ use super::{print_json, EXIT_OK, EXIT_REJECTED};
 #[derive(Args, Debug)]
 pub struct InspectArgs {
     /// The NEFF to inspect (`-` reads it from stdin), or a file that carries
-    /// one (`wrapped_neff.hlo`, `model.neuron`).
-    file: PathBuf,
+    /// one (`wrapped_neff.hlo`, `model.neuron`). With --memory, several: the
+    /// memory of the NEFFs loaded together on one NeuronCore.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
     /// When FILE carries several NEFFs (an HLO module from a compile cache,
     /// a torch-neuron(x) TorchScript zip), read NEFF number N (from 0). A
     /// carrier's NEFF is found by parsing it; where it lay is said on stderr.
@@ -71,6 +75,13 @@ pub struct InspectArgs {
     /// (https://awsdocs-neuron.readthedocs-hosted.com/en/latest/tools/neuron-sys-tools/neuron-monitor-user-guide.html).
     /// A refused NEFF exits 1 (its figures cover what the manifests gave
     /// before the refusal; none when its container is unreadable).
+    ///
+    /// With several files, the NEFFs loaded together on one NeuronCore: each
+    /// NEFF's total, then all of them, whose shared scratchpad is the largest of
+    /// theirs rounded up to whole 512 MiB pages (they share it); what is
+    /// estimated rather than known is listed (`neff schema shared-memory-report`):
+    ///
+    ///   neff inspect --memory encoder.neff decoder.neff
     #[arg(long)]
     memory: bool,
     /// With --memory: exact byte counts instead of binary units (KiB, MiB, GiB).
@@ -88,7 +99,14 @@ pub struct InspectArgs {
 }
 
 pub fn run(args: InspectArgs) -> Result<u8, Box<dyn std::error::Error>> {
-    let input = input::resolve(&args.file, args.index, args.quiet)?;
+    if args.files.len() > 1 {
+        if !args.memory {
+            return Err("several files are inspected together only with --memory".into());
+        }
+        return memory_together(&args);
+    }
+    let file = &args.files[0];
+    let input = input::resolve(file, args.index, args.quiet)?;
     let name = input.name.clone();
     let verdict = input::verify(
         &input.path,
@@ -126,7 +144,7 @@ pub fn run(args: InspectArgs) -> Result<u8, Box<dyn std::error::Error>> {
         }
         (Some(m), _, true, _) => print_weights(m),
         (_, _, _, true) => print_json(&report)?,
-        _ if args.quiet => super::quiet_verdict(&args.file, &report.verdict),
+        _ if args.quiet => super::quiet_verdict(file, &report.verdict),
         _ => print_human(&report),
     }
     // The text views end with the refusal, as the full view does.
@@ -194,11 +212,78 @@ fn print_weights(m: &ModelSummary) {
     }
 }
 
+/// `--memory A B …`: each NEFF's memory, then all of them loaded together.
+fn memory_together(args: &InspectArgs) -> Result<u8, Box<dyn std::error::Error>> {
+    let mut reports = Vec::new();
+    let mut code = EXIT_OK;
+    for file in &args.files {
+        let input = input::resolve(file, args.index, args.quiet)?;
+        let name = input.name.clone();
+        let verdict = input::verify(
+            &input.path,
+            &name,
+            &RuntimeProfile::default(),
+            &Limits::default(),
+        )
+        .map_err(|e| e.at_path(&name))?;
+        let report = InspectReport::new(&name, &verdict);
+        if !report.verdict.accepted {
+            code = EXIT_REJECTED;
+            eprintln!("neff: {name}: {}", report.verdict.summary());
+        }
+        match &report.model {
+            Some(model) => reports.push(MemoryReport::new(&name, model)),
+            None => return Err(format!("{name}: no model to add up").into()),
+        }
+    }
+    let shared = SharedMemoryReport::new(reports);
+    if args.json {
+        print_json(&shared)?;
+        return Ok(code);
+    }
+    let rows: Vec<(String, &MemoryCategories)> = shared
+        .neffs
+        .iter()
+        .map(|n| (n.file.clone(), &n.total))
+        .chain([("together".to_string(), &shared.together)])
+        .collect();
+    print_table(
+        "device memory of NEFFs loaded together on one NeuronCore",
+        "neff",
+        &rows,
+        args.bytes,
+    );
+    println!("estimated, not known:");
+    for note in &shared.estimated {
+        println!("  - {note}");
+    }
+    Ok(code)
+}
+
 /// `--memory`: one row per graph (physical core), then the NEFF's total; in
 /// binary units, or exact byte counts with `exact`.
 fn print_memory(r: &MemoryReport, exact: bool) {
-    const HEADERS: [&str; 9] = [
-        "core",
+    let rows: Vec<(String, &MemoryCategories)> = r
+        .cores
+        .iter()
+        .map(|c| {
+            let mark = if c.partial.is_some() { "*" } else { "" };
+            (format!("{}{mark}", c.graph), &c.memory)
+        })
+        .chain([("total".to_string(), &r.total)])
+        .collect();
+    print_table("device memory per NeuronCore", "core", &rows, exact);
+    for core in r.cores.iter().filter(|c| c.partial.is_some()) {
+        let why = core.partial.as_deref().unwrap_or_default();
+        println!("  * {}: {why}", core.graph);
+    }
+}
+
+/// The memory table: a row per `(name, figures)`, its first column headed
+/// `first`.
+fn print_table(title: &str, first: &str, named: &[(String, &MemoryCategories)], exact: bool) {
+    let headers: [&str; 9] = [
+        first,
         "model_code",
         "constants",
         "shared_scratchpad",
@@ -209,18 +294,12 @@ fn print_memory(r: &MemoryReport, exact: bool) {
         "io_tensors",
     ];
     let shown = |n: u64| if exact { n.to_string() } else { human_bytes(n) };
-    let rows: Vec<[String; 9]> = r
-        .cores
+    let rows: Vec<[String; 9]> = named
         .iter()
-        .map(|c| {
-            let mark = if c.partial.is_some() { "*" } else { "" };
-            (format!("{}{mark}", c.graph), &c.memory)
-        })
-        .chain([("total".to_string(), &r.total)])
         .map(|(name, m)| {
             let [code, constants, shared, private, io, spill] = m.categories();
             [
-                name,
+                name.clone(),
                 shown(code),
                 shown(constants),
                 shown(shared),
@@ -232,11 +311,11 @@ fn print_memory(r: &MemoryReport, exact: bool) {
             ]
         })
         .collect();
-    let widths: Vec<usize> = (0..HEADERS.len())
+    let widths: Vec<usize> = (0..headers.len())
         .map(|i| {
             rows.iter()
                 .map(|r| r[i].len())
-                .chain([HEADERS[i].len()])
+                .chain([headers[i].len()])
                 .max()
                 .unwrap_or(0)
         })
@@ -253,15 +332,11 @@ fn print_memory(r: &MemoryReport, exact: bool) {
     } else {
         "binary units; --bytes for exact counts"
     };
-    println!("device memory per NeuronCore ({unit}; see --help for each rule):");
-    println!("{}", line(&HEADERS));
+    println!("{title} ({unit}; see --help for each rule):");
+    println!("{}", line(&headers));
     for row in &rows {
         let cells: Vec<&str> = row.iter().map(String::as_str).collect();
         println!("{}", line(&cells));
-    }
-    for core in r.cores.iter().filter(|c| c.partial.is_some()) {
-        let why = core.partial.as_deref().unwrap_or_default();
-        println!("  * {}: {why}", core.graph);
     }
 }
 

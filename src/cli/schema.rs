@@ -15,7 +15,7 @@ use super::{documents, print_json, EXIT_OK};
 /// several files or a folder, `inspect-report` what `neff inspect --json` prints,
 /// `diff-report` what `neff diff --json` prints, `pack-report` what `pack`/`build --json`
 /// print, `unpack-report` what `unpack --json` prints, `memory-report` what
-/// `neff inspect --memory --json` prints, `error` what any `--json` command prints on an
+/// `neff inspect --memory --json` prints (`shared-memory-report` for several files), `error` what any `--json` command prints on an
 /// error, `corpus-manifest` the corpus.json of `neff corpus`, `coverage-report` what
 /// `neff coverage --json` prints, and the
 /// manifest schemas describe neff.json, the KELF descriptor, def.json, engine
@@ -91,6 +91,11 @@ const SCHEMAS: &[Entry] = &[
         "memory-report",
         "what `neff inspect --memory --json` prints",
         || schemars::schema_for!(neff::tools::MemoryReport),
+    ),
+    (
+        "shared-memory-report",
+        "what `neff inspect --memory --json A B …` prints (NEFFs loaded together)",
+        || schemars::schema_for!(neff::tools::SharedMemoryReport),
     ),
     (
         "neff-json",

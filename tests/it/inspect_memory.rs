@@ -474,3 +474,50 @@ fn weights_show_the_npy_headers_dtype_and_shape_on_every_real_neff() {
     }
     assert!(checked >= 180, "only {checked} weights checked");
 }
+
+#[test]
+#[cfg_attr(
+    not(neff_real_neffs),
+    ignore = "real NEFFs missing: set NEFF_REAL_NEFFS (default ../shared/real-neffs), see tests/real-neffs.md"
+)]
+fn memory_of_real_neffs_loaded_together_adds_up_and_shares_one_scratchpad() {
+    let files = crate::common::real_neff_files();
+    let paths: Vec<&str> = files.iter().map(|p| p.to_str().unwrap()).collect();
+    let mut args = vec!["inspect", "--memory", "--json"];
+    args.extend(&paths);
+    let out = neff(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+    let shared: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let page = shared["scratchpad_page"].as_u64().unwrap();
+    assert_eq!(page, 512 << 20);
+    let together = &shared["together"];
+    let mut largest = 0;
+    for key in [
+        "model_code",
+        "constants",
+        "scratchpad",
+        "dma_rings_io",
+        "dma_rings_spill",
+        "io_tensors",
+    ] {
+        let mut sum = 0;
+        for path in &paths {
+            let one = neff(&["inspect", "--memory", "--json", path]);
+            let one: serde_json::Value = serde_json::from_slice(&one.stdout).unwrap();
+            sum += one["total"][key].as_u64().unwrap();
+            largest = largest.max(one["total"]["shared_scratchpad"].as_u64().unwrap());
+        }
+        assert_eq!(together[key].as_u64(), Some(sum), "{key}");
+    }
+    assert_eq!(
+        together["shared_scratchpad"].as_u64(),
+        Some(largest.div_ceil(page) * page)
+    );
+    assert_eq!(shared["neffs"].as_array().unwrap().len(), paths.len());
+    assert!(!shared["estimated"].as_array().unwrap().is_empty());
+    let text = stdout(&neff(&["inspect", "--memory", paths[0], paths[1]]));
+    assert!(
+        text.contains("together") && text.contains("estimated, not known"),
+        "{text}"
+    );
+}
