@@ -19,6 +19,7 @@ pub mod signals;
 mod units;
 mod unpack;
 mod verify;
+mod weights;
 
 use std::process::ExitCode;
 
@@ -120,6 +121,8 @@ enum Command {
     Cat(cat::CatArgs),
     #[command(after_help = OUTPUT_POLICY)]
     Extract(extract::ExtractArgs),
+    #[command(after_help = OUTPUT_POLICY)]
+    Weights(weights::WeightsArgs),
     Completions(generated::CompletionsArgs),
     #[command(after_help = OUTPUT_POLICY)]
     Man(generated::ManArgs),
@@ -155,6 +158,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
         Command::Diff(args) => diff::run(args)?,
         Command::Cat(args) => cat::run(args)?,
         Command::Extract(args) => extract::run(args)?,
+        Command::Weights(args) => weights::run(args)?,
         Command::Completions(args) => generated::completions(args)?,
         Command::Man(args) => generated::man(args)?,
     };

@@ -43,6 +43,7 @@ mod stream_check;
 mod temp_names;
 mod unpack_one_pass;
 mod verify_many;
+mod weights;
 mod whole_file_differential;
 
 // The runtime's walk of a payload, listed, and the `whole_file` fuzz
