@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from neff._builder import BuildOutcome, Builder, Subgraph, lift
     from neff._reader import (
         DiffReport, DmaQueue, Engine, Graph, Header, Member, Memory, MemoryFigures, Neff, PackOutcome,
-        Source, Tensor, UnpackSummary, Weight, diff, open, pack, read_members, unpack,
+        Source, Tensor, UnpackSummary, Weight, diff, export_weights, import_weights, open, pack,
+        read_members, unpack,
     )
 
 __all__ = [
@@ -29,7 +30,8 @@ __all__ = [
     "MemberNotFound", "NeffError", "NeffIOError", "NeffValueError", "Rejected",
     "DiffReport", "DmaQueue", "Engine", "Graph", "Header", "Member", "Memory", "MemoryFigures", "Neff",
     "PackOutcome", "Report", "Source", "Tensor", "UnpackSummary", "Weight",
-    "diff", "lift", "open", "pack", "read_members", "unpack", "verify", "verify_many",
+    "diff", "export_weights", "import_weights", "lift", "open", "pack", "read_members", "unpack",
+    "verify", "verify_many",
 ]
 
 # The rest of the API is imported on first use (PEP 562): `import neff` followed by
@@ -38,8 +40,8 @@ _LAZY = {
     **dict.fromkeys(("BuildOutcome", "Builder", "Subgraph", "lift"), "neff._builder"),
     **dict.fromkeys(
         ("DiffReport", "DmaQueue", "Engine", "Graph", "Header", "Member", "Memory", "MemoryFigures", "Neff",
-         "PackOutcome", "Source", "Tensor", "UnpackSummary", "Weight", "diff", "open", "pack", "read_members",
-         "unpack"),
+         "PackOutcome", "Source", "Tensor", "UnpackSummary", "Weight", "diff", "export_weights",
+         "import_weights", "open", "pack", "read_members", "unpack"),
         "neff._reader",
     ),
 }

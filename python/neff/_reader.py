@@ -29,7 +29,8 @@ from neff._report import Report, _source, verify, verify_many
 __all__ = [
     "DiffReport", "DmaQueue", "Engine", "Graph", "Header", "Member", "Memory", "MemoryFigures",
     "Neff", "PackOutcome", "Report", "Tensor", "UnpackSummary", "Weight",
-    "diff", "open", "pack", "read_members", "unpack", "verify", "verify_many",
+    "diff", "export_weights", "import_weights", "open", "pack", "read_members", "unpack", "verify",
+    "verify_many",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -855,3 +856,29 @@ def unpack(
     h = None if header_out is None else os.fspath(header_out)
     return _build(UnpackSummary, json.loads(_native.unpack(os.fspath(path), os.fspath(dir), h, force, no_verify_hash,
                                                            fsync, prove_deflate, record_header)))
+
+
+def export_weights(source: PathLike, out: PathLike) -> int:
+    """Writes the weights of the NEFF ``source`` to the safetensors file ``out`` as
+    ``neff weights --export`` does: one tensor per weight, keyed ``<graph>/<var name>``
+    (the keys of :meth:`Neff.weights` prefixed by their graph). Returns how many.
+
+    >>> neff.export_weights("m.neff", "w.safetensors")
+    1
+    """
+    return _native.export_weights(os.fspath(source), os.fspath(out))
+
+
+def import_weights(source: PathLike, tensors: PathLike, out: PathLike, *, retype: bool = False) -> PackOutcome:
+    """Writes the NEFF ``source`` with its weights read from the safetensors file
+    ``tensors`` at ``out``, as ``neff weights --import`` does: a tensor naming no
+    weight, or of another dtype or shape (unless ``retype=True``), raises
+    :class:`neff.NeffError`; an unchanged export gives ``source`` byte for byte.
+
+    >>> neff.export_weights("m.neff", "w.safetensors")
+    1
+    >>> neff.import_weights("m.neff", "w.safetensors", "same.neff").report.accepted
+    True
+    """
+    d = json.loads(_native.import_weights(os.fspath(source), os.fspath(tensors), os.fspath(out), retype))
+    return _build(PackOutcome, d, header=Header._written(d["header"], d["report"]), report=Report._from(d["report"]))

@@ -21,6 +21,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(diff, m)?)?;
     m.add_function(wrap_pyfunction!(pack, m)?)?;
     m.add_function(wrap_pyfunction!(unpack, m)?)?;
+    m.add_function(wrap_pyfunction!(export_weights, m)?)?;
+    m.add_function(wrap_pyfunction!(import_weights, m)?)?;
     Ok(())
 }
 
@@ -157,4 +159,35 @@ fn unpack(
         report.recovered(&recovered);
     }
     serde_json::to_string(&report).map_err(|e| bad_argument(&e.to_string()))
+}
+
+/// `neff weights PATH --export OUT`: the number of tensors written.
+#[pyfunction]
+fn export_weights(py: Python<'_>, path: PathBuf, out: PathBuf) -> PyResult<usize> {
+    let scratch = tempfile::tempdir().map_err(|e| writer_error(&e.into()))?;
+    let done = py
+        .detach(|| neff_tools::weights::export(&path, &out, &scratch.path().join("tree")))
+        .map_err(|e| writer_error(&e))?;
+    Ok(done.tensors)
+}
+
+/// `neff weights PATH --import TENSORS -o OUT [--retype]`: the outcome as
+/// JSON (as `pack` gives it, with `file` and the `changed` weights).
+#[pyfunction]
+#[pyo3(signature = (path, tensors, out, retype=false))]
+fn import_weights(
+    py: Python<'_>,
+    path: PathBuf,
+    tensors: PathBuf,
+    out: PathBuf,
+    retype: bool,
+) -> PyResult<String> {
+    let scratch = tempfile::tempdir().map_err(|e| writer_error(&e.into()))?;
+    let done = py
+        .detach(|| neff_tools::weights::import(&path, &tensors, &out, scratch.path(), retype))
+        .map_err(|e| writer_error(&e))?;
+    let mut doc = json!(done.outcome);
+    doc["file"] = json!(out.display().to_string());
+    doc["changed"] = json!(done.changed);
+    Ok(doc.to_string())
 }

@@ -109,3 +109,18 @@ def test_pack_infers_the_virtual_core_of_a_two_graph_tree(tmp_path: Path) -> Non
     out = neff.pack(tmp_path / "tree", tmp_path / "again.neff")
     assert out.report.accepted and out.header.vnc_size == 2
     assert out.header.feature_names == ("neff_feature_vnc",) and out.header.digest == out.report.digest
+
+
+def test_weights_go_to_safetensors_and_back_byte_for_byte(tmp_path: Path) -> None:
+    numpy = pytest.importorskip("numpy")
+    built = tmp_path / "m.neff"
+    b = neff.Builder()
+    with b.subgraph("sg00") as sg:
+        sg.input("x", "float32", (4,)).output("y", "float32", (4,))
+        sg.weight("w", numpy.arange(8, dtype="float32"))
+    b.write(built)
+    assert neff.export_weights(built, tmp_path / "w.safetensors") == 1
+    out = neff.import_weights(built, tmp_path / "w.safetensors", tmp_path / "same.neff")
+    assert out.report.accepted and (tmp_path / "same.neff").read_bytes() == built.read_bytes()
+    with pytest.raises(neff.NeffError, match="not a safetensors file"):
+        neff.import_weights(built, built, tmp_path / "x.neff")
