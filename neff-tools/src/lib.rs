@@ -5,7 +5,7 @@
 //! * [`InspectReport`]: the container, every entry's fate and the model a
 //!   [`Verdict`](neff_loader::Verdict) read, as `neff inspect` prints it;
 //! * [`MemoryReport`]: the device memory a model asks for, per core;
-//! * [`weights`]: a NEFF's weights to and from safetensors;
+//! * [`weights`]: a NEFF's weights to and from safetensors; [`redact`]: a NEFF safe to share;
 //! * [`diff`]: what differs between two NEFFs (header, members, keys);
 //! * [`extract`]: `neff unpack`, writing each member as the walk reads it,
 //!   through directory descriptors, refusing what the limits refuse;
@@ -22,6 +22,7 @@ mod extract;
 mod inspect;
 mod ntff;
 mod recovering;
+pub mod redact;
 pub mod weights;
 
 pub use device_memory::{CoreMemory, MemoryCategories, MemoryReport, SharedMemoryReport};

@@ -14,6 +14,7 @@ mod input;
 mod inspect;
 mod pack;
 mod progress;
+mod redact;
 mod schema;
 pub mod signals;
 mod units;
@@ -123,6 +124,8 @@ enum Command {
     Extract(extract::ExtractArgs),
     #[command(after_help = OUTPUT_POLICY)]
     Weights(weights::WeightsArgs),
+    #[command(after_help = OUTPUT_POLICY)]
+    Redact(redact::RedactArgs),
     Completions(generated::CompletionsArgs),
     #[command(after_help = OUTPUT_POLICY)]
     Man(generated::ManArgs),
@@ -159,6 +162,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
         Command::Cat(args) => cat::run(args)?,
         Command::Extract(args) => extract::run(args)?,
         Command::Weights(args) => weights::run(args)?,
+        Command::Redact(args) => redact::run(args)?,
         Command::Completions(args) => generated::completions(args)?,
         Command::Man(args) => generated::man(args)?,
     };

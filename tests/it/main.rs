@@ -35,6 +35,7 @@ mod real_neff_gates;
 mod real_neff_list;
 mod real_neffs;
 mod recover;
+mod redact;
 mod schemas;
 mod smoke;
 mod spec_blobs;
