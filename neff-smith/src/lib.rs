@@ -9,7 +9,8 @@
 //!   structure-aware generator of valid build specs from fuzzer bytes;
 //! * [`corpus`]: fuzz seed corpora (`neff corpus`): generated valid NEFFs and
 //!   hash-consistent mutations of them;
-//! * [`check`]: a fixture set or a corpus re-checked against its manifest.
+//! * [`check`]: a fixture set or a corpus re-checked against its manifest;
+//! * [`shrink`]: a reducer of a NEFF to the smallest that keeps a predicate.
 //!
 //! ```
 //! use neff_smith::corpus::seed_file;
@@ -33,6 +34,7 @@ pub mod fixtures;
 pub mod generate;
 pub mod real;
 mod seed;
+pub mod shrink;
 pub mod whole_file;
 
 pub use fixtures::{Error, FixtureManifest};

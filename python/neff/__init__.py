@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from neff._reader import (
         DiffReport, DmaQueue, Engine, Graph, Header, Member, Memory, MemoryFigures, Neff, PackOutcome,
         Source, Tensor, UnpackSummary, Weight, diff, export_weights, import_weights, open, pack,
-        read_members, unpack,
+        read_members, shrink, unpack,
     )
 
 __all__ = [
@@ -30,8 +30,8 @@ __all__ = [
     "MemberNotFound", "NeffError", "NeffIOError", "NeffValueError", "Rejected",
     "DiffReport", "DmaQueue", "Engine", "Graph", "Header", "Member", "Memory", "MemoryFigures", "Neff",
     "PackOutcome", "Report", "Source", "Tensor", "UnpackSummary", "Weight",
-    "diff", "export_weights", "import_weights", "lift", "open", "pack", "read_members", "unpack",
-    "verify", "verify_many",
+    "diff", "export_weights", "import_weights", "lift", "open", "pack", "read_members", "shrink",
+    "unpack", "verify", "verify_many",
 ]
 
 # The rest of the API is imported on first use (PEP 562): `import neff` followed by
@@ -41,7 +41,7 @@ _LAZY = {
     **dict.fromkeys(
         ("DiffReport", "DmaQueue", "Engine", "Graph", "Header", "Member", "Memory", "MemoryFigures", "Neff",
          "PackOutcome", "Source", "Tensor", "UnpackSummary", "Weight", "diff", "export_weights",
-         "import_weights", "open", "pack", "read_members", "unpack"),
+         "import_weights", "open", "pack", "read_members", "shrink", "unpack"),
         "neff._reader",
     ),
 }

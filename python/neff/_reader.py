@@ -19,7 +19,7 @@ import warnings
 from dataclasses import dataclass, field
 from collections.abc import Mapping as _MappingABC
 from typing import (
-    Any, BinaryIO, Dict, FrozenSet, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union,
+    Any, BinaryIO, Callable, Dict, FrozenSet, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union,
 )
 
 from neff import _native
@@ -29,8 +29,8 @@ from neff._report import Report, _source, verify, verify_many
 __all__ = [
     "DiffReport", "DmaQueue", "Engine", "Graph", "Header", "Member", "Memory", "MemoryFigures",
     "Neff", "PackOutcome", "Report", "Tensor", "UnpackSummary", "Weight",
-    "diff", "export_weights", "import_weights", "open", "pack", "read_members", "unpack", "verify",
-    "verify_many",
+    "diff", "export_weights", "import_weights", "open", "pack", "read_members", "shrink", "unpack",
+    "verify", "verify_many",
 ]
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -882,3 +882,17 @@ def import_weights(source: PathLike, tensors: PathLike, out: PathLike, *, retype
     """
     d = json.loads(_native.import_weights(os.fspath(source), os.fspath(tensors), os.fspath(out), retype))
     return _build(PackOutcome, d, header=Header._written(d["header"], d["report"]), report=Report._from(d["report"]))
+
+
+def shrink(source: PathLike, out: PathLike, predicate: Callable[[str], bool], *, max_steps: int = 10_000,
+           seed: int = 0) -> int:
+    """Reduces the NEFF ``source`` to the smallest one for which ``predicate`` (called
+    with a candidate's path) stays true, as ``neff shrink`` does, writing it at ``out``;
+    returns its size. Every candidate is a NEFF this package's writer produced.
+
+    >>> refused_on_sunda = lambda p: neff.verify(p, "sunda").gate == "G17"
+    >>> neff.shrink("m.neff", "small.neff", refused_on_sunda) < os.path.getsize("m.neff")
+    True
+    """
+    _, to, _ = _native.shrink(os.fspath(source), os.fspath(out), predicate, max_steps, seed)
+    return to

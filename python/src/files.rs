@@ -23,6 +23,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(unpack, m)?)?;
     m.add_function(wrap_pyfunction!(export_weights, m)?)?;
     m.add_function(wrap_pyfunction!(import_weights, m)?)?;
+    m.add_function(wrap_pyfunction!(shrink, m)?)?;
     Ok(())
 }
 
@@ -190,4 +191,47 @@ fn import_weights(
     doc["file"] = json!(out.display().to_string());
     doc["changed"] = json!(done.changed);
     Ok(doc.to_string())
+}
+
+/// `neff shrink PATH -o OUT` with `predicate(candidate_path) -> bool` as the
+/// test of "still interesting" (an exception in it stops the reduction and
+/// is raised): `(from, to, checks)`, the sizes in bytes and the candidates
+/// checked.
+#[pyfunction]
+#[pyo3(signature = (path, out, predicate, max_steps=10_000, seed=0))]
+fn shrink(
+    path: PathBuf,
+    out: PathBuf,
+    predicate: &Bound<'_, PyAny>,
+    max_steps: u64,
+    seed: u64,
+) -> PyResult<(u64, u64, u64)> {
+    let scratch = tempfile::tempdir().map_err(|e| writer_error(&e.into()))?;
+    let mut raised = None;
+    let mut interesting = |candidate: &Path| -> bool {
+        if raised.is_some() {
+            return false;
+        }
+        let asked = predicate
+            .call1((candidate.display().to_string(),))
+            .and_then(|r| r.is_truthy());
+        asked.unwrap_or_else(|e| {
+            raised = Some(e);
+            false
+        })
+    };
+    let options = neff_smith::shrink::ShrinkOptions { max_steps, seed };
+    let done = neff_smith::shrink::shrink(
+        &path,
+        &out,
+        scratch.path(),
+        &options,
+        &mut interesting,
+        &mut |_| {},
+    );
+    if let Some(e) = raised {
+        return Err(e);
+    }
+    let done = done.map_err(|e| bad_argument(&e.to_string()))?;
+    Ok((done.from, done.to, done.steps))
 }

@@ -58,7 +58,7 @@ def small() -> neff.Builder:
 
 def scope() -> Dict[str, Any]:
     numpy = pytest.importorskip("numpy")
-    return {"neff": neff, "numpy": numpy, "builder": small(), "b": small(),
+    return {"neff": neff, "numpy": numpy, "os": os, "builder": small(), "b": small(),
             "sg": neff.Builder().subgraph("sg00")}
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import List
 
 import pytest
 
@@ -124,3 +125,25 @@ def test_weights_go_to_safetensors_and_back_byte_for_byte(tmp_path: Path) -> Non
     assert out.report.accepted and (tmp_path / "same.neff").read_bytes() == built.read_bytes()
     with pytest.raises(neff.NeffError, match="not a safetensors file"):
         neff.import_weights(built, built, tmp_path / "x.neff")
+
+
+def test_shrink_takes_a_python_predicate_and_raises_what_it_raises(tmp_path: Path) -> None:
+    built = tmp_path / "m.neff"
+    b = neff.Builder(target="cayman")
+    b.subgraph("sg00").input("x", "float32", (4,)).output("y", "float32", (4,))
+    b.write(built)
+    calls: List[str] = []
+
+    def refused_on_sunda(path: str) -> bool:
+        calls.append(path)
+        return neff.verify(path, "sunda").gate == "G17"
+
+    size = neff.shrink(built, tmp_path / "small.neff", refused_on_sunda)
+    assert size == (tmp_path / "small.neff").stat().st_size and len(calls) > 1
+    assert neff.verify(tmp_path / "small.neff", "sunda").gate == "G17"
+
+    def broken(path: str) -> bool:
+        raise RuntimeError("the predicate broke")
+
+    with pytest.raises(RuntimeError, match="the predicate broke"):
+        neff.shrink(built, tmp_path / "x.neff", broken)

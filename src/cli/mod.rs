@@ -16,6 +16,7 @@ mod pack;
 mod progress;
 mod redact;
 mod schema;
+mod shrink;
 pub mod signals;
 mod units;
 mod unpack;
@@ -126,6 +127,7 @@ enum Command {
     Weights(weights::WeightsArgs),
     #[command(after_help = OUTPUT_POLICY)]
     Redact(redact::RedactArgs),
+    Shrink(shrink::ShrinkArgs),
     Completions(generated::CompletionsArgs),
     #[command(after_help = OUTPUT_POLICY)]
     Man(generated::ManArgs),
@@ -163,6 +165,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
         Command::Extract(args) => extract::run(args)?,
         Command::Weights(args) => weights::run(args)?,
         Command::Redact(args) => redact::run(args)?,
+        Command::Shrink(args) => shrink::run(args)?,
         Command::Completions(args) => generated::completions(args)?,
         Command::Man(args) => generated::man(args)?,
     };

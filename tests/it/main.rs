@@ -37,6 +37,7 @@ mod real_neffs;
 mod recover;
 mod redact;
 mod schemas;
+mod shrink;
 mod smoke;
 mod spec_blobs;
 mod stdin_bounds;
