@@ -29,6 +29,9 @@ pub struct ShrinkOptions {
     pub max_steps: u64,
     /// Shuffles the order the steps are tried in (0: the fixed order).
     pub seed: u64,
+    /// Once the model steps keep nothing, byte-level steps on the file:
+    /// cut its end, zero a range (candidates no longer this tool's writer's).
+    pub raw: bool,
 }
 
 impl Default for ShrinkOptions {
@@ -36,6 +39,7 @@ impl Default for ShrinkOptions {
         ShrinkOptions {
             max_steps: 10_000,
             seed: 0,
+            raw: false,
         }
     }
 }
@@ -83,19 +87,19 @@ pub fn shrink(
 ) -> Result<Shrunk, Error> {
     // Member blobs are absolute paths into `lifted`, kept until the end.
     let (mut model, lifted) =
-        crate::real::lifted(input).map_err(|e| Error::Corpus(e.to_string()))?;
+        crate::real::lifted(input).map_err(|e| Error::Shrink(e.to_string()))?;
     let base = lifted.path().to_path_buf();
     let from = std::fs::metadata(input)?.len();
     let candidate = scratch.join("candidate.neff");
     write(&model, &base, &candidate)?.ok_or_else(|| {
-        Error::Corpus(format!(
+        Error::Shrink(format!(
             "{}: its lifted model cannot be written",
             input.display()
         ))
     })?;
     let mut best = model_size(&model, &base);
     if !interesting(&candidate) {
-        return Err(Error::Corpus(format!(
+        return Err(Error::Shrink(format!(
             "{}: not interesting to begin with (the predicate is false for its repack)",
             input.display()
         )));
@@ -145,9 +149,64 @@ pub fn shrink(
             }
         }
         if !kept_any {
+            if options.raw {
+                shrink_bytes(out, &candidate, options, interesting, progress, &mut done)?;
+            }
             return Ok(done);
         }
     }
+}
+
+/// The byte-level steps of `--raw` on the NEFF at `out`: cut the file to a
+/// half, a quarter… shorter, or zero a range of it, each kept when the file
+/// stays interesting; a step is smaller when the file is shorter or, as
+/// long, holds fewer non-zero bytes.
+fn shrink_bytes(
+    out: &Path,
+    candidate: &Path,
+    options: &ShrinkOptions,
+    interesting: &mut dyn FnMut(&Path) -> bool,
+    progress: &mut dyn FnMut(&Shrunk),
+    done: &mut Shrunk,
+) -> Result<(), Error> {
+    let mut best = std::fs::read(out)?;
+    let score = |b: &[u8]| (b.len(), b.iter().filter(|&&x| x != 0).count());
+    let mut chunk = best.len() / 2;
+    while chunk > 0 {
+        let mut at = 0;
+        let mut kept = false;
+        while at < best.len() && done.steps < options.max_steps {
+            let end = (at + chunk).min(best.len());
+            for cut in [true, false] {
+                let mut next = best.clone();
+                if cut {
+                    next.drain(at..end);
+                } else {
+                    next[at..end].fill(0);
+                }
+                if score(&next) >= score(&best) {
+                    continue;
+                }
+                done.steps += 1;
+                std::fs::write(candidate, &next)?;
+                if interesting(candidate) {
+                    std::fs::write(out, &next)?;
+                    done.to = next.len() as u64;
+                    let what = if cut { "cut" } else { "zeroed" };
+                    done.kept.push(format!("{what} bytes {at}..{end}"));
+                    best = next;
+                    progress(done);
+                    kept = true;
+                    break;
+                }
+            }
+            at += chunk;
+        }
+        if !kept {
+            chunk /= 2;
+        }
+    }
+    Ok(())
 }
 
 /// Writes `model` at `path` as it is (a refused NEFF too); its size, or

@@ -220,7 +220,11 @@ fn shrink(
             false
         })
     };
-    let options = neff_smith::shrink::ShrinkOptions { max_steps, seed };
+    let options = neff_smith::shrink::ShrinkOptions {
+        max_steps,
+        seed,
+        raw: false,
+    };
     let done = neff_smith::shrink::shrink(
         &path,
         &out,

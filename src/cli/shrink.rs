@@ -21,9 +21,11 @@ use super::EXIT_OK;
 /// far from the first step on. Deterministic for a --seed.
 ///
 /// Interesting is, with --until CMD, CMD exiting 0 when given the candidate's
-/// path as its last argument (run by `sh -c`, killed after --timeout); with
-/// --refused-by GATE, the loader refusing it by that gate (on --instance-arch,
-/// default every targeted arch); with --accepted, the loader accepting it.
+/// path as its last argument (run by `sh -c`, killed after --timeout), or
+/// with --stderr-matches RE its stderr matching RE; with --refused-by GATE,
+/// the loader refusing it by that gate (on --instance-arch, default every
+/// targeted arch, and under the profile flags); with --accepted, the loader
+/// accepting it. --raw then also tries byte-level steps on the file.
 ///
 ///   neff shrink big.neff -o small.neff --refused-by G17 --instance-arch sunda
 ///   neff shrink big.neff -o small.neff --until './my-loader-crashes.sh'
@@ -39,6 +41,10 @@ pub struct ShrinkArgs {
     #[arg(long, value_name = "CMD", required_unless_present_any = ["refused_by", "accepted"],
           conflicts_with_all = ["refused_by", "accepted"])]
     until: Option<String>,
+    /// With --until: interesting when CMD's stderr matches this regular
+    /// expression (whatever its exit status).
+    #[arg(long, value_name = "RE", requires = "until")]
+    stderr_matches: Option<String>,
     /// Interesting: refused by this gate (e.g. G21a).
     #[arg(long, value_name = "GATE", conflicts_with = "accepted")]
     refused_by: Option<String>,
@@ -48,6 +54,16 @@ pub struct ShrinkArgs {
     /// With --refused-by or --accepted: the instance arch the loader runs on.
     #[arg(long, default_value = "all", value_parser = ["sunda", "cayman", "mariana", "all"])]
     instance_arch: String,
+    /// With --refused-by or --accepted: simulate NEURON_RT_ALLOW_LEGACY_NEFF=1.
+    #[arg(long)]
+    allow_legacy_neff: bool,
+    /// With --refused-by or --accepted: skip the payload hash check.
+    #[arg(long)]
+    no_verify_hash: bool,
+    /// Once the model steps keep nothing, also cut and zero byte ranges of the
+    /// file (candidates the writer did not produce).
+    #[arg(long)]
+    raw: bool,
     /// Check at most N candidates.
     #[arg(long, value_name = "N", default_value_t = 10_000)]
     max_steps: u64,
@@ -68,11 +84,26 @@ pub fn run(args: ShrinkArgs) -> Result<u8, Box<dyn std::error::Error>> {
     let scope = ArchScope::parse(&args.instance_arch).unwrap_or(ArchScope::All);
     let runtime = Runtime {
         scope,
-        profile: RuntimeProfile::default(),
+        profile: RuntimeProfile {
+            allow_legacy_neff: args.allow_legacy_neff,
+            verify_hash: !args.no_verify_hash,
+            ..RuntimeProfile::default()
+        },
+    };
+    let pattern = match &args.stderr_matches {
+        Some(re) => {
+            Some(regex_lite::Regex::new(re).map_err(|e| format!("--stderr-matches {re:?}: {e}"))?)
+        }
+        None => None,
     };
     let mut interesting = |path: &Path| -> bool {
         if let Some(cmd) = &args.until {
-            return run_until(cmd, path, Duration::from_secs(args.timeout));
+            return run_until(
+                cmd,
+                path,
+                Duration::from_secs(args.timeout),
+                pattern.as_ref(),
+            );
         }
         let Ok(checked) = runtime.check_path(path) else {
             return false;
@@ -92,6 +123,7 @@ pub fn run(args: ShrinkArgs) -> Result<u8, Box<dyn std::error::Error>> {
     let options = ShrinkOptions {
         max_steps: args.max_steps,
         seed: args.seed,
+        raw: args.raw,
     };
     let done = shrink(
         &args.file,
@@ -114,15 +146,26 @@ pub fn run(args: ShrinkArgs) -> Result<u8, Box<dyn std::error::Error>> {
     Ok(EXIT_OK)
 }
 
-/// Whether `cmd PATH` exits 0 within `timeout` (killed after it).
-fn run_until(cmd: &str, path: &Path, timeout: Duration) -> bool {
+/// Whether `cmd PATH` exits 0 (or, with `pattern`, writes to stderr what
+/// matches it) within `timeout` (killed after it).
+fn run_until(
+    cmd: &str,
+    path: &Path,
+    timeout: Duration,
+    pattern: Option<&regex_lite::Regex>,
+) -> bool {
+    let stderr_file = tempfile::tempfile().ok();
+    let stderr = match (&stderr_file, pattern) {
+        (Some(f), Some(_)) => f.try_clone().map_or(Stdio::null(), Stdio::from),
+        _ => Stdio::null(),
+    };
     let child = Command::new("sh")
         .arg("-c")
         .arg(format!("{cmd} \"$1\""))
         .arg("sh")
         .arg(path)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn();
     let Ok(mut child) = child else {
         return false;
@@ -130,7 +173,18 @@ fn run_until(cmd: &str, path: &Path, timeout: Duration) -> bool {
     let started = Instant::now();
     loop {
         match child.try_wait() {
-            Ok(Some(status)) => return status.success(),
+            Ok(Some(status)) => {
+                let (Some(pattern), Some(mut file)) = (pattern, stderr_file) else {
+                    return status.success();
+                };
+                // At most the first MiB of what it wrote.
+                use std::io::{Read, Seek};
+                let mut text = Vec::new();
+                let read = file
+                    .rewind()
+                    .and_then(|()| (&mut file).take(1 << 20).read_to_end(&mut text));
+                return read.is_ok() && pattern.is_match(&String::from_utf8_lossy(&text));
+            }
             Ok(None) if started.elapsed() < timeout => std::thread::sleep(Duration::from_millis(5)),
             _ => {
                 let _ = child.kill();

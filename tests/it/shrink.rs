@@ -94,3 +94,45 @@ fn a_shell_predicate_drives_the_reduction_and_an_uninteresting_input_is_an_error
         stderr(&r)
     );
 }
+
+#[test]
+fn stderr_matches_and_raw_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let built = d.join("m.neff");
+    let spec = root.join("examples/cayman-ucode.json");
+    assert_eq!(code(&neff(&["build", s(&spec), "-o", s(&built), "-q"])), 0);
+    let bin = neff_command().get_program().to_string_lossy().to_string();
+    let cmd = format!("{bin} verify --instance-arch sunda -q");
+    let out = d.join("small.neff");
+    let args = [
+        "shrink",
+        s(&built),
+        "-o",
+        s(&out),
+        "--until",
+        &cmd,
+        "--stderr-matches",
+        "REJECTED by G1[7]",
+        "-q",
+    ];
+    let r = neff(&args);
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    assert_eq!(sunda_refusal(&out).0, "\"G17\"");
+    // Any non-empty file is interesting: the model steps, then the byte steps,
+    // leave one zero byte.
+    let tiny = d.join("tiny.neff");
+    let r = neff(&[
+        "shrink",
+        s(&built),
+        "-o",
+        s(&tiny),
+        "--until",
+        "test -s",
+        "--raw",
+        "-q",
+    ]);
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    assert_eq!(std::fs::read(&tiny).unwrap(), vec![0u8]);
+}
