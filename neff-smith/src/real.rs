@@ -235,28 +235,13 @@ fn typed_member(model: &Model, mix: &mut Mix) -> Option<usize> {
 
 /// The manifest as JSON (`None` for bytes).
 pub(crate) fn value_of(content: &Content) -> Option<Value> {
-    match content {
-        Content::NeffJson(m) => serde_json::to_value(m).ok(),
-        Content::Kelf(m) => serde_json::to_value(m).ok(),
-        Content::DefJson(m) => serde_json::to_value(m).ok(),
-        Content::Engine(m) => serde_json::to_value(m).ok(),
-        Content::ActInfo(m) => serde_json::to_value(m).ok(),
-        Content::Data(_) => None,
-    }
+    content.to_value()?.ok()
 }
 
 /// `value` as the same kind of manifest as `like` (written in the source's
 /// style), or, when the model cannot hold it, as its JSON text.
 fn retyped(like: &Content, value: Value) -> Content {
-    let typed = match like {
-        Content::NeffJson(_) => serde_json::from_value(value.clone()).map(Content::NeffJson),
-        Content::Kelf(_) => serde_json::from_value(value.clone()).map(Content::Kelf),
-        Content::DefJson(_) => serde_json::from_value(value.clone()).map(Content::DefJson),
-        Content::Engine(_) => serde_json::from_value(value.clone()).map(Content::Engine),
-        Content::ActInfo(_) => serde_json::from_value(value.clone()).map(Content::ActInfo),
-        Content::Data(_) => return Content::Data(Blob::Text(value.to_string())),
-    };
-    typed.unwrap_or_else(|_| {
+    like.with_value(value.clone()).unwrap_or_else(|_| {
         Content::Data(Blob::Text(
             serde_json::to_string_pretty(&value).unwrap_or_default(),
         ))

@@ -336,7 +336,7 @@ fn apply(
             if !remove(&mut value, at) {
                 return Ok(None);
             }
-            let Some(content) = retyped(&m.content, value) else {
+            let Ok(content) = m.content.with_value(value) else {
                 return Ok(None);
             };
             m.content = content;
@@ -374,26 +374,7 @@ fn remove(value: &mut Value, at: &[PathPart]) -> bool {
 
 /// A typed member's JSON.
 fn typed_value(content: &Content) -> Option<Value> {
-    match content {
-        Content::NeffJson(m) => serde_json::to_value(m).ok(),
-        Content::Kelf(m) => serde_json::to_value(m).ok(),
-        Content::DefJson(m) => serde_json::to_value(m).ok(),
-        Content::Engine(m) => serde_json::to_value(m).ok(),
-        Content::ActInfo(m) => serde_json::to_value(m).ok(),
-        Content::Data(_) => None,
-    }
-}
-
-/// `value` as content of the same kind as `like`, when it still types.
-fn retyped(like: &Content, value: Value) -> Option<Content> {
-    Some(match like {
-        Content::NeffJson(_) => Content::NeffJson(serde_json::from_value(value).ok()?),
-        Content::Kelf(_) => Content::Kelf(serde_json::from_value(value).ok()?),
-        Content::DefJson(_) => Content::DefJson(serde_json::from_value(value).ok()?),
-        Content::Engine(_) => Content::Engine(serde_json::from_value(value).ok()?),
-        Content::ActInfo(_) => Content::ActInfo(serde_json::from_value(value).ok()?),
-        Content::Data(_) => return None,
-    })
+    crate::real::value_of(content)
 }
 
 /// A data member's bytes (a typed one's are its JSON's, not bytes).

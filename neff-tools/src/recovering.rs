@@ -72,6 +72,44 @@ pub fn extract_recovering(
     })
 }
 
+/// A NEFF lifted for an edit ([`crate::weights`], [`crate::redact`]): its
+/// typed model, what the loader read of it, and the folder it is unpacked in.
+pub(crate) struct Lifted {
+    pub model: neff_writer::lift::Model,
+    pub summary: neff_loader::ModelSummary,
+    pub tree: std::path::PathBuf,
+}
+
+/// Lifts the NEFF at `neff` into `scratch/tree` (a header refusal unpacked
+/// past with `keep_refused`), its member blobs resolving against `scratch`.
+pub(crate) fn lift_for_edit(
+    neff: &Path,
+    scratch: &Path,
+    keep_refused: bool,
+) -> Result<Lifted, neff_writer::Error> {
+    let profile = RuntimeProfile::default();
+    let tree = scratch.join("tree");
+    let limits = ExtractLimits::default();
+    let lifted = extract_recovering(
+        neff,
+        &tree,
+        &profile,
+        false,
+        &limits,
+        keep_refused,
+        DeflateProof::DEFAULT,
+    )?;
+    let verdict = Loader::new(&profile).verify_path(neff)?;
+    let summary = verdict.display_load().model.clone().unwrap_or_default();
+    let (model, _) =
+        neff_writer::lift::Model::from_tree(&tree, lifted.recovered?.file, Some(scratch))?;
+    Ok(Lifted {
+        model,
+        summary,
+        tree,
+    })
+}
+
 /// The gates' refusal of a NEFF an unpack read: `refused` (a header refusal
 /// it unpacked past), else the verdict of the manifest and section gates on
 /// every arch, going on from the unpack's container check `tier1`.

@@ -7,14 +7,14 @@
 
 use std::path::Path;
 
-use neff_loader::{Loader, RuntimeProfile, Verdict};
+use neff_loader::Verdict;
 use neff_schema::header::Text;
 use neff_writer::build_spec::Blob;
 use neff_writer::lift::{Content, Model};
-use neff_writer::{DeflateProof, Error, ErrorKind, PackOutcome, PackSettings};
+use neff_writer::{Error, ErrorKind, PackOutcome, PackSettings};
 use serde_json::Value;
 
-use crate::{extract_recovering, ExtractLimits, MemoryReport};
+use crate::MemoryReport;
 
 /// What stands for a scrubbed string and the header's name.
 pub const REDACTED: &str = "redacted";
@@ -50,24 +50,11 @@ pub fn redact(
     scratch: &Path,
     options: &RedactOptions,
 ) -> Result<Redacted, Error> {
-    let profile = RuntimeProfile::default();
-    let tree = scratch.join("tree");
-    let lifted = extract_recovering(
-        neff,
-        &tree,
-        &profile,
-        false,
-        &ExtractLimits::default(),
-        true,
-        DeflateProof::DEFAULT,
-    )?;
-    let summary = Loader::new(&profile)
-        .verify_path(neff)?
-        .display_load()
-        .model
-        .clone()
-        .unwrap_or_default();
-    let (mut model, _) = Model::from_tree(&tree, lifted.recovered?.file, Some(scratch))?;
+    let crate::recovering::Lifted {
+        mut model,
+        summary,
+        tree,
+    } = crate::recovering::lift_for_edit(neff, scratch, true)?;
     let mut done = Redacted::default();
     for (i, w) in summary.graphs.iter().flat_map(|g| &g.weights).enumerate() {
         let path = tree.join(&w.member);
@@ -140,21 +127,7 @@ fn scrub_member(
     let m = &mut model.payload[i];
     let name = m.name.clone();
     let mut found = Vec::new();
-    macro_rules! typed {
-        ($manifest:expr) => {{
-            let mut value = serde_json::to_value(&**$manifest).map_err(json_error)?;
-            scrub(&mut value, &mut found);
-            if !found.is_empty() {
-                **$manifest = serde_json::from_value(value).map_err(json_error)?;
-            }
-        }};
-    }
-    match &mut m.content {
-        Content::NeffJson(j) => typed!(j),
-        Content::Kelf(j) => typed!(j),
-        Content::DefJson(j) => typed!(j),
-        Content::Engine(j) => typed!(j),
-        Content::ActInfo(j) => typed!(j),
+    match &m.content {
         Content::Data(_) if name.ends_with(".json") => {
             let path = tree.join(&name);
             let Ok(bytes) = std::fs::read(&path) else {
@@ -172,6 +145,17 @@ fn scrub_member(
             }
         }
         Content::Data(_) => {}
+        typed => {
+            let mut value = typed
+                .to_value()
+                .transpose()
+                .map_err(json_error)?
+                .unwrap_or_default();
+            scrub(&mut value, &mut found);
+            if !found.is_empty() {
+                m.content = typed.with_value(value).map_err(json_error)?;
+            }
+        }
     }
     scrubbed.extend(found.into_iter().map(|s| (name.clone(), s)));
     Ok(())

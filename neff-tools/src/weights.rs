@@ -13,12 +13,12 @@ use std::path::Path;
 use neff_loader::{GraphSummary, Loader, RuntimeProfile, WeightSummary};
 use neff_schema::manifest::Dtype;
 use neff_writer::build_spec::Blob;
-use neff_writer::lift::{Content, Model, WeightEdit};
-use neff_writer::{DeflateProof, Error, ErrorKind, PackOutcome, PackSettings};
+use neff_writer::lift::{Content, WeightEdit};
+use neff_writer::{Error, ErrorKind, PackOutcome, PackSettings};
 use safetensors::tensor::TensorView;
 use safetensors::{Dtype as StDtype, SafeTensors};
 
-use crate::{extract, extract_recovering, ExtractLimits};
+use crate::{extract, ExtractLimits};
 
 /// The metadata key of a tensor's NEFF dtype when safetensors has none.
 const DTYPE_KEY: &str = "neff.dtype.";
@@ -111,25 +111,11 @@ pub fn import(
         .1
         .metadata()
         .clone();
-    let profile = RuntimeProfile::default();
-    let tree = scratch.join("tree");
-    let lifted = extract_recovering(
-        neff,
-        &tree,
-        &profile,
-        false,
-        &ExtractLimits::default(),
-        false,
-        DeflateProof::DEFAULT,
-    )?;
-    let recovered = lifted.recovered?;
-    let summary = Loader::new(&profile)
-        .verify_path(neff)?
-        .display_load()
-        .model
-        .clone()
-        .unwrap_or_default();
-    let (mut model, _) = Model::from_tree(&tree, recovered.file, Some(scratch))?;
+    let crate::recovering::Lifted {
+        mut model,
+        summary,
+        tree,
+    } = crate::recovering::lift_for_edit(neff, scratch, false)?;
     let known = weights(&summary.graphs);
     let mut names: Vec<String> = file.names().into_iter().map(str::to_string).collect();
     names.sort();

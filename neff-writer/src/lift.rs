@@ -166,7 +166,7 @@ impl<'de> Deserialize<'de> for PayloadMember {
 
 impl Content {
     /// The typed value as JSON, or `None` for bytes.
-    fn to_value(&self) -> Option<Result<serde_json::Value, serde_json::Error>> {
+    pub fn to_value(&self) -> Option<Result<serde_json::Value, serde_json::Error>> {
         Some(match self {
             Content::NeffJson(m) => serde_json::to_value(m),
             Content::Kelf(m) => serde_json::to_value(m),
@@ -174,6 +174,20 @@ impl Content {
             Content::Engine(m) => serde_json::to_value(m),
             Content::ActInfo(m) => serde_json::to_value(m),
             Content::Data(_) => return None,
+        })
+    }
+
+    /// `value` as a manifest of the same kind as this one (bytes: as text),
+    /// or why the typed model cannot hold it.
+    pub fn with_value(&self, value: serde_json::Value) -> Result<Content, serde_json::Error> {
+        use serde_json::from_value;
+        Ok(match self {
+            Content::NeffJson(_) => Content::NeffJson(from_value(value)?),
+            Content::Kelf(_) => Content::Kelf(from_value(value)?),
+            Content::DefJson(_) => Content::DefJson(from_value(value)?),
+            Content::Engine(_) => Content::Engine(from_value(value)?),
+            Content::ActInfo(_) => Content::ActInfo(from_value(value)?),
+            Content::Data(_) => Content::Data(Blob::Text(value.to_string())),
         })
     }
 

@@ -61,10 +61,7 @@ fn a_real_neff_refused_on_another_arch_shrinks_to_a_quarter_with_the_same_refusa
 fn a_shell_predicate_drives_the_reduction_and_an_uninteresting_input_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let built = d.join("m.neff");
-    let spec = root.join("examples/cayman-ucode.json");
-    assert_eq!(code(&neff(&["build", s(&spec), "-o", s(&built), "-q"])), 0);
+    let built = built_cayman_model(d);
     let bin = neff_command().get_program().to_owned();
     let script = d.join("refused-on-sunda.sh");
     std::fs::write(
@@ -99,10 +96,7 @@ fn a_shell_predicate_drives_the_reduction_and_an_uninteresting_input_is_an_error
 fn stderr_matches_and_raw_steps() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let built = d.join("m.neff");
-    let spec = root.join("examples/cayman-ucode.json");
-    assert_eq!(code(&neff(&["build", s(&spec), "-o", s(&built), "-q"])), 0);
+    let built = built_cayman_model(d);
     let bin = neff_command().get_program().to_string_lossy().to_string();
     let cmd = format!("{bin} verify --instance-arch sunda -q");
     let out = d.join("small.neff");
@@ -135,4 +129,13 @@ fn stderr_matches_and_raw_steps() {
     ]);
     assert_eq!(code(&r), 0, "{}", stderr(&r));
     assert_eq!(std::fs::read(&tiny).unwrap(), vec![0u8]);
+}
+
+/// The cayman-ucode example built into `d/m.neff`.
+fn built_cayman_model(d: &Path) -> std::path::PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let built = d.join("m.neff");
+    let spec = root.join("examples/cayman-ucode.json");
+    assert_eq!(code(&neff(&["build", s(&spec), "-o", s(&built), "-q"])), 0);
+    built
 }
