@@ -106,17 +106,7 @@ pub fn run(args: InspectArgs) -> Result<u8, Box<dyn std::error::Error>> {
         return memory_together(&args);
     }
     let file = &args.files[0];
-    let input = input::resolve(file, args.index, args.quiet)?;
-    let name = input.name.clone();
-    let verdict = input::verify(
-        &input.path,
-        &name,
-        &RuntimeProfile::default(),
-        &Limits::default(),
-    )
-    .map_err(|e| e.at_path(&name))?;
-    let mut report = InspectReport::new(&name, &verdict);
-    report.carried = input.carried.clone();
+    let report = inspected(file, &args)?;
     let code = if report.verdict.accepted {
         EXIT_OK
     } else {
@@ -212,21 +202,30 @@ fn print_weights(m: &ModelSummary) {
     }
 }
 
+/// The inspect report of `file` (or of the NEFF it carries), under the
+/// default profile.
+fn inspected(file: &Path, args: &InspectArgs) -> Result<InspectReport, Box<dyn std::error::Error>> {
+    let input = input::resolve(file, args.index, args.quiet)?;
+    let name = input.name.clone();
+    let verdict = input::verify(
+        &input.path,
+        &name,
+        &RuntimeProfile::default(),
+        &Limits::default(),
+    )
+    .map_err(|e| e.at_path(&name))?;
+    let mut report = InspectReport::new(&name, &verdict);
+    report.carried = input.carried.clone();
+    Ok(report)
+}
+
 /// `--memory A B …`: each NEFF's memory, then all of them loaded together.
 fn memory_together(args: &InspectArgs) -> Result<u8, Box<dyn std::error::Error>> {
     let mut reports = Vec::new();
     let mut code = EXIT_OK;
     for file in &args.files {
-        let input = input::resolve(file, args.index, args.quiet)?;
-        let name = input.name.clone();
-        let verdict = input::verify(
-            &input.path,
-            &name,
-            &RuntimeProfile::default(),
-            &Limits::default(),
-        )
-        .map_err(|e| e.at_path(&name))?;
-        let report = InspectReport::new(&name, &verdict);
+        let report = inspected(file, args)?;
+        let name = report.file.clone();
         if !report.verdict.accepted {
             code = EXIT_REJECTED;
             eprintln!("neff: {name}: {}", report.verdict.summary());

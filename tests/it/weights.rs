@@ -88,14 +88,7 @@ fn a_changed_tensor_shows_in_diff_and_bad_tensors_are_refused() {
     let edited_st = d.join("edited.safetensors");
     write(&tensors, &edited_st);
     let edited = d.join("edited.neff");
-    let r = neff(&[
-        "weights",
-        s(&model),
-        "--import",
-        s(&edited_st),
-        "-o",
-        s(&edited),
-    ]);
+    let r = import(&model, &edited_st, &edited, &[]);
     assert_eq!(code(&r), 0, "{}", stderr(&r));
     assert!(
         stderr(&r).contains(&format!("changed {key}")),
@@ -111,14 +104,7 @@ fn a_changed_tensor_shows_in_diff_and_bad_tensors_are_refused() {
     let mut unknown = tensors.clone();
     unknown[0].0 = "sg00/nope".into();
     write(&unknown, &edited_st);
-    let r = neff(&[
-        "weights",
-        s(&model),
-        "--import",
-        s(&edited_st),
-        "-o",
-        s(&edited),
-    ]);
+    let r = import(&model, &edited_st, &edited, &[]);
     assert_eq!(code(&r), 2, "{}", stderr(&r));
     assert!(
         stderr(&r).contains("tensor \"sg00/nope\" names no weight"),
@@ -134,24 +120,19 @@ fn a_changed_tensor_shows_in_diff_and_bad_tensors_are_refused() {
     t.2 = vec![elements];
     t.3.iter_mut().for_each(|b| *b = b.wrapping_add(1));
     write(&reshaped, &edited_st);
-    let r = neff(&[
-        "weights",
-        s(&model),
-        "--import",
-        s(&edited_st),
-        "-o",
-        s(&edited),
-    ]);
+    let r = import(&model, &edited_st, &edited, &[]);
     assert_eq!(code(&r), 2, "{}", stderr(&r));
     assert!(stderr(&r).contains("retype"), "{}", stderr(&r));
-    let r = neff(&[
-        "weights",
-        s(&model),
-        "--import",
-        s(&edited_st),
-        "-o",
-        s(&edited),
-        "--retype",
-    ]);
+    let r = import(&model, &edited_st, &edited, &["--retype"]);
     assert_eq!(code(&r), 0, "{}", stderr(&r));
+}
+
+/// `neff weights MODEL --import TENSORS -o OUT` with `extra` flags.
+fn import(model: &Path, tensors: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    let args = [
+        &["weights", s(model), "--import", s(tensors), "-o", s(out)][..],
+        extra,
+    ]
+    .concat();
+    neff(&args)
 }
