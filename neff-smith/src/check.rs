@@ -3,7 +3,6 @@
 //! on several threads, the differences in the manifest's order.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use neff_loader::Runtime;
 use serde_json::Value;
@@ -40,7 +39,7 @@ pub struct Checked {
 /// under its runtime on `threads` threads.
 pub fn check_fixtures(dir: &Path, threads: usize) -> Result<Checked, Error> {
     let manifest: FixtureManifest = serde_json::from_slice(&read(&dir.join(MANIFEST_FILE))?)?;
-    let differences = in_parallel(&manifest.fixtures, threads, |f| {
+    let differences = neff_tools::parallel::map(&manifest.fixtures, threads, |f| {
         let profile = match serde_json::from_value(Value::Object(f.profile.clone())) {
             Ok(profile) => profile,
             Err(e) => return Some(difference(f, &f.expected, format!("its profile: {e}"))),
@@ -66,7 +65,7 @@ pub fn check_fixtures(dir: &Path, threads: usize) -> Result<Checked, Error> {
 pub fn check_corpus(dir: &Path, threads: usize) -> Result<Checked, Error> {
     let listing: Value = serde_json::from_slice(&read(&dir.join(CORPUS_FILE))?)?;
     let files = listing["files"].as_array().cloned().unwrap_or_default();
-    let differences = in_parallel(&files, threads, |entry| {
+    let differences = neff_tools::parallel::map(&files, threads, |entry| {
         let file = entry["file"].as_str().unwrap_or_default().to_string();
         let expected = entry["verdict"].clone();
         let got = match std::fs::read(dir.join(&file)) {
@@ -107,35 +106,4 @@ fn read(path: &Path) -> Result<Vec<u8>, Error> {
             format!("{}: {e}", path.display()),
         ))
     })
-}
-
-/// `check` of every item on `threads` threads, the results in the items'
-/// order.
-fn in_parallel<T: Sync, R: Send>(
-    items: &[T],
-    threads: usize,
-    check: impl Fn(&T) -> R + Sync,
-) -> Vec<R> {
-    let next = AtomicUsize::new(0);
-    let mut results: Vec<(usize, R)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads.clamp(1, items.len().max(1)))
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut done = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(item) = items.get(i) else { break };
-                        done.push((i, check(item)));
-                    }
-                    done
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| w.join().unwrap_or_default())
-            .collect()
-    });
-    results.sort_by_key(|(i, _)| *i);
-    results.into_iter().map(|(_, r)| r).collect()
 }

@@ -15,12 +15,14 @@
 #![deny(missing_docs)]
 #![deny(missing_debug_implementations)]
 
+pub mod cache;
 pub mod carrier;
 mod device_memory;
 pub mod diff;
 mod extract;
 mod inspect;
 mod ntff;
+pub mod parallel;
 mod recovering;
 pub mod redact;
 pub mod weights;

@@ -2,6 +2,7 @@
 
 mod barrier;
 mod build;
+mod cache;
 mod cat;
 mod corpus;
 mod coverage;
@@ -128,6 +129,7 @@ enum Command {
     #[command(after_help = OUTPUT_POLICY)]
     Redact(redact::RedactArgs),
     Shrink(shrink::ShrinkArgs),
+    Cache(cache::CacheArgs),
     Completions(generated::CompletionsArgs),
     #[command(after_help = OUTPUT_POLICY)]
     Man(generated::ManArgs),
@@ -166,6 +168,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
         Command::Weights(args) => weights::run(args)?,
         Command::Redact(args) => redact::run(args)?,
         Command::Shrink(args) => shrink::run(args)?,
+        Command::Cache(args) => cache::run(args)?,
         Command::Completions(args) => generated::completions(args)?,
         Command::Man(args) => generated::man(args)?,
     };

@@ -93,6 +93,11 @@ const SCHEMAS: &[Entry] = &[
         || schemars::schema_for!(neff::tools::MemoryReport),
     ),
     (
+        "cache-listing",
+        "what `neff cache ls --json` and `neff cache verify --json` print",
+        || schemars::schema_for!(neff::tools::cache::CacheListing),
+    ),
+    (
         "shared-memory-report",
         "what `neff inspect --memory --json A B …` prints (NEFFs loaded together)",
         || schemars::schema_for!(neff::tools::SharedMemoryReport),

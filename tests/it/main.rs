@@ -7,6 +7,7 @@ mod common;
 mod barrier;
 mod bounded;
 mod build;
+mod cache;
 mod carriers;
 mod cli;
 mod cli_fixes;

@@ -1,0 +1,330 @@
+//! The compile caches NEFFs live in (`neff cache`): the layout of a cache
+//! folder detected, each entry's state read from the files it holds, and
+//! every entry's NEFF checked by the loader's gates, on several threads.
+//!
+//! Layouts:
+//! * **libneuronxla** (neuronx-cc's persistent cache,
+//!   `/var/tmp/neuron-compile-cache`): `neuronxcc-<version>/MODULE_<hlo
+//!   hash>+<flags hash>/` holding `model.hlo_module.pb` (older:
+//!   `model.hlo.pb`), `compile_flags.json` (older: `compile_flags.txt`), on
+//!   success `model.neff` and an empty `model.done` (2.21+:
+//!   `wrapped_neff.hlo` carries the NEFF), on failure `model.log` and no
+//!   NEFF, and a `*.lock` file while a compile holds it;
+//! * **any other folder**: every `*.neff` (and `wrapped_neff.hlo`) below it
+//!   is an entry of its own (an exported model's `compiled/`, a vLLM
+//!   entry's folder).
+//!
+//! A lock's holder is not recorded in the lock file, so a lock is judged by
+//! its age: older than `stale_after`, it is stale (no live compile holds a
+//! lock that long).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use neff_loader::{ArchScope, Loader, RuntimeProfile};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::carrier::open_neff;
+
+/// A cache folder's layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Layout {
+    /// `neuronxcc-<version>/MODULE_<hash>+<hash>/` entries.
+    Libneuronxla,
+    /// Every NEFF below the folder, each an entry.
+    Files,
+}
+
+/// An entry's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EntryState {
+    /// A NEFF, complete, accepted by the gates.
+    Ok,
+    /// A NEFF, complete, refused by the gates.
+    Refused,
+    /// A failed compile: a `model.log` and no NEFF.
+    Failed,
+    /// A compile holds it (a lock younger than the stale age).
+    Locked,
+    /// A lock older than the stale age: its compile is gone.
+    StaleLock,
+    /// A NEFF without its `model.done`, or inputs without a result.
+    Incomplete,
+    /// No file at all.
+    Empty,
+}
+
+/// One cache entry.
+#[serde_with::skip_serializing_none]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct CacheEntry {
+    /// The entry's folder (or file), relative to the root.
+    pub path: String,
+    /// The compiler version its folder names (`neuronxcc-2.21.18209.0+043b1bf7`).
+    pub compiler: Option<String>,
+    /// The HLO module's hash in the key.
+    pub module: Option<String>,
+    /// The compile flags' hash in the key.
+    pub flags: Option<String>,
+    /// Its state.
+    pub state: EntryState,
+    /// Bytes of its files.
+    pub size: u64,
+    /// Its NEFF (`model.neff`, or the `wrapped_neff.hlo` carrying it), relative to the root.
+    pub neff: Option<String>,
+    /// The NEFF's KELF target.
+    pub target: Option<String>,
+    /// The NEFF's graphs.
+    pub graphs: Option<usize>,
+    /// The names of the NEFF's feature bits.
+    pub features: Option<Vec<String>>,
+    /// The NEFF's header UUID.
+    pub uuid: Option<String>,
+    /// The gates' refusal (`G17: …`), for a refused NEFF.
+    pub refusal: Option<String>,
+}
+
+/// What `neff cache ls --json` prints.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct CacheListing {
+    /// The folder read.
+    pub root: String,
+    /// Its layout.
+    pub layout: Layout,
+    /// Every entry, sorted by path.
+    pub entries: Vec<CacheEntry>,
+    /// Files of a libneuronxla cache that belong to no entry.
+    pub orphans: Vec<String>,
+    /// Entries per compiler version (`""` when none) and state.
+    pub totals: BTreeMap<String, BTreeMap<String, usize>>,
+}
+
+/// Reads the cache at `root`, checking each entry's NEFF under `profile` on
+/// `scope` with `threads` threads; a lock older than `stale_after` is stale.
+pub fn scan(
+    root: &Path,
+    profile: &RuntimeProfile,
+    scope: ArchScope,
+    threads: usize,
+    stale_after: Duration,
+) -> std::io::Result<CacheListing> {
+    let versions: Vec<PathBuf> = children(root)?
+        .into_iter()
+        .filter(|p| p.is_dir() && name(p).starts_with("neuronxcc-"))
+        .collect();
+    let (layout, mut found, orphans) = if versions.is_empty() {
+        (Layout::Files, neff_files(root, root)?, Vec::new())
+    } else {
+        let mut found = Vec::new();
+        let mut orphans = Vec::new();
+        for version in &versions {
+            for child in children(version)? {
+                if child.is_dir() && name(&child).starts_with("MODULE_") {
+                    found.push(module_entry(root, version, &child, stale_after)?);
+                } else {
+                    orphans.push(relative(root, &child));
+                }
+            }
+        }
+        for child in children(root)? {
+            if !versions.contains(&child) {
+                orphans.push(relative(root, &child));
+            }
+        }
+        (Layout::Libneuronxla, found, orphans)
+    };
+    let checked = crate::parallel::map(&found, threads, |entry| check(root, entry, profile, scope));
+    for (entry, checked) in found.iter_mut().zip(checked) {
+        *entry = checked;
+    }
+    found.sort_by(|a, b| a.path.cmp(&b.path));
+    let mut totals: BTreeMap<String, BTreeMap<String, usize>> = BTreeMap::new();
+    for e in &found {
+        let state = serde_json::to_value(e.state)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string));
+        *totals
+            .entry(e.compiler.clone().unwrap_or_default())
+            .or_default()
+            .entry(state.unwrap_or_default())
+            .or_default() += 1;
+    }
+    Ok(CacheListing {
+        root: root.display().to_string(),
+        layout,
+        entries: found,
+        orphans,
+        totals,
+    })
+}
+
+/// An entry of a libneuronxla cache, its state read from its files.
+fn module_entry(
+    root: &Path,
+    version: &Path,
+    dir: &Path,
+    stale_after: Duration,
+) -> std::io::Result<CacheEntry> {
+    let files = children(dir)?;
+    let has = |n: &str| files.iter().any(|f| name(f) == n);
+    let size = files
+        .iter()
+        .filter_map(|f| f.metadata().ok())
+        .map(|m| m.len())
+        .sum();
+    let key = name(dir).trim_start_matches("MODULE_").to_string();
+    let (module, flags) = match key.split_once('+') {
+        Some((m, f)) => (Some(m.to_string()), Some(f.to_string())),
+        None => (Some(key), None),
+    };
+    let lock = files.iter().find(|f| name(f).ends_with(".lock"));
+    let neff = ["model.neff", "wrapped_neff.hlo"]
+        .into_iter()
+        .find(|n| has(n));
+    let state = if let Some(lock) = lock {
+        let age = lock
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| SystemTime::now().duration_since(t).ok())
+            .unwrap_or_default();
+        if age > stale_after {
+            EntryState::StaleLock
+        } else {
+            EntryState::Locked
+        }
+    } else if files.is_empty() {
+        EntryState::Empty
+    } else if neff.is_some() && has("model.done") {
+        EntryState::Ok
+    } else if neff.is_none() && has("model.log") {
+        EntryState::Failed
+    } else {
+        EntryState::Incomplete
+    };
+    Ok(CacheEntry {
+        path: relative(root, dir),
+        compiler: Some(name(version).trim_start_matches("neuronxcc-").to_string()),
+        module,
+        flags,
+        state,
+        size,
+        neff: neff.map(|n| relative(root, &dir.join(n))),
+        target: None,
+        graphs: None,
+        features: None,
+        uuid: None,
+        refusal: None,
+    })
+}
+
+/// Every NEFF below `dir` as an entry of its own.
+fn neff_files(root: &Path, dir: &Path) -> std::io::Result<Vec<CacheEntry>> {
+    let mut found = Vec::new();
+    for child in children(dir)? {
+        if child.is_dir() {
+            found.extend(neff_files(root, &child)?);
+        } else if name(&child).ends_with(".neff") || name(&child) == "wrapped_neff.hlo" {
+            found.push(CacheEntry {
+                path: relative(root, &child),
+                compiler: None,
+                module: None,
+                flags: None,
+                state: EntryState::Ok,
+                size: child.metadata()?.len(),
+                neff: Some(relative(root, &child)),
+                target: None,
+                graphs: None,
+                features: None,
+                uuid: None,
+                refusal: None,
+            });
+        }
+    }
+    Ok(found)
+}
+
+/// `entry` with its NEFF read by the loader: an `ok` one becomes `refused`
+/// when the gates refuse it; one that cannot be read, `incomplete`.
+fn check(
+    root: &Path,
+    entry: &CacheEntry,
+    profile: &RuntimeProfile,
+    scope: ArchScope,
+) -> CacheEntry {
+    let mut entry = entry.clone();
+    let Some(neff) = &entry.neff else {
+        return entry;
+    };
+    let verdict = open_neff(&root.join(neff), None)
+        .map_err(|e| e.to_string())
+        .and_then(|source| {
+            let profile = match scope {
+                ArchScope::Arch(arch) => RuntimeProfile {
+                    instance_arch: arch,
+                    ..profile.clone()
+                },
+                ArchScope::All => profile.clone(),
+            };
+            Loader::new(&profile)
+                .verify(Some(source))
+                .map_err(|e| e.to_string())
+        });
+    let verdict = match verdict {
+        Ok(v) => v,
+        Err(e) => {
+            if entry.state == EntryState::Ok {
+                entry.state = EntryState::Incomplete;
+                entry.refusal = Some(e);
+            }
+            return entry;
+        }
+    };
+    let report = match scope {
+        ArchScope::All => verdict.combined_report(),
+        ArchScope::Arch(arch) => verdict
+            .on(arch)
+            .map_or_else(|| verdict.combined_report(), |l| l.report.clone()),
+    };
+    if let Some(c) = &verdict.container {
+        let fields = c.header.fields();
+        entry.uuid = Some(fields.uuid.to_string());
+        entry.features = Some(neff_schema::features::names(fields.feature_bits));
+    }
+    if let Some(model) = &verdict.display_load().model {
+        entry.target = model.target.clone();
+        entry.graphs = Some(model.graphs.len());
+    }
+    if !report.accepted {
+        entry.refusal = Some(report.summary());
+        if entry.state == EntryState::Ok {
+            entry.state = EntryState::Refused;
+        }
+    }
+    entry
+}
+
+fn children(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<_, _>>()?;
+    out.sort();
+    Ok(out)
+}
+
+fn name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+fn relative(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}

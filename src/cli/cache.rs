@@ -1,0 +1,171 @@
+//! `neff cache`: the compile caches NEFFs live in.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use neff::loader::{ArchScope, RuntimeProfile};
+use neff::tools::cache::{scan, CacheListing, EntryState};
+
+use super::units::human_bytes;
+use super::{check_threads, print_json, EXIT_OK, EXIT_REJECTED};
+
+/// See and check the compile caches NEFFs live in.
+///
+/// The layout is detected: neuronx-cc's persistent cache (libneuronxla,
+/// `/var/tmp/neuron-compile-cache`: neuronxcc-<version>/MODULE_<hlo
+/// hash>+<flags hash>/ entries holding model.neff and model.done on success,
+/// model.log on failure, a *.lock while a compile holds it, wrapped_neff.hlo
+/// in 2.21+), or any other folder, where every *.neff below it is an entry.
+/// Every entry's NEFF goes through the loader's gates, in parallel.
+#[derive(Args, Debug)]
+pub struct CacheArgs {
+    #[command(subcommand)]
+    command: CacheCommand,
+}
+
+#[derive(Subcommand, Debug)]
+enum CacheCommand {
+    /// List the entries: state (ok, refused, failed, locked, stale_lock,
+    /// incomplete, empty), compiler version, key, size, and for a NEFF its
+    /// target, graphs, features and UUID; totals per compiler and state.
+    ///
+    ///   neff cache ls /var/tmp/neuron-compile-cache
+    Ls(Common),
+    /// Check every entry's NEFF with the gates (as `neff verify`, with its
+    /// profile flags); exit 1 when the gates refuse one. --list STATE prints
+    /// only the entries in that state (`--list ok`: the ones safe to share).
+    ///
+    ///   neff cache verify ~/.cache/neuron --instance-arch cayman --list ok
+    Verify(VerifyArgs),
+}
+
+#[derive(Args, Debug)]
+struct Common {
+    /// The cache folder.
+    root: PathBuf,
+    /// Print one JSON object (`neff schema cache-listing`).
+    #[arg(long)]
+    json: bool,
+    /// A lock older than this many seconds is stale (no holder is recorded
+    /// in a libneuronxla lock, so its age decides).
+    #[arg(long, value_name = "SECONDS", default_value_t = 3600)]
+    stale_after: u64,
+    /// Threads checking NEFFs (default: the available cores).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=256))]
+    threads: Option<u64>,
+}
+
+#[derive(Args, Debug)]
+struct VerifyArgs {
+    #[command(flatten)]
+    common: Common,
+    /// The instance the runtime runs on (`all`: every arch a NEFF targets).
+    #[arg(long, default_value = "all", value_parser = ["sunda", "cayman", "mariana", "all"])]
+    instance_arch: String,
+    /// Simulate NEURON_RT_ALLOW_LEGACY_NEFF=1.
+    #[arg(long)]
+    allow_legacy_neff: bool,
+    /// Skip the payload hash check.
+    #[arg(long)]
+    no_verify_hash: bool,
+    /// Print only the entries in this state.
+    #[arg(long, value_name = "STATE",
+          value_parser = ["ok", "refused", "failed", "locked", "stale_lock", "incomplete", "empty"])]
+    list: Option<String>,
+}
+
+pub fn run(args: CacheArgs) -> Result<u8, Box<dyn std::error::Error>> {
+    let (common, profile, scope, list) = match &args.command {
+        CacheCommand::Ls(c) => (c, RuntimeProfile::default(), ArchScope::All, None),
+        CacheCommand::Verify(v) => (
+            &v.common,
+            RuntimeProfile {
+                allow_legacy_neff: v.allow_legacy_neff,
+                verify_hash: !v.no_verify_hash,
+                ..RuntimeProfile::default()
+            },
+            ArchScope::parse(&v.instance_arch).unwrap_or(ArchScope::All),
+            v.list.clone(),
+        ),
+    };
+    let listing = scan(
+        &common.root,
+        &profile,
+        scope,
+        check_threads(common.threads),
+        Duration::from_secs(common.stale_after),
+    )
+    .map_err(|e| format!("{}: {e}", common.root.display()))?;
+    let refused = listing
+        .entries
+        .iter()
+        .any(|e| e.state == EntryState::Refused);
+    if common.json {
+        print_json(&listing)?;
+    } else {
+        print_listing(&listing, list.as_deref());
+    }
+    let verifying = matches!(args.command, CacheCommand::Verify(_));
+    Ok(if verifying && refused {
+        EXIT_REJECTED
+    } else {
+        EXIT_OK
+    })
+}
+
+fn print_listing(listing: &CacheListing, only: Option<&str>) {
+    let state_name = |s: EntryState| {
+        serde_json::to_value(s)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    };
+    if only.is_none() {
+        let layout = serde_json::to_value(listing.layout)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string));
+        println!(
+            "{}: {} layout, {} entries",
+            listing.root,
+            layout.unwrap_or_default(),
+            listing.entries.len()
+        );
+    }
+    for e in &listing.entries {
+        let state = state_name(e.state);
+        if only.is_some_and(|o| o != state) {
+            continue;
+        }
+        if only.is_some() {
+            println!("{}", e.path);
+            continue;
+        }
+        let neff = match (&e.target, e.graphs, &e.uuid) {
+            (target, Some(graphs), Some(uuid)) => format!(
+                "  target {} graphs {graphs} uuid {uuid}",
+                target.as_deref().unwrap_or("-")
+            ),
+            _ => String::new(),
+        };
+        println!("  {state:<10} {:>9}  {}{neff}", human_bytes(e.size), e.path);
+        if let Some(why) = &e.refusal {
+            println!("             {why}");
+        }
+    }
+    if only.is_some() {
+        return;
+    }
+    for (compiler, states) in &listing.totals {
+        let counts: Vec<String> = states.iter().map(|(s, n)| format!("{n} {s}")).collect();
+        let compiler = if compiler.is_empty() {
+            "(no compiler folder)"
+        } else {
+            compiler
+        };
+        println!("{compiler}: {}", counts.join(", "));
+    }
+    for orphan in &listing.orphans {
+        println!("orphan: {orphan}");
+    }
+}

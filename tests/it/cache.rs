@@ -1,0 +1,164 @@
+//! `neff cache ls` and `neff cache verify` on caches built in each layout:
+//! every entry state, orphans, the totals, the exit status and `--list`.
+
+use std::fs;
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use serde_json::Value;
+
+use crate::common::*;
+
+/// A libneuronxla cache under `root` with one entry per state, its NEFFs
+/// built from the examples (`good` accepted, a cut copy refused).
+fn libneuronxla_cache(root: &Path, good: &Path) {
+    let version = root.join("neuronxcc-2.21.18209.0+043b1bf7");
+    let entry = |key: &str, files: &[(&str, &[u8])]| {
+        let dir = version.join(format!("MODULE_{key}"));
+        fs::create_dir_all(&dir).unwrap();
+        for (name, bytes) in files {
+            fs::write(dir.join(name), bytes).unwrap();
+        }
+        dir
+    };
+    let neff = fs::read(good).unwrap();
+    fn with<'a>(more: &[(&'a str, &'a [u8])]) -> Vec<(&'a str, &'a [u8])> {
+        let inputs: [(&str, &[u8]); 2] = [
+            ("model.hlo_module.pb", b"hlo"),
+            ("compile_flags.json", b"[]"),
+        ];
+        [&inputs[..], more].concat()
+    }
+    entry(
+        "1111+aaaa",
+        &with(&[("model.neff", &neff), ("model.done", b"")]),
+    );
+    entry(
+        "2222+aaaa",
+        &with(&[("model.log", b"error: out of memory")]),
+    );
+    entry("3333+aaaa", &with(&[("model.neff", &neff)]));
+    entry("4444+aaaa", &with(&[("model.hlo_module.pb.lock", b"")]));
+    let stale = entry("5555+aaaa", &with(&[("model.hlo_module.pb.lock", b"")]));
+    let old = SystemTime::now() - Duration::from_secs(7200);
+    let lock = fs::File::options()
+        .write(true)
+        .open(stale.join("model.hlo_module.pb.lock"))
+        .unwrap();
+    lock.set_modified(old).unwrap();
+    entry("6666+aaaa", &[]);
+    entry(
+        "7777+aaaa",
+        &with(&[
+            ("model.neff", &neff[..neff.len() - 100]),
+            ("model.done", b""),
+        ]),
+    );
+    fs::write(root.join("stray.txt"), b"x").unwrap();
+}
+
+fn listing(args: &[&str]) -> (i32, Value) {
+    let out = neff(args);
+    let value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", stderr(&out)));
+    (code(&out), value)
+}
+
+#[test]
+fn ls_and_verify_tell_every_state_of_a_libneuronxla_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("cache");
+    let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/allreduce.json");
+    let good = dir.path().join("good.neff");
+    assert_eq!(code(&neff(&["build", s(&spec), "-o", s(&good), "-q"])), 0);
+    libneuronxla_cache(&root, &good);
+    let (code_ls, ls) = listing(&["cache", "ls", s(&root), "--json"]);
+    assert_eq!(code_ls, 0);
+    assert_eq!(ls["layout"], "libneuronxla");
+    let states: Vec<(&str, &str)> = ls["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["module"].as_str().unwrap(), e["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("1111", "ok"),
+            ("2222", "failed"),
+            ("3333", "incomplete"),
+            ("4444", "locked"),
+            ("5555", "stale_lock"),
+            ("6666", "empty"),
+            ("7777", "refused"),
+        ]
+    );
+    let ok = &ls["entries"][0];
+    assert_eq!(ok["compiler"], "2.21.18209.0+043b1bf7");
+    assert_eq!(
+        (ok["flags"].as_str(), ok["graphs"].as_u64()),
+        (Some("aaaa"), Some(1))
+    );
+    assert!(ok["uuid"].as_str().is_some_and(|u| u.len() == 36));
+    assert_eq!(ls["orphans"], serde_json::json!(["stray.txt"]));
+    assert_eq!(ls["totals"]["2.21.18209.0+043b1bf7"]["ok"], 1);
+
+    let (code_verify, _) = listing(&["cache", "verify", s(&root), "--json"]);
+    assert_eq!(code_verify, 1, "a refused entry is exit 1, as verify");
+    let out = neff(&["cache", "verify", s(&root), "--list", "ok"]);
+    assert_eq!(
+        stdout(&out).lines().collect::<Vec<_>>(),
+        ["neuronxcc-2.21.18209.0+043b1bf7/MODULE_1111+aaaa"]
+    );
+    let text = stdout(&neff(&["cache", "ls", s(&root)]));
+    assert!(
+        text.contains("libneuronxla layout, 7 entries") && text.contains("orphan: stray.txt"),
+        "{text}"
+    );
+}
+
+#[test]
+fn any_other_folder_lists_each_neff_as_an_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("compiled");
+    fs::create_dir_all(root.join("sub")).unwrap();
+    let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/weights.json");
+    let neff_file = root.join("sub/a.neff");
+    assert_eq!(
+        code(&neff(&["build", s(&spec), "-o", s(&neff_file), "-q"])),
+        0
+    );
+    let (code_ls, ls) = listing(&["cache", "ls", s(&root), "--json"]);
+    assert_eq!(code_ls, 0);
+    assert_eq!(ls["layout"], "files");
+    assert_eq!(ls["entries"][0]["path"], "sub/a.neff");
+    assert_eq!(ls["entries"][0]["state"], "ok");
+}
+
+#[test]
+#[cfg_attr(
+    not(neff_real_neffs),
+    ignore = "real NEFFs missing: set NEFF_REAL_NEFFS (default ../shared/real-neffs), see tests/real-neffs.md"
+)]
+fn a_wrapped_neff_hlo_entry_is_read_as_its_neff() {
+    let dir = tempfile::tempdir().unwrap();
+    let entry = dir
+        .path()
+        .join("neuronxcc-2.24.5133.0+58f8de22/MODULE_55513e7947a621aed127+6af34228");
+    fs::create_dir_all(&entry).unwrap();
+    fs::copy(
+        real_neffs().join("ncc2.24_nki-moe-megakernel_wrapped_neff.hlo"),
+        entry.join("wrapped_neff.hlo"),
+    )
+    .unwrap();
+    fs::write(entry.join("model.done"), b"").unwrap();
+    let (_, ls) = listing(&["cache", "ls", s(dir.path()), "--json"]);
+    let e = &ls["entries"][0];
+    assert_eq!(
+        (
+            e["state"].as_str(),
+            e["target"].as_str(),
+            e["graphs"].as_u64()
+        ),
+        (Some("ok"), Some("mariana"), Some(2))
+    );
+}
