@@ -328,3 +328,170 @@ fn relative(root: &Path, path: &Path) -> String {
         .display()
         .to_string()
 }
+
+/// What `neff cache prune` removes.
+#[derive(Debug, Clone, Default)]
+pub struct PruneOptions {
+    /// Entries whose compile failed.
+    pub failed: bool,
+    /// Entries holding a stale lock.
+    pub stale_locks: bool,
+    /// Entries whose NEFF the gates refuse.
+    pub refused: bool,
+    /// Entries of a compiler version below this one (`2.21`).
+    pub compiler_below: Option<String>,
+    /// Entries last written longer ago than this.
+    pub older_than: Option<Duration>,
+    /// Then, oldest first, entries until the cache holds at most this many bytes.
+    pub max_size: Option<u64>,
+    /// Say what would go, remove nothing.
+    pub dry_run: bool,
+}
+
+/// What a prune removed (or, dry, would remove).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Pruned {
+    /// The entries removed, relative to the root.
+    pub removed: Vec<String>,
+    /// Bytes freed.
+    pub freed: u64,
+    /// Entries chosen but left, and why (a live compile holds them, a symlink).
+    pub kept: Vec<(String, String)>,
+}
+
+/// The folder inside a cache root that entries are moved into before they
+/// are deleted: no layout reads it as an entry.
+pub const TRASH: &str = ".neff-prune";
+
+/// Removes the entries of `listing` (of the cache at `root`) that `options`
+/// choose. An entry goes only when no compile holds it: a fresh lock is
+/// left, and every `*.lock` file in it is `flock`ed exclusively (as
+/// `filelock`-style lockers take it) while it is moved, by one rename, into
+/// [`TRASH`], then deleted; a reader never sees half an entry. Symlinked
+/// entries (Hub snapshots) are never removed.
+pub fn prune(
+    root: &Path,
+    listing: &CacheListing,
+    options: &PruneOptions,
+) -> std::io::Result<Pruned> {
+    let mut chosen: Vec<&CacheEntry> = listing
+        .entries
+        .iter()
+        .filter(|e| e.compiler.is_some())
+        .filter(|e| {
+            (options.failed && e.state == EntryState::Failed)
+                || (options.stale_locks && e.state == EntryState::StaleLock)
+                || (options.refused && e.state == EntryState::Refused)
+                || options
+                    .compiler_below
+                    .as_deref()
+                    .is_some_and(|v| version_below(e.compiler.as_deref().unwrap_or_default(), v))
+                || options
+                    .older_than
+                    .is_some_and(|age| age_of(&root.join(&e.path)) > age)
+        })
+        .collect();
+    if let Some(max) = options.max_size {
+        let mut rest: Vec<&CacheEntry> = listing
+            .entries
+            .iter()
+            .filter(|e| e.compiler.is_some() && !chosen.iter().any(|c| c.path == e.path))
+            .collect();
+        rest.sort_by_key(|e| std::cmp::Reverse(age_of(&root.join(&e.path))));
+        let mut size: u64 = rest.iter().map(|e| e.size).sum();
+        for e in rest {
+            if size <= max {
+                break;
+            }
+            size -= e.size;
+            chosen.push(e);
+        }
+    }
+    let mut done = Pruned::default();
+    let trash = root.join(TRASH);
+    for (n, e) in chosen.into_iter().enumerate() {
+        let dir = root.join(&e.path);
+        if std::fs::symlink_metadata(&dir)?.file_type().is_symlink() {
+            done.kept
+                .push((e.path.clone(), "a symlink (a snapshot), read only".into()));
+            continue;
+        }
+        if e.state == EntryState::Locked {
+            done.kept
+                .push((e.path.clone(), "a compile holds its lock".into()));
+            continue;
+        }
+        if options.dry_run {
+            done.removed.push(e.path.clone());
+            done.freed += e.size;
+            continue;
+        }
+        let Some(_held) = hold_locks(&dir)? else {
+            done.kept
+                .push((e.path.clone(), "a compile holds its lock".into()));
+            continue;
+        };
+        std::fs::create_dir_all(&trash)?;
+        let moved = trash.join(format!("{}.{n}", std::process::id()));
+        std::fs::rename(&dir, &moved)?;
+        drop(_held);
+        std::fs::remove_dir_all(&moved)?;
+        done.removed.push(e.path.clone());
+        done.freed += e.size;
+    }
+    if !options.dry_run {
+        let _ = std::fs::remove_dir(&trash);
+    }
+    Ok(done)
+}
+
+/// Exclusive `flock`s on every `*.lock` file of `dir`, or `None` when one is
+/// held by another process.
+fn hold_locks(dir: &Path) -> std::io::Result<Option<Vec<std::fs::File>>> {
+    let mut held = Vec::new();
+    for file in children(dir)?
+        .into_iter()
+        .filter(|f| name(f).ends_with(".lock"))
+    {
+        let lock = std::fs::File::open(&file)?;
+        #[cfg(unix)]
+        {
+            use std::os::fd::AsRawFd;
+            // SAFETY: flock on a file descriptor this function owns.
+            if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+                return Ok(None);
+            }
+        }
+        held.push(lock);
+    }
+    Ok(Some(held))
+}
+
+/// How long ago `path` (an entry's `model.done`, else its folder) was last
+/// written.
+fn age_of(path: &Path) -> Duration {
+    let done = path.join("model.done");
+    let modified = done
+        .metadata()
+        .or_else(|_| path.metadata())
+        .and_then(|m| m.modified());
+    modified
+        .ok()
+        .and_then(|t| SystemTime::now().duration_since(t).ok())
+        .unwrap_or_default()
+}
+
+/// Whether compiler version `version` (`2.21.18209.0+043b1bf7`) is below
+/// `below` (`2.21`, compared number by number).
+fn version_below(version: &str, below: &str) -> bool {
+    let numbers = |v: &str| -> Vec<u64> {
+        v.split('+')
+            .next()
+            .unwrap_or_default()
+            .split('.')
+            .map(|p| p.parse().unwrap_or(0))
+            .collect()
+    };
+    let (a, b) = (numbers(version), numbers(below));
+    a[..a.len().min(b.len())] < b[..]
+}

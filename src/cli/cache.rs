@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use neff::loader::{ArchScope, RuntimeProfile};
-use neff::tools::cache::{scan, CacheListing, EntryState};
+use neff::tools::cache::{prune, scan, CacheListing, EntryState, PruneOptions};
 
 use super::units::human_bytes;
 use super::{check_threads, print_json, EXIT_OK, EXIT_REJECTED};
@@ -38,6 +38,43 @@ enum CacheCommand {
     ///
     ///   neff cache verify ~/.cache/neuron --instance-arch cayman --list ok
     Verify(VerifyArgs),
+    /// Remove entries of a libneuronxla cache: --failed, --stale-locks,
+    /// --refused, --compiler-below V, --older-than SECONDS, then --max-size
+    /// BYTES (oldest first, by completion time); --dry-run says what would go.
+    /// An entry a compile holds (a fresh lock, or a lock file another process
+    /// has flocked) is left; each other goes by one rename into ROOT/.neff-prune
+    /// and is deleted there, so a reader never sees half an entry. Symlinked
+    /// entries are never removed.
+    ///
+    ///   neff cache prune /var/tmp/neuron-compile-cache --failed --stale-locks --dry-run
+    Prune(PruneArgs),
+}
+
+#[derive(Args, Debug)]
+struct PruneArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Entries whose compile failed.
+    #[arg(long)]
+    failed: bool,
+    /// Entries holding a stale lock.
+    #[arg(long)]
+    stale_locks: bool,
+    /// Entries whose NEFF the gates refuse.
+    #[arg(long)]
+    refused: bool,
+    /// Entries of a compiler version below V (e.g. 2.21).
+    #[arg(long, value_name = "V")]
+    compiler_below: Option<String>,
+    /// Entries completed longer ago than this many seconds.
+    #[arg(long, value_name = "SECONDS")]
+    older_than: Option<u64>,
+    /// Then remove the oldest entries until the cache holds at most this many bytes.
+    #[arg(long, value_name = "BYTES")]
+    max_size: Option<u64>,
+    /// Say what would be removed; remove nothing.
+    #[arg(long)]
+    dry_run: bool,
 }
 
 #[derive(Args, Debug)]
@@ -78,6 +115,7 @@ struct VerifyArgs {
 pub fn run(args: CacheArgs) -> Result<u8, Box<dyn std::error::Error>> {
     let (common, profile, scope, list) = match &args.command {
         CacheCommand::Ls(c) => (c, RuntimeProfile::default(), ArchScope::All, None),
+        CacheCommand::Prune(p) => (&p.common, RuntimeProfile::default(), ArchScope::All, None),
         CacheCommand::Verify(v) => (
             &v.common,
             RuntimeProfile {
@@ -97,6 +135,36 @@ pub fn run(args: CacheArgs) -> Result<u8, Box<dyn std::error::Error>> {
         Duration::from_secs(common.stale_after),
     )
     .map_err(|e| format!("{}: {e}", common.root.display()))?;
+    if let CacheCommand::Prune(p) = &args.command {
+        let options = PruneOptions {
+            failed: p.failed,
+            stale_locks: p.stale_locks,
+            refused: p.refused,
+            compiler_below: p.compiler_below.clone(),
+            older_than: p.older_than.map(Duration::from_secs),
+            max_size: p.max_size,
+            dry_run: p.dry_run,
+        };
+        let pruned = prune(&common.root, &listing, &options)
+            .map_err(|e| format!("{}: {e}", common.root.display()))?;
+        if common.json {
+            print_json(&pruned)?;
+            return Ok(EXIT_OK);
+        }
+        let verb = if p.dry_run { "would remove" } else { "removed" };
+        for path in &pruned.removed {
+            println!("{verb} {path}");
+        }
+        for (path, why) in &pruned.kept {
+            println!("kept {path}: {why}");
+        }
+        println!(
+            "{verb} {} entries, {}",
+            pruned.removed.len(),
+            human_bytes(pruned.freed)
+        );
+        return Ok(EXIT_OK);
+    }
     let refused = listing
         .entries
         .iter()

@@ -162,3 +162,105 @@ fn a_wrapped_neff_hlo_entry_is_read_as_its_neff() {
         (Some("ok"), Some("mariana"), Some(2))
     );
 }
+
+#[test]
+fn prune_removes_what_it_is_told_and_nothing_a_compile_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("cache");
+    let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/allreduce.json");
+    let good = dir.path().join("good.neff");
+    assert_eq!(code(&neff(&["build", s(&spec), "-o", s(&good), "-q"])), 0);
+    libneuronxla_cache(&root, &good);
+    let version = root.join("neuronxcc-2.21.18209.0+043b1bf7");
+    let entries = || {
+        let mut names: Vec<String> = fs::read_dir(&version)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let all = entries();
+    let r = neff(&[
+        "cache",
+        "prune",
+        s(&root),
+        "--failed",
+        "--refused",
+        "--dry-run",
+    ]);
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    assert!(
+        stdout(&r).contains("would remove 2 entries"),
+        "{}",
+        stdout(&r)
+    );
+    assert_eq!(entries(), all, "a dry run removes nothing");
+
+    // A compile holds the stale-looking lock (flock) and keeps writing.
+    let held = version.join("MODULE_5555+aaaa");
+    let lock = fs::File::open(held.join("model.hlo_module.pb.lock")).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::fd::AsRawFd;
+        // SAFETY: flock on a file this test owns.
+        assert_eq!(unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) }, 0);
+    }
+    let writing = std::thread::spawn({
+        let held = held.clone();
+        move || {
+            for i in 0..50 {
+                fs::write(held.join(format!("part-{i}")), vec![i as u8; 4096]).unwrap();
+            }
+        }
+    });
+    let r = neff(&[
+        "cache",
+        "prune",
+        s(&root),
+        "--failed",
+        "--refused",
+        "--stale-locks",
+    ]);
+    writing.join().unwrap();
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    assert!(
+        stdout(&r).contains(
+            "kept neuronxcc-2.21.18209.0+043b1bf7/MODULE_5555+aaaa: a compile holds its lock"
+        ),
+        "{}",
+        stdout(&r)
+    );
+    let left = entries();
+    assert!(
+        !left.contains(&"MODULE_2222+aaaa".to_string())
+            && !left.contains(&"MODULE_7777+aaaa".to_string()),
+        "{left:?}"
+    );
+    assert!(
+        left.contains(&"MODULE_5555+aaaa".to_string())
+            && left.contains(&"MODULE_1111+aaaa".to_string())
+    );
+    assert_eq!(
+        fs::read_dir(&held).unwrap().count(),
+        2 + 1 + 50,
+        "the held entry is whole"
+    );
+    assert!(!root.join(".neff-prune").exists(), "the trash is gone");
+    drop(lock);
+    // Released, the stale lock's entry goes; a compiler-version cut takes the rest.
+    let r = neff(&[
+        "cache",
+        "prune",
+        s(&root),
+        "--stale-locks",
+        "--compiler-below",
+        "2.22",
+    ]);
+    assert_eq!(code(&r), 0, "{}", stderr(&r));
+    assert_eq!(
+        entries(),
+        ["MODULE_4444+aaaa"],
+        "only the entry a fresh lock holds is left"
+    );
+}
