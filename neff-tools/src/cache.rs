@@ -495,3 +495,76 @@ fn version_below(version: &str, below: &str) -> bool {
     let (a, b) = (numbers(version), numbers(below));
     a[..a.len().min(b.len())] < b[..]
 }
+
+/// Why two libneuronxla entries are different keys.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct Explanation {
+    /// The two compiler versions, when they differ.
+    pub compiler: Option<(String, String)>,
+    /// Flags only the first entry's compile had.
+    pub flags_only_first: Vec<String>,
+    /// Flags only the second entry's compile had.
+    pub flags_only_second: Vec<String>,
+    /// The HLO modules' first structural difference (computation,
+    /// instruction, opcode, shape), or that only names, ids, metadata or
+    /// paths differ.
+    pub hlo: String,
+}
+
+/// Why the libneuronxla entries `a` and `b` (their folders) are different
+/// keys: the compiler version their folders name, each flag one compile had
+/// and the other not (`compile_flags.json`, or the older text file), and the
+/// first structural difference of their HLO modules.
+pub fn explain(a: &Path, b: &Path) -> Result<Explanation, String> {
+    let version = |p: &Path| {
+        p.parent()
+            .map(|v| name(v).trim_start_matches("neuronxcc-").to_string())
+            .unwrap_or_default()
+    };
+    let (va, vb) = (version(a), version(b));
+    let (fa, fb) = (flags(a)?, flags(b)?);
+    let hlo = match (hlo_module(a)?, hlo_module(b)?) {
+        (Some(ma), Some(mb)) => crate::carrier::hlo::first_difference(ma.into(), mb.into())?
+            .unwrap_or_else(|| "only names, ids, metadata or paths differ".to_string()),
+        _ => "an entry has no HLO module".to_string(),
+    };
+    Ok(Explanation {
+        compiler: (va != vb).then_some((va, vb)),
+        flags_only_first: fa.iter().filter(|f| !fb.contains(f)).cloned().collect(),
+        flags_only_second: fb.iter().filter(|f| !fa.contains(f)).cloned().collect(),
+        hlo,
+    })
+}
+
+/// An entry's compile flags: `compile_flags.json` (a list, or an object's
+/// `key=value`s), else the whitespace-separated words of
+/// `compile_flags.txt`.
+fn flags(entry: &Path) -> Result<Vec<String>, String> {
+    if let Ok(text) = std::fs::read_to_string(entry.join("compile_flags.json")) {
+        let value: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| format!("{}/compile_flags.json: {e}", entry.display()))?;
+        let word = |v: &serde_json::Value| v.as_str().map_or_else(|| v.to_string(), str::to_string);
+        return Ok(match value {
+            serde_json::Value::Array(items) => items.iter().map(word).collect(),
+            serde_json::Value::Object(map) => map
+                .iter()
+                .map(|(k, v)| format!("{k}={}", word(v)))
+                .collect(),
+            other => vec![word(&other)],
+        });
+    }
+    let text = std::fs::read_to_string(entry.join("compile_flags.txt")).unwrap_or_default();
+    Ok(text.split_whitespace().map(str::to_string).collect())
+}
+
+/// An entry's HLO module bytes (`model.hlo_module.pb`, older `model.hlo.pb`).
+fn hlo_module(entry: &Path) -> Result<Option<Vec<u8>>, String> {
+    for file in ["model.hlo_module.pb", "model.hlo.pb"] {
+        match std::fs::read(entry.join(file)) {
+            Ok(bytes) => return Ok(Some(bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(format!("{}/{file}: {e}", entry.display())),
+        }
+    }
+    Ok(None)
+}

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use neff::loader::{ArchScope, RuntimeProfile};
-use neff::tools::cache::{prune, scan, CacheListing, EntryState, PruneOptions};
+use neff::tools::cache::{explain, prune, scan, CacheListing, EntryState, PruneOptions};
 
 use super::units::human_bytes;
 use super::{check_threads, print_json, EXIT_OK, EXIT_REJECTED};
@@ -48,6 +48,25 @@ enum CacheCommand {
     ///
     ///   neff cache prune /var/tmp/neuron-compile-cache --failed --stale-locks --dry-run
     Prune(PruneArgs),
+    /// Why two libneuronxla entries are different keys: the compiler versions,
+    /// each flag one compile had and the other not, and the first structural
+    /// difference of their HLO modules (computation, instruction, opcode,
+    /// shape), or that only names, ids, metadata or paths differ. The modules
+    /// are read as protobuf (the published schema), never by byte diff.
+    ///
+    ///   neff cache explain neuronxcc-2.21.0/MODULE_1+a neuronxcc-2.21.0/MODULE_2+b
+    Explain(ExplainArgs),
+}
+
+#[derive(Args, Debug)]
+struct ExplainArgs {
+    /// The first entry's folder.
+    a: PathBuf,
+    /// The second entry's folder.
+    b: PathBuf,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -113,9 +132,28 @@ struct VerifyArgs {
 }
 
 pub fn run(args: CacheArgs) -> Result<u8, Box<dyn std::error::Error>> {
+    if let CacheCommand::Explain(e) = &args.command {
+        let why = explain(&e.a, &e.b)?;
+        if e.json {
+            print_json(&why)?;
+            return Ok(EXIT_OK);
+        }
+        if let Some((a, b)) = &why.compiler {
+            println!("compiler: {a} against {b}");
+        }
+        for flag in &why.flags_only_first {
+            println!("flag only in the first: {flag}");
+        }
+        for flag in &why.flags_only_second {
+            println!("flag only in the second: {flag}");
+        }
+        println!("HLO: {}", why.hlo);
+        return Ok(EXIT_OK);
+    }
     let (common, profile, scope, list) = match &args.command {
         CacheCommand::Ls(c) => (c, RuntimeProfile::default(), ArchScope::All, None),
         CacheCommand::Prune(p) => (&p.common, RuntimeProfile::default(), ArchScope::All, None),
+        CacheCommand::Explain(_) => return Ok(EXIT_OK),
         CacheCommand::Verify(v) => (
             &v.common,
             RuntimeProfile {

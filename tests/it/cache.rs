@@ -264,3 +264,89 @@ fn prune_removes_what_it_is_told_and_nothing_a_compile_holds() {
         "only the entry a fresh lock holds is left"
     );
 }
+
+/// A protobuf field: `tag` with wire type 2 (bytes) holding `body`.
+fn field(tag: u8, body: &[u8]) -> Vec<u8> {
+    let mut out = vec![(tag << 3) | 2];
+    let mut len = body.len();
+    loop {
+        let byte = (len & 0x7f) as u8;
+        len >>= 7;
+        out.push(if len > 0 { byte | 0x80 } else { byte });
+        if len == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(body);
+    out
+}
+
+/// An `xla.HloModuleProto` of one computation `main`, each instruction a
+/// (name, opcode, dims) of element type 11 (F32).
+fn hlo_module(instructions: &[(&str, &str, &[u8])]) -> Vec<u8> {
+    let mut computation = field(1, b"main");
+    for (name, opcode, dims) in instructions {
+        let shape = [vec![0x10, 11], field(3, dims)].concat();
+        let instruction = [
+            field(1, name.as_bytes()),
+            field(2, opcode.as_bytes()),
+            field(3, &shape),
+        ]
+        .concat();
+        computation.extend(field(2, &instruction));
+    }
+    [field(1, b"module"), field(3, &computation)].concat()
+}
+
+#[test]
+fn explain_names_the_compiler_the_flags_and_the_first_structural_difference() {
+    let dir = tempfile::tempdir().unwrap();
+    let entry = |version: &str, key: &str, flags: &str, hlo: Vec<u8>| {
+        let path = dir.path().join(format!("neuronxcc-{version}/MODULE_{key}"));
+        fs::create_dir_all(&path).unwrap();
+        fs::write(path.join("compile_flags.json"), flags).unwrap();
+        fs::write(path.join("model.hlo_module.pb"), hlo).unwrap();
+        path
+    };
+    let a = entry(
+        "2.21.0+1",
+        "1+a",
+        r#"["--model-type=transformer", "-O1"]"#,
+        hlo_module(&[("p0", "parameter", &[4]), ("sum", "add", &[4])]),
+    );
+    let renamed = entry(
+        "2.22.0+2",
+        "2+b",
+        r#"["--model-type=transformer", "-O2"]"#,
+        hlo_module(&[("x", "parameter", &[4]), ("y", "add", &[4])]),
+    );
+    let other = entry(
+        "2.21.0+1",
+        "3+a",
+        r#"["--model-type=transformer", "-O1"]"#,
+        hlo_module(&[("p0", "parameter", &[4]), ("sum", "multiply", &[4])]),
+    );
+    let out = neff(&["cache", "explain", s(&a), s(&renamed), "--json"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let why: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(why["compiler"], serde_json::json!(["2.21.0+1", "2.22.0+2"]));
+    assert_eq!(
+        (
+            why["flags_only_first"][0].as_str(),
+            why["flags_only_second"][0].as_str()
+        ),
+        (Some("-O1"), Some("-O2"))
+    );
+    assert_eq!(why["hlo"], "only names, ids, metadata or paths differ");
+    let text = stdout(&neff(&["cache", "explain", s(&a), s(&other)]));
+    assert!(
+        text.contains(
+            "HLO: computation \"main\", instruction \"sum\": add t11[4] against multiply t11[4]"
+        ),
+        "{text}"
+    );
+    assert!(
+        !text.contains("compiler:") && !text.contains("flag only"),
+        "{text}"
+    );
+}

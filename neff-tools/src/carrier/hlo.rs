@@ -52,6 +52,86 @@ struct HloInstructionProto {
     /// `bytes backend_config = 43`.
     #[prost(bytes = "bytes", tag = "43")]
     backend_config: Bytes,
+    /// `ShapeProto shape = 3`.
+    #[prost(message, optional, tag = "3")]
+    shape: Option<ShapeProto>,
+}
+
+/// `xla.ShapeProto`: the element type, dimensions and tuple elements.
+#[derive(Clone, PartialEq, Message)]
+struct ShapeProto {
+    /// `PrimitiveType element_type = 2` (an enum's number).
+    #[prost(int32, tag = "2")]
+    element_type: i32,
+    /// `repeated int64 dimensions = 3`.
+    #[prost(int64, repeated, tag = "3")]
+    dimensions: Vec<i64>,
+    /// `repeated ShapeProto tuple_shapes = 4`.
+    #[prost(message, repeated, tag = "4")]
+    tuple_shapes: Vec<ShapeProto>,
+}
+
+impl ShapeProto {
+    /// `t<type>[d0,d1]`, or a tuple's `(…)`.
+    fn text(&self) -> String {
+        if !self.tuple_shapes.is_empty() {
+            let parts: Vec<String> = self.tuple_shapes.iter().map(ShapeProto::text).collect();
+            return format!("({})", parts.join(", "));
+        }
+        let dims: Vec<String> = self.dimensions.iter().map(i64::to_string).collect();
+        format!("t{}[{}]", self.element_type, dims.join(","))
+    }
+}
+
+/// The first structural difference between the HLO modules `a` and `b`
+/// (computations, then each one's instructions: opcode, shape, custom-call
+/// target), names, ids, metadata and backend configs aside; `None` when
+/// there is none.
+pub(crate) fn first_difference(a: Bytes, b: Bytes) -> Result<Option<String>, String> {
+    let decode = |data: Bytes| {
+        HloModuleProto::decode(data)
+            .map_err(|e| format!("not an HLO module (xla.HloModuleProto): {e}"))
+    };
+    let (a, b) = (decode(a)?, decode(b)?);
+    if a.computations.len() != b.computations.len() {
+        return Ok(Some(format!(
+            "{} computations against {}",
+            a.computations.len(),
+            b.computations.len()
+        )));
+    }
+    for (ca, cb) in a.computations.iter().zip(&b.computations) {
+        if ca.instructions.len() != cb.instructions.len() {
+            return Ok(Some(format!(
+                "computation {:?}: {} instructions against {} in {:?}",
+                ca.name,
+                ca.instructions.len(),
+                cb.instructions.len(),
+                cb.name
+            )));
+        }
+        for (ia, ib) in ca.instructions.iter().zip(&cb.instructions) {
+            let shape = |i: &HloInstructionProto| {
+                i.shape.as_ref().map(ShapeProto::text).unwrap_or_default()
+            };
+            let view = |i: &HloInstructionProto| {
+                (i.opcode.clone(), shape(i), i.custom_call_target.clone())
+            };
+            if view(ia) != view(ib) {
+                return Ok(Some(format!(
+                    "computation {:?}, instruction {:?}: {} {} against {} {} ({:?})",
+                    ca.name,
+                    ia.name,
+                    ia.opcode,
+                    shape(ia),
+                    ib.opcode,
+                    shape(ib),
+                    ib.name
+                )));
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// One NEFF of an HLO module: its byte range in the module and where the

@@ -10,7 +10,7 @@
 //! path); a carrier is read whole into memory, so it may have at most
 //! [`MAX_CARRIER`] bytes.
 
-mod hlo;
+pub(crate) mod hlo;
 mod pickle;
 mod torchscript;
 
