@@ -201,6 +201,7 @@ mod tests {
                         opcode: "custom-call".into(),
                         custom_call_target: NEFF_TARGET.into(),
                         backend_config: Bytes::copy_from_slice(config),
+                        shape: None,
                     },
                 ],
             }],
