@@ -17,6 +17,7 @@ from neff._report import Report, verify, verify_many
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from neff import cache
     from neff._builder import BuildOutcome, Builder, Subgraph, lift
     from neff._reader import (
         DiffReport, DmaQueue, Engine, Graph, Header, Member, Memory, MemoryFigures, Neff, PackOutcome,
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RUNTIME_VERSION", "__version__",
-    "BuildOutcome", "Builder", "Subgraph",
+    "BuildOutcome", "Builder", "Subgraph", "cache",
     "MemberNotFound", "NeffError", "NeffIOError", "NeffValueError", "Rejected",
     "DiffReport", "DmaQueue", "Engine", "Graph", "Header", "Member", "Memory", "MemoryFigures", "Neff",
     "PackOutcome", "Report", "Source", "Tensor", "UnpackSummary", "Weight",
@@ -48,6 +49,10 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> object:
+    if name == "cache":  # the submodule, imported on first use too
+        import importlib
+
+        return importlib.import_module("neff.cache")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'neff' has no attribute {name!r}")

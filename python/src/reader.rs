@@ -26,6 +26,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(inspect, m)?)?;
     m.add_function(wrap_pyfunction!(verify, m)?)?;
     m.add_function(wrap_pyfunction!(verify_many, m)?)?;
+    m.add_function(wrap_pyfunction!(cache_scan, m)?)?;
     m.add_function(wrap_pyfunction!(read_member, m)?)?;
     Ok(())
 }
@@ -245,4 +246,35 @@ fn read_member<'py>(
     });
     let found = found.map_err(|e| located(&source, e.in_member(name)))?;
     Ok(found.map(|b| b.into_bound(py)))
+}
+
+/// `neff cache ls|verify ROOT --json`: the cache at `root` read and every
+/// entry's NEFF checked on `instance_arch` under the profile the keyword
+/// arguments describe, `threads` at once (default: the cores); a lock older
+/// than `stale_after` seconds is stale.
+#[pyfunction]
+#[pyo3(signature = (root, instance_arch, stale_after, threads=None, **profile))]
+fn cache_scan(
+    py: Python<'_>,
+    root: std::path::PathBuf,
+    instance_arch: &str,
+    stale_after: u64,
+    threads: Option<usize>,
+    profile: Option<&Bound<'_, PyDict>>,
+) -> PyResult<String> {
+    let runtime = runtime(instance_arch, profile)?;
+    let threads =
+        threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let listing = py
+        .detach(|| {
+            neff_tools::cache::scan(
+                &root,
+                &runtime.profile,
+                runtime.scope,
+                threads,
+                std::time::Duration::from_secs(stale_after),
+            )
+        })
+        .map_err(|e| bad_argument(&format!("{}: {e}", root.display())))?;
+    Ok(to_json(&listing))
 }

@@ -19,7 +19,7 @@ import pytest
 
 import neff
 
-MODULES = ["neff", "neff._reader", "neff._report", "neff._builder", "neff._errors"]
+MODULES = ["neff", "neff._reader", "neff._report", "neff._builder", "neff._errors", "neff.cache"]
 
 
 def model(path: Path, name: str = "m") -> None:

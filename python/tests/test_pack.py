@@ -147,3 +147,21 @@ def test_shrink_takes_a_python_predicate_and_raises_what_it_raises(tmp_path: Pat
 
     with pytest.raises(RuntimeError, match="the predicate broke"):
         neff.shrink(built, tmp_path / "x.neff", broken)
+
+
+def test_cache_scan_and_verify_read_a_libneuronxla_cache(tmp_path: Path) -> None:
+    built = tmp_path / "m.neff"
+    b = neff.Builder(target="cayman")
+    b.subgraph("sg00").input("x", "float32", (4,)).output("y", "float32", (4,))
+    b.write(built)
+    version = tmp_path / "cache" / "neuronxcc-2.21.0+abc"
+    (version / "MODULE_1+a").mkdir(parents=True)
+    (version / "MODULE_1+a" / "model.neff").write_bytes(built.read_bytes())
+    (version / "MODULE_1+a" / "model.done").write_bytes(b"")
+    (version / "MODULE_2+a").mkdir()
+    (version / "MODULE_2+a" / "model.log").write_text("error")
+    entries = list(neff.cache.scan(tmp_path / "cache"))
+    assert [(e["module"], e["state"]) for e in entries] == [("1", "ok"), ("2", "failed")]
+    assert entries[0]["compiler"] == "2.21.0+abc" and entries[0]["graphs"] == 1
+    on_sunda = neff.cache.verify(tmp_path / "cache", "sunda")
+    assert on_sunda[0]["state"] == "refused" and "G17" in on_sunda[0]["refusal"]
