@@ -9,7 +9,13 @@
 //!   `model.hlo.pb`), `compile_flags.json` (older: `compile_flags.txt`), on
 //!   success `model.neff` and an empty `model.done` (2.21+:
 //!   `wrapped_neff.hlo` carries the NEFF), on failure `model.log` and no
-//!   NEFF, and a `*.lock` file while a compile holds it;
+//!   NEFF, and a `*.lock` file while a compile holds it; optimum-neuron's
+//!   Hub cache adds `neuronxcc-<version>/0_REGISTRY/…/<hash>.json` lookup
+//!   entries beside them (listed, never entries);
+//! * **vLLM Neuron** (`$VLLM_CACHE_ROOT/neuron/compile_cache`): one folder
+//!   per key (32 hex digits, an MD5) with a `.compilation_complete` marker
+//!   once done; its NEFF is any `*.neff` in it (the name is not fixed in the
+//!   public material read) and a `*.lock` holds it;
 //! * **any other folder**: every `*.neff` (and `wrapped_neff.hlo`) below it
 //!   is an entry of its own (an exported model's `compiled/`, a vLLM
 //!   entry's folder).
@@ -34,6 +40,8 @@ use crate::carrier::open_neff;
 pub enum Layout {
     /// `neuronxcc-<version>/MODULE_<hash>+<hash>/` entries.
     Libneuronxla,
+    /// `<md5>/` entries with a `.compilation_complete` marker.
+    Vllm,
     /// Every NEFF below the folder, each an entry.
     Files,
 }
@@ -99,6 +107,8 @@ pub struct CacheListing {
     pub entries: Vec<CacheEntry>,
     /// Files of a libneuronxla cache that belong to no entry.
     pub orphans: Vec<String>,
+    /// optimum-neuron's registry lookup entries (`0_REGISTRY/…/*.json`).
+    pub registry: Vec<String>,
     /// Entries per compiler version (`""` when none) and state.
     pub totals: BTreeMap<String, BTreeMap<String, usize>>,
 }
@@ -116,7 +126,18 @@ pub fn scan(
         .into_iter()
         .filter(|p| p.is_dir() && name(p).starts_with("neuronxcc-"))
         .collect();
-    let (layout, mut found, orphans) = if versions.is_empty() {
+    let mut registry = Vec::new();
+    let vllm: Vec<PathBuf> = children(root)?
+        .into_iter()
+        .filter(|p| p.is_dir() && is_md5(&name(p)))
+        .collect();
+    let (layout, mut found, orphans) = if versions.is_empty() && !vllm.is_empty() {
+        let mut found = Vec::new();
+        for dir in &vllm {
+            found.push(vllm_entry(root, dir, stale_after)?);
+        }
+        (Layout::Vllm, found, Vec::new())
+    } else if versions.is_empty() {
         (Layout::Files, neff_files(root, root)?, Vec::new())
     } else {
         let mut found = Vec::new();
@@ -125,6 +146,8 @@ pub fn scan(
             for child in children(version)? {
                 if child.is_dir() && name(&child).starts_with("MODULE_") {
                     found.push(module_entry(root, version, &child, stale_after)?);
+                } else if child.is_dir() && name(&child) == "0_REGISTRY" {
+                    registry.extend(files_below(&child)?.iter().map(|f| relative(root, f)));
                 } else {
                     orphans.push(relative(root, &child));
                 }
@@ -158,6 +181,7 @@ pub fn scan(
         layout,
         entries: found,
         orphans,
+        registry,
         totals,
     })
 }
@@ -186,17 +210,7 @@ fn module_entry(
         .into_iter()
         .find(|n| has(n));
     let state = if let Some(lock) = lock {
-        let age = lock
-            .metadata()
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| SystemTime::now().duration_since(t).ok())
-            .unwrap_or_default();
-        if age > stale_after {
-            EntryState::StaleLock
-        } else {
-            EntryState::Locked
-        }
+        lock_state(lock, stale_after)
     } else if files.is_empty() {
         EntryState::Empty
     } else if neff.is_some() && has("model.done") {
@@ -220,6 +234,72 @@ fn module_entry(
         uuid: None,
         refusal: None,
     })
+}
+
+/// An entry of a vLLM Neuron cache.
+fn vllm_entry(root: &Path, dir: &Path, stale_after: Duration) -> std::io::Result<CacheEntry> {
+    let files = files_below(dir)?;
+    let size = files
+        .iter()
+        .filter_map(|f| f.metadata().ok())
+        .map(|m| m.len())
+        .sum();
+    let neff = files.iter().find(|f| name(f).ends_with(".neff"));
+    let lock = files.iter().find(|f| name(f).ends_with(".lock"));
+    let done = files.iter().any(|f| name(f) == ".compilation_complete");
+    let state = match (lock, files.is_empty()) {
+        (Some(lock), _) => lock_state(lock, stale_after),
+        (None, true) => EntryState::Empty,
+        (None, false) if done && neff.is_some() => EntryState::Ok,
+        _ => EntryState::Incomplete,
+    };
+    Ok(CacheEntry {
+        path: relative(root, dir),
+        compiler: None,
+        module: Some(name(dir)),
+        flags: None,
+        state,
+        size,
+        neff: neff.map(|n| relative(root, n)),
+        target: None,
+        graphs: None,
+        features: None,
+        uuid: None,
+        refusal: None,
+    })
+}
+
+/// A lock's state by its age.
+fn lock_state(lock: &Path, stale_after: Duration) -> EntryState {
+    let age = lock
+        .metadata()
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| SystemTime::now().duration_since(t).ok())
+        .unwrap_or_default();
+    if age > stale_after {
+        EntryState::StaleLock
+    } else {
+        EntryState::Locked
+    }
+}
+
+/// Every file below `dir`, sorted.
+fn files_below(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for child in children(dir)? {
+        if child.is_dir() {
+            out.extend(files_below(&child)?);
+        } else {
+            out.push(child);
+        }
+    }
+    Ok(out)
+}
+
+/// 32 hex digits (an MD5), as vLLM Neuron names its cache keys.
+fn is_md5(name: &str) -> bool {
+    name.len() == 32 && name.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// Every NEFF below `dir` as an entry of its own.
@@ -363,8 +443,8 @@ pub struct Pruned {
 /// are deleted: no layout reads it as an entry.
 pub const TRASH: &str = ".neff-prune";
 
-/// Removes the entries of `listing` (of the cache at `root`) that `options`
-/// choose. An entry goes only when no compile holds it: a fresh lock is
+/// Removes the entries of `listing` (of the cache at `root`; a libneuronxla
+/// or vLLM layout, never a plain folder of NEFFs) that `options` choose. An entry goes only when no compile holds it: a fresh lock is
 /// left, and every `*.lock` file in it is `flock`ed exclusively (as
 /// `filelock`-style lockers take it) while it is moved, by one rename, into
 /// [`TRASH`], then deleted; a reader never sees half an entry. Symlinked
@@ -377,7 +457,7 @@ pub fn prune(
     let mut chosen: Vec<&CacheEntry> = listing
         .entries
         .iter()
-        .filter(|e| e.compiler.is_some())
+        .filter(|_| listing.layout != Layout::Files)
         .filter(|e| {
             (options.failed && e.state == EntryState::Failed)
                 || (options.stale_locks && e.state == EntryState::StaleLock)
@@ -395,7 +475,7 @@ pub fn prune(
         let mut rest: Vec<&CacheEntry> = listing
             .entries
             .iter()
-            .filter(|e| e.compiler.is_some() && !chosen.iter().any(|c| c.path == e.path))
+            .filter(|e| listing.layout != Layout::Files && !chosen.iter().any(|c| c.path == e.path))
             .collect();
         rest.sort_by_key(|e| std::cmp::Reverse(age_of(&root.join(&e.path))));
         let mut size: u64 = rest.iter().map(|e| e.size).sum();

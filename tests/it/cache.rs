@@ -350,3 +350,48 @@ fn explain_names_the_compiler_the_flags_and_the_first_structural_difference() {
         "{text}"
     );
 }
+
+#[test]
+fn a_vllm_cache_and_an_optimum_registry_are_read_and_pruned() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/allreduce.json");
+    let good = dir.path().join("good.neff");
+    assert_eq!(code(&neff(&["build", s(&spec), "-o", s(&good), "-q"])), 0);
+    let vllm = dir.path().join("compile_cache");
+    let key = |k: char| vllm.join(std::iter::repeat_n(k, 32).collect::<String>());
+    fs::create_dir_all(key('a').join("sub")).unwrap();
+    fs::copy(&good, key('a').join("sub/model.neff")).unwrap();
+    fs::write(key('a').join(".compilation_complete"), b"").unwrap();
+    fs::create_dir_all(key('b')).unwrap();
+    fs::copy(&good, key('b').join("model.neff")).unwrap();
+    let (_, ls) = listing(&["cache", "ls", s(&vllm), "--json"]);
+    assert_eq!(ls["layout"], "vllm");
+    let states: Vec<&str> = ls["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states, ["ok", "incomplete"]);
+    assert_eq!(ls["entries"][0]["graphs"], 1);
+    let r = neff(&["cache", "prune", s(&vllm), "--older-than", "0", "--dry-run"]);
+    assert!(
+        stdout(&r).contains("would remove 2 entries"),
+        "{}",
+        stdout(&r)
+    );
+
+    // optimum-neuron's registry beside libneuronxla entries: listed, not orphans.
+    let hub = dir.path().join("hub");
+    let version = hub.join("neuronxcc-2.21.0+abc");
+    fs::create_dir_all(version.join("MODULE_1+a")).unwrap();
+    fs::copy(&good, version.join("MODULE_1+a/model.neff")).unwrap();
+    fs::write(version.join("MODULE_1+a/model.done"), b"").unwrap();
+    let lookup = version.join("0_REGISTRY/0.0.28/llama/meta-llama/Llama-2-7b-hf");
+    fs::create_dir_all(&lookup).unwrap();
+    fs::write(lookup.join("0123abcd.json"), b"{}").unwrap();
+    let (_, ls) = listing(&["cache", "ls", s(&hub), "--json"]);
+    assert_eq!(ls["orphans"], serde_json::json!([]));
+    assert_eq!(ls["registry"].as_array().unwrap().len(), 1);
+    assert_eq!(ls["entries"][0]["state"], "ok");
+}
