@@ -320,6 +320,32 @@ fn run() -> Result<()> {
             ));
         }
     }
+    if opts.wants('n') {
+        let cache = work.path().join("cache-10k");
+        let bytes = ensure_cache_tree_of(&cache, BIG_CACHE_ENTRIES)?;
+        let (bin, dir) = (quote(&neff), quote(&cache));
+        let w = Workload::new(
+            &format!("(n) cache verify, {BIG_CACHE_ENTRIES} entries"),
+            bytes,
+            ours(
+                "neff cache verify ROOT",
+                format!("{bin} cache verify {dir} --threads 2 >/dev/null"),
+            ),
+        )
+        .baseline(
+            "xargs",
+            "find ROOT -name model.neff | xargs neff verify",
+            format!("find {dir} -name model.neff -print0 | xargs -0 {bin} verify --threads 2 -q >/dev/null"),
+        );
+        for m in measure(&w, &mut results)? {
+            lines.push(format!(
+                "{}: `{}` {:.0} entries/s",
+                w.name,
+                m.label,
+                m.per_second(BIG_CACHE_ENTRIES as u64)
+            ));
+        }
+    }
     if opts.wants('g') {
         let cache = work.path().join("cache");
         let cache_bytes = ensure_cache_tree(&cache)?;
@@ -812,16 +838,23 @@ const CACHE_NEFFS: usize = 1000;
 /// each of its own input shape, beside a `compile_flags.json`). Returns the
 /// NEFFs' total size in bytes.
 fn ensure_cache_tree(root: &Path) -> Result<u64> {
+    ensure_cache_tree_of(root, CACHE_NEFFS)
+}
+
+/// Entries of (n)'s compile cache.
+const BIG_CACHE_ENTRIES: usize = 10_000;
+
+/// A libneuronxla compile cache of `count` entries, each a small builder
+/// NEFF with its flags and `model.done`; returns the NEFFs' total size.
+fn ensure_cache_tree_of(root: &Path, count: usize) -> Result<u64> {
     let marker = root.join(MARKER);
     if !marker.exists() {
-        eprintln!(
-            "bench: generating {CACHE_NEFFS} NEFFs in {} ...",
-            root.display()
-        );
-        for i in 0..CACHE_NEFFS {
-            let dir = root.join(format!("neuronxcc-2.{}/MODULE_{i:04}", i % 10));
+        eprintln!("bench: generating {count} NEFFs in {} ...", root.display());
+        for i in 0..count {
+            let dir = root.join(format!("neuronxcc-2.{}/MODULE_{i:05}", i % 10));
             fs::create_dir_all(&dir)?;
             fs::write(dir.join("compile_flags.json"), "[\"--target=trn1\"]")?;
+            fs::write(dir.join("model.done"), "")?;
             NeffBuilder::new()
                 .name(format!("module-{i}"))
                 .subgraph("sg00", |sg| {

@@ -350,7 +350,9 @@ fn check(
                 },
                 ArchScope::All => profile.clone(),
             };
+            // A verdict and the model need no entry table.
             Loader::new(&profile)
+                .limits(neff_loader::Limits::for_verdict())
                 .verify(Some(source))
                 .map_err(|e| e.to_string())
         });
