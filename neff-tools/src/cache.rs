@@ -593,38 +593,114 @@ pub struct Explanation {
     pub hlo: String,
 }
 
-/// Why the libneuronxla entries `a` and `b` (their folders) are different
-/// keys: the compiler version their folders name, each flag one compile had
-/// and the other not (`compile_flags.json`, or the older text file), and the
-/// first structural difference of their HLO modules.
-pub fn explain(a: &Path, b: &Path) -> Result<Explanation, String> {
-    let version = |p: &Path| {
-        p.parent()
+/// One side of an explanation: a cache entry's folder, or an HLO module
+/// file with the flags file it was (or would be) compiled with.
+#[derive(Debug, Clone, Copy)]
+pub struct Side<'p> {
+    /// The entry's folder, or the HLO module file.
+    pub path: &'p Path,
+    /// For a module file: its flags (`compile_flags.json` or text form).
+    pub flags: Option<&'p Path>,
+}
+
+/// Why `a` and `b` are different cache keys: the compiler version their
+/// folders name, each flag one compile had and the other not
+/// (`compile_flags.json`, or the older text file), and the first structural
+/// difference of their HLO modules. Entries without a module (vLLM's) are
+/// compared by the files they hold.
+pub fn explain(a: Side<'_>, b: Side<'_>) -> Result<Explanation, String> {
+    let version = |s: Side<'_>| {
+        if s.path.is_file() {
+            return String::new();
+        }
+        s.path
+            .parent()
             .map(|v| name(v).trim_start_matches("neuronxcc-").to_string())
             .unwrap_or_default()
     };
     let (va, vb) = (version(a), version(b));
-    let (fa, fb) = (flags(a)?, flags(b)?);
-    let hlo = match (hlo_module(a)?, hlo_module(b)?) {
+    let (fa, fb) = (side_flags(a)?, side_flags(b)?);
+    let hlo = match (side_module(a)?, side_module(b)?) {
         (Some(ma), Some(mb)) => crate::carrier::hlo::first_difference(ma.into(), mb.into())?
             .unwrap_or_else(|| "only names, ids, metadata or paths differ".to_string()),
-        _ => "an entry has no HLO module".to_string(),
+        _ => held_difference(a.path, b.path)?,
     };
     Ok(Explanation {
-        compiler: (va != vb).then_some((va, vb)),
+        compiler: (va != vb && !va.is_empty() && !vb.is_empty()).then_some((va, vb)),
         flags_only_first: fa.iter().filter(|f| !fb.contains(f)).cloned().collect(),
         flags_only_second: fb.iter().filter(|f| !fa.contains(f)).cloned().collect(),
         hlo,
     })
 }
 
-/// An entry's compile flags: `compile_flags.json` (a list, or an object's
-/// `key=value`s), else the whitespace-separated words of
-/// `compile_flags.txt`.
-fn flags(entry: &Path) -> Result<Vec<String>, String> {
-    if let Ok(text) = std::fs::read_to_string(entry.join("compile_flags.json")) {
-        let value: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| format!("{}/compile_flags.json: {e}", entry.display()))?;
+/// A side's flags: a module file's given flags file, an entry's own.
+fn side_flags(side: Side<'_>) -> Result<Vec<String>, String> {
+    match (side.path.is_file(), side.flags) {
+        (true, Some(file)) => flags_file(file),
+        (true, None) => Ok(Vec::new()),
+        (false, _) => {
+            let json = side.path.join("compile_flags.json");
+            match json.is_file() {
+                true => flags_file(&json),
+                false => flags_file(&side.path.join("compile_flags.txt")),
+            }
+        }
+    }
+}
+
+/// A side's HLO module bytes: the file itself, or the entry's.
+fn side_module(side: Side<'_>) -> Result<Option<Vec<u8>>, String> {
+    match side.path.is_file() {
+        true => std::fs::read(side.path)
+            .map(Some)
+            .map_err(|e| format!("{}: {e}", side.path.display())),
+        false => hlo_module(side.path),
+    }
+}
+
+/// What two entries without HLO modules hold differently: the files only
+/// one has, and those both have with other bytes.
+fn held_difference(a: &Path, b: &Path) -> Result<String, String> {
+    let held = |dir: &Path| -> Result<BTreeMap<String, Vec<u8>>, String> {
+        let files = files_below(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        files
+            .iter()
+            .map(|f| {
+                let bytes = std::fs::read(f).map_err(|e| format!("{}: {e}", f.display()))?;
+                Ok((relative(dir, f), bytes))
+            })
+            .collect()
+    };
+    if a.is_file() || b.is_file() {
+        return Ok("one side has no HLO module".to_string());
+    }
+    let (ha, hb) = (held(a)?, held(b)?);
+    let mut differ = Vec::new();
+    for (name, bytes) in &ha {
+        match hb.get(name) {
+            None => differ.push(format!("{name} only in the first")),
+            Some(other) if other != bytes => differ.push(format!("{name} differs")),
+            _ => {}
+        }
+    }
+    differ.extend(
+        hb.keys()
+            .filter(|n| !ha.contains_key(*n))
+            .map(|n| format!("{n} only in the second")),
+    );
+    Ok(match differ.is_empty() {
+        true => "no HLO modules; the entries hold the same files".to_string(),
+        false => format!("no HLO modules; {}", differ.join(", ")),
+    })
+}
+
+/// Compile flags from a file: JSON (a list, or an object's `key=value`s),
+/// else its whitespace-separated words (a missing file: none).
+fn flags_file(file: &Path) -> Result<Vec<String>, String> {
+    let Ok(text) = std::fs::read_to_string(file) else {
+        return Ok(Vec::new());
+    };
+    if let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) {
         let word = |v: &serde_json::Value| v.as_str().map_or_else(|| v.to_string(), str::to_string);
         return Ok(match value {
             serde_json::Value::Array(items) => items.iter().map(word).collect(),
@@ -632,10 +708,13 @@ fn flags(entry: &Path) -> Result<Vec<String>, String> {
                 .iter()
                 .map(|(k, v)| format!("{k}={}", word(v)))
                 .collect(),
+            // A JSON string or number is a word of the text form.
+            serde_json::Value::String(_) | serde_json::Value::Number(_) => {
+                text.split_whitespace().map(str::to_string).collect()
+            }
             other => vec![word(&other)],
         });
     }
-    let text = std::fs::read_to_string(entry.join("compile_flags.txt")).unwrap_or_default();
     Ok(text.split_whitespace().map(str::to_string).collect())
 }
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use neff::loader::{ArchScope, RuntimeProfile};
-use neff::tools::cache::{explain, prune, scan, CacheListing, EntryState, PruneOptions};
+use neff::tools::cache::{explain, prune, scan, CacheListing, EntryState, PruneOptions, Side};
 
 use super::units::human_bytes;
 use super::{check_threads, print_json, EXIT_OK, EXIT_REJECTED};
@@ -48,11 +48,13 @@ enum CacheCommand {
     ///
     ///   neff cache prune /var/tmp/neuron-compile-cache --failed --stale-locks --dry-run
     Prune(PruneArgs),
-    /// Why two libneuronxla entries are different keys: the compiler versions,
-    /// each flag one compile had and the other not, and the first structural
-    /// difference of their HLO modules (computation, instruction, opcode,
-    /// shape), or that only names, ids, metadata or paths differ. The modules
-    /// are read as protobuf (the published schema), never by byte diff.
+    /// Why two libneuronxla entries (or an entry and an HLO module file with
+    /// --flags-a/--flags-b) are different keys: the compiler versions, each flag
+    /// one compile had and the other not, and the first structural difference
+    /// of their HLO modules (computation, instruction, opcode, shape), or that
+    /// only names, ids, metadata or paths differ. The modules are read as
+    /// protobuf (the published schema), never by byte diff. Entries without a
+    /// module (vLLM's) are compared by the files they hold.
     ///
     ///   neff cache explain neuronxcc-2.21.0/MODULE_1+a neuronxcc-2.21.0/MODULE_2+b
     Explain(ExplainArgs),
@@ -60,10 +62,17 @@ enum CacheCommand {
 
 #[derive(Args, Debug)]
 struct ExplainArgs {
-    /// The first entry's folder.
+    /// The first entry's folder, or an HLO module file.
     a: PathBuf,
-    /// The second entry's folder.
+    /// The second entry's folder, or an HLO module file.
     b: PathBuf,
+    /// For an HLO module file given as A: the flags it was compiled with
+    /// (`compile_flags.json`, or the text form).
+    #[arg(long, value_name = "FILE")]
+    flags_a: Option<PathBuf>,
+    /// For an HLO module file given as B: its flags.
+    #[arg(long, value_name = "FILE")]
+    flags_b: Option<PathBuf>,
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
@@ -133,7 +142,15 @@ struct VerifyArgs {
 
 pub fn run(args: CacheArgs) -> Result<u8, Box<dyn std::error::Error>> {
     if let CacheCommand::Explain(e) = &args.command {
-        let why = explain(&e.a, &e.b)?;
+        let a = Side {
+            path: e.a.as_path(),
+            flags: e.flags_a.as_deref(),
+        };
+        let b = Side {
+            path: e.b.as_path(),
+            flags: e.flags_b.as_deref(),
+        };
+        let why = explain(a, b)?;
         if e.json {
             print_json(&why)?;
             return Ok(EXIT_OK);

@@ -395,3 +395,56 @@ fn a_vllm_cache_and_an_optimum_registry_are_read_and_pruned() {
     assert_eq!(ls["registry"].as_array().unwrap().len(), 1);
     assert_eq!(ls["entries"][0]["state"], "ok");
 }
+
+#[test]
+fn explain_takes_a_module_file_with_its_flags_and_compares_vllm_entries_by_their_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let entry = dir.path().join("neuronxcc-2.21.0+1/MODULE_1+a");
+    fs::create_dir_all(&entry).unwrap();
+    fs::write(entry.join("compile_flags.json"), r#"["-O1"]"#).unwrap();
+    fs::write(
+        entry.join("model.hlo_module.pb"),
+        hlo_module(&[("p", "parameter", &[2])]),
+    )
+    .unwrap();
+    let module = dir.path().join("mine.pb");
+    fs::write(&module, hlo_module(&[("q", "parameter", &[3])])).unwrap();
+    let flags = dir.path().join("flags.txt");
+    fs::write(&flags, "-O2 --fast").unwrap();
+    let out = neff(&[
+        "cache",
+        "explain",
+        s(&entry),
+        s(&module),
+        "--flags-b",
+        s(&flags),
+        "--json",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let why: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(why["flags_only_first"], serde_json::json!(["-O1"]));
+    assert_eq!(
+        why["flags_only_second"],
+        serde_json::json!(["-O2", "--fast"])
+    );
+    assert!(
+        why["hlo"]
+            .as_str()
+            .unwrap()
+            .contains("parameter t11[2] against parameter t11[3]"),
+        "{why}"
+    );
+    // vLLM entries hold no module: what they hold is compared.
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    for (d, neff_bytes) in [(&a, &b"one"[..]), (&b, &b"two"[..])] {
+        fs::create_dir_all(d).unwrap();
+        fs::write(d.join("model.neff"), neff_bytes).unwrap();
+        fs::write(d.join(".compilation_complete"), b"").unwrap();
+    }
+    fs::write(b.join("extra.txt"), b"x").unwrap();
+    let text = stdout(&neff(&["cache", "explain", s(&a), s(&b)]));
+    assert!(
+        text.contains("model.neff differs") && text.contains("extra.txt only in the second"),
+        "{text}"
+    );
+}
