@@ -125,15 +125,8 @@ struct Common {
 struct VerifyArgs {
     #[command(flatten)]
     common: Common,
-    /// The instance the runtime runs on (`all`: every arch a NEFF targets).
-    #[arg(long, default_value = "all", value_parser = ["sunda", "cayman", "mariana", "all"])]
-    instance_arch: String,
-    /// Simulate NEURON_RT_ALLOW_LEGACY_NEFF=1.
-    #[arg(long)]
-    allow_legacy_neff: bool,
-    /// Skip the payload hash check.
-    #[arg(long)]
-    no_verify_hash: bool,
+    #[command(flatten)]
+    runtime: super::RuntimeArgs,
     /// Print only the entries in this state.
     #[arg(long, value_name = "STATE",
           value_parser = ["ok", "refused", "failed", "locked", "stale_lock", "incomplete", "empty"])]
@@ -171,16 +164,10 @@ pub fn run(args: CacheArgs) -> Result<u8, Box<dyn std::error::Error>> {
         CacheCommand::Ls(c) => (c, RuntimeProfile::default(), ArchScope::All, None),
         CacheCommand::Prune(p) => (&p.common, RuntimeProfile::default(), ArchScope::All, None),
         CacheCommand::Explain(_) => return Ok(EXIT_OK),
-        CacheCommand::Verify(v) => (
-            &v.common,
-            RuntimeProfile {
-                allow_legacy_neff: v.allow_legacy_neff,
-                verify_hash: !v.no_verify_hash,
-                ..RuntimeProfile::default()
-            },
-            ArchScope::parse(&v.instance_arch).unwrap_or(ArchScope::All),
-            v.list.clone(),
-        ),
+        CacheCommand::Verify(v) => {
+            let runtime = v.runtime.runtime();
+            (&v.common, runtime.profile, runtime.scope, v.list.clone())
+        }
     };
     let listing = scan(
         &common.root,

@@ -192,6 +192,36 @@ pub fn prepare_output_dir(dir: &std::path::Path, force: bool) -> Result<(), Stri
 
 pub use neff::loader::{parse_features, parse_mask};
 
+/// The runtime a check simulates, for the commands that check NEFFs besides
+/// `verify` (`cache verify`, `shrink`'s built-in predicates).
+#[derive(clap::Args, Debug)]
+pub struct RuntimeArgs {
+    /// The instance the runtime runs on (`all`: every arch a NEFF targets).
+    #[arg(long, default_value = "all", value_parser = ["sunda", "cayman", "mariana", "all"])]
+    instance_arch: String,
+    /// Simulate NEURON_RT_ALLOW_LEGACY_NEFF=1.
+    #[arg(long)]
+    allow_legacy_neff: bool,
+    /// Skip the payload hash check.
+    #[arg(long)]
+    no_verify_hash: bool,
+}
+
+impl RuntimeArgs {
+    /// The runtime these flags describe.
+    pub fn runtime(&self) -> neff::loader::Runtime {
+        neff::loader::Runtime {
+            scope: neff::loader::ArchScope::parse(&self.instance_arch)
+                .unwrap_or(neff::loader::ArchScope::All),
+            profile: neff::loader::RuntimeProfile {
+                allow_legacy_neff: self.allow_legacy_neff,
+                verify_hash: !self.no_verify_hash,
+                ..neff::loader::RuntimeProfile::default()
+            },
+        }
+    }
+}
+
 /// The threads of a `--check` (`--threads`, else the available cores).
 pub fn check_threads(threads: Option<u64>) -> usize {
     threads.map_or_else(

@@ -5,7 +5,6 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use neff::loader::{ArchScope, Runtime, RuntimeProfile};
 use neff::smith::shrink::{shrink, ShrinkOptions};
 
 use super::EXIT_OK;
@@ -51,15 +50,9 @@ pub struct ShrinkArgs {
     /// Interesting: accepted by the loader.
     #[arg(long)]
     accepted: bool,
-    /// With --refused-by or --accepted: the instance arch the loader runs on.
-    #[arg(long, default_value = "all", value_parser = ["sunda", "cayman", "mariana", "all"])]
-    instance_arch: String,
-    /// With --refused-by or --accepted: simulate NEURON_RT_ALLOW_LEGACY_NEFF=1.
-    #[arg(long)]
-    allow_legacy_neff: bool,
-    /// With --refused-by or --accepted: skip the payload hash check.
-    #[arg(long)]
-    no_verify_hash: bool,
+    /// With --refused-by or --accepted: the runtime the loader simulates.
+    #[command(flatten)]
+    runtime: super::RuntimeArgs,
     /// Once the model steps keep nothing, also cut and zero byte ranges of the
     /// file (candidates the writer did not produce).
     #[arg(long)]
@@ -81,15 +74,7 @@ pub struct ShrinkArgs {
 
 pub fn run(args: ShrinkArgs) -> Result<u8, Box<dyn std::error::Error>> {
     let scratch = tempfile::tempdir()?;
-    let scope = ArchScope::parse(&args.instance_arch).unwrap_or(ArchScope::All);
-    let runtime = Runtime {
-        scope,
-        profile: RuntimeProfile {
-            allow_legacy_neff: args.allow_legacy_neff,
-            verify_hash: !args.no_verify_hash,
-            ..RuntimeProfile::default()
-        },
-    };
+    let runtime = args.runtime.runtime();
     let pattern = match &args.stderr_matches {
         Some(re) => {
             Some(regex_lite::Regex::new(re).map_err(|e| format!("--stderr-matches {re:?}: {e}"))?)

@@ -57,6 +57,17 @@ fn libneuronxla_cache(root: &Path, good: &Path) {
     fs::write(root.join("stray.txt"), b"x").unwrap();
 }
 
+/// The allreduce example built into `dir/good.neff` and a libneuronxla
+/// cache of it at `dir/cache`; the cache's root.
+fn built_cache(dir: &Path) -> std::path::PathBuf {
+    let root = dir.join("cache");
+    let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/allreduce.json");
+    let good = dir.join("good.neff");
+    assert_eq!(code(&neff(&["build", s(&spec), "-o", s(&good), "-q"])), 0);
+    libneuronxla_cache(&root, &good);
+    root
+}
+
 fn listing(args: &[&str]) -> (i32, Value) {
     let out = neff(args);
     let value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", stderr(&out)));
@@ -66,11 +77,7 @@ fn listing(args: &[&str]) -> (i32, Value) {
 #[test]
 fn ls_and_verify_tell_every_state_of_a_libneuronxla_cache() {
     let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("cache");
-    let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/allreduce.json");
-    let good = dir.path().join("good.neff");
-    assert_eq!(code(&neff(&["build", s(&spec), "-o", s(&good), "-q"])), 0);
-    libneuronxla_cache(&root, &good);
+    let root = built_cache(dir.path());
     let (code_ls, ls) = listing(&["cache", "ls", s(&root), "--json"]);
     assert_eq!(code_ls, 0);
     assert_eq!(ls["layout"], "libneuronxla");
@@ -166,11 +173,7 @@ fn a_wrapped_neff_hlo_entry_is_read_as_its_neff() {
 #[test]
 fn prune_removes_what_it_is_told_and_nothing_a_compile_holds() {
     let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("cache");
-    let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/allreduce.json");
-    let good = dir.path().join("good.neff");
-    assert_eq!(code(&neff(&["build", s(&spec), "-o", s(&good), "-q"])), 0);
-    libneuronxla_cache(&root, &good);
+    let root = built_cache(dir.path());
     let version = root.join("neuronxcc-2.21.18209.0+043b1bf7");
     let entries = || {
         let mut names: Vec<String> = fs::read_dir(&version)
