@@ -104,7 +104,7 @@ pub fn shrink(
             input.display()
         )));
     }
-    std::fs::copy(&candidate, out)?;
+    keep(&candidate, out)?;
     let mut done = Shrunk {
         from,
         to: std::fs::metadata(out)?.len(),
@@ -126,8 +126,14 @@ pub fn shrink(
                 i += 1;
                 continue;
             };
-            let size = model_size(&next, &base);
+            let (old, new) = (
+                member_size(&model, &base, step_member(&steps[i])),
+                member_size(&next, &base, step_member(&steps[i])),
+            );
+            let size = (best.0 - old.0 + new.0, best.1 - old.1 + new.1);
             if size >= best {
+                // A step's own data file goes with it (the kept ones stay).
+                let _ = std::fs::remove_file(scratch.join(format!("data-{counter}")));
                 i += 1;
                 continue;
             }
@@ -136,7 +142,7 @@ pub fn shrink(
                 Some(file_size) if interesting(&candidate) => {
                     best = size;
                     model = next;
-                    std::fs::copy(&candidate, out)?;
+                    keep(&candidate, out)?;
                     done.to = file_size;
                     done.kept.push(describe(&steps[i]));
                     progress(&done);
@@ -145,7 +151,10 @@ pub fn shrink(
                     steps = steps_of(&model, &base);
                     shuffle(&mut steps, options.seed, done.kept.len());
                 }
-                _ => i += 1,
+                _ => {
+                    let _ = std::fs::remove_file(scratch.join(format!("data-{counter}")));
+                    i += 1;
+                }
             }
         }
         if !kept_any {
@@ -190,7 +199,7 @@ fn shrink_bytes(
                 done.steps += 1;
                 std::fs::write(candidate, &next)?;
                 if interesting(candidate) {
-                    std::fs::write(out, &next)?;
+                    neff_writer::fs::write_atomic_with(out, &next, false)?;
                     done.to = next.len() as u64;
                     let what = if cut { "cut" } else { "zeroed" };
                     done.kept.push(format!("{what} bytes {at}..{end}"));
@@ -224,20 +233,59 @@ fn write(model: &Model, base: &Path, path: &Path) -> Result<Option<u64>, Error> 
     }
 }
 
-/// The size a reduction makes smaller: each member's bytes (a typed
-/// manifest's as compact JSON) and 512 for its tar header.
-fn model_size(model: &Model, base: &Path) -> u64 {
+/// Copies the candidate at `candidate` to `out` through a temp file beside
+/// it, renamed into place: `out` is always a whole NEFF.
+fn keep(candidate: &Path, out: &Path) -> Result<(), Error> {
+    neff_writer::fs::write_atomic_with(out, &std::fs::read(candidate)?, false)?;
+    Ok(())
+}
+
+/// The size a reduction makes smaller, compared in order: each member's
+/// bytes (a typed manifest's as compact JSON) and 512 for its tar header,
+/// then how many of them are not zero (what a zeroing step lowers). A step
+/// changes one member, so a candidate's size is the model's with that
+/// member's replaced ([`member_size`]), never the whole model measured again.
+fn model_size(model: &Model, base: &Path) -> (u64, u64) {
     model
         .payload
         .iter()
-        .map(|m| {
-            let len = match typed_value(&m.content) {
-                Some(value) => serde_json::to_vec(&value).map_or(0, |v| v.len() as u64),
-                None => data_len(base, &m.content).unwrap_or(0),
-            };
-            512 + len
-        })
-        .sum()
+        .map(|m| content_size(m, base))
+        .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+}
+
+/// The size of member `name` of `model`, `(bytes, non-zero bytes)`; none
+/// when it has no such member.
+fn member_size(model: &Model, base: &Path, name: &str) -> (u64, u64) {
+    model
+        .payload
+        .iter()
+        .find(|m| m.name == name)
+        .map_or((0, 0), |m| content_size(m, base))
+}
+
+/// One member's [`member_size`].
+fn content_size(m: &neff_writer::lift::PayloadMember, base: &Path) -> (u64, u64) {
+    let (len, nonzero) = match typed_value(&m.content) {
+        Some(value) => {
+            let len = serde_json::to_vec(&value).map_or(0, |v| v.len() as u64);
+            (len, len)
+        }
+        None => match data_bytes(base, &m.content, None) {
+            Some(bytes) => (
+                bytes.len() as u64,
+                bytes.iter().filter(|&&b| b != 0).count() as u64,
+            ),
+            None => (data_len(base, &m.content).unwrap_or(0), 0),
+        },
+    };
+    (512 + len, nonzero)
+}
+
+/// The member a step changes.
+fn step_member(step: &Step) -> &str {
+    match step {
+        Step::Drop(n) | Step::Zero(n) | Step::Halve(n) | Step::Remove(n, _) => n,
+    }
 }
 
 /// Every step of `model`, in the fixed order: members (largest first), then

@@ -288,7 +288,7 @@ fn lock_state(lock: &Path, stale_after: Duration) -> EntryState {
 fn files_below(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for child in children(dir)? {
-        if child.is_dir() {
+        if is_real_dir(&child) {
             out.extend(files_below(&child)?);
         } else {
             out.push(child);
@@ -306,7 +306,7 @@ fn is_md5(name: &str) -> bool {
 fn neff_files(root: &Path, dir: &Path) -> std::io::Result<Vec<CacheEntry>> {
     let mut found = Vec::new();
     for child in children(dir)? {
-        if child.is_dir() {
+        if is_real_dir(&child) {
             found.extend(neff_files(root, &child)?);
         } else if name(&child).ends_with(".neff") || name(&child) == "wrapped_neff.hlo" {
             found.push(CacheEntry {
@@ -388,6 +388,12 @@ fn check(
         }
     }
     entry
+}
+
+/// A folder that is not a symlink: the walks below an entry never follow
+/// one (a link back up would never end).
+fn is_real_dir(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
 }
 
 fn children(dir: &Path) -> std::io::Result<Vec<PathBuf>> {

@@ -240,8 +240,11 @@ fn st_type(w: &WeightSummary, len: usize) -> Option<(StDtype, Vec<usize>)> {
         Dtype::Other(_) => return None,
     };
     let shape: Vec<usize> = w.shape.as_ref()?.iter().map(|&d| d as usize).collect();
-    let elements: usize = shape.iter().product();
-    (elements * dtype.element_size()? as usize == len).then_some((st, shape))
+    // The dims come from the manifest: an overflow is no match, never a panic.
+    let bytes = shape
+        .iter()
+        .try_fold(dtype.element_size()? as usize, |n, &d| n.checked_mul(d))?;
+    (bytes == len).then_some((st, shape))
 }
 
 /// The NEFF dtype of a tensor: the one the metadata keeps for `name`, else

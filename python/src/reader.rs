@@ -275,6 +275,8 @@ fn cache_scan(
                 std::time::Duration::from_secs(stale_after),
             )
         })
-        .map_err(|e| bad_argument(&format!("{}: {e}", root.display())))?;
+        .map_err(|e| {
+            crate::errors::writer_error(&neff_writer::Error::io("cannot read", &root, e))
+        })?;
     Ok(to_json(&listing))
 }

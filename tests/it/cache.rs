@@ -451,3 +451,19 @@ fn explain_takes_a_module_file_with_its_flags_and_compares_vllm_entries_by_their
         "{text}"
     );
 }
+
+#[test]
+fn a_symlink_loop_inside_a_cache_is_not_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("compiled");
+    fs::create_dir_all(root.join("a")).unwrap();
+    std::os::unix::fs::symlink(&root, root.join("a/loop")).unwrap();
+    let vllm = dir.path().join("vllm");
+    let key = vllm.join("0".repeat(32));
+    fs::create_dir_all(&key).unwrap();
+    std::os::unix::fs::symlink(&key, key.join("loop")).unwrap();
+    for cache in [&root, &vllm] {
+        let (code_ls, ls) = listing(&["cache", "ls", s(cache), "--json"]);
+        assert_eq!(code_ls, 0, "{ls}");
+    }
+}
