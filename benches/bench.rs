@@ -7,7 +7,11 @@
 //! baselines built from standard tools, on a generated test tree:
 //!
 //! * (a) `neff pack DIR -o OUT --level 1 -q` (pkg 2: gzip tar + MD5) against
-//!   `tar | pigz -p2 -1 | tee out | md5sum` and `bsdtar -cz (level 1) | tee out | md5sum`;
+//!   `tar | pigz -p2 -1 | tee out | md5sum` and `bsdtar -cz (level 1) | tee out | md5sum`,
+//!   and at `--level 6` against pigz; each against two limits: the
+//!   `libdeflate-gzip` CLI plus `md5sum`, and libdeflate on 1 MiB chunks plus
+//!   MD5 in process (`bench --libdeflate-chunks`, its compress and hash time
+//!   only), each over two cores;
 //! * (b) `neff pack DIR -o OUT --pkg-version 1 -q` (pkg 1: raw tar + SHA-256)
 //!   against `tar | tee out | openssl dgst -sha256; sync out`, and the same with
 //!   `--no-fsync` against the baseline without `sync`;
@@ -77,7 +81,7 @@ use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use neff::schema::manifest::Dtype;
 use neff::smith::corpus::Mix;
@@ -111,6 +115,7 @@ fn main() -> ExitCode {
     let result = match args.peek().map(String::as_str) {
         Some("--floor") => floor::main(args.skip(1)),
         Some("--sha256") => sha256_file(args.nth(1)),
+        Some("--libdeflate-chunks") => libdeflate_chunks(args.nth(1), args.next()),
         _ => run(),
     };
     match result {
@@ -151,7 +156,7 @@ fn run() -> Result<()> {
         for &regime in &opts.regimes {
             measured = run_workload(w, opts.runs, regime)?;
             results.extend(measured.iter().cloned());
-            limits.extend(w.limit_row(&measured));
+            limits.extend(w.limit_rows(&measured));
         }
         notes.extend(w.notes.iter().cloned());
         Ok(measured)
@@ -182,11 +187,31 @@ fn run() -> Result<()> {
             tree_bytes,
         );
         let a = if opts.wants('a') {
-            two_core_deflate_limit(a, &tree_tar, &out_dir.join("limit.gz"))
+            two_core_deflate_limit(a, &bench, &tree_tar, &out_dir.join("limit.gz"), 1)
         } else {
             a
         };
         measure(&a, &mut results)?;
+    }
+    if opts.wants('a') {
+        let neff_a6 = out_dir.join("a6.neff");
+        let a6 = pack_gzip_workload(
+            "(a) pack pkg 2, level 6",
+            &neff,
+            &tree,
+            &neff_a6,
+            &base_out,
+            6,
+            tree_bytes,
+        );
+        let a6 = two_core_deflate_limit(a6, &bench, &tree_tar, &out_dir.join("limit.gz"), 6);
+        measure(&a6, &mut results)?;
+        lines.push(format!(
+            "(a) output: pkg 2 level 1 payload {} bytes, level 6 {} bytes",
+            payload_len(&neff_a)?,
+            payload_len(&neff_a6)?
+        ));
+        fs::remove_file(&neff_a6)?;
     }
     if opts.wants('b') {
         for fsync in [true, false] {
@@ -544,6 +569,49 @@ fn sha256_file(path: Option<String>) -> Result<()> {
         }
     }
     println!("{:x}  {path}", hasher.finalize());
+    Ok(())
+}
+
+/// What a self-timed command prints before its own seconds.
+const SELF_TIMED: &str = "bench-seconds ";
+
+/// `--libdeflate-chunks FILE LEVEL`: libdeflate at `LEVEL` on the file's 1 MiB
+/// chunks, in process, read into one reused buffer and compressed into
+/// another, then MD5 (md-5, as neff) of each compressed chunk; prints the
+/// time of the compression and the MD5 alone (the reads left out): the
+/// deflate and hash work of pkg 2, with none of a CLI's memory costs.
+fn libdeflate_chunks(path: Option<String>, level: Option<String>) -> Result<()> {
+    use md5::{Digest, Md5};
+    let usage = "usage: bench --libdeflate-chunks FILE LEVEL";
+    let (path, level) = (path.ok_or(usage)?, level.ok_or(usage)?);
+    let level = libdeflater::CompressionLvl::new(level.parse()?)
+        .map_err(|_| format!("libdeflate has no level {level}"))?;
+    let mut compressor = libdeflater::Compressor::new(level);
+    let mut file = File::open(&path)?;
+    let mut input = vec![0u8; 1 << 20];
+    let mut output = vec![0u8; compressor.deflate_compress_bound(input.len())];
+    let (mut md5, mut busy, mut out_bytes) = (Md5::new(), Duration::ZERO, 0u64);
+    loop {
+        let mut filled = 0;
+        while filled < input.len() {
+            match file.read(&mut input[filled..])? {
+                0 => break,
+                n => filled += n,
+            }
+        }
+        if filled == 0 {
+            break;
+        }
+        let started = Instant::now();
+        let len = compressor
+            .deflate_compress(&input[..filled], &mut output)
+            .map_err(|e| format!("libdeflate: {e:?}"))?;
+        md5.update(&output[..len]);
+        busy += started.elapsed();
+        out_bytes += len as u64;
+    }
+    println!("{out_bytes} bytes, md5 {:x}", md5.finalize());
+    println!("{SELF_TIMED}{}", busy.as_secs_f64());
     Ok(())
 }
 
@@ -1226,6 +1294,9 @@ struct Cmd {
     script: String,
     /// Whether this is `neff` (the reference for the ratio).
     ours: bool,
+    /// Whether the command prints its own time ([`SELF_TIMED`]), which
+    /// stands for its wall time.
+    self_timed: bool,
 }
 
 /// A workload: our command and its baselines, over the same input.
@@ -1237,8 +1308,8 @@ struct Workload {
     commands: Vec<Cmd>,
     /// Baselines skipped because a tool is missing.
     notes: Vec<String>,
-    /// The floor this workload is judged against, if it has one.
-    limit: Option<Limit>,
+    /// The floors this workload is judged against.
+    limits: Vec<Limit>,
 }
 
 /// A workload's limit: what the work it cannot avoid costs on this machine,
@@ -1285,57 +1356,80 @@ impl Workload {
             bytes,
             commands: vec![ours],
             notes: Vec::new(),
-            limit: None,
+            limits: Vec::new(),
         }
     }
 
-    /// Adds a part of the workload's limit (a baseline as well).
+    /// Adds a part of the workload's limit being described (a baseline as
+    /// well); [`Workload::limit`] ends the description.
     fn limit_part(mut self, tool: &str, label: &str, script: String) -> Self {
         self = self.baseline(tool, label, script);
+        self.limit_use(label)
+    }
+
+    /// [`Workload::limit_part`] of a command that prints its own time.
+    fn self_timed_limit_part(mut self, label: &str, script: String) -> Self {
+        let mut cmd = theirs(label, script);
+        cmd.self_timed = true;
+        self.commands.push(cmd);
+        self.limit_use(label)
+    }
+
+    /// Makes the command `label` (when it runs) a part of the limit being
+    /// described.
+    fn limit_use(mut self, label: &str) -> Self {
         if self.commands.iter().any(|c| c.label == label) {
-            self.limit
-                .get_or_insert_with(|| Limit {
+            if self.limits.last().is_none_or(|l| !l.what.is_empty()) {
+                self.limits.push(Limit {
                     what: String::new(),
                     parts: Vec::new(),
                     combine: Combine::Slowest,
-                })
-                .parts
-                .push(label.into());
+                });
+            }
+            if let Some(limit) = self.limits.last_mut() {
+                limit.parts.push(label.into());
+            }
         }
         self
     }
 
     /// Names the limit its parts make and how they combine.
     fn limit(mut self, what: &str, combine: Combine) -> Self {
-        if let Some(limit) = &mut self.limit {
+        if let Some(limit) = self.limits.last_mut().filter(|l| l.what.is_empty()) {
             limit.what = what.into();
             limit.combine = combine;
         }
         self
     }
 
-    /// This workload's limit among `measured` (one regime's), when every
-    /// part was measured.
-    fn limit_row(&self, measured: &[Measured]) -> Option<LimitRow> {
-        let limit = self.limit.as_ref()?;
-        let ours = measured.iter().find(|m| m.ours)?;
-        let parts: Option<Vec<f64>> = limit
-            .parts
+    /// This workload's limits among `measured` (one regime's), each whose
+    /// every part was measured.
+    fn limit_rows(&self, measured: &[Measured]) -> Vec<LimitRow> {
+        let Some(ours) = measured.iter().find(|m| m.ours) else {
+            return Vec::new();
+        };
+        self.limits
             .iter()
-            .map(|label| {
-                measured
+            .filter_map(|limit| {
+                let parts: Option<Vec<f64>> = limit
+                    .parts
                     .iter()
-                    .find(|m| &m.label == label)
-                    .map(|m| m.median_seconds)
+                    .map(|label| {
+                        measured
+                            .iter()
+                            .find(|m| &m.label == label)
+                            .map(|m| m.median_seconds)
+                    })
+                    .collect();
+                Some(LimitRow {
+                    workload: self.name.clone(),
+                    regime: ours.regime,
+                    what: limit.what.clone(),
+                    our_seconds: ours.median_seconds,
+                    limit_seconds: limit.combine.of(&parts?),
+                })
             })
-            .collect();
-        Some(LimitRow {
-            workload: self.name.clone(),
-            regime: ours.regime,
-            what: limit.what.clone(),
-            our_seconds: ours.median_seconds,
-            limit_seconds: limit.combine.of(&parts?),
-        })
+            .collect()
     }
 
     /// Adds `flag` to our command (and its label).
@@ -1374,6 +1468,7 @@ fn ours(label: &str, script: String) -> Cmd {
         label: label.into(),
         script,
         ours: true,
+        self_timed: false,
     }
 }
 
@@ -1383,6 +1478,7 @@ fn theirs(label: impl Into<String>, script: String) -> Cmd {
         label: label.into(),
         script,
         ours: false,
+        self_timed: false,
     }
 }
 
@@ -1423,22 +1519,43 @@ fn pack_gzip_workload(
     )
 }
 
-/// (a)'s limit: what pkg 2 cannot avoid, spread over two cores. libdeflate
-/// level 1 (the fastest deflate here) of the tree's tar on one core, then
-/// `md5sum` of its output; (sum) / 2.
-fn two_core_deflate_limit(w: Workload, tar: &Path, out: &Path) -> Workload {
-    let (tar, out) = (quote(tar), quote(out));
+/// (a)'s limits: what pkg 2 at `level` cannot avoid, spread over two cores.
+/// First the CLIs: libdeflate (the fastest deflate here) of the tree's tar on
+/// one core (`libdeflate-gzip`, which reads the whole tar into fresh memory
+/// and writes its output from there), then `md5sum` of its output; (sum) / 2.
+/// Then the same work as a streaming packager does it (`bench
+/// --libdeflate-chunks`): libdeflate on 1 MiB chunks in process, one reused
+/// buffer each way, and MD5 of the output, compress and hash time only; / 2.
+fn two_core_deflate_limit(
+    w: Workload,
+    bench: &Path,
+    tar: &Path,
+    out: &Path,
+    level: u32,
+) -> Workload {
+    let (bench, tar, out) = (quote(bench), quote(tar), quote(out));
     w.limit_part(
         "libdeflate-gzip",
-        "limit: libdeflate-gzip -1 tar > out (one core)",
-        format!("libdeflate-gzip -1 -c {tar} > {out}"),
+        &format!("limit: libdeflate-gzip -{level} tar > out (one core)"),
+        format!("libdeflate-gzip -{level} -c {tar} > {out}"),
     )
     .limit_part(
         "md5sum",
         "limit: md5sum out",
         format!("md5sum {out} >/dev/null"),
     )
-    .limit("(libdeflate -1 + md5sum) / 2", Combine::TwoCores)
+    .limit(
+        &format!("(libdeflate-gzip -{level} + md5sum) / 2"),
+        Combine::TwoCores,
+    )
+    .self_timed_limit_part(
+        &format!("limit: libdeflate -{level} on 1 MiB chunks + MD5, in process (one core)"),
+        format!("{bench} --libdeflate-chunks {tar} {level}"),
+    )
+    .limit(
+        &format!("(libdeflate -{level} on 1 MiB chunks + MD5) / 2"),
+        Combine::TwoCores,
+    )
 }
 
 /// (b)'s limit: what pkg 1 cannot avoid. The same bytes to the disk (`dd
@@ -1837,7 +1954,7 @@ fn run_workload(w: &Workload, runs: usize, regime: Regime) -> Result<Vec<Measure
             if regime == Regime::Idle {
                 Command::new("sync").status()?;
             }
-            let s = time_command(&cmd.script)
+            let s = time_command(&cmd.script, cmd.self_timed)
                 .map_err(|e| format!("{}: `{}`: {e}", w.name, cmd.label))?;
             eprintln!(
                 "bench:   run {run}/{runs} {:<34} {:>8.3} s {:>8.1} MiB",
@@ -1866,17 +1983,29 @@ fn run_workload(w: &Workload, runs: usize, regime: Regime) -> Result<Vec<Measure
         .collect())
 }
 
-/// Runs `script` under `/usr/bin/time -v sh -c`, returning its wall time and
-/// peak RSS; fails if it exits unsuccessfully.
-fn time_command(script: &str) -> Result<Sample> {
+/// Runs `script` under `/usr/bin/time -v sh -c`, returning its wall time (or,
+/// when `self_timed`, the time it prints after [`SELF_TIMED`]) and peak RSS;
+/// fails if it exits unsuccessfully.
+fn time_command(script: &str, self_timed: bool) -> Result<Sample> {
     let started = Instant::now();
     let output = Command::new("/usr/bin/time")
         .args(["-v", "sh", "-c", script])
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdout(if self_timed {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stderr(Stdio::piped())
         .output()?;
-    let seconds = started.elapsed().as_secs_f64();
+    let mut seconds = started.elapsed().as_secs_f64();
+    if self_timed {
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        seconds = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(SELF_TIMED)?.trim().parse().ok())
+            .ok_or_else(|| format!("no `{SELF_TIMED}` line in the output:\n{stdout}"))?;
+    }
     let stderr = String::from_utf8_lossy(&output.stderr);
     if !output.status.success() {
         return Err(format!("failed ({}):\n{stderr}", output.status).into());

@@ -1,18 +1,24 @@
 //! Deflates one chunk of the parallel gzip writer: a byte-aligned
 //! run of deflate blocks that a later chunk can follow in the same stream.
 //!
-//! The backend is zlib-rs (through flate2) at every level: on weight-like
-//! data it beats classic zlib (pigz) in speed and size from level 2 up, and
-//! its level 1 (static Huffman codes only) grows weights by a third, so level
-//! 1 runs as level 2. A chunk whose bytes look random (order-2 entropy near 8
-//! bits a byte, no repeats a deflate window apart) is written as stored
-//! blocks without trying to compress it, and any chunk that deflate would
-//! grow is stored instead. Every decision depends on the chunk's bytes alone
+//! Two backends, as the framing's engine names: libdeflate on 64 KiB pieces
+//! ([`DeflateEngine::ParallelLibdeflate`], level 1: see
+//! [`crate::piece_deflate`]), and zlib-rs through flate2
+//! ([`DeflateEngine::Parallel`], every level: on weight-like data it beats
+//! classic zlib (pigz) in speed and size from level 2 up, and its level 1
+//! (static Huffman codes only) grows weights by a third, so level 1 runs as
+//! level 2). A chunk whose bytes look random (order-2 entropy near 8 bits a
+//! byte, no repeats a deflate window apart) is written as stored blocks
+//! without trying to compress it, and any chunk that deflate would grow is
+//! stored instead. Every decision depends on the chunk's bytes alone
 //! (integer arithmetic, no CPU-dependent path), and each chunk goes to the
 //! compressor in one call, so the output never depends on thread count,
 //! write sizes or machine.
 
 use flate2::{Compress, Compression, FlushCompress, Status};
+use neff_schema::framing::{Deflate, DeflateEngine};
+
+use crate::piece_deflate::PieceDeflater;
 
 /// The longest stored block deflate allows.
 const STORED_MAX: usize = 65_535;
@@ -23,9 +29,12 @@ const SAMPLE: usize = 1 << 16;
 /// Deflate's window: repeats further apart than this cannot be matched.
 const WINDOW: usize = 32 * 1024;
 
-/// One worker's compressor, reused (after a reset) for every chunk.
-pub(crate) struct ChunkDeflater {
-    compress: Compress,
+/// One worker's compressor, reused for every chunk.
+pub(crate) enum ChunkDeflater {
+    /// zlib-rs, reset for every chunk.
+    Zlib(Compress),
+    /// libdeflate on pieces.
+    Pieces(Box<PieceDeflater>),
 }
 
 impl std::fmt::Debug for ChunkDeflater {
@@ -35,15 +44,23 @@ impl std::fmt::Debug for ChunkDeflater {
 }
 
 impl ChunkDeflater {
-    /// A compressor for `level` (1 to 9; 1 runs as 2, see the module doc).
-    pub(crate) fn new(level: u32) -> ChunkDeflater {
-        ChunkDeflater {
-            compress: Compress::new(Compression::new(level.clamp(2, 9)), false),
+    /// The compressor `deflate` names: libdeflate for
+    /// [`DeflateEngine::ParallelLibdeflate`], else zlib-rs at its level (1 to
+    /// 9; 1 runs as 2, see the module doc).
+    pub(crate) fn new(deflate: Deflate) -> ChunkDeflater {
+        match deflate.engine {
+            DeflateEngine::ParallelLibdeflate => {
+                ChunkDeflater::Pieces(Box::new(PieceDeflater::new()))
+            }
+            DeflateEngine::Parallel | DeflateEngine::Zlib => ChunkDeflater::Zlib(Compress::new(
+                Compression::new(deflate.level.clamp(2, 9)),
+                false,
+            )),
         }
     }
 
-    /// Deflates `input` as one chunk: ends with a sync flush, or with the
-    /// final block when `last`.
+    /// Deflates `input` as one chunk: ends byte-aligned (a sync flush), or
+    /// with the final block when `last`.
     pub(crate) fn deflate(&mut self, input: &[u8], last: bool) -> Vec<u8> {
         let mut out = Vec::new();
         self.deflate_into(input, last, &mut out);
@@ -56,8 +73,17 @@ impl ChunkDeflater {
         if looks_random(input) {
             return stored(input, last, out);
         }
-        self.compress.reset();
-        let fits = compress_all(&mut self.compress, input, last, out);
+        let fits = match self {
+            ChunkDeflater::Zlib(compress) => {
+                compress.reset();
+                compress_all(compress, input, last, out)
+            }
+            ChunkDeflater::Pieces(pieces) => {
+                out.clear();
+                pieces.deflate_into(input, last, out);
+                true
+            }
+        };
         if !fits || out.len() > stored_len(input.len()) {
             stored(input, last, out);
         }
@@ -199,6 +225,24 @@ mod tests {
             .collect()
     }
 
+    /// zlib-rs at `level`.
+    fn zlib_rs(level: u32) -> ChunkDeflater {
+        ChunkDeflater::new(Deflate {
+            engine: DeflateEngine::Parallel,
+            level,
+            mem_level: 8,
+        })
+    }
+
+    /// libdeflate on pieces.
+    fn libdeflate() -> ChunkDeflater {
+        ChunkDeflater::new(Deflate {
+            engine: DeflateEngine::ParallelLibdeflate,
+            level: 1,
+            mem_level: 8,
+        })
+    }
+
     fn inflate(deflate: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();
         flate2::read::DeflateDecoder::new(deflate)
@@ -211,10 +255,10 @@ mod tests {
     fn random_chunks_are_stored_and_round_trip() {
         let data = random(1 << 20, 7);
         assert!(looks_random(&data));
-        let out = ChunkDeflater::new(6).deflate(&data, true);
+        let out = zlib_rs(6).deflate(&data, true);
         assert_eq!(out.len(), stored_len(data.len()));
         assert_eq!(inflate(&out), data);
-        assert_eq!(inflate(&ChunkDeflater::new(6).deflate(&[], true)), b"");
+        assert_eq!(inflate(&zlib_rs(6).deflate(&[], true)), b"");
     }
 
     /// A buffer used again, whatever it held and however large it grew,
@@ -228,16 +272,18 @@ mod tests {
             );
         }
         let noise = random(300 << 10, 3);
-        let mut deflater = ChunkDeflater::new(1);
-        let mut reused = vec![0xAA; 3 << 20];
-        for (input, last) in [
-            (&text[..], false),
-            (&noise[..], false),
-            (&text[..5000], true),
-            (&[][..], true),
-        ] {
-            deflater.deflate_into(input, last, &mut reused);
-            assert_eq!(reused, ChunkDeflater::new(1).deflate(input, last));
+        for new in [zlib_rs, |_| libdeflate()] {
+            let mut deflater = new(1);
+            let mut reused = vec![0xAA; 3 << 20];
+            for (input, last) in [
+                (&text[..], false),
+                (&noise[..], false),
+                (&text[..5000], true),
+                (&[][..], true),
+            ] {
+                deflater.deflate_into(input, last, &mut reused);
+                assert_eq!(reused, new(1).deflate(input, last));
+            }
         }
     }
 
@@ -247,9 +293,13 @@ mod tests {
         let block = random(8 << 10, 9);
         let data: Vec<u8> = block.iter().copied().cycle().take(1 << 20).collect();
         assert!(!looks_random(&data));
-        let out = ChunkDeflater::new(1).deflate(&data, true);
-        assert!(out.len() < data.len() / 20, "{}", out.len());
-        assert_eq!(inflate(&out), data);
+        // libdeflate's 32 KiB pieces each start without a window: a quarter
+        // of each is literals here.
+        for (mut deflater, most) in [(zlib_rs(1), 20), (libdeflate(), 3)] {
+            let out = deflater.deflate(&data, true);
+            assert!(out.len() < data.len() / most, "{}", out.len());
+            assert_eq!(inflate(&out), data);
+        }
     }
 
     #[test]
@@ -262,15 +312,40 @@ mod tests {
     }
 
     #[test]
-    fn level_one_is_not_static_huffman_only() {
+    fn zlib_rs_level_one_is_not_static_huffman_only() {
         // Text-like bytes: zlib-rs' level 1 (static codes) would keep most of them.
         let data: Vec<u8> = random(1 << 18, 5)
             .iter()
             .map(|b| b"etaoin "[usize::from(b % 7)])
             .collect();
-        let one = ChunkDeflater::new(1).deflate(&data, true);
-        let two = ChunkDeflater::new(2).deflate(&data, true);
+        let one = zlib_rs(1).deflate(&data, true);
+        let two = zlib_rs(2).deflate(&data, true);
         assert_eq!(one, two);
         assert_eq!(inflate(&one), data);
+    }
+
+    #[test]
+    fn libdeflate_is_no_larger_than_zlib_rs_on_text_and_weights() {
+        let text: Vec<u8> = random(1 << 18, 5)
+            .iter()
+            .map(|b| b"etaoin "[usize::from(b % 7)])
+            .collect();
+        let weights: Vec<u8> = random(1 << 18, 6)
+            .chunks(4)
+            .flat_map(|c| [0, 0, c[0] & 0x7F, 0x3C | (c[1] & 1)])
+            .collect();
+        for data in [text, weights] {
+            let ours = libdeflate().deflate(&data, false);
+            let zlib = zlib_rs(1).deflate(&data, false);
+            assert!(
+                ours.len() <= zlib.len() * 21 / 20,
+                "{} vs {}",
+                ours.len(),
+                zlib.len()
+            );
+            let mut whole = ours;
+            whole.extend(libdeflate().deflate(&[], true));
+            assert_eq!(inflate(&whole), data);
+        }
     }
 }

@@ -6,8 +6,9 @@
 //! cut points, so an edit early in the tar moves no cut point after the next
 //! one or two) and each chunk is deflated on its own by
 //! [`ChunkDeflater`](crate::chunk_deflate) and joined by sync flushes. A chunk
-//! already deflated at the same level, in any earlier write, is copied from
-//! the cache instead. The bytes depend only on the payload and the level: a
+//! already deflated by the same engine and level, in any earlier write, is
+//! copied from the cache instead. The bytes depend only on the payload, the
+//! engine and the level: a
 //! hit gives what a miss would compute, whatever the order of writes.
 
 use std::collections::HashMap;
@@ -16,6 +17,8 @@ use std::sync::{Arc, Mutex};
 
 use flate2::Crc;
 use sha2::{Digest, Sha256};
+
+use neff_schema::framing::Deflate;
 
 use crate::chunk_deflate::ChunkDeflater;
 
@@ -48,7 +51,7 @@ const GEAR: [u64; 256] = {
     table
 };
 
-/// Deflated chunks by level and SHA-256 of their bytes, shared by writes
+/// Deflated chunks by engine, level and SHA-256 of their bytes, shared by writes
 /// (and threads).
 #[derive(Debug)]
 pub struct DeflateCache {
@@ -57,7 +60,7 @@ pub struct DeflateCache {
 
 #[derive(Debug, Default)]
 struct Chunks {
-    by_key: HashMap<(u32, [u8; 32]), Arc<[u8]>>,
+    by_key: HashMap<(Deflate, [u8; 32]), Arc<[u8]>>,
     bytes: usize,
     capacity: usize,
 }
@@ -85,11 +88,11 @@ impl DeflateCache {
         self.chunks.lock().map_or(0, |c| c.bytes)
     }
 
-    fn get(&self, key: &(u32, [u8; 32])) -> Option<Arc<[u8]>> {
+    fn get(&self, key: &(Deflate, [u8; 32])) -> Option<Arc<[u8]>> {
         self.chunks.lock().ok()?.by_key.get(key).cloned()
     }
 
-    fn put(&self, key: (u32, [u8; 32]), deflated: Arc<[u8]>) {
+    fn put(&self, key: (Deflate, [u8; 32]), deflated: Arc<[u8]>) {
         if let Ok(mut chunks) = self.chunks.lock() {
             if chunks.bytes + deflated.len() <= chunks.capacity {
                 chunks.bytes += deflated.len();
@@ -103,7 +106,7 @@ impl DeflateCache {
 pub(crate) struct CachedGzipWriter<W: Write> {
     inner: W,
     cache: Arc<DeflateCache>,
-    level: u32,
+    deflate: Deflate,
     deflater: ChunkDeflater,
     crc: Crc,
     pending: Vec<u8>,
@@ -116,15 +119,15 @@ impl<W: Write> CachedGzipWriter<W> {
     pub(crate) fn new(
         mut inner: W,
         header: &[u8],
-        level: u32,
+        deflate: Deflate,
         cache: Arc<DeflateCache>,
     ) -> io::Result<Self> {
         inner.write_all(header)?;
         Ok(CachedGzipWriter {
             inner,
             cache,
-            level,
-            deflater: ChunkDeflater::new(level),
+            deflate,
+            deflater: ChunkDeflater::new(deflate),
             crc: Crc::new(),
             pending: Vec::with_capacity(MAX_CHUNK),
             rolling: 0,
@@ -139,7 +142,7 @@ impl<W: Write> CachedGzipWriter<W> {
             }
             return Ok(());
         }
-        let key = (self.level, Sha256::digest(&self.pending).into());
+        let key = (self.deflate, Sha256::digest(&self.pending).into());
         let deflated = match self.cache.get(&key) {
             Some(deflated) => deflated,
             None => {
@@ -219,8 +222,22 @@ mod tests {
             .collect()
     }
 
+    /// zlib-rs at level 6, or libdeflate at level 1.
+    fn engine(level: u32) -> Deflate {
+        Deflate {
+            engine: neff_schema::framing::DeflateEngine::ParallelLibdeflate,
+            level: 1,
+            mem_level: 8,
+        }
+        .with_level(level)
+    }
+
     fn gzip(input: &[u8], cache: &Arc<DeflateCache>, split: usize) -> Vec<u8> {
-        let mut w = CachedGzipWriter::new(Vec::new(), &HEADER, 6, cache.clone()).unwrap();
+        gzip_at(engine(6), input, cache, split)
+    }
+
+    fn gzip_at(deflate: Deflate, input: &[u8], cache: &Arc<DeflateCache>, split: usize) -> Vec<u8> {
+        let mut w = CachedGzipWriter::new(Vec::new(), &HEADER, deflate, cache.clone()).unwrap();
         for piece in input.chunks(split) {
             w.write_all(piece).unwrap();
         }
@@ -229,6 +246,15 @@ mod tests {
 
     #[test]
     fn output_round_trips_and_does_not_depend_on_the_cache_or_write_sizes() {
+        for level in [1, 6] {
+            round_trips_whatever_the_cache_and_write_sizes(engine(level));
+        }
+    }
+
+    fn round_trips_whatever_the_cache_and_write_sizes(deflate: Deflate) {
+        let gzip = |input: &[u8], cache: &Arc<DeflateCache>, split: usize| {
+            gzip_at(deflate, input, cache, split)
+        };
         let input = data(1_500_000, 7);
         let cold = gzip(&input, &Arc::new(DeflateCache::default()), 4093);
         let warm_cache = Arc::new(DeflateCache::default());
@@ -236,6 +262,15 @@ mod tests {
         assert!(warm_cache.held_bytes() > 0);
         assert_eq!(first, cold);
         assert_eq!(gzip(&input, &warm_cache, 1), cold);
+        // A cache warmed at another engine or level gives nothing.
+        let other = if deflate.level == 1 {
+            engine(6)
+        } else {
+            engine(1)
+        };
+        let shared = Arc::new(DeflateCache::default());
+        gzip_at(other, &input, &shared, 1 << 16);
+        assert_eq!(gzip(&input, &shared, 1 << 16), cold);
         let none = Arc::new(DeflateCache::with_capacity(0));
         assert_eq!(gzip(&input, &none, 333), cold);
         assert_eq!(none.held_bytes(), 0);

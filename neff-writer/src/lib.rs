@@ -56,6 +56,7 @@ mod packager;
 #[cfg(target_os = "linux")]
 mod page_cache;
 mod parallel_gzip;
+mod piece_deflate;
 mod pretty_json;
 mod progress;
 mod recover;

@@ -152,7 +152,7 @@ impl PackSettings {
             if !(1..=9).contains(&level) {
                 return Err(bad(format!("level {level} is not 1 to 9")));
             }
-            framing.gzip.deflate.level = level;
+            framing.gzip.deflate = framing.gzip.deflate.with_level(level);
         }
         let defaults = PackOptions::default();
         Ok(PackOptions {

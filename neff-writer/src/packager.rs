@@ -107,9 +107,12 @@ impl PackOptions {
         self.framing.gzip.deflate.level
     }
 
-    /// Sets the deflate level (1–9).
+    /// Sets the deflate level (1–9); see [`Deflate::with_level`] for the
+    /// default engine at other levels than 1.
+    ///
+    /// [`Deflate::with_level`]: neff_schema::framing::Deflate::with_level
     pub fn set_level(&mut self, level: u32) {
-        self.framing.gzip.deflate.level = level;
+        self.framing.gzip.deflate = self.framing.gzip.deflate.with_level(level);
     }
 }
 
@@ -653,6 +656,12 @@ impl Packager {
                 deflate.level
             )));
         }
+        if deflate.engine == DeflateEngine::ParallelLibdeflate && deflate.level != 1 {
+            return Err(bad_option(format!(
+                "the parallel-libdeflate engine runs at level 1 only, not {}: use the parallel engine",
+                deflate.level
+            )));
+        }
         if !(1..=9).contains(&deflate.mem_level) {
             return Err(bad_option(format!(
                 "zlib memLevel {} is out of range: use 1 to 9",
@@ -692,24 +701,20 @@ impl Packager {
                 let sink = HashingWriter::new(out, pkg, uuid_from_content);
                 let (mut sink, tar_size) = match (&options.deflate_cache, deflate.engine) {
                     (Some(cache), _) => {
-                        let gzip = CachedGzipWriter::new(
-                            sink,
-                            &gzip_header,
-                            deflate.level,
-                            cache.clone(),
-                        )?;
+                        let gzip =
+                            CachedGzipWriter::new(sink, &gzip_header, deflate, cache.clone())?;
                         let (gzip, tar_size) =
                             write_tar(gzip, tar_framing, &mut entries, progress.as_deref())?;
                         (gzip.finish()?, tar_size)
                     }
                     // Tar framing here, deflate on `threads` workers, hashing
                     // and writing on the pipeline's writer thread.
-                    (None, DeflateEngine::Parallel) => {
+                    (None, DeflateEngine::Parallel | DeflateEngine::ParallelLibdeflate) => {
                         let gzip = parallel_gzip::start(
                             scope,
                             sink,
                             gzip_header,
-                            deflate.level,
+                            deflate,
                             options.threads,
                         );
                         let (gzip, tar_size) =

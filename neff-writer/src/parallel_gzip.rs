@@ -23,6 +23,8 @@ use std::thread::{Scope, ScopedJoinHandle};
 
 use flate2::Crc;
 
+use neff_schema::framing::Deflate;
+
 use crate::chunk_deflate::ChunkDeflater;
 
 /// Input bytes per independently compressed chunk at levels 2 to 9.
@@ -32,9 +34,9 @@ pub const CHUNK: usize = 1 << 20;
 /// latency shows (0.7% more output than 1 MiB chunks on small members).
 pub const LEVEL_ONE_CHUNK: usize = 256 << 10;
 
-/// Input bytes per chunk at `level`.
-pub fn chunk_len(level: u32) -> usize {
-    if level == 1 {
+/// Input bytes per chunk of `deflate`'s stream.
+pub fn chunk_len(deflate: Deflate) -> usize {
+    if deflate.level == 1 {
         LEVEL_ONE_CHUNK
     } else {
         CHUNK
@@ -78,14 +80,14 @@ impl<W: Write + Send> std::fmt::Debug for ChunkSink<'_, W> {
     }
 }
 
-/// Starts the pipeline inside `scope`: `threads` compressors (at least 1) at
-/// `level`, and a writer thread that writes the gzip member, behind `header`,
+/// Starts the pipeline inside `scope`: `threads` compressors (at least 1) of
+/// `deflate`'s engine and level, and a writer thread that writes the gzip member, behind `header`,
 /// into `out`.
 pub fn start<'scope, 'env, W: Write + Send + 'scope>(
     scope: &'scope Scope<'scope, 'env>,
     out: W,
     header: Vec<u8>,
-    level: u32,
+    deflate: Deflate,
     threads: usize,
 ) -> ChunkSink<'scope, W> {
     let threads = threads.max(1);
@@ -103,12 +105,12 @@ pub fn start<'scope, 'env, W: Write + Send + 'scope>(
                 spare_inputs: spare_in_tx.clone(),
                 spare_outputs: Arc::clone(&spare_out_rx),
             };
-            scope.spawn(move || compress_jobs(&buffers, level))
+            scope.spawn(move || compress_jobs(&buffers, deflate))
         })
         .collect();
     drop(done_tx);
     let writer = scope.spawn(move || write_member(out, &header, &done_rx, &spare_out_tx));
-    let chunk = chunk_len(level);
+    let chunk = chunk_len(deflate);
     ChunkSink {
         pending: Vec::with_capacity(chunk),
         spare_inputs: spare_in_rx,
@@ -131,8 +133,8 @@ struct Buffers {
 }
 
 /// A worker: compresses chunks until the job channel closes.
-fn compress_jobs(buffers: &Buffers, level: u32) {
-    let mut deflater = ChunkDeflater::new(level);
+fn compress_jobs(buffers: &Buffers, deflate: Deflate) {
+    let mut deflater = ChunkDeflater::new(deflate);
     loop {
         let job = match buffers.jobs.lock() {
             Ok(rx) => rx.recv(),
@@ -279,10 +281,29 @@ impl<'scope, W: Write + Send + 'scope> Drop for ChunkSink<'scope, W> {
 #[cfg(test)]
 mod tests {
     use crate::gzip_writer::GZIP_HEADER;
+    use neff_schema::framing::DeflateEngine;
+
+    /// The default engine at `level` (libdeflate at 1, zlib-rs above).
+    fn at(level: u32) -> Deflate {
+        Deflate {
+            engine: DeflateEngine::ParallelLibdeflate,
+            level: 1,
+            mem_level: 8,
+        }
+        .with_level(level)
+    }
+
+    /// zlib-rs at level 1 (the engine before libdeflate).
+    const ZLIB_RS_ONE: Deflate = Deflate {
+        engine: DeflateEngine::Parallel,
+        level: 1,
+        mem_level: 8,
+    };
+
     /// Compresses `data` with the pipeline into a Vec (for tests and small inputs).
-    fn compress_to_vec(data: &[u8], level: u32, threads: usize) -> io::Result<Vec<u8>> {
+    fn compress_to_vec(data: &[u8], deflate: Deflate, threads: usize) -> io::Result<Vec<u8>> {
         std::thread::scope(|scope| {
-            let mut sink = start(scope, Vec::new(), GZIP_HEADER.to_vec(), level, threads);
+            let mut sink = start(scope, Vec::new(), GZIP_HEADER.to_vec(), deflate, threads);
             sink.write_all(data)?;
             sink.finish()
         })
@@ -348,9 +369,9 @@ mod tests {
     }
 
     /// Compresses `data` with the pipeline, written in `piece`-byte writes.
-    fn compress_in_pieces(data: &[u8], level: u32, threads: usize, piece: usize) -> Vec<u8> {
+    fn compress_in_pieces(data: &[u8], deflate: Deflate, threads: usize, piece: usize) -> Vec<u8> {
         std::thread::scope(|scope| {
-            let mut sink = start(scope, Vec::new(), GZIP_HEADER.to_vec(), level, threads);
+            let mut sink = start(scope, Vec::new(), GZIP_HEADER.to_vec(), deflate, threads);
             for piece in data.chunks(piece) {
                 sink.write_all(piece).unwrap();
             }
@@ -372,15 +393,17 @@ mod tests {
             3 * CHUNK + 12345,
         ] {
             let data = sample(len);
-            let one = compress_to_vec(&data, 1, 1).unwrap();
-            assert_eq!(&one[..10], &GZIP_HEADER);
-            assert_eq!(gunzip(&one), data, "len {len}");
-            for threads in [2, 3, 8] {
-                assert_eq!(
-                    compress_to_vec(&data, 1, threads).unwrap(),
-                    one,
-                    "len {len} threads {threads}"
-                );
+            for deflate in [at(1), ZLIB_RS_ONE] {
+                let one = compress_to_vec(&data, deflate, 1).unwrap();
+                assert_eq!(&one[..10], &GZIP_HEADER);
+                assert_eq!(gunzip(&one), data, "len {len}");
+                for threads in [2, 3, 8] {
+                    assert_eq!(
+                        compress_to_vec(&data, deflate, threads).unwrap(),
+                        one,
+                        "len {len} threads {threads} {deflate:?}"
+                    );
+                }
             }
         }
     }
@@ -388,12 +411,13 @@ mod tests {
     #[test]
     fn output_depends_on_neither_threads_nor_write_sizes_at_any_level() {
         let data = mixed(5 * CHUNK + 999);
-        for level in [1, 6, 9] {
-            let whole = compress_to_vec(&data, level, 1).unwrap();
+        for deflate in [at(1), ZLIB_RS_ONE, at(6), at(9)] {
+            let level = deflate.level;
+            let whole = compress_to_vec(&data, deflate, 1).unwrap();
             assert_eq!(gunzip(&whole), data, "level {level}");
             for (threads, piece) in [(2, 7777), (5, CHUNK + 3), (2, 1 << 16), (5, 100_003)] {
                 assert_eq!(
-                    compress_in_pieces(&data, level, threads, piece),
+                    compress_in_pieces(&data, deflate, threads, piece),
                     whole,
                     "level {level}, {threads} threads, {piece}-byte writes"
                 );
@@ -407,16 +431,17 @@ mod tests {
         // CPU-specific path that changes them must show up here.
         use md5::{Digest, Md5};
         let data = mixed(3 * CHUNK + 4321);
-        let got: Vec<String> = [1, 6, 9]
+        let got: Vec<String> = [at(1), ZLIB_RS_ONE, at(6), at(9)]
             .into_iter()
-            .map(|level| {
-                let digest = Md5::digest(compress_to_vec(&data, level, 2).unwrap());
+            .map(|deflate| {
+                let digest = Md5::digest(compress_to_vec(&data, deflate, 2).unwrap());
                 digest.iter().map(|b| format!("{b:02x}")).collect()
             })
             .collect();
         assert_eq!(
             got,
             [
+                "9c9eec9792e8845ff47ad67ef970a106",
                 "6676211ccd4f04668f96e437cab0c2b0",
                 "c891242dd77ef28249b30cd7b4c5f5ba",
                 "661703313d13637606c89411d1a47906"
@@ -433,7 +458,7 @@ mod tests {
                 crate::zlib_gzip::ZlibGzipWriter::new(Vec::new(), &GZIP_HEADER, level, 8).unwrap();
             zlib.write_all(&data).unwrap();
             let zlib = zlib.finish().unwrap().len();
-            let ours = compress_to_vec(&data, level, 2).unwrap().len();
+            let ours = compress_to_vec(&data, at(level), 2).unwrap().len();
             assert!(
                 ours <= zlib,
                 "level {level}: {ours} bytes against zlib's {zlib}"
@@ -458,7 +483,7 @@ mod tests {
     fn a_writer_error_stops_the_pipeline_with_that_error() {
         let data = sample(5 * CHUNK);
         let err = std::thread::scope(|scope| {
-            let mut sink = start(scope, FailingWriter, GZIP_HEADER.to_vec(), 1, 2);
+            let mut sink = start(scope, FailingWriter, GZIP_HEADER.to_vec(), at(1), 2);
             let written = sink.write_all(&data);
             match written {
                 Err(e) => e,

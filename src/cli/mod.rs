@@ -497,7 +497,7 @@ impl PkgArg {
 #[derive(clap::Args, Debug, Clone)]
 pub struct FramingArgs {
     /// Framing preset: `gnu` (default: GNU tar with directory entries, owner nobody,
-    /// mtime 0, parallel deflate, standard MD5 then '0' x 16; the framing of the
+    /// mtime 0, parallel-libdeflate level 1, standard MD5 then '0' x 16; the framing of the
     /// runtime's embedded fixture), `neuronx-cc` (exactly as neuronx-cc 2.21+ writes,
     /// with gzip MTIME 0: POSIX ustar, uid/gid 1000, no directory entries, neff.json
     /// last, classic zlib level 1, padded to 10240, MD5 word-reversed; matches
@@ -513,10 +513,12 @@ pub struct FramingArgs {
     #[arg(long, value_name = "LAYOUT", value_parser = PossibleValuesParser::new(HashLayout::ALL.map(HashLayout::name))
         .map(|s| HashLayout::parse(&s).unwrap_or(HashLayout::Standard)))]
     pub hash_layout: Option<HashLayout>,
-    /// Override the preset's deflate engine: `parallel` (fast, this tool's own
-    /// stream) or `zlib` (classic zlib, one stream: the compilers' exact bytes).
-    #[arg(long, value_name = "ENGINE", value_parser = PossibleValuesParser::new(["parallel", "zlib"])
-        .map(|s| if s == "zlib" { DeflateEngine::Zlib } else { DeflateEngine::Parallel }))]
+    /// Override the preset's deflate engine: `parallel-libdeflate` (this tool's
+    /// fastest stream, level 1 only: libdeflate on 32 KiB pieces), `parallel`
+    /// (this tool's stream at any level: zlib-rs on 256 KiB or 1 MiB chunks) or
+    /// `zlib` (classic zlib, one stream: the compilers' exact bytes).
+    #[arg(long, value_name = "ENGINE", value_parser = PossibleValuesParser::new(DeflateEngine::ALL.map(DeflateEngine::name))
+        .map(|s| DeflateEngine::parse(&s).unwrap_or(DeflateEngine::Parallel)))]
     pub deflate: Option<DeflateEngine>,
     /// Override the gzip header's MTIME (seconds; default 0, for reproducible output).
     #[arg(long, value_name = "SECONDS")]

@@ -1057,11 +1057,18 @@ fn find_deflate(stored: &Stored<'_>, framing: &Framing) -> io::Result<Option<(De
     let mut candidates = Vec::new();
     let ours =
         framing.gzip.xfl == 0 && framing.gzip.fname.is_none() && framing.gzip.fextra.is_none();
-    let parallel = (1..=9).map(|level| Deflate {
+    // This project's engines: the default first, then every level of the
+    // zlib-rs one (the level-1 default of earlier releases among them).
+    let libdeflate = Deflate {
+        engine: DeflateEngine::ParallelLibdeflate,
+        level: 1,
+        mem_level: 8,
+    };
+    let parallel = std::iter::once(libdeflate).chain((1..=9).map(|level| Deflate {
         engine: DeflateEngine::Parallel,
         level,
         mem_level: 8,
-    });
+    }));
     if ours {
         candidates.extend(parallel.clone());
     }
@@ -1090,7 +1097,7 @@ fn find_deflate(stored: &Stored<'_>, framing: &Framing) -> io::Result<Option<(De
 /// [`deflate_matches`] for the parallel engine: its chunks are independent,
 /// so they are re-deflated on every core, through the packager's own
 /// pipeline, and compared in order as they come out.
-fn parallel_deflate_matches(stored: &Stored<'_>, level: u32) -> io::Result<Option<u64>> {
+fn parallel_deflate_matches(stored: &Stored<'_>, deflate: Deflate) -> io::Result<Option<u64>> {
     let mut inflate = stored.inflated()?;
     let compare = Compare {
         stored: stored.reader()?,
@@ -1101,7 +1108,7 @@ fn parallel_deflate_matches(stored: &Stored<'_>, level: u32) -> io::Result<Optio
     };
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let compared = std::thread::scope(|scope| -> io::Result<Compare<_>> {
-        let mut sink = crate::parallel_gzip::start(scope, compare, Vec::new(), level, threads);
+        let mut sink = crate::parallel_gzip::start(scope, compare, Vec::new(), deflate, threads);
         io::copy(&mut inflate, &mut sink)?;
         sink.finish()
     });
@@ -1217,16 +1224,16 @@ impl Engine {
 /// stopping at the first differing byte or once the budget is proven;
 /// `Some(bytes compared)` when all were equal.
 fn deflate_matches(stored: &Stored<'_>, candidate: Deflate) -> io::Result<Option<u64>> {
-    if candidate.engine == DeflateEngine::Parallel {
-        return parallel_deflate_matches(stored, candidate.level);
+    if candidate.engine != DeflateEngine::Zlib {
+        return parallel_deflate_matches(stored, candidate);
     }
     let mut expected = stored.reader()?;
     let mut inflate = stored.inflated()?;
     let mut engine = match candidate.engine {
         DeflateEngine::Zlib => Engine::Zlib(ZlibStream::new(candidate.level, candidate.mem_level)?),
-        DeflateEngine::Parallel => {
-            let chunk = chunk_len(candidate.level);
-            Engine::Parallel(ChunkDeflater::new(candidate.level), chunk, Vec::new())
+        DeflateEngine::Parallel | DeflateEngine::ParallelLibdeflate => {
+            let chunk = chunk_len(candidate);
+            Engine::Parallel(ChunkDeflater::new(candidate), chunk, Vec::new())
         }
     };
     let mut input = vec![0u8; 1 << 18];
@@ -1308,7 +1315,7 @@ mod tests {
         let deflate = recovered.file.framing.unwrap().gzip.deflate;
         assert_eq!(
             (deflate.engine, deflate.level),
-            (DeflateEngine::Parallel, 1)
+            (DeflateEngine::ParallelLibdeflate, 1)
         );
         // A prefix tells the same engine, proven over that much.
         let prefix = recover_framing(&path, DeflateProof::Prefix(1000)).unwrap();
@@ -1387,13 +1394,18 @@ mod tests {
                 .unwrap();
             out
         };
-        let chunks: Vec<&[u8]> = tar.chunks(chunk_len(1)).collect();
+        let level_one = crate::PackOptions::default().framing.gzip.deflate;
+        let chunks: Vec<&[u8]> = tar.chunks(chunk_len(level_one)).collect();
         assert!(chunks.len() > 2);
         let mut gz = payload[..10].to_vec();
         for (i, chunk) in chunks.iter().enumerate() {
             let last = i + 1 == chunks.len();
-            let level = if last { 9 } else { 1 };
-            gz.extend(ChunkDeflater::new(level).deflate(chunk, last));
+            let deflate = if last {
+                level_one.with_level(9)
+            } else {
+                level_one
+            };
+            gz.extend(ChunkDeflater::new(deflate).deflate(chunk, last));
         }
         let mut crc = flate2::Crc::new();
         crc.update(&tar);

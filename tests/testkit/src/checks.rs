@@ -358,7 +358,7 @@ pub fn roundtrip(spec: &serde_json::Value) {
             _ => neff_schema::FramingPreset::default(),
         };
         let mut framing = preset.framing();
-        framing.gzip.deflate.level = spec.level.unwrap_or(1);
+        framing.gzip.deflate = framing.gzip.deflate.with_level(spec.level.unwrap_or(1));
         let builder = spec
             .into_builder(std::path::Path::new("."))
             .unwrap_or_else(|e| panic!("a generated spec is refused: {e}"));
@@ -469,7 +469,7 @@ pub fn repack_case_from_json(
 /// The default framing at deflate `level`.
 fn framing_at(level: u32) -> neff_schema::Framing {
     let mut framing = neff_schema::Framing::default();
-    framing.gzip.deflate.level = level;
+    framing.gzip.deflate = framing.gzip.deflate.with_level(level);
     framing
 }
 
