@@ -107,6 +107,22 @@ def test_to_bytes_equals_the_written_file(tmp_path: Path) -> None:
     assert b.to_bytes(threads=1) == out.read_bytes()
 
 
+def test_write_deflates_with_libdeflate_at_level_one_and_the_same_bytes_at_any_thread_count(tmp_path: Path) -> None:
+    b = neff.Builder(name="m", target="cayman")
+    sg = small_model(b).evtaccel()
+    # Weight-like values over several 256 KiB chunks.
+    values = np.random.default_rng(5).normal(0, 0.02, (512, 1024)).astype(np.float32)
+    sg.weight("w", values)
+    sg.engine("pe", instr=bytes(64))
+    out = tmp_path / "m.neff"
+    b.write(out)
+    assert b.to_bytes(threads=1) == out.read_bytes() == b.to_bytes(threads=2)
+    header = tmp_path / "header.json"
+    neff.unpack(out, tmp_path / "tree", header_out=header, prove_deflate=True)
+    deflate = json.loads(header.read_text())["framing"]["gzip"]["deflate"]
+    assert (deflate["engine"], deflate["level"]) == ("parallel-libdeflate", 1)
+
+
 def allreduce_in_python(asm: Path) -> neff.Builder:
     """examples/allreduce.json, described in Python."""
     b = neff.Builder(name="allreduce", target="*", kelf_member="kelf-a.json")

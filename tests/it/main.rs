@@ -13,6 +13,7 @@ mod cli;
 mod cli_fixes;
 mod cli_flags;
 mod corpus_from;
+mod deflate_engines;
 mod diff_cat;
 mod durability;
 mod filter_chain;
