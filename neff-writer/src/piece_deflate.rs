@@ -125,13 +125,15 @@ impl PieceDeflater {
         true
     }
 
-    /// `piece` by zlib-rs, in one call: a sync flush, or the final block.
+    /// `piece` by zlib-rs, in one call: a sync flush, or the final block
+    /// (stored, should zlib-rs report an error).
     fn zlib(&mut self, piece: &[u8], last: bool, out: &mut Vec<u8>) {
         let flush = if last {
             FlushCompress::Finish
         } else {
             FlushCompress::Sync
         };
+        let start = out.len();
         self.fallback.reset();
         let mut pos = 0;
         loop {
@@ -146,8 +148,17 @@ impl PieceDeflater {
                 Ok(_) if !last => pos == piece.len() && room_left,
                 Ok(_) => pos == piece.len() && room_left && out.len() == before_out,
                 // zlib-rs reports errors only for misuse (a finished stream
-                // written again), which `reset` rules out.
-                Err(_) => true,
+                // written again), which `reset` rules out; stored all the same.
+                Err(_) => {
+                    out.truncate(start);
+                    // A piece is at most 32 KiB: one stored block.
+                    let len = piece.len() as u16;
+                    out.push(u8::from(last));
+                    out.extend_from_slice(&len.to_le_bytes());
+                    out.extend_from_slice(&(!len).to_le_bytes());
+                    out.extend_from_slice(piece);
+                    true
+                }
             };
             if done {
                 return;
@@ -414,6 +425,29 @@ mod tests {
         let out = stream(&[&piece, &[]]);
         assert_eq!(inflate(&out), piece);
         assert!(!joined, "a multi-block piece must be refused, not joined");
+    }
+
+    #[test]
+    fn a_static_block_goes_to_zlib_rs() {
+        // Short text: libdeflate picks static codes, whose end-of-block code
+        // (seven zero bits) cannot be placed from the stream's last set bit.
+        let mut deflater = PieceDeflater::new();
+        let mut seen = 0;
+        for len in (60..3000).step_by(37) {
+            let piece = text(len, len as u64);
+            let mut c = Compressor::new(LEVEL_ONE);
+            let mut buf = vec![0; c.deflate_compress_bound(len)];
+            let n = c.deflate_compress(&piece, &mut buf).unwrap();
+            if n == 0 || (buf[0] >> 1) & 3 != 1 {
+                continue;
+            }
+            seen += 1;
+            let mut out = Vec::new();
+            assert!(!deflater.joined(&piece, false, &mut out) && out.is_empty());
+            let whole = stream(&[&piece, &piece, &[]]);
+            assert_eq!(inflate(&whole), [&piece[..], &piece[..]].concat());
+        }
+        assert!(seen > 0, "no static block among the short texts");
     }
 
     #[test]
