@@ -1,7 +1,7 @@
 //! Deflates one chunk of the parallel gzip writer: a byte-aligned
 //! run of deflate blocks that a later chunk can follow in the same stream.
 //!
-//! Two backends, as the framing's engine names: libdeflate on 64 KiB pieces
+//! Two backends, as the framing's engine names: libdeflate on 32 KiB pieces
 //! ([`DeflateEngine::ParallelLibdeflate`], level 1: see
 //! [`crate::piece_deflate`]), and zlib-rs through flate2
 //! ([`DeflateEngine::Parallel`], every level: on weight-like data it beats
