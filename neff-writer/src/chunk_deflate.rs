@@ -135,6 +135,12 @@ fn stored_len(len: usize) -> usize {
 /// stream is aligned at every chunk start), the last one final when `last`.
 fn stored(input: &[u8], last: bool, out: &mut Vec<u8>) {
     out.clear();
+    append_stored(input, last, out);
+}
+
+/// [`stored`], appended to `out` (which must end byte-aligned); an empty
+/// `input` gives one empty block.
+pub(crate) fn append_stored(input: &[u8], last: bool, out: &mut Vec<u8>) {
     out.reserve(stored_len(input.len()));
     let blocks = input.len().div_ceil(STORED_MAX).max(1);
     for (i, block) in input
@@ -214,16 +220,7 @@ mod tests {
     use super::*;
     use std::io::Read;
 
-    fn random(len: usize, mut state: u64) -> Vec<u8> {
-        (0..len)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                (state >> 24) as u8
-            })
-            .collect()
-    }
+    use crate::piece_deflate::tests::{weights, xorshift as random};
 
     /// zlib-rs at `level`.
     fn zlib_rs(level: u32) -> ChunkDeflater {
@@ -330,11 +327,7 @@ mod tests {
             .iter()
             .map(|b| b"etaoin "[usize::from(b % 7)])
             .collect();
-        let weights: Vec<u8> = random(1 << 18, 6)
-            .chunks(4)
-            .flat_map(|c| [0, 0, c[0] & 0x7F, 0x3C | (c[1] & 1)])
-            .collect();
-        for data in [text, weights] {
+        for data in [text, weights(1 << 18, 6)] {
             let ours = libdeflate().deflate(&data, false);
             let zlib = zlib_rs(1).deflate(&data, false);
             assert!(

@@ -29,6 +29,8 @@
 use flate2::{Compress, Compression, FlushCompress, Status};
 use libdeflater::{CompressionLvl, Compressor};
 
+use crate::chunk_deflate::append_stored;
+
 /// Input bytes per piece: at most 8,192 matches of 4 bytes or more, so
 /// always one block (see the module doc).
 pub(crate) const PIECE: usize = 32 << 10;
@@ -71,8 +73,7 @@ impl PieceDeflater {
     /// final when `last` (an empty `input` then gives an empty final block).
     pub(crate) fn deflate_into(&mut self, input: &[u8], last: bool, out: &mut Vec<u8>) {
         if input.is_empty() {
-            out.extend_from_slice(&[u8::from(last), 0, 0, 0xFF, 0xFF]);
-            return;
+            return append_stored(input, last, out);
         }
         let pieces = input.len().div_ceil(PIECE);
         for (i, piece) in input.chunks(PIECE).enumerate() {
@@ -151,12 +152,7 @@ impl PieceDeflater {
                 // written again), which `reset` rules out; stored all the same.
                 Err(_) => {
                     out.truncate(start);
-                    // A piece is at most 32 KiB: one stored block.
-                    let len = piece.len() as u16;
-                    out.push(u8::from(last));
-                    out.extend_from_slice(&len.to_le_bytes());
-                    out.extend_from_slice(&(!len).to_le_bytes());
-                    out.extend_from_slice(piece);
+                    append_stored(piece, last, out);
                     true
                 }
             };
@@ -300,11 +296,12 @@ impl<'a> Canonical<'a> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::io::Read;
 
-    fn xorshift(len: usize, mut state: u64) -> Vec<u8> {
+    /// xorshift64 bytes from `state` (non-zero).
+    pub(crate) fn xorshift(len: usize, mut state: u64) -> Vec<u8> {
         (0..len)
             .map(|_| {
                 state ^= state << 13;
@@ -316,7 +313,7 @@ mod tests {
     }
 
     /// Weight-like bytes: f32 values with their low 16 bits zero.
-    fn weights(len: usize, seed: u64) -> Vec<u8> {
+    pub(crate) fn weights(len: usize, seed: u64) -> Vec<u8> {
         let noise = xorshift(len.div_ceil(4) * 4, seed);
         noise
             .chunks(4)
